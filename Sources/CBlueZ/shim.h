@@ -1,0 +1,6 @@
+// BlueZ's userspace library (Debian libbluetooth-dev, GPL-2.0-or-later).
+#include <sys/socket.h>
+#include <bluetooth/bluetooth.h>
+#include <bluetooth/hci.h>
+#include <bluetooth/hci_lib.h>
+#include <bluetooth/l2cap.h>

@@ -1,0 +1,2 @@
+// gpsd's client library (Debian libgps-dev, BSD-2-Clause), API 11 on bookworm.
+#include <gps.h>

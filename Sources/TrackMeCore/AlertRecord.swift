@@ -1,0 +1,143 @@
+/// Which rule raised an alert.
+public enum AlertKind: String, Hashable, Sendable, Codable, CaseIterable {
+    case heartRateLow = "heart_rate_low"
+    case heartRateHigh = "heart_rate_high"
+    /// 0 bpm, or no beat for several seconds, while the strap reports skin contact.
+    case noPulse = "no_pulse"
+    case contactLost = "contact_lost"
+    case strapSilent = "strap_silent"
+    case manual
+}
+
+/// Where an alert is in its lifecycle.
+public enum AlertState: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Counting down; the wearer can still cancel.
+    case pending
+    /// Journaled durably and handed to the dispatch lane.
+    case raised
+    /// The server accepted it.
+    case delivered
+    /// A dispatcher or contact confirmed it.
+    case acknowledged
+    case resolved
+    case cancelled
+
+    /// Whether the alert still counts as the person's one open alert.
+    public var isOpen: Bool {
+        switch self {
+        case .pending, .raised, .delivered, .acknowledged: true
+        case .resolved, .cancelled: false
+        }
+    }
+}
+
+/// Why the wearer (or someone for them) cancelled an alert.
+public enum CancelReason: String, Hashable, Sendable, Codable, CaseIterable {
+    case falseAlarm = "false_alarm"
+    case accidental
+    case iAmSafe = "i_am_safe"
+}
+
+/// The last known position when an alert was raised, and how old it was then.
+public struct AlertPosition: Hashable, Sendable, Codable {
+    public var fix: PositionFix
+    /// Milliseconds between the fix and the alert on the monotonic clock.
+    public var ageMilliseconds: Int64
+
+    public init(fix: PositionFix, ageMilliseconds: Int64) {
+        self.fix = fix
+        self.ageMilliseconds = ageMilliseconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case fix
+        case ageMilliseconds = "age_ms"
+    }
+}
+
+/// A heart-rate reading together with when it was taken.
+public struct TimedHeartRate: Hashable, Sendable, Codable {
+    public var reading: HeartRateReading
+    public var timestamp: ReadingTimestamp
+
+    public init(reading: HeartRateReading, timestamp: ReadingTimestamp) {
+        self.reading = reading
+        self.timestamp = timestamp
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case reading = "hr"
+        case timestamp = "t"
+    }
+}
+
+/// One alert as the device keeps it and sends it.
+public struct AlertRecord: Hashable, Sendable, Codable {
+    /// A random identifier made on the device (UUID text), stable across retries and restarts.
+    public var id: String
+    public var deviceID: String
+    public var kind: AlertKind
+    public var state: AlertState
+    /// When the first reading that made the rule true was taken.
+    public var firstCritical: ReadingTimestamp
+    /// When the alert was raised (journaled), or nil while it is still pending.
+    public var raised: ReadingTimestamp?
+    /// The readings that made the rule true, newest last.
+    public var triggeringReadings: [TimedHeartRate]
+    /// The last known position, or nil if gpsd never had a fix ("unknown").
+    public var position: AlertPosition?
+    public var cancelReason: CancelReason?
+
+    public init(
+        id: String, deviceID: String, kind: AlertKind, state: AlertState, firstCritical: ReadingTimestamp,
+        raised: ReadingTimestamp? = nil, triggeringReadings: [TimedHeartRate] = [], position: AlertPosition? = nil,
+        cancelReason: CancelReason? = nil
+    ) {
+        self.id = id
+        self.deviceID = deviceID
+        self.kind = kind
+        self.state = state
+        self.firstCritical = firstCritical
+        self.raised = raised
+        self.triggeringReadings = triggeringReadings
+        self.position = position
+        self.cancelReason = cancelReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id = "alert_id"
+        case deviceID = "device_id"
+        case kind, state
+        case firstCritical = "first_critical"
+        case raised
+        case triggeringReadings = "triggering_readings"
+        case position
+        case cancelReason = "cancel_reason"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        deviceID = try c.decode(String.self, forKey: .deviceID)
+        kind = try c.decode(AlertKind.self, forKey: .kind)
+        state = try c.decode(AlertState.self, forKey: .state)
+        firstCritical = try c.decode(ReadingTimestamp.self, forKey: .firstCritical)
+        raised = try c.decodeIfPresent(ReadingTimestamp.self, forKey: .raised)
+        triggeringReadings = try c.decode([TimedHeartRate].self, forKey: .triggeringReadings)
+        position = try c.decodeIfPresent(AlertPosition.self, forKey: .position)
+        cancelReason = try c.decodeIfPresent(CancelReason.self, forKey: .cancelReason)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(deviceID, forKey: .deviceID)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(state, forKey: .state)
+        try c.encode(firstCritical, forKey: .firstCritical)
+        try c.encode(raised, forKey: .raised)
+        try c.encode(triggeringReadings, forKey: .triggeringReadings)
+        try c.encode(position, forKey: .position)
+        try c.encode(cancelReason, forKey: .cancelReason)
+    }
+}

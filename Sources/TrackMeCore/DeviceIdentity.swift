@@ -1,0 +1,49 @@
+/// Who a device is and whom it watches over.
+public struct DeviceIdentity: Hashable, Sendable, Codable {
+    /// The identifier the server enrolled the device under, e.g. `pi-0042`.
+    public var deviceID: String
+
+    public init(deviceID: String) {
+        self.deviceID = deviceID
+    }
+
+    /// Device identifiers travel in URLs and idempotency keys: 1-64 characters of
+    /// `A-Z a-z 0-9 . _ -`.
+    public static func isValid(_ id: String) -> Bool {
+        guard (1...64).contains(id.utf8.count) else { return false }
+        return id.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F
+                || c == 0x2D
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+    }
+}
+
+/// The person wearing the device, as far as the SOS rules need to know.
+public struct PersonProfile: Hashable, Sendable, Codable {
+    public var name: String
+    public var age: Int
+    /// Resting heart rate, if known (from the profile or learned from history).
+    public var restingHeartRate: Int?
+    /// Explicit thresholds; when nil the SOS rules derive them from age and resting rate.
+    public var minimumHeartRate: Int?
+    public var maximumHeartRate: Int?
+
+    public init(name: String, age: Int, restingHeartRate: Int? = nil, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil) {
+        self.name = name
+        self.age = age
+        self.restingHeartRate = restingHeartRate
+        self.minimumHeartRate = minimumHeartRate
+        self.maximumHeartRate = maximumHeartRate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, age
+        case restingHeartRate = "resting_hr"
+        case minimumHeartRate = "min_hr"
+        case maximumHeartRate = "max_hr"
+    }
+}

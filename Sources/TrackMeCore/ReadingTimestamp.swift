@@ -1,0 +1,54 @@
+/// When a reading was taken, in the two kinds of time a Raspberry Pi has.
+///
+/// A Pi has no real-time clock: until NTP or GPS sets it, the wall clock may say 1970 or
+/// whatever the last shutdown wrote. The monotonic clock is always right about intervals but
+/// restarts at every boot, so it is paired with the boot's identifier. The wall time is kept
+/// with a flag saying whether it was trusted when the reading was taken, so a later trusted time
+/// can correct it instead of the reading being silently filed in the wrong year.
+public struct ReadingTimestamp: Hashable, Sendable, Codable {
+    /// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC` / `CLOCK_BOOTTIME`) of boot `bootID`.
+    public var monotonicNanoseconds: UInt64
+    /// The kernel's boot identifier (`/proc/sys/kernel/random/boot_id`), or a simulation's run id.
+    public var bootID: String
+    /// Milliseconds since the Unix epoch on the wall clock, if the device had any wall time.
+    public var wallClockMilliseconds: Int64?
+    /// Whether the wall clock was synchronised (NTP or GPS) when the reading was taken.
+    public var wallClockTrusted: Bool
+
+    public init(monotonicNanoseconds: UInt64, bootID: String, wallClockMilliseconds: Int64?, wallClockTrusted: Bool) {
+        self.monotonicNanoseconds = monotonicNanoseconds
+        self.bootID = bootID
+        self.wallClockMilliseconds = wallClockMilliseconds
+        self.wallClockTrusted = wallClockTrusted
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case monotonicNanoseconds = "mono_ns"
+        case bootID = "boot_id"
+        case wallClockMilliseconds = "wall_ms"
+        case wallClockTrusted = "wall_trusted"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        monotonicNanoseconds = try c.decode(UInt64.self, forKey: .monotonicNanoseconds)
+        bootID = try c.decode(String.self, forKey: .bootID)
+        wallClockMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .wallClockMilliseconds)
+        wallClockTrusted = try c.decode(Bool.self, forKey: .wallClockTrusted)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(monotonicNanoseconds, forKey: .monotonicNanoseconds)
+        try c.encode(bootID, forKey: .bootID)
+        try c.encode(wallClockMilliseconds, forKey: .wallClockMilliseconds)
+        try c.encode(wallClockTrusted, forKey: .wallClockTrusted)
+    }
+
+    /// Milliseconds elapsed from `earlier` to `self` on the monotonic clock, or nil if the two
+    /// were taken in different boots (their monotonic clocks are unrelated).
+    public func milliseconds(since earlier: ReadingTimestamp) -> Int64? {
+        guard bootID == earlier.bootID else { return nil }
+        return (Int64(bitPattern: monotonicNanoseconds) - Int64(bitPattern: earlier.monotonicNanoseconds)) / 1_000_000
+    }
+}

@@ -1,0 +1,195 @@
+/// One reading as it travels in a sync batch: a heart-rate reading or a position fix, with the
+/// device-local sequence number that makes it unique per device.
+public struct WireReading: Hashable, Sendable, Codable {
+    public enum Payload: Hashable, Sendable {
+        case heartRate(HeartRateReading)
+        case position(PositionFix)
+    }
+
+    /// Assigned by the device's store, strictly increasing per device and never reused; the
+    /// server stores `(device_id, seq)` once, which is what makes a resent batch harmless.
+    public var sequence: Int64
+    public var timestamp: ReadingTimestamp
+    public var payload: Payload
+
+    public init(sequence: Int64, timestamp: ReadingTimestamp, payload: Payload) {
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.payload = payload
+    }
+
+    /// The `kind` tag on the wire.
+    public enum Kind: String, Hashable, Sendable, Codable {
+        case heartRate = "hr"
+        case position = "fix"
+    }
+
+    public var kind: Kind {
+        switch payload {
+        case .heartRate: .heartRate
+        case .position: .position
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sequence = "seq"
+        case kind
+        case timestamp = "t"
+        case heartRate = "hr"
+        case position = "fix"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sequence = try c.decode(Int64.self, forKey: .sequence)
+        timestamp = try c.decode(ReadingTimestamp.self, forKey: .timestamp)
+        switch try c.decode(Kind.self, forKey: .kind) {
+        case .heartRate: payload = .heartRate(try c.decode(HeartRateReading.self, forKey: .heartRate))
+        case .position: payload = .position(try c.decode(PositionFix.self, forKey: .position))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(timestamp, forKey: .timestamp)
+        switch payload {
+        case .heartRate(let hr): try c.encode(hr, forKey: .heartRate)
+        case .position(let fix): try c.encode(fix, forKey: .position)
+        }
+    }
+}
+
+/// The device's health, sent with every batch and on its own as a heartbeat.
+public struct DeviceHeartbeat: Hashable, Sendable, Codable {
+    /// `searching`, `connected` or `lost`.
+    public var strap: String
+    /// `connected`, `no_device`, `no_fix` or `fix`.
+    public var gpsd: String
+    /// Readings waiting in the store to be synced.
+    public var storeDepth: Int
+    /// Bytes the store occupies on disk.
+    public var storeBytes: Int64
+    public var batteryPercent: Int?
+
+    public init(strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil) {
+        self.strap = strap
+        self.gpsd = gpsd
+        self.storeDepth = storeDepth
+        self.storeBytes = storeBytes
+        self.batteryPercent = batteryPercent
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case strap, gpsd
+        case storeDepth = "store_depth"
+        case storeBytes = "store_bytes"
+        case batteryPercent = "battery_pct"
+    }
+}
+
+/// A batch of readings sent to `POST /v1/batches` (wire format version 1, see WIRE.md).
+public struct SyncBatch: Hashable, Sendable, Codable {
+    public static let currentVersion = 1
+
+    public var version: Int
+    public var deviceID: String
+    /// The device's batch counter; with the device id it forms the idempotency key.
+    public var batchSequence: Int64
+    /// Readings the device had to drop to stay within its disk budget since the last batch the
+    /// server acknowledged (cumulative counters are reported by the heartbeat).
+    public var droppedByBudget: Int64
+    public var heartbeat: DeviceHeartbeat?
+    public var readings: [WireReading]
+
+    public init(
+        version: Int = SyncBatch.currentVersion, deviceID: String, batchSequence: Int64, droppedByBudget: Int64 = 0,
+        heartbeat: DeviceHeartbeat? = nil, readings: [WireReading]
+    ) {
+        self.version = version
+        self.deviceID = deviceID
+        self.batchSequence = batchSequence
+        self.droppedByBudget = droppedByBudget
+        self.heartbeat = heartbeat
+        self.readings = readings
+    }
+
+    /// `DEVICE_ID:BATCH_SEQ`, also sent as the `Idempotency-Key` header.
+    public var idempotencyKey: String { Self.idempotencyKey(deviceID: deviceID, batchSequence: batchSequence) }
+
+    public static func idempotencyKey(deviceID: String, batchSequence: Int64) -> String {
+        "\(deviceID):\(batchSequence)"
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version
+        case deviceID = "device_id"
+        case batchSequence = "batch_seq"
+        case idempotencyKey = "idempotency_key"
+        case droppedByBudget = "dropped_by_budget"
+        case heartbeat
+        case readings
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decode(Int.self, forKey: .version)
+        guard version == Self.currentVersion else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .version, in: c, debugDescription: "unsupported version \(version), expected \(Self.currentVersion)")
+        }
+        deviceID = try c.decode(String.self, forKey: .deviceID)
+        batchSequence = try c.decode(Int64.self, forKey: .batchSequence)
+        let key = try c.decode(String.self, forKey: .idempotencyKey)
+        guard key == Self.idempotencyKey(deviceID: deviceID, batchSequence: batchSequence) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .idempotencyKey, in: c, debugDescription: "must be device_id:batch_seq")
+        }
+        droppedByBudget = try c.decode(Int64.self, forKey: .droppedByBudget)
+        heartbeat = try c.decodeIfPresent(DeviceHeartbeat.self, forKey: .heartbeat)
+        readings = try c.decode([WireReading].self, forKey: .readings)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(version, forKey: .version)
+        try c.encode(deviceID, forKey: .deviceID)
+        try c.encode(batchSequence, forKey: .batchSequence)
+        try c.encode(idempotencyKey, forKey: .idempotencyKey)
+        try c.encode(droppedByBudget, forKey: .droppedByBudget)
+        try c.encodeIfPresent(heartbeat, forKey: .heartbeat)
+        try c.encode(readings, forKey: .readings)
+    }
+}
+
+/// The server's answer to a batch. The same batch again gets the same answer.
+public struct BatchAcknowledgement: Hashable, Sendable, Codable {
+    public var version: Int
+    public var idempotencyKey: String
+    /// Readings of this batch newly stored.
+    public var stored: Int
+    /// Readings of this batch the server already had (from an earlier, unacknowledged send).
+    public var duplicates: Int
+    /// Alerts of this device that a dispatcher acknowledged since the device last heard; the
+    /// device learns of acknowledgements this way on its next sync.
+    public var acknowledgedAlerts: [String]
+
+    public init(
+        version: Int = SyncBatch.currentVersion, idempotencyKey: String, stored: Int, duplicates: Int,
+        acknowledgedAlerts: [String] = []
+    ) {
+        self.version = version
+        self.idempotencyKey = idempotencyKey
+        self.stored = stored
+        self.duplicates = duplicates
+        self.acknowledgedAlerts = acknowledgedAlerts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version
+        case idempotencyKey = "idempotency_key"
+        case stored, duplicates
+        case acknowledgedAlerts = "acknowledged_alerts"
+    }
+}
