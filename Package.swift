@@ -51,11 +51,22 @@ targets += [
 
 // MARK: - Simulation (issue 8)
 
+targets += [
+    .executableTarget(
+        name: "trackme-sim",
+        dependencies: [
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
+        swiftSettings: strictSettings
+    ),
+]
+
 let package = Package(
     name: "TrackMe",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "trackme-agent", targets: ["trackme-agent"]),
+        .executable(name: "trackme-sim", targets: ["trackme-sim"]),
     ],
     dependencies: [
         // MARK: agent-side packages (no NIO here: the agent stays light on a Pi)
