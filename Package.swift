@@ -52,9 +52,16 @@ targets += [
 // MARK: - Simulation (issue 8)
 
 targets += [
+    .target(
+        name: "TrackMeSimulation",
+        dependencies: ["TrackMeCore"],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(name: "TrackMeSimulationTests", dependencies: ["TrackMeSimulation"], swiftSettings: strictSettings),
     .executableTarget(
         name: "trackme-sim",
         dependencies: [
+            "TrackMeSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         swiftSettings: strictSettings

@@ -1,0 +1,97 @@
+import TrackMeCore
+
+/// Checks a run's outcome against the scenario's expectations, saying for each which one and by
+/// how much it missed.
+public enum ExpectationEvaluator {
+    public static func evaluate(_ expectations: [Scenario.Expectation], report: SimulationReport) -> [SimulationReport.ExpectationResult] {
+        let accounted = expectations.filter { $0.type == .alert }
+        return expectations.map { evaluate($0, report: report, accountedBy: accounted) }
+    }
+
+    static func seconds(_ ms: Int64) -> String {
+        let s = Double(ms) / 1000
+        return s == s.rounded() ? "\(Int(s)) s" : "\((s * 10).rounded() / 10) s"
+    }
+
+    static func seconds(_ s: Double) -> String { seconds(Int64((s * 1000).rounded())) }
+
+    static func evaluate(
+        _ e: Scenario.Expectation, report: SimulationReport, accountedBy alertExpectations: [Scenario.Expectation]
+    ) -> SimulationReport.ExpectationResult {
+        let r = report.readings
+        switch e.type {
+        case .alert:
+            let kind = e.alertKind
+            let from = Int64(((e.fromSeconds ?? 0) * 1000).rounded())
+            let to = Int64(((e.toSeconds ?? .infinity) * 1000).rounded(.down).clamped(Double(Int64.max / 2)))
+            let name = "alert \(kind?.rawValue ?? "any") with first critical reading in [\(seconds(from)), \(e.toSeconds.map { seconds($0) } ?? "end")]"
+            let candidates = report.alerts.filter { kind == nil || $0.kind == kind }
+            if candidates.contains(where: { (from...to).contains($0.firstCriticalMilliseconds) }) {
+                return .init(expectation: name, passed: true, message: "raised")
+            }
+            guard let nearest = candidates.min(by: { distance($0.firstCriticalMilliseconds, from, to) < distance($1.firstCriticalMilliseconds, from, to) })
+            else {
+                return .init(expectation: name, passed: false, message: "no \(kind?.rawValue ?? "") alert was raised at all")
+            }
+            let d = distance(nearest.firstCriticalMilliseconds, from, to)
+            let side = nearest.firstCriticalMilliseconds < from ? "early" : "late"
+            return .init(
+                expectation: name, passed: false,
+                message: "nearest \(nearest.kind.rawValue) alert at \(seconds(nearest.firstCriticalMilliseconds)), \(seconds(d)) \(side)")
+        case .noOtherAlerts:
+            let unexpected = report.alerts.filter { alert in
+                !alertExpectations.contains { ex in
+                    (ex.alertKind == nil || ex.alertKind == alert.kind)
+                        && Double(alert.firstCriticalMilliseconds) >= (ex.fromSeconds ?? 0) * 1000
+                        && Double(alert.firstCriticalMilliseconds) <= (ex.toSeconds ?? .infinity) * 1000
+                }
+            }
+            let list = unexpected.map { "\($0.kind.rawValue) at \(seconds($0.firstCriticalMilliseconds))" }.joined(separator: ", ")
+            return .init(
+                expectation: "no alerts besides the expected ones", passed: unexpected.isEmpty,
+                message: unexpected.isEmpty ? "none" : "\(unexpected.count) unexpected: \(list)")
+        case .noReadingsLost:
+            return .init(
+                expectation: "no readings lost", passed: r.lost == 0,
+                message: r.lost == 0 ? "0 lost of \(r.stored) stored" : "\(r.lost) of \(r.stored) stored readings never reached the server")
+        case .noDuplicates:
+            return .init(
+                expectation: "no duplicates at the server", passed: r.duplicatesAtServer == 0,
+                message: "\(r.duplicatesAtServer) readings stored more than once")
+        case .alertDeliveredWithin:
+            let limit = Int64(((e.seconds ?? 5) * 1000).rounded())
+            let name = "every alert delivered within \(seconds(limit)) of its first critical reading"
+            if report.alerts.isEmpty { return .init(expectation: name, passed: false, message: "no alert was raised") }
+            var worst: (SimulationReport.Alert, Int64)?
+            for alert in report.alerts {
+                let delay = alert.deliveredMilliseconds.map { $0 - alert.firstCriticalMilliseconds } ?? Int64.max
+                if worst == nil || delay > (worst?.1 ?? 0) { worst = (alert, delay) }
+            }
+            guard let (alert, delay) = worst else { return .init(expectation: name, passed: false, message: "no alert") }
+            if delay == Int64.max {
+                return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert \(alert.alertID) was never delivered")
+            }
+            return .init(
+                expectation: name, passed: delay <= limit,
+                message: delay <= limit ? "slowest took \(seconds(delay))" : "\(alert.kind.rawValue) took \(seconds(delay)), \(seconds(delay - limit)) over")
+        case .allSynced:
+            let missing = r.produced - r.receivedByServer - r.droppedByBudget
+            return .init(
+                expectation: "every produced reading reached the server", passed: missing <= 0,
+                message: missing <= 0 ? "\(r.receivedByServer) of \(r.produced) at the server" : "\(missing) of \(r.produced) missing at the server")
+        case .droppedByBudgetAtLeast:
+            let want = e.count ?? 1
+            return .init(
+                expectation: "at least \(want) readings dropped by the disk budget", passed: r.droppedByBudget >= want,
+                message: "\(r.droppedByBudget) dropped")
+        }
+    }
+
+    static func distance(_ t: Int64, _ from: Int64, _ to: Int64) -> Int64 {
+        t < from ? from - t : (t > to ? t - to : 0)
+    }
+}
+
+extension Double {
+    fileprivate func clamped(_ limit: Double) -> Double { Swift.min(self, limit) }
+}

@@ -1,0 +1,170 @@
+public import Foundation
+public import TrackMeCore
+
+/// A simulation scenario (`simulations/scenarios/*.json`; the format is documented in
+/// `simulations/README.md`). Times are seconds from the start of the heart-rate trace.
+public struct Scenario: Codable, Sendable {
+    public struct HeartRateSource: Codable, Sendable {
+        /// Path of a CSV trace, relative to the `simulations/` folder.
+        public var trace: String
+        /// Play only this part of the trace (seconds from its start).
+        public var fromSeconds: Double?
+        public var toSeconds: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case trace
+            case fromSeconds = "from_s"
+            case toSeconds = "to_s"
+        }
+    }
+
+    public struct GPSSource: Codable, Sendable {
+        /// Path of an NMEA log, relative to the `simulations/` folder.
+        public var log: String
+        /// Replay the log again from the start when it ends (logs are short, traces long).
+        public var loop: Bool?
+    }
+
+    public enum Pace: String, Codable, Sendable {
+        case fast
+        case realtime
+    }
+
+    public struct Fault: Codable, Sendable, Hashable {
+        public enum Kind: String, Codable, Sendable, Hashable, CaseIterable {
+            /// The server cannot be reached.
+            case networkDown = "network_down"
+            /// The server answers with an error status.
+            case serverErrors = "server_errors"
+            /// The BLE link drops; the link supervisor must reconnect.
+            case strapLinkDrop = "strap_link_drop"
+            /// The strap stops notifying while the link stays up.
+            case strapSilent = "strap_silent"
+            /// The strap reports no skin contact (bpm 0, no RR).
+            case contactLoss = "contact_loss"
+            /// gpsd stops; no fixes until it returns.
+            case gpsdStopped = "gpsd_stopped"
+            /// The agent is killed (nothing in memory survives) and restarted.
+            case agentCrash = "agent_crash"
+            /// The wearer presses SOS.
+            case manualSOS = "manual_sos"
+            /// The wearer cancels the open alert.
+            case cancel
+            /// A dispatcher acknowledges the open alert.
+            case acknowledge
+        }
+
+        public var type: Kind
+        public var fromSeconds: Double
+        /// End of the window; faults at a moment (crash, SOS) leave it out.
+        public var toSeconds: Double?
+        /// For `server_errors`: the status to answer (default 500).
+        public var status: Int?
+        /// For `cancel`: the reason.
+        public var reason: CancelReason?
+
+        enum CodingKeys: String, CodingKey {
+            case type
+            case fromSeconds = "from_s"
+            case toSeconds = "to_s"
+            case status, reason
+        }
+
+        public init(type: Kind, fromSeconds: Double, toSeconds: Double? = nil, status: Int? = nil, reason: CancelReason? = nil) {
+            self.type = type
+            self.fromSeconds = fromSeconds
+            self.toSeconds = toSeconds
+            self.status = status
+            self.reason = reason
+        }
+
+        func covers(_ seconds: Double) -> Bool {
+            seconds >= fromSeconds && seconds < (toSeconds ?? fromSeconds)
+        }
+    }
+
+    public struct Expectation: Codable, Sendable, Hashable {
+        public enum Kind: String, Codable, Sendable, Hashable {
+            /// An alert of `alert_kind` raised with its first critical reading within [from_s, to_s].
+            case alert
+            /// No alert other than those some `alert` expectation accounts for.
+            case noOtherAlerts = "no_other_alerts"
+            /// Every reading the store acknowledged reaches the server.
+            case noReadingsLost = "no_readings_lost"
+            /// The server holds every reading once.
+            case noDuplicates = "no_duplicates"
+            /// Every raised alert is delivered within `seconds` of its first critical reading
+            /// (virtual time, so offline windows count).
+            case alertDeliveredWithin = "alert_delivered_within"
+            /// Every reading the device produced reaches the server by the end.
+            case allSynced = "all_synced"
+            /// At least `count` readings were dropped to stay within the disk budget.
+            case droppedByBudgetAtLeast = "dropped_by_budget_at_least"
+        }
+
+        public var type: Kind
+        public var alertKind: AlertKind?
+        public var fromSeconds: Double?
+        public var toSeconds: Double?
+        public var seconds: Double?
+        public var count: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case type
+            case alertKind = "alert_kind"
+            case fromSeconds = "from_s"
+            case toSeconds = "to_s"
+            case seconds, count
+        }
+
+        public init(
+            type: Kind, alertKind: AlertKind? = nil, fromSeconds: Double? = nil, toSeconds: Double? = nil, seconds: Double? = nil,
+            count: Int? = nil
+        ) {
+            self.type = type
+            self.alertKind = alertKind
+            self.fromSeconds = fromSeconds
+            self.toSeconds = toSeconds
+            self.seconds = seconds
+            self.count = count
+        }
+    }
+
+    public var name: String
+    public var description: String?
+    public var seed: UInt64?
+    public var person: PersonProfile
+    public var heartRate: HeartRateSource
+    public var gps: GPSSource?
+    public var pace: Pace?
+    /// Store disk budget in bytes (default: the agent's 10 MB).
+    public var diskBudgetBytes: Int64?
+    public var faults: [Fault]
+    public var expectations: [Expectation]
+
+    enum CodingKeys: String, CodingKey {
+        case name, description, seed, person
+        case heartRate = "heart_rate"
+        case gps, pace
+        case diskBudgetBytes = "disk_budget_bytes"
+        case faults
+        case expectations = "expect"
+    }
+
+    /// Reads a scenario file, naming the field on error.
+    public static func load(from url: URL) throws -> Scenario {
+        let data = try Data(contentsOf: url)
+        do {
+            return try WireCodec.decode(Scenario.self, from: data)
+        } catch {
+            throw ScenarioError(message: "\(url.lastPathComponent): \(error)")
+        }
+    }
+}
+
+public struct ScenarioError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var description: String { message }
+
+    public init(message: String) { self.message = message }
+}

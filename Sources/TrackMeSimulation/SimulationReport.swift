@@ -1,0 +1,95 @@
+public import TrackMeCore
+
+/// What happened in a scenario run (schema in `simulations/README.md`). Times are milliseconds of
+/// virtual time from the start of the trace, except `decision_latency_ms`, which is measured on
+/// the real monotonic clock of the run.
+public struct SimulationReport: Codable, Sendable {
+    public struct Alert: Codable, Sendable, Hashable {
+        public struct Position: Codable, Sendable, Hashable {
+            public var lat: Double
+            public var lon: Double
+            public var ageMilliseconds: Int64
+
+            enum CodingKeys: String, CodingKey {
+                case lat, lon
+                case ageMilliseconds = "age_ms"
+            }
+        }
+
+        public var alertID: String
+        public var kind: AlertKind
+        public var state: AlertState
+        public var firstCriticalMilliseconds: Int64
+        public var raisedMilliseconds: Int64?
+        /// Real time from the triggering reading's bytes reaching the decoder to the alert being
+        /// journaled and queued for dispatch.
+        public var decisionLatencyMilliseconds: Double?
+        public var deliveredMilliseconds: Int64?
+        public var position: Position?
+
+        enum CodingKeys: String, CodingKey {
+            case alertID = "alert_id"
+            case kind, state
+            case firstCriticalMilliseconds = "first_critical_ms"
+            case raisedMilliseconds = "raised_ms"
+            case decisionLatencyMilliseconds = "decision_latency_ms"
+            case deliveredMilliseconds = "delivered_ms"
+            case position
+        }
+    }
+
+    public struct Readings: Codable, Sendable, Hashable {
+        /// Readings the sources produced (heart rate and stored fixes).
+        public var produced: Int
+        /// Readings the store acknowledged as durable.
+        public var stored: Int
+        /// Readings the store has marked synced (server acknowledged).
+        public var synced: Int
+        /// Distinct readings the server holds for the device.
+        public var receivedByServer: Int
+        /// Readings the server received more than once (it stores them once).
+        public var duplicatesAtServer: Int
+        /// Readings dropped by the disk budget (reported to the server).
+        public var droppedByBudget: Int
+        /// Readings the store acknowledged that never reached the server and were not dropped by
+        /// the budget. Must be zero.
+        public var lost: Int
+        /// Readings produced but not yet committed when the agent was killed (never acknowledged,
+        /// so not "lost" in the durability sense; bounded by the group-commit window).
+        public var uncommittedAtCrash: Int
+
+        enum CodingKeys: String, CodingKey {
+            case produced, stored, synced
+            case receivedByServer = "received_by_server"
+            case duplicatesAtServer = "duplicates_at_server"
+            case droppedByBudget = "dropped_by_budget"
+            case lost
+            case uncommittedAtCrash = "uncommitted_at_crash"
+        }
+    }
+
+    public struct ExpectationResult: Codable, Sendable, Hashable {
+        public var expectation: String
+        public var passed: Bool
+        public var message: String
+    }
+
+    public var scenario: String
+    public var seed: UInt64
+    public var mode: String
+    public var virtualDurationMilliseconds: Int64
+    public var wallMilliseconds: Double
+    public var alerts: [Alert]
+    public var readings: Readings
+    public var faults: [Scenario.Fault]
+    public var expectations: [ExpectationResult]
+
+    public var passed: Bool { expectations.allSatisfy(\.passed) }
+
+    enum CodingKeys: String, CodingKey {
+        case scenario, seed, mode
+        case virtualDurationMilliseconds = "virtual_duration_ms"
+        case wallMilliseconds = "wall_ms"
+        case alerts, readings, faults, expectations
+    }
+}
