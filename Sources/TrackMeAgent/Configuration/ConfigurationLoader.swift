@@ -241,7 +241,10 @@ private struct Reader {
         case .manual:
             break
         }
-        s.finish(known: known)
+        var hints: [String: String] = [:]
+        if !known.contains("threshold_bpm") { hints["threshold_bpm"] = "only heart_rate_low and heart_rate_high take threshold_bpm" }
+        if !known.contains("persistence_seconds") { hints["persistence_seconds"] = "manual alerts have no persistence" }
+        s.finish(known: known, hints: hints)
         return rule
     }
 

@@ -35,10 +35,11 @@ final class YAMLSection {
         self.issues = issues
     }
 
-    /// Reads `node` as a mapping; anything else is reported and treated as empty.
-    init(node: Node?, path: String, issues: IssueCollector) {
+    /// Reads `node` as a mapping; anything else is reported and treated as empty. `keyMark`
+    /// (where the section's own key is) is where missing keys are reported.
+    init(node: Node?, path: String, issues: IssueCollector, keyMark: Mark? = nil) {
         self.path = path
-        self.mark = node?.mark
+        self.mark = keyMark ?? node?.mark
         self.issues = issues
         guard let node else { return }
         if case .scalar(let scalar) = node, Self.isNull(scalar) { return }
@@ -77,7 +78,8 @@ final class YAMLSection {
     }
 
     func section(_ key: String) -> YAMLSection {
-        YAMLSection(node: node(key), path: keyPath(key), issues: issues)
+        let keyMark = entries.first { $0.key == key }?.keyMark
+        return YAMLSection(node: node(key), path: keyPath(key), issues: issues, keyMark: keyMark)
     }
 
     func string(_ key: String) -> String? {
@@ -173,11 +175,14 @@ final class YAMLSection {
         }
     }
 
-    /// Reports every key no accessor asked for.
-    func finish(known: [String]) {
+    /// Reports every key no accessor asked for; `hints` explain keys that are known elsewhere
+    /// but do not belong here.
+    func finish(known: [String], hints: [String: String] = [:]) {
         for entry in entries where !consumed.contains(entry.key) {
             var message = "unknown key"
-            if let suggestion = Spelling.suggestion(for: entry.key, among: known) {
+            if let hint = hints[entry.key] {
+                message += " (\(hint))"
+            } else if let suggestion = Spelling.suggestion(for: entry.key, among: known) {
                 message += " (did you mean \(suggestion)?)"
             }
             issues.add(entry.keyMark, keyPath(entry.key), message)
