@@ -65,6 +65,7 @@ targets += [
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ],
         swiftSettings: strictSettings
     ),
