@@ -123,7 +123,7 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var url: String
     /// The identifier the server enrolled this device under (`DeviceIdentity.isValid`).
     public var deviceID: String
-    /// A file holding the device's bearer token (kept out of the config file, mode 0600).
+    /// A file holding the device's bearer token (kept out of the config file; mode 0640, root:trackme).
     public var tokenFile: String
 
     public init(url: String, deviceID: String, tokenFile: String = "/etc/trackme/device-token") {
