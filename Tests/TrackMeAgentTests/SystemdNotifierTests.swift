@@ -121,3 +121,34 @@ struct SystemdNotifierTests {
         }
     }
 }
+
+@Suite("systemd readiness")
+struct SystemdReadinessTests {
+    @Test("READY=1 waits for the readiness condition")
+    func readinessGate() async throws {
+        let directory = try TemporaryDirectory()
+        let systemd = try FakeNotifySocket(path: directory.file("notify"))
+        let (opened, signal) = AsyncStream<Void>.makeStream()
+        let events = EventLog()
+        let service = SystemdNotifierService(
+            notifier: try SystemdNotifier(socketName: systemd.name), watchdogInterval: nil, logger: quietLogger,
+            readiness: {
+                for await _ in opened { break }
+                events.append("store open")
+            })
+        try await testGracefulShutdown { trigger in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await service.run() }
+                group.addTask {
+                    let ready = try await systemd.receive()
+                    events.append(String(ready.prefix(7)))
+                }
+                signal.yield()
+                try await group.next()
+                trigger.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+        #expect(events.all == ["store open", "READY=1"])
+    }
+}

@@ -32,11 +32,14 @@ public struct AgentDaemon: Sendable {
     ///   - services: the pipeline's services, in start order.
     ///   - metricsRegistry: the registry the executable bootstrapped swift-metrics with; the
     ///     endpoint serves it.
+    ///   - readiness: awaited (concurrently with the services starting) before systemd is told
+    ///     READY=1; pass "the store is open and the first gpsd connection attempt was made" or
+    ///     similar. nil: ready as soon as the group starts (the sockets are already bound).
     ///   - gracefulShutdownSignals: tests pass `[]` and trigger shutdown themselves.
     public init(
         configuration: AgentConfiguration, services: [any Service], control: any AgentControl, logger: Logger,
         metricsRegistry: PrometheusCollectorRegistry, environment: [String: String]? = nil,
-        gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]
+        readiness: (@Sendable () async throws -> Void)? = nil, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]
     ) throws {
         self.configuration = configuration
         let environment = environment ?? ProcessInfo.processInfo.environment
@@ -49,7 +52,8 @@ public struct AgentDaemon: Sendable {
         let notifier = SystemdNotifierService(
             notifier: try SystemdNotifier(environment: environment),
             watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
-            readyStatus: "monitoring \(configuration.server.deviceID)", logger: logger, metricsFactory: metricsFactory)
+            readyStatus: "monitoring \(configuration.server.deviceID)", logger: logger, metricsFactory: metricsFactory,
+            readiness: readiness)
 
         var shell: [(any Service, String)] = [(statusServer, "status-server")]
         if let metricsEndpoint { shell.append((metricsEndpoint, "metrics-endpoint")) }
@@ -75,10 +79,11 @@ public struct AgentDaemon: Sendable {
     /// Builds and runs the daemon in one call.
     public static func run(
         configuration: AgentConfiguration, services: [any Service], control: any AgentControl, logger: Logger,
-        metricsRegistry: PrometheusCollectorRegistry
+        metricsRegistry: PrometheusCollectorRegistry, readiness: (@Sendable () async throws -> Void)? = nil
     ) async throws {
         try await AgentDaemon(
-            configuration: configuration, services: services, control: control, logger: logger, metricsRegistry: metricsRegistry
+            configuration: configuration, services: services, control: control, logger: logger, metricsRegistry: metricsRegistry,
+            readiness: readiness
         ).run()
     }
 }

@@ -23,11 +23,16 @@ public struct SystemdNotifierService: Service {
     private let logger: Logger
     private let readyStatus: String
     private let metricsFactory: any MetricsFactory
+    private let readiness: (@Sendable () async throws -> Void)?
 
+    /// - Parameter readiness: awaited before READY=1 (e.g. "the store is open"); when it
+    ///   throws, the service throws and the group shuts down without ever being ready.
     public init(
         notifier: SystemdNotifier?, watchdogInterval: Duration?, clock: any Clock<Duration> = ContinuousClock(),
-        readyStatus: String = "running", logger: Logger, metricsFactory: (any MetricsFactory)? = nil
+        readyStatus: String = "running", logger: Logger, metricsFactory: (any MetricsFactory)? = nil,
+        readiness: (@Sendable () async throws -> Void)? = nil
     ) {
+        self.readiness = readiness
         self.notifier = notifier
         self.watchdogInterval = watchdogInterval
         self.clock = clock
@@ -44,6 +49,7 @@ public struct SystemdNotifierService: Service {
     }
 
     public func run() async throws {
+        if let readiness { try await readiness() }
         guard let notifier else {
             logger.debug("no NOTIFY_SOCKET, not notifying systemd")
             try? await gracefulShutdown()
