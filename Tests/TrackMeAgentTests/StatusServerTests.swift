@@ -126,6 +126,19 @@ struct StatusServerTests {
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious")
     }
 
+    @Test("a second agent does not steal a live socket")
+    func liveSocket() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("agent.sock")
+        let first = try StatusServer.bind(socketPath: path, control: FakeControl(), logger: quietLogger)
+        let error = try #require(throws: SocketError.self) {
+            try StatusServer.bind(socketPath: path, control: FakeControl(), logger: quietLogger)
+        }
+        #expect(error.code == .inUse)
+        #expect(first.socketPath == path)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
     @Test("the client reports an agent that is not running")
     func notRunning() async throws {
         let directory = try TemporaryDirectory()

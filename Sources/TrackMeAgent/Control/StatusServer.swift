@@ -60,7 +60,7 @@ public final class StatusServer: Service, Sendable {
     public func run() async throws {
         let logger = self.logger
         let loop = AcceptLoop(listener: listener) { error in
-            logger.warning("status socket accept failed", metadata: ["error": "\(error)"])
+            logger.info("status socket accept failed", metadata: ["error": "\(error)"])
         }
         logger.info("status socket listening", metadata: ["status.socket": "\(socketPath)"])
         await withDiscardingTaskGroup { group in

@@ -37,7 +37,7 @@ public final class MetricsEndpoint: Service, Sendable {
     public func run() async throws {
         let logger = self.logger
         let loop = AcceptLoop(listener: listener) { error in
-            logger.warning("metrics accept failed", metadata: ["error": "\(error)"])
+            logger.info("metrics accept failed", metadata: ["error": "\(error)"])
         }
         logger.info("metrics endpoint listening", metadata: ["metrics.address": "127.0.0.1:\(port)"])
         await withDiscardingTaskGroup { group in

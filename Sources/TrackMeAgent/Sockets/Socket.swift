@@ -53,7 +53,8 @@ package final class Socket: Sendable {
     // MARK: - Making sockets
 
     /// A listening Unix stream socket at `path`. A stale socket left by an earlier run is
-    /// removed first; anything else at that path is an error, never deleted.
+    /// removed first; a live one (another agent answers there) and anything that is not a
+    /// socket are errors, never deleted.
     package static func listenUnixStream(path: String, backlog: Int32 = 16, permissions: UInt32 = 0o660) throws(SocketError)
         -> Socket
     {
@@ -61,6 +62,10 @@ package final class Socket: Sendable {
         if lstat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFSOCK else {
                 throw SocketError(code: .pathOccupied, call: "lstat", context: path)
+            }
+            if let live = try? connectUnixStream(path: path) {
+                live.close()
+                throw SocketError(code: .inUse, call: "connect", context: path)
             }
             _ = unlink(path)
         }

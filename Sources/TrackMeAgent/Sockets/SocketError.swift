@@ -15,6 +15,8 @@ public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
         case pathTooLong = "path_too_long"
         /// Something other than a socket is in the way of a socket path; we never delete it.
         case pathOccupied = "path_occupied"
+        /// A live socket is at the path: another agent is running.
+        case inUse = "in_use"
         /// The peer sent more than we accept in one line or request head.
         case messageTooLong = "message_too_long"
         /// The peer closed the connection before a complete message arrived.
@@ -46,6 +48,7 @@ public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
             return "\(call)(\(context)): \(text) (errno \(errno))"
         case .pathTooLong: return "\(context): socket path too long"
         case .pathOccupied: return "\(context): exists and is not a socket; not removing it"
+        case .inUse: return "\(context): another process is listening there (is the agent already running?)"
         case .messageTooLong: return "\(context): message too long"
         case .connectionClosed: return "\(context): connection closed before a complete message"
         case .timedOut: return "\(context): timed out"

@@ -82,7 +82,7 @@ public struct SystemdNotifierService: Service {
         do {
             try notifier.send(assignments)
         } catch {
-            logger.warning("systemd notification failed", metadata: ["error": "\(error)"])
+            logger.info("systemd notification failed", metadata: ["error": "\(error)"])
         }
     }
 }
