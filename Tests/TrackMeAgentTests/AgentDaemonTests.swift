@@ -141,5 +141,6 @@ struct AgentDaemonTests {
                 configuration: configuration, services: [], control: FakeControl(), logger: quietLogger,
                 metricsRegistry: PrometheusCollectorRegistry(), environment: [:], gracefulShutdownSignals: [])
         }
+        #expect(!FileManager.default.fileExists(atPath: configuration.status.socketPath))
     }
 }

@@ -57,6 +57,13 @@ public final class StatusServer: Service, Sendable {
             metricsFactory: metricsFactory ?? MetricsSystem.factory)
     }
 
+    /// Closes and removes the socket of a server that will never run (the daemon failed to
+    /// start after binding it).
+    func discard() {
+        listener.close()
+        _ = unlink(socketPath)
+    }
+
     public func run() async throws {
         let logger = self.logger
         let loop = AcceptLoop(listener: listener) { error in

@@ -46,9 +46,15 @@ public struct AgentDaemon: Sendable {
         let metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
         statusServer = try StatusServer.bind(
             socketPath: configuration.status.socketPath, control: control, logger: logger, metricsFactory: metricsFactory)
-        metricsEndpoint =
-            configuration.metrics.enabled
-            ? try MetricsEndpoint.bind(port: configuration.metrics.port, registry: metricsRegistry, logger: logger) : nil
+        do {
+            metricsEndpoint =
+                configuration.metrics.enabled
+                ? try MetricsEndpoint.bind(port: configuration.metrics.port, registry: metricsRegistry, logger: logger) : nil
+        } catch {
+            // Leave no socket behind for a daemon that never ran.
+            statusServer.discard()
+            throw error
+        }
         let notifier = SystemdNotifierService(
             notifier: try SystemdNotifier(environment: environment),
             watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
