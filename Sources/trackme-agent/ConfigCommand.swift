@@ -4,13 +4,18 @@ import TrackMeAgent
 /// `trackme-agent config`: configuration tools (`check`).
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Configuration file tools.", subcommands: [ConfigCheckCommand.self])
+        commandName: "config",
+        abstract: "Configuration file tools.",
+        subcommands: [ConfigCheckCommand.self]
+    )
 }
 
 /// `trackme-agent config check PATH`: read and check the file, start nothing.
 struct ConfigCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "check", abstract: "Check a configuration file: every unknown key and bad value, with its line.")
+        commandName: "check",
+        abstract: "Check a configuration file: every unknown key and bad value, with its line."
+    )
 
     @Argument(help: "The YAML configuration file.")
     var path: String

@@ -4,7 +4,9 @@ import TrackMeAgent
 /// `trackme-agent pause`: stop raising alerts from sensor rules (readings are still stored).
 struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "pause", abstract: "Pause monitoring: sensor rules raise no alerts; manual SOS still works.")
+        commandName: "pause",
+        abstract: "Pause monitoring: sensor rules raise no alerts; manual SOS still works."
+    )
 
     @OptionGroup var socket: SocketOptions
 

@@ -9,7 +9,9 @@ import TrackMeAgent
 /// `trackme-agent run --config PATH`: the daemon.
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "run", abstract: "Run the agent (under systemd: Type=notify, with the watchdog).")
+        commandName: "run",
+        abstract: "Run the agent (under systemd: Type=notify, with the watchdog)."
+    )
 
     @Option(name: .long, help: "The YAML configuration file.")
     var config: String = "/etc/trackme/agent.yaml"
@@ -34,12 +36,17 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Logger(label: "trackme.agent")
         logger.info(
             "starting",
-            metadata: ["config": "\(config)", "device.id": "\(configuration.server.deviceID)"])
+            metadata: ["config": "\(config)", "device.id": "\(configuration.server.deviceID)"]
+        )
         let pipeline = try Pipeline.make(configuration: configuration, logger: logger)
         do {
             try await AgentDaemon.run(
-                configuration: configuration, services: pipeline.services, control: pipeline.control, logger: logger,
-                metricsRegistry: registry)
+                configuration: configuration,
+                services: pipeline.services,
+                control: pipeline.control,
+                logger: logger,
+                metricsRegistry: registry
+            )
         } catch {
             logger.error("stopped with an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)

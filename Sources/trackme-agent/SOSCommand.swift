@@ -5,7 +5,9 @@ import TrackMeCore
 /// `trackme-agent sos`: raise a manual alert (with its countdown).
 struct SOSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sos", abstract: "Raise a manual SOS alert; it can be cancelled during the countdown.")
+        commandName: "sos",
+        abstract: "Raise a manual SOS alert; it can be cancelled during the countdown."
+    )
 
     @OptionGroup var socket: SocketOptions
 

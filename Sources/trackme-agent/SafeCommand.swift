@@ -5,7 +5,9 @@ import TrackMeCore
 /// `trackme-agent safe --reason ...`: cancel the open alert.
 struct SafeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "safe", abstract: "Cancel the open alert: the wearer is safe.")
+        commandName: "safe",
+        abstract: "Cancel the open alert: the wearer is safe."
+    )
 
     /// The CLI spelling of `CancelReason` (kept here so Core does not depend on ArgumentParser).
     enum Reason: String, ExpressibleByArgument, CaseIterable {

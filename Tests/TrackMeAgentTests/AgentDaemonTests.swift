@@ -57,7 +57,8 @@ struct AgentDaemonTests {
             store: StoreConfiguration(path: directory.file("agent.sqlite")),
             status: StatusConfiguration(socketPath: directory.file("run/agent.sock")),
             metrics: MetricsConfiguration(enabled: true, port: 0),
-            shutdown: ShutdownConfiguration(graceSeconds: grace))
+            shutdown: ShutdownConfiguration(graceSeconds: grace)
+        )
     }
 
     @Test("start, answer status and metrics, then shut down in reverse order with systemd told first")
@@ -77,9 +78,14 @@ struct AgentDaemonTests {
         }
         try await testGracefulShutdown { trigger in
             let daemon = try AgentDaemon(
-                configuration: configuration, services: [pipeline], control: FakeControl(), logger: quietLogger,
-                metricsRegistry: PrometheusCollectorRegistry(), environment: ["NOTIFY_SOCKET": systemd.name],
-                gracefulShutdownSignals: [])
+                configuration: configuration,
+                services: [pipeline],
+                control: FakeControl(),
+                logger: quietLogger,
+                metricsRegistry: PrometheusCollectorRegistry(),
+                environment: ["NOTIFY_SOCKET": systemd.name],
+                gracefulShutdownSignals: []
+            )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await daemon.run() }
                 #expect(try await systemd.receive().hasPrefix("READY=1\nSTATUS=monitoring pi-0042\n"))
@@ -96,7 +102,8 @@ struct AgentDaemonTests {
             events.all == [
                 "pipeline started", "pipeline stopping", "systemd: STOPPING=1\nSTATUS=stopping", "status during shutdown: ok",
                 "pipeline stopped",
-            ])
+            ]
+        )
         #expect(!FileManager.default.fileExists(atPath: socketPath))
     }
 
@@ -106,9 +113,14 @@ struct AgentDaemonTests {
         let events = EventLog()
         try await testGracefulShutdown { trigger in
             let daemon = try AgentDaemon(
-                configuration: Self.configuration(in: directory, grace: 0.2), services: [StubbornService(events: events)],
-                control: FakeControl(), logger: quietLogger, metricsRegistry: PrometheusCollectorRegistry(), environment: [:],
-                gracefulShutdownSignals: [])
+                configuration: Self.configuration(in: directory, grace: 0.2),
+                services: [StubbornService(events: events)],
+                control: FakeControl(),
+                logger: quietLogger,
+                metricsRegistry: PrometheusCollectorRegistry(),
+                environment: [:],
+                gracefulShutdownSignals: []
+            )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try? await daemon.run() }
                 _ = try await ControlClient.send(.status, socketPath: daemon.configuration.status.socketPath)
@@ -124,8 +136,14 @@ struct AgentDaemonTests {
         let directory = try TemporaryDirectory()
         let configuration = Self.configuration(in: directory)
         let daemon = try AgentDaemon(
-            configuration: configuration, services: [FailingService()], control: FakeControl(), logger: quietLogger,
-            metricsRegistry: PrometheusCollectorRegistry(), environment: [:], gracefulShutdownSignals: [])
+            configuration: configuration,
+            services: [FailingService()],
+            control: FakeControl(),
+            logger: quietLogger,
+            metricsRegistry: PrometheusCollectorRegistry(),
+            environment: [:],
+            gracefulShutdownSignals: []
+        )
         await #expect(throws: FailingService.Failure.self) { try await daemon.run() }
         #expect(!FileManager.default.fileExists(atPath: configuration.status.socketPath))
     }
@@ -138,8 +156,14 @@ struct AgentDaemonTests {
         configuration.metrics.port = Int(try taken.localPort())
         #expect(throws: SocketError.self) {
             try AgentDaemon(
-                configuration: configuration, services: [], control: FakeControl(), logger: quietLogger,
-                metricsRegistry: PrometheusCollectorRegistry(), environment: [:], gracefulShutdownSignals: [])
+                configuration: configuration,
+                services: [],
+                control: FakeControl(),
+                logger: quietLogger,
+                metricsRegistry: PrometheusCollectorRegistry(),
+                environment: [:],
+                gracefulShutdownSignals: []
+            )
         }
         #expect(!FileManager.default.fileExists(atPath: configuration.status.socketPath))
     }

@@ -96,25 +96,52 @@ struct ConfigurationTests {
         (minimal + "\nstrap:\n  adress: AA:BB:CC:DD:EE:FF\n", "line 8: strap.adress: unknown key (did you mean address?)"),
         (minimal + "\ngpsd:\n  port: 70000\n", "line 8: gpsd.port: 70000 is out of range (1...65535)"),
         (minimal + "\ngpsd:\n  port: seventy\n", "line 8: gpsd.port: expected a whole number between 1 and 65535, got \"seventy\""),
-        (minimal + "\nstrap:\n  transport: simulatd\n", "line 8: strap.transport: \"simulatd\" is not one of l2cap, socketpair, simulated (did you mean simulated?)"),
+        (
+            minimal + "\nstrap:\n  transport: simulatd\n",
+            "line 8: strap.transport: \"simulatd\" is not one of l2cap, socketpair, simulated (did you mean simulated?)"
+        ),
         (minimal + "\nstrap:\n  transport: simulated\n", "line 8: strap.trace: required when transport is socketpair or simulated"),
         (minimal + "\nstrap:\n  trace: x.csv\n", "line 8: strap.trace: only used with transport socketpair or simulated"),
         (minimal + "\nstrap:\n  address: near\n", "line 8: strap.address: expected \"nearest\" or an address like AA:BB:CC:DD:EE:FF, got \"near\""),
         (minimal + "\nstrap:\n  adapter: wlan0\n", "line 8: strap.adapter: expected an HCI adapter name like hci0, got \"wlan0\""),
-        (minimal + "\nstore:\n  disk_budget: lots\n", "line 8: store.disk_budget: expected a size like 10 MB, 512 KiB or a number of bytes, got \"lots\""),
+        (
+            minimal + "\nstore:\n  disk_budget: lots\n",
+            "line 8: store.disk_budget: expected a size like 10 MB, 512 KiB or a number of bytes, got \"lots\""
+        ),
         (minimal + "\nstore:\n  disk_budget: 1 KB\n", "line 8: store.disk_budget: 1 KB is too small (at least 64 KiB)"),
-        (minimal + "\nsos:\n  rules:\n    heart_rate_hgh: {enabled: true}\n", "line 9: sos.rules.heart_rate_hgh: unknown key (did you mean heart_rate_high?)"),
-        (minimal + "\nsos:\n  rules:\n    no_pulse:\n      threshold_bpm: 30\n", "line 10: sos.rules.no_pulse.threshold_bpm: unknown key (only heart_rate_low and heart_rate_high take threshold_bpm)"),
-        (minimal + "\nsos:\n  rules:\n    heart_rate_low:\n      enabled: maybe\n", "line 10: sos.rules.heart_rate_low.enabled: expected true or false, got \"maybe\""),
-        (minimal + "\nlogging:\n  level: verbose\n", "line 8: logging.level: \"verbose\" is not one of trace, debug, info, notice, warning, error, critical"),
+        (
+            minimal + "\nsos:\n  rules:\n    heart_rate_hgh: {enabled: true}\n",
+            "line 9: sos.rules.heart_rate_hgh: unknown key (did you mean heart_rate_high?)"
+        ),
+        (
+            minimal + "\nsos:\n  rules:\n    no_pulse:\n      threshold_bpm: 30\n",
+            "line 10: sos.rules.no_pulse.threshold_bpm: unknown key (only heart_rate_low and heart_rate_high take threshold_bpm)"
+        ),
+        (
+            minimal + "\nsos:\n  rules:\n    heart_rate_low:\n      enabled: maybe\n",
+            "line 10: sos.rules.heart_rate_low.enabled: expected true or false, got \"maybe\""
+        ),
+        (
+            minimal + "\nlogging:\n  level: verbose\n",
+            "line 8: logging.level: \"verbose\" is not one of trace, debug, info, notice, warning, error, critical"
+        ),
         (minimal + "\nmetrics:\n  address: 0.0.0.0\n", "line 8: metrics.address: unknown key"),
         (minimal + "\nshutdown: 10\n", "line 7: shutdown: expected a mapping of keys to values"),
         (minimal + "\nsever: {}\n", "line 7: sever: unknown key (did you mean server?)"),
         ("person:\n  name: Ada\nserver:\n  url: https://x.org\n  device_id: pi-1\n", "line 1: person.age: required key is missing"),
         ("person:\n  name: Ada\n  age: 0\nserver:\n  url: https://x.org\n  device_id: pi-1\n", "line 3: person.age: 0 is out of range (1...120)"),
-        ("person: {name: Ada, age: 50, min_hr: 90, max_hr: 80}\nserver: {url: https://x.org, device_id: pi-1}\n", "line 1: person.min_hr: must be below max_hr (80)"),
-        ("person: {name: Ada, age: 50}\nserver: {url: ftp://x.org, device_id: pi-1}\n", "line 2: server.url: expected an http:// or https:// URL with a host, got \"ftp://x.org\""),
-        ("person: {name: Ada, age: 50}\nserver: {url: https://x.org, device_id: pi 1}\n", "line 2: server.device_id: expected 1-64 characters of A-Z a-z 0-9 . _ -, got \"pi 1\""),
+        (
+            "person: {name: Ada, age: 50, min_hr: 90, max_hr: 80}\nserver: {url: https://x.org, device_id: pi-1}\n",
+            "line 1: person.min_hr: must be below max_hr (80)"
+        ),
+        (
+            "person: {name: Ada, age: 50}\nserver: {url: ftp://x.org, device_id: pi-1}\n",
+            "line 2: server.url: expected an http:// or https:// URL with a host, got \"ftp://x.org\""
+        ),
+        (
+            "person: {name: Ada, age: 50}\nserver: {url: https://x.org, device_id: pi 1}\n",
+            "line 2: server.device_id: expected 1-64 characters of A-Z a-z 0-9 . _ -, got \"pi 1\""
+        ),
         ("person: {name: Ada, age: 50}\nserver: {url: https://x.org}\n", "line 2: server.device_id: required key is missing"),
         ("person: {name: Ada, age: 50}\n", "server.url: required key is missing"),
     ]

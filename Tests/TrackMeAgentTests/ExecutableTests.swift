@@ -13,7 +13,8 @@ struct ExecutableTests {
         let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("trackme-agent").path
         try #require(
             FileManager.default.isExecutableFile(atPath: candidate),
-            "trackme-agent is not built beside the tests (\(candidate)): run swift build --build-tests")
+            "trackme-agent is not built beside the tests (\(candidate)): run swift build --build-tests"
+        )
         return candidate
     }
 
@@ -42,7 +43,9 @@ struct ExecutableTests {
             strap:
               adress: AA:BB:CC:DD:EE:FF
             gpsd: {port: 0}
-            """, to: bad)
+            """,
+            to: bad
+        )
         let result = try runProgram(binary, ["config", "check", bad])
         #expect(result.status == 1)
         #expect(result.output.contains("\(bad): line 8: strap.adress: unknown key (did you mean address?)"))
@@ -73,7 +76,9 @@ struct ExecutableTests {
             store: {path: data/agent.sqlite}
             status: {socket: run/agent.sock}
             metrics: {port: 0}
-            """, to: config)
+            """,
+            to: config
+        )
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -129,7 +134,8 @@ struct ExecutableTests {
         let config = directory.file("agent.yaml")
         try Self.write(
             "person: {name: Ada, age: 67}\nserver: {url: \"http://127.0.0.1:9\", device_id: pi-1}\nstatus: {socket: a.sock}\nmetrics: {enabled: false}\n",
-            to: config)
+            to: config
+        )
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Self.agentBinary())

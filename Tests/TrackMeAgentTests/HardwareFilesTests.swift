@@ -23,7 +23,8 @@ struct HardwareFilesTests {
     func unitVerifies() throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.systemdAnalyze),
-            "systemd-analyze is missing: apt-get install systemd (this test must not be skipped)")
+            "systemd-analyze is missing: apt-get install systemd (this test must not be skipped)"
+        )
         let unit = try String(contentsOfFile: Repository.path("hardware/trackme-agent.service"), encoding: .utf8)
         // verify insists that ExecStart's binary exists; on a build machine it is not installed,
         // so check a copy whose ExecStart points at an executable that does exist.

@@ -18,7 +18,8 @@ struct JournaldLogHandlerTests {
         arguments: [
             (Logger.Level.trace, "<7>"), (.debug, "<7>"), (.info, "<6>"), (.notice, "<5>"), (.warning, "<4>"),
             (.error, "<3>"), (.critical, "<2>"),
-        ])
+        ]
+    )
     func priorities(level: Logger.Level, prefix: String) {
         let lines = Lines()
         var logger = Logger(label: "trackme.agent") { label in
@@ -32,9 +33,13 @@ struct JournaldLogHandlerTests {
     @Test("plain lines start with a UTC timestamp and the level; metadata is key=value, sorted and quoted")
     func plain() {
         let line = JournaldLogHandler.format(
-            level: .warning, label: "trackme.sync", message: "batch failed\nretrying",
-            metadata: ["sync.batch_id": "b-1", "error": "connection refused", "n": "3"], style: .plain,
-            date: Date(timeIntervalSince1970: 1_795_000_000.25))
+            level: .warning,
+            label: "trackme.sync",
+            message: "batch failed\nretrying",
+            metadata: ["sync.batch_id": "b-1", "error": "connection refused", "n": "3"],
+            style: .plain,
+            date: Date(timeIntervalSince1970: 1_795_000_000.25)
+        )
         #expect(line == "2026-11-18T11:06:40.250Z warning trackme.sync: batch failed\\nretrying error=\"connection refused\" n=3 sync.batch_id=b-1\n")
     }
 

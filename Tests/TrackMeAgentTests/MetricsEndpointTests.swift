@@ -62,7 +62,8 @@ struct MetricsEndpointTests {
 
     @Test(
         "other paths and methods are refused",
-        arguments: [("GET / HTTP/1.1", "404"), ("POST /metrics HTTP/1.1", "405"), ("NONSENSE", "400")])
+        arguments: [("GET / HTTP/1.1", "404"), ("POST /metrics HTTP/1.1", "405"), ("NONSENSE", "400")]
+    )
     func refused(requestLine: String, status: String) async throws {
         try await Self.withEndpoint(registry: PrometheusCollectorRegistry()) { port in
             let response = try await Self.get(requestLine, port: port)
@@ -73,7 +74,11 @@ struct MetricsEndpointTests {
     @Test("the endpoint listens on loopback only")
     func loopbackOnly() async throws {
         let endpoint = try MetricsEndpoint.bind(port: 0, registry: PrometheusCollectorRegistry(), logger: quietLogger)
-        let listening = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+        // /proc files report size 0: read to EOF (String(contentsOfFile:) may stop after one
+        // page when parallel tests leave many sockets listed).
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/net/tcp"))
+        let listening = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+        try file.close()
         let portHex = String(format: "%04X", endpoint.port)
         let lines = listening.split(separator: "\n").filter { $0.contains(":\(portHex) ") && $0.contains(" 0A ") }
         #expect(lines.count == 1)

@@ -6,7 +6,11 @@ import TrackMeCore
 struct StatusBoardTests {
     static func at(_ seconds: Double, boot: String = "boot-1") -> ReadingTimestamp {
         ReadingTimestamp(
-            monotonicNanoseconds: UInt64(seconds * 1e9), bootID: boot, wallClockMilliseconds: nil, wallClockTrusted: false)
+            monotonicNanoseconds: UInt64(seconds * 1e9),
+            bootID: boot,
+            wallClockMilliseconds: nil,
+            wallClockTrusted: false
+        )
     }
 
     static func alert(_ state: AlertState, id: String = "A-1") -> AlertRecord {

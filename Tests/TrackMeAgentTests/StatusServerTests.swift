@@ -12,14 +12,19 @@ struct StatusServerTests {
     /// Runs a status server over a real Unix socket in a temp dir for the duration of `body`,
     /// then shuts it down gracefully and checks it cleaned up.
     static func withServer(
-        control: FakeControl, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        control: FakeControl,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         _ body: @Sendable (String) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("run/agent.sock")
         try await testGracefulShutdown { trigger in
             let server = try StatusServer.bind(
-                socketPath: path, control: control, logger: quietLogger, metricsFactory: PrometheusMetricsFactory(registry: registry))
+                socketPath: path,
+                control: control,
+                logger: quietLogger,
+                metricsFactory: PrometheusMetricsFactory(registry: registry)
+            )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await server.run() }
                 try await body(path)
@@ -72,7 +77,8 @@ struct StatusServerTests {
 
     @Test(
         "malformed requests get bad_request and the connection stays usable",
-        arguments: ["hello", "{\"command\":\"reboot\"}", "{\"command\":\"safe\"}", "{\"command\":\"safe\",\"reason\":\"bored\"}"])
+        arguments: ["hello", "{\"command\":\"reboot\"}", "{\"command\":\"safe\"}", "{\"command\":\"safe\",\"reason\":\"bored\"}"]
+    )
     func badRequest(line: String) async throws {
         let registry = PrometheusCollectorRegistry()
         try await Self.withServer(control: FakeControl(), registry: registry) { path in
@@ -160,9 +166,10 @@ struct AgentStatusFormatTests {
         let text = String(decoding: line, as: UTF8.self)
         #expect(text.hasSuffix("}\n"))
         #expect(!text.dropLast().contains("\n"))
-        for key in ["\"device_id\"", "\"last_hr\"", "\"age_ms\"", "\"fix_age_ms\"", "\"battery_pct\"", "\"budget_bytes\"",
-            "\"last_success_age_ms\"", "\"monitoring_paused\"", "\"alert_id\"", "\"heart_rate_high\""]
-        {
+        for key in [
+            "\"device_id\"", "\"last_hr\"", "\"age_ms\"", "\"fix_age_ms\"", "\"battery_pct\"", "\"budget_bytes\"",
+            "\"last_success_age_ms\"", "\"monitoring_paused\"", "\"alert_id\"", "\"heart_rate_high\"",
+        ] {
             #expect(text.contains(key), "missing \(key)")
         }
         #expect(try ControlCodec.decode(ControlResponse.self, from: Array(line.dropLast())).status == status)

@@ -81,16 +81,22 @@ actor FakeControl: AgentControl {
     }
 
     static let sampleStatus = AgentStatus(
-        deviceID: "pi-0042", uptimeSeconds: 3725,
+        deviceID: "pi-0042",
+        uptimeSeconds: 3725,
         strap: StrapStatus(
-            link: .connected, address: "A0:9E:1A:12:34:56", batteryPercent: 80,
-            lastHeartRate: LastHeartRate(bpm: 72, contact: .detected, ageMilliseconds: 850)),
+            link: .connected,
+            address: "A0:9E:1A:12:34:56",
+            batteryPercent: 80,
+            lastHeartRate: LastHeartRate(bpm: 72, contact: .detected, ageMilliseconds: 850)
+        ),
         gpsd: GPSDStatus(
             connection: .connected,
             lastFix: PositionFix(mode: .threeDimensional, latitude: 45.478, longitude: 9.2275, horizontalError: 4.2),
-            fixAgeMilliseconds: 1200),
+            fixAgeMilliseconds: 1200
+        ),
         store: StoreStatus(depth: 42, bytes: 81920, budgetBytes: 10_000_000),
-        sync: SyncStatus(lastSuccessAgeMilliseconds: 4000))
+        sync: SyncStatus(lastSuccessAgeMilliseconds: 4000)
+    )
 }
 
 /// A logger that drops everything (tests assert behaviour, not log lines).

@@ -75,7 +75,8 @@ struct SystemdNotifierTests {
             (["WATCHDOG_USEC": "0"], nil),
             (["WATCHDOG_USEC": "soon"], nil),
             ([:], nil),
-        ])
+        ]
+    )
     func watchdogInterval(environment: [String: String], expected: Duration?) {
         #expect(SystemdNotifier.watchdogInterval(environment: environment, processID: 4242) == expected)
     }
@@ -87,8 +88,13 @@ struct SystemdNotifierTests {
         let clock = VirtualClock()
         let registry = PrometheusCollectorRegistry()
         let service = SystemdNotifierService(
-            notifier: try SystemdNotifier(socketName: systemd.name), watchdogInterval: .seconds(20), clock: clock,
-            readyStatus: "monitoring", logger: quietLogger, metricsFactory: PrometheusMetricsFactory(registry: registry))
+            notifier: try SystemdNotifier(socketName: systemd.name),
+            watchdogInterval: .seconds(20),
+            clock: clock,
+            readyStatus: "monitoring",
+            logger: quietLogger,
+            metricsFactory: PrometheusMetricsFactory(registry: registry)
+        )
         try await testGracefulShutdown { trigger in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await service.run() }
@@ -131,11 +137,14 @@ struct SystemdReadinessTests {
         let (opened, signal) = AsyncStream<Void>.makeStream()
         let events = EventLog()
         let service = SystemdNotifierService(
-            notifier: try SystemdNotifier(socketName: systemd.name), watchdogInterval: nil, logger: quietLogger,
+            notifier: try SystemdNotifier(socketName: systemd.name),
+            watchdogInterval: nil,
+            logger: quietLogger,
             readiness: {
                 for await _ in opened { break }
                 events.append("store open")
-            })
+            }
+        )
         try await testGracefulShutdown { trigger in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await service.run() }

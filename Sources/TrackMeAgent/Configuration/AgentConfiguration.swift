@@ -19,10 +19,16 @@ public struct AgentConfiguration: Hashable, Sendable {
     public var shutdown: ShutdownConfiguration
 
     public init(
-        person: PersonProfile, server: ServerConfiguration, strap: StrapConfiguration = .init(),
-        gpsd: GPSDConfiguration = .init(), store: StoreConfiguration = .init(), sos: SOSRuleOverrides = .init(),
-        fallback: FallbackConfiguration = .init(), status: StatusConfiguration = .init(),
-        metrics: MetricsConfiguration = .init(), logging: LoggingConfiguration = .init(),
+        person: PersonProfile,
+        server: ServerConfiguration,
+        strap: StrapConfiguration = .init(),
+        gpsd: GPSDConfiguration = .init(),
+        store: StoreConfiguration = .init(),
+        sos: SOSRuleOverrides = .init(),
+        fallback: FallbackConfiguration = .init(),
+        status: StatusConfiguration = .init(),
+        metrics: MetricsConfiguration = .init(),
+        logging: LoggingConfiguration = .init(),
         shutdown: ShutdownConfiguration = .init()
     ) {
         self.person = person
@@ -71,7 +77,9 @@ public struct StrapConfiguration: Hashable, Sendable {
     public var transport: Transport
 
     public init(
-        selection: Selection = .nearest, addressType: AddressType = .public, adapter: String = "hci0",
+        selection: Selection = .nearest,
+        addressType: AddressType = .public,
+        adapter: String = "hci0",
         transport: Transport = .l2cap
     ) {
         self.selection = selection

@@ -20,8 +20,10 @@ public enum ConfigurationLoader {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw ConfigurationError(
-                code: .unreadable, path: path,
-                issues: [ConfigurationIssue(line: nil, keyPath: "", message: "cannot read the file (\(error.localizedDescription))")])
+                code: .unreadable,
+                path: path,
+                issues: [ConfigurationIssue(line: nil, keyPath: "", message: "cannot read the file (\(error.localizedDescription))")]
+            )
         }
         let directory = (path as NSString).deletingLastPathComponent
         do throws(ConfigurationError) {
@@ -65,8 +67,18 @@ public enum ConfigurationLoader {
             throw ConfigurationError(code: .invalid, path: nil, issues: issues.sorted)
         }
         return AgentConfiguration(
-            person: person, server: server, strap: strap, gpsd: gpsd, store: store, sos: sos, fallback: fallback,
-            status: status, metrics: metrics, logging: logging, shutdown: shutdown)
+            person: person,
+            server: server,
+            strap: strap,
+            gpsd: gpsd,
+            store: store,
+            sos: sos,
+            fallback: fallback,
+            status: status,
+            metrics: metrics,
+            logging: logging,
+            shutdown: shutdown
+        )
     }
 
     private static func syntaxIssue(_ error: any Error) -> ConfigurationIssue {
@@ -79,8 +91,11 @@ public enum ConfigurationLoader {
             return ConfigurationIssue(line: mark.line, column: mark.column, keyPath: "", message: "not valid YAML: \(problem)")
         case .duplicatedKeysInMapping(let duplicates, let context):
             return ConfigurationIssue(
-                line: context.mark.line, column: context.mark.column, keyPath: "",
-                message: "duplicate key \(duplicates.joined(separator: ", ")) in one mapping")
+                line: context.mark.line,
+                column: context.mark.column,
+                keyPath: "",
+                message: "duplicate key \(duplicates.joined(separator: ", ")) in one mapping"
+            )
         case .reader(let problem, _, _, _):
             return ConfigurationIssue(line: nil, keyPath: "", message: "not valid YAML: \(problem)")
         default:
@@ -121,7 +136,12 @@ private struct Reader {
         }
         guard let name, let age else { return nil }
         return PersonProfile(
-            name: name, age: age, restingHeartRate: resting, minimumHeartRate: minimum, maximumHeartRate: maximum)
+            name: name,
+            age: age,
+            restingHeartRate: resting,
+            minimumHeartRate: minimum,
+            maximumHeartRate: maximum
+        )
     }
 
     func strap(_ s: YAMLSection) -> StrapConfiguration {

@@ -118,7 +118,11 @@ final class YAMLSection {
     func double(_ key: String, in range: ClosedRange<Double>) -> Double? {
         guard let node = node(key) else { return nil }
         guard case .scalar(let scalar) = node, let value = Double.construct(from: scalar), value.isFinite else {
-            report(node, key, "expected a number between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.show(node))")
+            report(
+                node,
+                key,
+                "expected a number between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.show(node))"
+            )
             return nil
         }
         guard range.contains(value) else {

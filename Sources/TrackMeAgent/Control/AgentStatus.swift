@@ -17,8 +17,14 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     public var alert: AlertStatus?
 
     public init(
-        deviceID: String, uptimeSeconds: Double, monitoringPaused: Bool = false, strap: StrapStatus = .init(),
-        gpsd: GPSDStatus = .init(), store: StoreStatus = .init(), sync: SyncStatus = .init(), alert: AlertStatus? = nil
+        deviceID: String,
+        uptimeSeconds: Double,
+        monitoringPaused: Bool = false,
+        strap: StrapStatus = .init(),
+        gpsd: GPSDStatus = .init(),
+        store: StoreStatus = .init(),
+        sync: SyncStatus = .init(),
+        alert: AlertStatus? = nil
     ) {
         self.deviceID = deviceID
         self.uptimeSeconds = uptimeSeconds
@@ -160,7 +166,11 @@ public struct AlertStatus: Hashable, Sendable, Codable {
     public var cancelReason: CancelReason?
 
     public init(
-        id: String, kind: AlertKind, state: AlertState, countdownRemainingSeconds: Double? = nil, cancelReason: CancelReason? = nil
+        id: String,
+        kind: AlertKind,
+        state: AlertState,
+        countdownRemainingSeconds: Double? = nil,
+        cancelReason: CancelReason? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -172,8 +182,12 @@ public struct AlertStatus: Hashable, Sendable, Codable {
     /// The status of a Core alert record.
     public init(_ record: AlertRecord, countdownRemainingSeconds: Double? = nil) {
         self.init(
-            id: record.id, kind: record.kind, state: record.state, countdownRemainingSeconds: countdownRemainingSeconds,
-            cancelReason: record.cancelReason)
+            id: record.id,
+            kind: record.kind,
+            state: record.state,
+            countdownRemainingSeconds: countdownRemainingSeconds,
+            cancelReason: record.cancelReason
+        )
     }
 
     enum CodingKeys: String, CodingKey {

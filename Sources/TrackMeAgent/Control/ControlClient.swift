@@ -2,7 +2,11 @@
 public enum ControlClient {
     /// Sends `request` to the agent at `socketPath` and returns its response. Throws
     /// `SocketError` when the agent is not running or does not answer within `timeout`.
-    public static func send(_ request: ControlRequest, socketPath: String, timeout: Duration = .seconds(10)) async throws
+    public static func send(
+        _ request: ControlRequest,
+        socketPath: String,
+        timeout: Duration = .seconds(10)
+    ) async throws
         -> ControlResponse
     {
         let milliseconds = Int(timeout.components.seconds) * 1000 + Int(timeout.components.attoseconds / 1_000_000_000_000_000)

@@ -1,5 +1,5 @@
-public import TrackMeCore
 import Foundation
+public import TrackMeCore
 
 /// One request on the control socket: a JSON object on one line, e.g.
 /// `{"command":"safe","reason":"false_alarm"}`.
@@ -34,7 +34,10 @@ public struct ControlResponse: Hashable, Sendable, Codable {
     public var error: AgentControlError?
 
     public init(
-        ok: Bool, status: AgentStatus? = nil, alert: AlertStatus? = nil, monitoring: MonitoringState? = nil,
+        ok: Bool,
+        status: AgentStatus? = nil,
+        alert: AlertStatus? = nil,
+        monitoring: MonitoringState? = nil,
         error: AgentControlError? = nil
     ) {
         self.ok = ok

@@ -80,15 +80,21 @@ public struct StatusBoard: Hashable, Sendable {
             return AlertStatus(record, countdownRemainingSeconds: remaining)
         }
         return AgentStatus(
-            deviceID: deviceID, uptimeSeconds: uptime, monitoringPaused: monitoringPaused,
+            deviceID: deviceID,
+            uptimeSeconds: uptime,
+            monitoringPaused: monitoringPaused,
             strap: StrapStatus(link: strapLink, address: strapAddress, batteryPercent: strapBatteryPercent, lastHeartRate: heartRate),
             gpsd: GPSDStatus(
-                connection: gpsdConnection, lastFix: lastFix,
-                fixAgeMilliseconds: lastFixTime.flatMap { now.milliseconds(since: $0) }.map { max(0, $0) }),
+                connection: gpsdConnection,
+                lastFix: lastFix,
+                fixAgeMilliseconds: lastFixTime.flatMap { now.milliseconds(since: $0) }.map { max(0, $0) }
+            ),
             store: store,
             sync: SyncStatus(
                 lastSuccessAgeMilliseconds: lastSyncSuccess.flatMap { now.milliseconds(since: $0) }.map { max(0, $0) },
-                lastError: lastSyncError),
-            alert: alert)
+                lastError: lastSyncError
+            ),
+            alert: alert
+        )
     }
 }

@@ -1,3 +1,9 @@
+public import CoreMetrics
+import Foundation
+public import Logging
+public import ServiceLifecycle
+import TrackMeCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,11 +11,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import CoreMetrics
-import Foundation
-public import Logging
-public import ServiceLifecycle
-import TrackMeCore
 
 /// The local control endpoint: a Unix stream socket speaking line-delimited JSON
 /// (`ControlRequest` in, `ControlResponse` out, any number per connection).
@@ -27,7 +28,11 @@ public final class StatusServer: Service, Sendable {
     private let metricsFactory: any MetricsFactory
 
     private init(
-        socketPath: String, listener: Socket, control: any AgentControl, logger: Logger, idleTimeoutMilliseconds: Int,
+        socketPath: String,
+        listener: Socket,
+        control: any AgentControl,
+        logger: Logger,
+        idleTimeoutMilliseconds: Int,
         metricsFactory: any MetricsFactory
     ) {
         self.socketPath = socketPath
@@ -41,20 +46,30 @@ public final class StatusServer: Service, Sendable {
     /// Creates the socket at `socketPath` (and its directory if missing), mode 0660 so the
     /// agent's group may use the CLI.
     public static func bind(
-        socketPath: String, control: any AgentControl, logger: Logger, idleTimeout: Duration = .seconds(5),
+        socketPath: String,
+        control: any AgentControl,
+        logger: Logger,
+        idleTimeout: Duration = .seconds(5),
         metricsFactory: (any MetricsFactory)? = nil
     ) throws -> StatusServer {
         let directory = (socketPath as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
+                atPath: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o750]
+            )
         }
         let listener = try Socket.listenUnixStream(path: socketPath)
         let timeout = idleTimeout.components
         return StatusServer(
-            socketPath: socketPath, listener: listener, control: control, logger: logger,
+            socketPath: socketPath,
+            listener: listener,
+            control: control,
+            logger: logger,
             idleTimeoutMilliseconds: max(1, Int(timeout.seconds) * 1000 + Int(timeout.attoseconds / 1_000_000_000_000_000)),
-            metricsFactory: metricsFactory ?? MetricsSystem.factory)
+            metricsFactory: metricsFactory ?? MetricsSystem.factory
+        )
     }
 
     /// Closes and removes the socket of a server that will never run (the daemon failed to
@@ -109,7 +124,9 @@ public final class StatusServer: Service, Sendable {
             return .failure(
                 AgentControlError(
                     code: .badRequest,
-                    message: "expected {\"command\": one of \(ControlRequest.Command.allCases.map(\.rawValue).joined(separator: ", "))}"))
+                    message: "expected {\"command\": one of \(ControlRequest.Command.allCases.map(\.rawValue).joined(separator: ", "))}"
+                )
+            )
         }
         let response: ControlResponse
         do {
@@ -123,7 +140,9 @@ public final class StatusServer: Service, Sendable {
                     response = .failure(
                         AgentControlError(
                             code: .badRequest,
-                            message: "safe needs a reason: \(CancelReasonNames.all)"))
+                            message: "safe needs a reason: \(CancelReasonNames.all)"
+                        )
+                    )
                     break
                 }
                 response = ControlResponse(ok: true, alert: try await control.markSafe(reason: reason))
@@ -141,7 +160,8 @@ public final class StatusServer: Service, Sendable {
         if request.command != .status {
             logger.info(
                 "control command",
-                metadata: ["control.command": "\(request.command.rawValue)", "control.ok": "\(response.ok)"])
+                metadata: ["control.command": "\(request.command.rawValue)", "control.ok": "\(response.ok)"]
+            )
         }
         return response
     }

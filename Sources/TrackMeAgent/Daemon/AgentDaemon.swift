@@ -37,15 +37,24 @@ public struct AgentDaemon: Sendable {
     ///     similar. nil: ready as soon as the group starts (the sockets are already bound).
     ///   - gracefulShutdownSignals: tests pass `[]` and trigger shutdown themselves.
     public init(
-        configuration: AgentConfiguration, services: [any Service], control: any AgentControl, logger: Logger,
-        metricsRegistry: PrometheusCollectorRegistry, environment: [String: String]? = nil,
-        readiness: (@Sendable () async throws -> Void)? = nil, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]
+        configuration: AgentConfiguration,
+        services: [any Service],
+        control: any AgentControl,
+        logger: Logger,
+        metricsRegistry: PrometheusCollectorRegistry,
+        environment: [String: String]? = nil,
+        readiness: (@Sendable () async throws -> Void)? = nil,
+        gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint]
     ) throws {
         self.configuration = configuration
         let environment = environment ?? ProcessInfo.processInfo.environment
         let metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
         statusServer = try StatusServer.bind(
-            socketPath: configuration.status.socketPath, control: control, logger: logger, metricsFactory: metricsFactory)
+            socketPath: configuration.status.socketPath,
+            control: control,
+            logger: logger,
+            metricsFactory: metricsFactory
+        )
         do {
             metricsEndpoint =
                 configuration.metrics.enabled
@@ -58,8 +67,11 @@ public struct AgentDaemon: Sendable {
         let notifier = SystemdNotifierService(
             notifier: try SystemdNotifier(environment: environment),
             watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
-            readyStatus: "monitoring \(configuration.server.deviceID)", logger: logger, metricsFactory: metricsFactory,
-            readiness: readiness)
+            readyStatus: "monitoring \(configuration.server.deviceID)",
+            logger: logger,
+            metricsFactory: metricsFactory,
+            readiness: readiness
+        )
 
         var shell: [(any Service, String)] = [(statusServer, "status-server")]
         if let metricsEndpoint { shell.append((metricsEndpoint, "metrics-endpoint")) }
@@ -67,10 +79,16 @@ public struct AgentDaemon: Sendable {
         var groupConfiguration = ServiceGroupConfiguration(
             services: all.map { service, name in
                 .init(
-                    service: service, successTerminationBehavior: .gracefullyShutdownGroup,
-                    failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: name)
+                    service: service,
+                    successTerminationBehavior: .gracefullyShutdownGroup,
+                    failureTerminationBehavior: .gracefullyShutdownGroup,
+                    serviceName: name
+                )
             },
-            gracefulShutdownSignals: gracefulShutdownSignals, cancellationSignals: [], logger: logger)
+            gracefulShutdownSignals: gracefulShutdownSignals,
+            cancellationSignals: [],
+            logger: logger
+        )
         groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(Int64(configuration.shutdown.graceSeconds * 1000))
         // A service that ignores cancellation for this long is hung: crash so systemd restarts us.
         groupConfiguration.maximumCancellationDuration = .seconds(5)
@@ -84,11 +102,19 @@ public struct AgentDaemon: Sendable {
 
     /// Builds and runs the daemon in one call.
     public static func run(
-        configuration: AgentConfiguration, services: [any Service], control: any AgentControl, logger: Logger,
-        metricsRegistry: PrometheusCollectorRegistry, readiness: (@Sendable () async throws -> Void)? = nil
+        configuration: AgentConfiguration,
+        services: [any Service],
+        control: any AgentControl,
+        logger: Logger,
+        metricsRegistry: PrometheusCollectorRegistry,
+        readiness: (@Sendable () async throws -> Void)? = nil
     ) async throws {
         try await AgentDaemon(
-            configuration: configuration, services: services, control: control, logger: logger, metricsRegistry: metricsRegistry,
+            configuration: configuration,
+            services: services,
+            control: control,
+            logger: logger,
+            metricsRegistry: metricsRegistry,
             readiness: readiness
         ).run()
     }

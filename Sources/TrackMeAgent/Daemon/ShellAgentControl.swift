@@ -24,7 +24,9 @@ public actor ShellAgentControl: AgentControl {
         return AgentStatus(
             deviceID: deviceID,
             uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
-            monitoringPaused: paused, store: StoreStatus(depth: 0, bytes: 0, budgetBytes: budgetBytes))
+            monitoringPaused: paused,
+            store: StoreStatus(depth: 0, bytes: 0, budgetBytes: budgetBytes)
+        )
     }
 
     public func triggerSOS() throws -> AlertStatus {

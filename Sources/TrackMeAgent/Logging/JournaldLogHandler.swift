@@ -1,3 +1,6 @@
+import Foundation
+public import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,8 +8,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-public import Logging
 
 /// A swift-log handler writing one line per message to stderr, in the form journald reads best.
 ///
@@ -33,8 +34,11 @@ public struct JournaldLogHandler: LogHandler {
     /// - Parameter sink: where finished lines go (tests capture them); default: stderr, one
     ///   `write` per line so lines from concurrent tasks never interleave.
     public init(
-        label: String, level: Logger.Level = .info, style: Style = Self.detectedStyle(),
-        metadataProvider: Logger.MetadataProvider? = nil, sink: @escaping @Sendable (String) -> Void = Self.writeToStandardError
+        label: String,
+        level: Logger.Level = .info,
+        style: Style = Self.detectedStyle(),
+        metadataProvider: Logger.MetadataProvider? = nil,
+        sink: @escaping @Sendable (String) -> Void = Self.writeToStandardError
     ) {
         self.label = label
         self.logLevel = level
@@ -57,7 +61,12 @@ public struct JournaldLogHandler: LogHandler {
 
     /// One formatted line, ending in `\n`.
     static func format(
-        level: Logger.Level, label: String, message: String, metadata: Logger.Metadata, style: Style, date: Date
+        level: Logger.Level,
+        label: String,
+        message: String,
+        metadata: Logger.Metadata,
+        style: Style,
+        date: Date
     ) -> String {
         var line: String
         switch style {
@@ -133,6 +142,7 @@ public struct JournaldLogHandler: LogHandler {
         let fraction = Int(milliseconds % 1000)
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let millis = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
+        return
+            "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
     }
 }

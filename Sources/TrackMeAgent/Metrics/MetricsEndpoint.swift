@@ -30,7 +30,11 @@ public final class MetricsEndpoint: Service, Sendable {
     public static func bind(port: Int, registry: PrometheusCollectorRegistry, logger: Logger) throws -> MetricsEndpoint {
         let listener = try Socket.listenTCPLoopback(port: UInt16(clamping: port))
         let bound = Int(try listener.localPort())
-        let scrapes = CoreMetrics.Counter(label: AgentMetricNames.metricsScrapes, dimensions: [], factory: PrometheusMetricsFactory(registry: registry))
+        let scrapes = CoreMetrics.Counter(
+            label: AgentMetricNames.metricsScrapes,
+            dimensions: [],
+            factory: PrometheusMetricsFactory(registry: registry)
+        )
         return MetricsEndpoint(port: bound, listener: listener, registry: registry, logger: logger, scrapes: scrapes)
     }
 
@@ -88,13 +92,20 @@ public final class MetricsEndpoint: Service, Sendable {
         }
         guard parts[0] == "GET" || parts[0] == "HEAD" else {
             return Self.response(
-                status: "405 Method Not Allowed", contentType: "text/plain", body: Array("GET only\n".utf8), extra: "Allow: GET, HEAD\r\n")
+                status: "405 Method Not Allowed",
+                contentType: "text/plain",
+                body: Array("GET only\n".utf8),
+                extra: "Allow: GET, HEAD\r\n"
+            )
         }
         scrapes.increment()
         let body = registry.emitToBuffer()
         return Self.response(
-            status: "200 OK", contentType: "text/plain; version=0.0.4; charset=utf-8", body: parts[0] == "HEAD" ? [] : body,
-            length: body.count)
+            status: "200 OK",
+            contentType: "text/plain; version=0.0.4; charset=utf-8",
+            body: parts[0] == "HEAD" ? [] : body,
+            length: body.count
+        )
     }
 
     private static func response(status: String, contentType: String, body: [UInt8], length: Int? = nil, extra: String = "") -> [UInt8] {

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 #if canImport(Glibc)
 private let socketStream = Int32(SOCK_STREAM.rawValue)
@@ -55,7 +56,11 @@ package final class Socket: Sendable {
     /// A listening Unix stream socket at `path`. A stale socket left by an earlier run is
     /// removed first; a live one (another agent answers there) and anything that is not a
     /// socket are errors, never deleted.
-    package static func listenUnixStream(path: String, backlog: Int32 = 16, permissions: UInt32 = 0o660) throws(SocketError)
+    package static func listenUnixStream(
+        path: String,
+        backlog: Int32 = 16,
+        permissions: UInt32 = 0o660
+    ) throws(SocketError)
         -> Socket
     {
         var info = stat()
@@ -85,12 +90,17 @@ package final class Socket: Sendable {
         var yes: Int32 = 1
         try check(
             setsockopt(socket.fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size)),
-            call: "setsockopt", context: label)
+            call: "setsockopt",
+            context: label
+        )
         var address = loopbackAddress(port: port)
         try withUnsafePointer(to: &address) { (pointer) throws(SocketError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (generic) throws(SocketError) in
                 try check(
-                    bind(socket.fd, generic, socklen_t(MemoryLayout<sockaddr_in>.size)), call: "bind", context: label)
+                    bind(socket.fd, generic, socklen_t(MemoryLayout<sockaddr_in>.size)),
+                    call: "bind",
+                    context: label
+                )
             }
         }
         try check(listen(socket.fd, backlog), call: "listen", context: label)
@@ -271,7 +281,9 @@ package final class Socket: Sendable {
     /// Builds a `sockaddr_un` for `path`. A leading NUL byte makes it a Linux abstract address,
     /// whose length covers exactly the name (no terminating NUL).
     private static func withUnixAddress(
-        path: [UInt8], label: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SocketError) -> Void
+        path: [UInt8],
+        label: String,
+        _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SocketError) -> Void
     ) throws(SocketError) {
         var address = sockaddr_un()
         let capacity = MemoryLayout.size(ofValue: address.sun_path)

@@ -1,3 +1,7 @@
+public import CoreMetrics
+public import Logging
+public import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,9 +9,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import CoreMetrics
-public import Logging
-public import ServiceLifecycle
 
 /// Tells systemd how the agent is doing: READY=1 when it starts, WATCHDOG=1 at half the
 /// watchdog interval while it runs, STOPPING=1 when graceful shutdown begins.
@@ -28,8 +29,12 @@ public struct SystemdNotifierService: Service {
     /// - Parameter readiness: awaited before READY=1 (e.g. "the store is open"); when it
     ///   throws, the service throws and the group shuts down without ever being ready.
     public init(
-        notifier: SystemdNotifier?, watchdogInterval: Duration?, clock: any Clock<Duration> = ContinuousClock(),
-        readyStatus: String = "running", logger: Logger, metricsFactory: (any MetricsFactory)? = nil,
+        notifier: SystemdNotifier?,
+        watchdogInterval: Duration?,
+        clock: any Clock<Duration> = ContinuousClock(),
+        readyStatus: String = "running",
+        logger: Logger,
+        metricsFactory: (any MetricsFactory)? = nil,
         readiness: (@Sendable () async throws -> Void)? = nil
     ) {
         self.readiness = readiness
@@ -45,7 +50,9 @@ public struct SystemdNotifierService: Service {
     public init(environment: [String: String], logger: Logger) throws {
         try self.init(
             notifier: SystemdNotifier(environment: environment),
-            watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment), logger: logger)
+            watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
+            logger: logger
+        )
     }
 
     public func run() async throws {
