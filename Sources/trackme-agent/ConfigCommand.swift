@@ -14,7 +14,8 @@ struct ConfigCommand: AsyncParsableCommand {
 struct ConfigCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Check a configuration file: every unknown key and bad value, with its line."
+        abstract: "Check a configuration file: every unknown key and bad value, with its line.",
+        discussion: "Exit status: 0 and a summary of the effective settings when the file is usable; 1 and every problem otherwise."
     )
 
     @Argument(help: "The YAML configuration file.")

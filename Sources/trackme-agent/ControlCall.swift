@@ -26,6 +26,12 @@ enum ControlCall {
         return response
     }
 
+    static let exitStatusHelp = """
+        Talks to the running agent through its control socket (default \(StatusConfiguration.defaultSocketPath); \
+        members of the trackme group may use it). Exit status: 0 done, 1 the agent refused (the reason is \
+        printed), 2 no agent answered.
+        """
+
     static func printError(_ message: String) {
         JournaldLogHandler.writeToStandardError(message + "\n")
     }

@@ -5,7 +5,8 @@ import TrackMeAgent
 struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pause",
-        abstract: "Pause monitoring: sensor rules raise no alerts; manual SOS still works."
+        abstract: "Pause monitoring: sensor rules raise no alerts; manual SOS still works.",
+        discussion: ControlCall.exitStatusHelp
     )
 
     @OptionGroup var socket: SocketOptions

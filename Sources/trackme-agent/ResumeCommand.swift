@@ -3,7 +3,11 @@ import TrackMeAgent
 
 /// `trackme-agent resume`: monitoring on again after `pause`.
 struct ResumeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume monitoring after pause.")
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Resume monitoring after pause.",
+        discussion: ControlCall.exitStatusHelp
+    )
 
     @OptionGroup var socket: SocketOptions
 

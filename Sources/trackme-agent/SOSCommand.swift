@@ -6,7 +6,8 @@ import TrackMeCore
 struct SOSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sos",
-        abstract: "Raise a manual SOS alert; it can be cancelled during the countdown."
+        abstract: "Raise a manual SOS alert; it can be cancelled during the countdown.",
+        discussion: ControlCall.exitStatusHelp
     )
 
     @OptionGroup var socket: SocketOptions

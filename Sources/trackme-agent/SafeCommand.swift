@@ -6,7 +6,8 @@ import TrackMeCore
 struct SafeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "safe",
-        abstract: "Cancel the open alert: the wearer is safe."
+        abstract: "Cancel the open alert: the wearer is safe.",
+        discussion: ControlCall.exitStatusHelp
     )
 
     /// The CLI spelling of `CancelReason` (kept here so Core does not depend on ArgumentParser).

@@ -6,7 +6,8 @@ import TrackMeAgent
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show strap, heart rate, gpsd, store, sync and alert state of the running agent."
+        abstract: "Show strap, heart rate, gpsd, store, sync and alert state of the running agent.",
+        discussion: ControlCall.exitStatusHelp
     )
 
     @Flag(name: .long, help: "Print the status as JSON (for scripts and monitoring).")

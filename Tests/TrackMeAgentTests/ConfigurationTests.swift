@@ -202,6 +202,18 @@ struct ConfigurationTests {
         #expect(missing.code == .unreadable)
     }
 
+    @Test("load checks that a simulated strap's trace exists, naming the line")
+    func traceMustExist() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("agent.yaml")
+        try (Self.minimal + "\nstrap:\n  transport: simulated\n  trace: hr.csv\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let error = try #require(throws: ConfigurationError.self) { try ConfigurationLoader.load(path: path) }
+        #expect(error.issues.map(\.description) == ["line 9: strap.trace: cannot read \(directory.path)/hr.csv"])
+        try "t_ms,bpm\n".write(toFile: directory.file("hr.csv"), atomically: true, encoding: .utf8)
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.strap.transport == .socketPair(SimulatedStrap(tracePath: directory.path + "/hr.csv", pace: 1)))
+    }
+
     @Test("relative paths resolve against the file's directory")
     func relativePaths() throws {
         let directory = try TemporaryDirectory()

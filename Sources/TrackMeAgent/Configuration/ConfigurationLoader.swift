@@ -27,7 +27,7 @@ public enum ConfigurationLoader {
         }
         let directory = (path as NSString).deletingLastPathComponent
         do throws(ConfigurationError) {
-            return try parse(yaml: text, baseDirectory: directory.isEmpty ? "." : directory)
+            return try check(yaml: text, baseDirectory: directory.isEmpty ? "." : directory, checkFiles: true)
         } catch {
             var located = error
             located.path = path
@@ -36,8 +36,14 @@ public enum ConfigurationLoader {
     }
 
     /// Checks `yaml`; relative paths in it resolve against `baseDirectory` (or stay as they
-    /// are when nil).
+    /// are when nil). Unlike `load(path:)` it does not look at the file system.
     public static func parse(yaml: String, baseDirectory: String? = nil) throws(ConfigurationError) -> AgentConfiguration {
+        try check(yaml: yaml, baseDirectory: baseDirectory, checkFiles: false)
+    }
+
+    /// `checkFiles`: also require that input files named in the configuration (a simulated
+    /// strap's trace) exist now, so a typo in a path fails `config check` rather than the run.
+    static func check(yaml: String, baseDirectory: String?, checkFiles: Bool) throws(ConfigurationError) -> AgentConfiguration {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
@@ -49,7 +55,7 @@ public enum ConfigurationLoader {
         if root == nil {
             issues.add(nil, "", "the file is empty; person and server are required")
         }
-        let reader = Reader(baseDirectory: baseDirectory)
+        let reader = Reader(baseDirectory: baseDirectory, checkFiles: checkFiles)
         let person = reader.person(document.section("person"))
         let strap = reader.strap(document.section("strap"))
         let gpsd = reader.gpsd(document.section("gpsd"))
@@ -107,6 +113,7 @@ public enum ConfigurationLoader {
 /// Reads each section with its defaults and value checks.
 private struct Reader {
     var baseDirectory: String?
+    var checkFiles: Bool
 
     func resolve(_ path: String) -> String {
         guard let baseDirectory, !path.hasPrefix("/") else { return path }
@@ -171,6 +178,9 @@ private struct Reader {
         let pace = s.double("pace", in: 0.01...10_000)
         if simulated {
             if let trace {
+                if checkFiles && !FileManager.default.isReadableFile(atPath: trace) {
+                    s.report(s.node("trace"), "trace", "cannot read \(trace)")
+                }
                 strap.transport = .socketPair(SimulatedStrap(tracePath: trace, pace: pace ?? 1))
             } else if !s.presentKeys.contains(where: { $0.key == "trace" }) {
                 s.report(s.node("transport"), "trace", "required when transport is socketpair or simulated")
