@@ -54,6 +54,7 @@ targets += [
             .product(name: "Yams", package: "Yams"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ],
+        exclude: ["WIRING.md"],
         swiftSettings: strictSettings
     ),
     .testTarget(
