@@ -39,11 +39,47 @@ targets += [
 
 // MARK: - Agent (issue 9)
 
+// The daemon's shell: configuration, service lifecycle, status socket, logging, metrics, systemd.
+// The pipeline (BLE, gpsd, SOS, store, sync) is wired in as `Service`s through `AgentDaemon`.
 targets += [
+    .target(
+        name: "TrackMeAgent",
+        dependencies: [
+            "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Yams", package: "Yams"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ],
+        exclude: ["WIRING.md"],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "TrackMeAgentTests",
+        dependencies: [
+            "TrackMeAgent",
+            "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ],
+        swiftSettings: strictSettings
+    ),
     .executableTarget(
         name: "trackme-agent",
         dependencies: [
+            "TrackMeAgent",
+            "TrackMeCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ],
         swiftSettings: strictSettings
     ),
@@ -85,6 +121,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // MARK: server-side packages
+        // MARK: agent (issue 9): Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

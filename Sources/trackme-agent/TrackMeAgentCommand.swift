@@ -9,6 +9,13 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
         abstract: "TrackMe Edge agent: BLE heart rate, gpsd position, local SOS, durable sync.",
         subcommands: [
             // Verbs are registered here, one line each.
+            RunCommand.self,
+            ConfigCommand.self,
+            StatusCommand.self,
+            SOSCommand.self,
+            SafeCommand.self,
+            PauseCommand.self,
+            ResumeCommand.self,
         ]
     )
 }

@@ -1,0 +1,50 @@
+import TrackMeCore
+
+extension AgentConfiguration {
+    /// What `config check` prints after "ok": the values that matter in the field, one per
+    /// line, defaults included, so a person sees what the agent will actually do.
+    public var summaryLines: [String] {
+        var lines: [String] = []
+        lines.append("device      \(server.deviceID)")
+        var person = "person      \(self.person.name), age \(self.person.age)"
+        if let resting = self.person.restingHeartRate { person += ", resting \(resting) bpm" }
+        if let minimum = self.person.minimumHeartRate { person += ", min \(minimum) bpm" }
+        if let maximum = self.person.maximumHeartRate { person += ", max \(maximum) bpm" }
+        lines.append(person)
+        let target: String
+        switch strap.selection {
+        case .nearest: target = "nearest 0x180D strap"
+        case .address(let address): target = "\(address) (\(strap.addressType.rawValue))"
+        }
+        switch strap.transport {
+        case .l2cap:
+            lines.append("strap       \(target) on \(strap.adapter) via l2cap")
+        case .socketPair(let simulated):
+            lines.append("strap       simulated: \(simulated.tracePath) at pace \(YAMLSection.format(simulated.pace))")
+        }
+        lines.append("gpsd        \(gpsd.host):\(gpsd.port)")
+        lines.append("store       \(store.path) (budget \(store.diskBudgetBytes) bytes)")
+        lines.append("server      \(server.url) (token \(server.tokenFile))")
+        var sosLine = "sos         "
+        if sos.rules.isEmpty && sos.countdownSeconds == nil {
+            sosLine += "engine defaults"
+        } else {
+            var parts: [String] = []
+            if let countdown = sos.countdownSeconds { parts.append("countdown \(YAMLSection.format(countdown)) s") }
+            let names = sos.rules.keys.map(\.rawValue).sorted()
+            if !names.isEmpty { parts.append("overrides for \(names.joined(separator: ", "))") }
+            sosLine += parts.joined(separator: "; ")
+        }
+        lines.append(sosLine)
+        if let command = fallback.command {
+            lines.append("fallback    \(command.joined(separator: " ")) after \(YAMLSection.format(fallback.afterSeconds)) s")
+        } else {
+            lines.append("fallback    none")
+        }
+        lines.append("status      \(status.socketPath)")
+        lines.append("metrics     " + (metrics.enabled ? "http://127.0.0.1:\(metrics.port)/metrics" : "off"))
+        lines.append("logging     \(logging.level)")
+        lines.append("shutdown    \(YAMLSection.format(shutdown.graceSeconds)) s grace")
+        return lines
+    }
+}

@@ -1,0 +1,237 @@
+public import TrackMeCore
+
+/// Everything the agent is told by its one configuration file, as plain values.
+///
+/// Made by `ConfigurationLoader` (which checks every key and value before anything starts) or
+/// directly in tests and the simulation. Every field has an embedded default except the
+/// person's name and age, the server URL and the device id.
+public struct AgentConfiguration: Hashable, Sendable {
+    public var person: PersonProfile
+    public var strap: StrapConfiguration
+    public var gpsd: GPSDConfiguration
+    public var store: StoreConfiguration
+    public var server: ServerConfiguration
+    public var sos: SOSRuleOverrides
+    public var fallback: FallbackConfiguration
+    public var status: StatusConfiguration
+    public var metrics: MetricsConfiguration
+    public var logging: LoggingConfiguration
+    public var shutdown: ShutdownConfiguration
+
+    public init(
+        person: PersonProfile,
+        server: ServerConfiguration,
+        strap: StrapConfiguration = .init(),
+        gpsd: GPSDConfiguration = .init(),
+        store: StoreConfiguration = .init(),
+        sos: SOSRuleOverrides = .init(),
+        fallback: FallbackConfiguration = .init(),
+        status: StatusConfiguration = .init(),
+        metrics: MetricsConfiguration = .init(),
+        logging: LoggingConfiguration = .init(),
+        shutdown: ShutdownConfiguration = .init()
+    ) {
+        self.person = person
+        self.strap = strap
+        self.gpsd = gpsd
+        self.store = store
+        self.server = server
+        self.sos = sos
+        self.fallback = fallback
+        self.status = status
+        self.metrics = metrics
+        self.logging = logging
+        self.shutdown = shutdown
+    }
+}
+
+/// Which heart-rate strap to use and how to reach it.
+public struct StrapConfiguration: Hashable, Sendable {
+    /// A specific strap, or the nearest one advertising the Heart Rate service (0x180D).
+    public enum Selection: Hashable, Sendable {
+        case nearest
+        /// `AA:BB:CC:DD:EE:FF`, upper case.
+        case address(String)
+    }
+
+    /// LE address type of the strap (most straps use a public address; some a random static one).
+    public enum AddressType: String, Hashable, Sendable, CaseIterable {
+        case `public`
+        case random
+    }
+
+    /// How the agent's ATT client reaches the strap.
+    public enum Transport: Hashable, Sendable {
+        /// The real thing: an L2CAP LE socket (ATT CID 4) through BlueZ on `adapter`.
+        case l2cap
+        /// A simulated peripheral speaking real ATT PDUs over a `SOCK_SEQPACKET` socket pair,
+        /// replaying a heart-rate trace (tests and the simulation). Config spelling:
+        /// `socketpair` or `simulated`.
+        case socketPair(SimulatedStrap)
+    }
+
+    public var selection: Selection
+    public var addressType: AddressType
+    /// The HCI adapter, e.g. `hci0`.
+    public var adapter: String
+    public var transport: Transport
+
+    public init(
+        selection: Selection = .nearest,
+        addressType: AddressType = .public,
+        adapter: String = "hci0",
+        transport: Transport = .l2cap
+    ) {
+        self.selection = selection
+        self.addressType = addressType
+        self.adapter = adapter
+        self.transport = transport
+    }
+}
+
+/// The trace a simulated strap replays, and how fast.
+public struct SimulatedStrap: Hashable, Sendable {
+    /// Absolute path of a heart-rate trace (`HeartRateTrace` CSV).
+    public var tracePath: String
+    /// Replay speed: 1 is real time, 10 is ten times faster.
+    public var pace: Double
+
+    public init(tracePath: String, pace: Double = 1) {
+        self.tracePath = tracePath
+        self.pace = pace
+    }
+}
+
+public struct GPSDConfiguration: Hashable, Sendable {
+    public var host: String
+    public var port: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 2947) {
+        self.host = host
+        self.port = port
+    }
+}
+
+public struct StoreConfiguration: Hashable, Sendable {
+    /// The SQLite database file; its directory must be writable (systemd `ReadWritePaths`).
+    public var path: String
+    /// Disk the store may use before it evicts old synced readings (alerts are never evicted).
+    public var diskBudgetBytes: Int
+
+    public static let defaultDiskBudgetBytes = 10_000_000
+
+    public init(path: String = "/var/lib/trackme/agent.sqlite", diskBudgetBytes: Int = Self.defaultDiskBudgetBytes) {
+        self.path = path
+        self.diskBudgetBytes = diskBudgetBytes
+    }
+}
+
+public struct ServerConfiguration: Hashable, Sendable {
+    /// Base URL of the TrackMe server, `http://` or `https://`.
+    public var url: String
+    /// The identifier the server enrolled this device under (`DeviceIdentity.isValid`).
+    public var deviceID: String
+    /// A file holding the device's bearer token (kept out of the config file; mode 0640, root:trackme).
+    public var tokenFile: String
+
+    public init(url: String, deviceID: String, tokenFile: String = "/etc/trackme/device-token") {
+        self.url = url
+        self.deviceID = deviceID
+        self.tokenFile = tokenFile
+    }
+}
+
+/// Per-deployment changes to the SOS rules, handed as they are to the SOS engine.
+///
+/// Every field is optional: nil means "the engine's own default" (which derives heart-rate
+/// thresholds from the person's age and resting rate).
+public struct SOSRuleOverrides: Hashable, Sendable {
+    /// Countdown before any alert is raised, during which the wearer can cancel it.
+    public var countdownSeconds: Double?
+    /// Overrides per rule, keyed by the rule's `AlertKind`.
+    public var rules: [AlertKind: RuleOverride]
+
+    public init(countdownSeconds: Double? = nil, rules: [AlertKind: RuleOverride] = [:]) {
+        self.countdownSeconds = countdownSeconds
+        self.rules = rules
+    }
+
+    /// The override for one rule, or an empty one.
+    public subscript(kind: AlertKind) -> RuleOverride {
+        rules[kind] ?? RuleOverride()
+    }
+}
+
+/// Changes to one SOS rule. nil fields keep the engine's default.
+public struct RuleOverride: Hashable, Sendable {
+    public var enabled: Bool?
+    /// The bpm limit: below it for `heart_rate_low`, above it for `heart_rate_high`.
+    /// Only those two rules accept it.
+    public var thresholdBPM: Int?
+    /// How long the condition must hold before the rule fires.
+    public var persistenceSeconds: Double?
+    /// This rule's countdown, instead of the global one.
+    public var countdownSeconds: Double?
+
+    public init(enabled: Bool? = nil, thresholdBPM: Int? = nil, persistenceSeconds: Double? = nil, countdownSeconds: Double? = nil) {
+        self.enabled = enabled
+        self.thresholdBPM = thresholdBPM
+        self.persistenceSeconds = persistenceSeconds
+        self.countdownSeconds = countdownSeconds
+    }
+}
+
+/// What to run on the device when an alert cannot reach the server (a GSM modem script, a
+/// buzzer, a local siren).
+public struct FallbackConfiguration: Hashable, Sendable {
+    /// Program and arguments (no shell), or nil for none.
+    public var command: [String]?
+    /// Run it when a raised alert is still undelivered this long after it was raised.
+    public var afterSeconds: Double
+
+    public init(command: [String]? = nil, afterSeconds: Double = 30) {
+        self.command = command
+        self.afterSeconds = afterSeconds
+    }
+}
+
+public struct StatusConfiguration: Hashable, Sendable {
+    /// The local control socket (Unix domain; never a network port).
+    public var socketPath: String
+
+    public static let defaultSocketPath = "/run/trackme/agent.sock"
+
+    public init(socketPath: String = Self.defaultSocketPath) {
+        self.socketPath = socketPath
+    }
+}
+
+public struct MetricsConfiguration: Hashable, Sendable {
+    public var enabled: Bool
+    /// Port of the Prometheus endpoint on 127.0.0.1 (loopback only); 0 picks a free port.
+    public var port: Int
+
+    public init(enabled: Bool = true, port: Int = 9464) {
+        self.enabled = enabled
+        self.port = port
+    }
+}
+
+public struct LoggingConfiguration: Hashable, Sendable {
+    /// swift-log level name: trace, debug, info, notice, warning, error, critical.
+    public var level: String
+
+    public init(level: String = "info") {
+        self.level = level
+    }
+}
+
+public struct ShutdownConfiguration: Hashable, Sendable {
+    /// How long services get to finish (commit in-flight readings) after SIGTERM before they
+    /// are cancelled. Keep it below systemd's `TimeoutStopSec`.
+    public var graceSeconds: Double
+
+    public init(graceSeconds: Double = 10) {
+        self.graceSeconds = graceSeconds
+    }
+}

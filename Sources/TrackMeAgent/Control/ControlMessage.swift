@@ -1,0 +1,68 @@
+import Foundation
+public import TrackMeCore
+
+/// One request on the control socket: a JSON object on one line, e.g.
+/// `{"command":"safe","reason":"false_alarm"}`.
+public struct ControlRequest: Hashable, Sendable, Codable {
+    public enum Command: String, Hashable, Sendable, Codable, CaseIterable {
+        case status, sos, safe, pause, resume
+    }
+
+    public var command: Command
+    /// Required for `safe`.
+    public var reason: CancelReason?
+
+    public init(command: Command, reason: CancelReason? = nil) {
+        self.command = command
+        self.reason = reason
+    }
+
+    public static let status = ControlRequest(command: .status)
+    public static let sos = ControlRequest(command: .sos)
+    public static let pause = ControlRequest(command: .pause)
+    public static let resume = ControlRequest(command: .resume)
+    public static func safe(_ reason: CancelReason) -> ControlRequest { ControlRequest(command: .safe, reason: reason) }
+}
+
+/// The answer to one request, on one line: `{"ok":true,"status":{...}}` or
+/// `{"ok":false,"error":{"code":"no_open_alert","message":"..."}}`.
+public struct ControlResponse: Hashable, Sendable, Codable {
+    public var ok: Bool
+    public var status: AgentStatus?
+    public var alert: AlertStatus?
+    public var monitoring: MonitoringState?
+    public var error: AgentControlError?
+
+    public init(
+        ok: Bool,
+        status: AgentStatus? = nil,
+        alert: AlertStatus? = nil,
+        monitoring: MonitoringState? = nil,
+        error: AgentControlError? = nil
+    ) {
+        self.ok = ok
+        self.status = status
+        self.alert = alert
+        self.monitoring = monitoring
+        self.error = error
+    }
+
+    public static func failure(_ error: AgentControlError) -> ControlResponse {
+        ControlResponse(ok: false, error: error)
+    }
+}
+
+/// The line-delimited JSON framing both ends share.
+package enum ControlCodec {
+    package static func encodeLine<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // JSONEncoder never emits a raw newline (they are escaped inside strings), so one value
+        // is one line.
+        return Array(try encoder.encode(value)) + [UInt8(ascii: "\n")]
+    }
+
+    package static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
+        try JSONDecoder().decode(type, from: Data(line))
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import TrackMeAgent
+
+/// `trackme-agent run --config PATH`: the daemon.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the agent (under systemd: Type=notify, with the watchdog)."
+    )
+
+    @Option(name: .long, help: "The YAML configuration file.")
+    var config: String = "/etc/trackme/agent.yaml"
+
+    func run() async throws {
+        let configuration: AgentConfiguration
+        do {
+            configuration = try ConfigurationLoader.load(path: config)
+        } catch {
+            ControlCall.printError(error.description)
+            throw ExitCode(1)
+        }
+
+        // Only the executable bootstraps logging and metrics.
+        let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
+        let style = JournaldLogHandler.detectedStyle()
+        LoggingSystem.bootstrap { label in JournaldLogHandler(label: label, level: level, style: style) }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        Gauge(label: AgentMetricNames.startTime).record(Date().timeIntervalSince1970)
+
+        let logger = Logger(label: "trackme.agent")
+        logger.info(
+            "starting",
+            metadata: ["config": "\(config)", "device.id": "\(configuration.server.deviceID)"]
+        )
+        let pipeline = try Pipeline.make(configuration: configuration, logger: logger)
+        do {
+            try await AgentDaemon.run(
+                configuration: configuration,
+                services: pipeline.services,
+                control: pipeline.control,
+                logger: logger,
+                metricsRegistry: registry
+            )
+        } catch {
+            logger.error("stopped with an error", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        logger.info("stopped")
+    }
+}
+
+/// THE SEAM for the pipeline: the lead builds the BLE link, gpsd reader, SOS engine, store and
+/// sync services here (in start order) and returns the control that answers the status socket.
+/// Until then the agent runs its shell alone and `ShellAgentControl` answers truthfully that
+/// no pipeline part has started.
+enum Pipeline {
+    struct Parts {
+        var services: [any Service]
+        var control: any AgentControl
+    }
+
+    static func make(configuration: AgentConfiguration, logger: Logger) throws -> Parts {
+        Parts(services: [], control: ShellAgentControl(configuration: configuration))
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+import TrackMeCore
+
+@testable import TrackMeAgent
+
+/// Drives the real `trackme-agent` executable as a child process.
+@Suite("trackme-agent executable")
+struct ExecutableTests {
+    /// The executable sits beside the test bundle in the build directory.
+    static func agentBinary() throws -> String {
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("trackme-agent").path
+        try #require(
+            FileManager.default.isExecutableFile(atPath: candidate),
+            "trackme-agent is not built beside the tests (\(candidate)): run swift build --build-tests"
+        )
+        return candidate
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    @Test("config check: ok with a summary, or every problem with its line and exit 1")
+    func configCheck() throws {
+        let binary = try Self.agentBinary()
+        let directory = try TemporaryDirectory()
+        let good = try runProgram(binary, ["config", "check", Repository.path("hardware/trackme-agent.example.yaml")])
+        #expect(good.status == 0, "\(good.output)")
+        #expect(good.output.hasPrefix("ok: "))
+        #expect(good.output.contains("device      pi-0042"))
+
+        let bad = directory.file("bad.yaml")
+        try Self.write(
+            """
+            person:
+              name: Ada
+              age: 67
+            server:
+              url: https://trackme.example.org
+              device_id: pi-0042
+            strap:
+              adress: AA:BB:CC:DD:EE:FF
+            gpsd: {port: 0}
+            """,
+            to: bad
+        )
+        let result = try runProgram(binary, ["config", "check", bad])
+        #expect(result.status == 1)
+        #expect(result.output.contains("\(bad): line 8: strap.adress: unknown key (did you mean address?)"))
+        #expect(result.output.contains("\(bad): line 9: gpsd.port: 0 is out of range (1...65535)"))
+        #expect(result.output.contains("\(bad): 2 problems"))
+    }
+
+    @Test("run refuses a bad configuration before starting anything")
+    func runRefusesBadConfig() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("agent.yaml")
+        try Self.write("person: {name: Ada, age: 67}\nserver: {url: https://x.org, device_id: pi-1}\nstatus: {sockett: x}\n", to: path)
+        let result = try runProgram(try Self.agentBinary(), ["run", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.output.contains("line 3: status.sockett: unknown key (did you mean socket?)"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("x")))
+    }
+
+    @Test("run: READY=1 to systemd, status answers, SIGTERM stops it cleanly with STOPPING=1")
+    func runStatusAndStop() async throws {
+        let binary = try Self.agentBinary()
+        let directory = try TemporaryDirectory()
+        let config = directory.file("agent.yaml")
+        try Self.write(
+            """
+            person: {name: Ada, age: 67}
+            server: {url: "http://127.0.0.1:9", device_id: pi-0042}
+            store: {path: data/agent.sqlite}
+            status: {socket: run/agent.sock}
+            metrics: {port: 0}
+            """,
+            to: config
+        )
+        let systemd = try FakeNotifySocket(path: directory.file("notify"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["run", "--config", config]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = systemd.name
+        environment["WATCHDOG_USEC"] = "60000000"
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        process.environment = environment
+        let log = Pipe()
+        process.standardError = log
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let ready = try await systemd.receive()
+        #expect(ready == "READY=1\nSTATUS=monitoring pi-0042\nMAINPID=\(process.processIdentifier)")
+
+        let socket = directory.file("run/agent.sock")
+        let status = try runProgram(binary, ["status", "--json", "--socket", socket])
+        #expect(status.status == 0, "\(status.output)")
+        let decoded = try JSONDecoder().decode(AgentStatus.self, from: Data(status.output.utf8))
+        #expect(decoded.deviceID == "pi-0042")
+        #expect(decoded.monitoringPaused == false)
+        let table = try runProgram(binary, ["status", "--socket", socket])
+        #expect(table.output.hasPrefix("agent"))
+
+        let pause = try runProgram(binary, ["pause", "--socket", socket])
+        #expect(pause.output == "monitoring paused\n")
+        let sos = try runProgram(binary, ["sos", "--socket", socket])
+        #expect(sos.status == 1, "no SOS engine is wired into the shell yet")
+        #expect(sos.output.contains("unavailable"))
+
+        process.interrupt()  // SIGINT; SIGTERM is the same path in the ServiceGroup
+        #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
+        let exit = await BlockingIO.run { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(exit == 0)
+        #expect(!FileManager.default.fileExists(atPath: socket))
+        let stderr = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(stderr.contains("info trackme.agent: stopped"), "\(stderr)")
+        #expect(!stderr.contains("<6>"), "plain style when stderr is not the journal")
+
+        let gone = try runProgram(binary, ["status", "--socket", socket])
+        #expect(gone.status == 2)
+        #expect(gone.output.contains("cannot reach the agent"))
+    }
+
+    @Test("SIGTERM stops it the same way")
+    func sigterm() async throws {
+        let directory = try TemporaryDirectory()
+        let config = directory.file("agent.yaml")
+        try Self.write(
+            "person: {name: Ada, age: 67}\nserver: {url: \"http://127.0.0.1:9\", device_id: pi-1}\nstatus: {socket: a.sock}\nmetrics: {enabled: false}\n",
+            to: config
+        )
+        let systemd = try FakeNotifySocket(path: directory.file("notify"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Self.agentBinary())
+        process.arguments = ["run", "--config", config]
+        process.environment = ["NOTIFY_SOCKET": systemd.name, "PATH": "/usr/bin:/bin"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        #expect(try await systemd.receive().hasPrefix("READY=1"))
+        process.terminate()
+        #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
+        let exit = await BlockingIO.run { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(exit == 0)
+        #expect(process.terminationReason == .exit)
+    }
+}
