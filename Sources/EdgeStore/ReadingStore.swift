@@ -290,10 +290,12 @@ public final class ReadingStore: Sendable {
         }
     }
 
-    /// The newest unsynced heart rate and the newest unsynced fix not in flight, oldest first.
+    /// The newest unsynced heart rate and the newest unsynced fix, oldest first, leaving out
+    /// readings of backlog batches in flight (but not of a latest batch in flight, so that an
+    /// unchanged latest batch is recognised and resent rather than replaced).
     public func newestUnsynced() throws(StoreError) -> [WireReading] {
         try read { db in
-            let reserved = try self.reservedSequences(db)
+            let reserved = try self.reservedSequences(db, includingLatest: false)
             var heartRate: WireReading?
             var fix: WireReading?
             let cursor = try Row.fetchCursor(
@@ -645,9 +647,9 @@ public final class ReadingStore: Sendable {
         return (parts.isEmpty ? "0" : parts.joined(separator: " OR "), StatementArguments(args))
     }
 
-    private func reservedSequences(_ db: Database) throws -> Set<Int64> {
+    private func reservedSequences(_ db: Database, includingLatest: Bool = true) throws -> Set<Int64> {
         var out = Set<Int64>()
-        for blob in try Data.fetchAll(db, sql: "SELECT seqs FROM in_flight") {
+        for blob in try Data.fetchAll(db, sql: includingLatest ? "SELECT seqs FROM in_flight" : "SELECT seqs FROM in_flight WHERE latest = 0") {
             out.formUnion(try SequenceList.decode(Array(blob)))
         }
         return out

@@ -1,0 +1,2 @@
+import EdgeStore
+print("placeholder")
