@@ -73,18 +73,18 @@ targets += [
     ),
     .executableTarget(
         name: "store-crash-child",
-        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync"],
+        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync", "EdgeBenchmarks"],
         path: "Tests/StoreCrashChild",
         swiftSettings: strictSettings
     ),
     .testTarget(
         name: "EdgeStoreTests",
-        dependencies: ["TrackMeCore", "EdgeStore", .product(name: "GRDB", package: "GRDB.swift")],
+        dependencies: ["TrackMeCore", "EdgeStore", "EdgeBenchmarks", .product(name: "GRDB", package: "GRDB.swift")],
         swiftSettings: strictSettings
     ),
     .testTarget(
         name: "EdgeSyncTests",
-        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "store-crash-child",
+        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child",
                        .product(name: "GRDB", package: "GRDB.swift")],
         swiftSettings: strictSettings
     ),

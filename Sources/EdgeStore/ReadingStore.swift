@@ -93,6 +93,7 @@ public final class ReadingStore: Sendable {
         var memoryAlerts: [AlertUpdate] = []
         var generation: StoreGeneration
         var pendingDroppedInMemory: Int64 = 0
+        var simulatedFault: SimulatedFault = .none
     }
 
     /// Opens the store at `configuration.path`, creating it if needed. A database found corrupt
@@ -210,7 +211,7 @@ public final class ReadingStore: Sendable {
         guard !readings.isEmpty else { return [] }
         let seqs: [Int64]
         do {
-            seqs = try db.write { db -> [Int64] in
+            seqs = try write { db -> [Int64] in
                 let statement = try db.cachedStatement(
                     sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body) VALUES (?, ?, ?, ?)")
                 var out: [Int64] = []
@@ -327,7 +328,7 @@ public final class ReadingStore: Sendable {
         deviceID: String, readings: [WireReading], heartbeat: DeviceHeartbeat?, isLatest: Bool = false
     ) throws(StoreError) -> ReservedBatch {
         do {
-            return try db.write { db -> ReservedBatch in
+            return try write { db -> ReservedBatch in
                 let batchSeq = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.nextBatchSequence]) ?? 1
                 let dropped = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedUnreported]) ?? 0
                 if isLatest {
@@ -381,7 +382,7 @@ public final class ReadingStore: Sendable {
     /// acknowledgement.
     public func acknowledge(batchSequence: Int64) throws(StoreError) {
         do {
-            let newlySynced = try db.write { db -> Int in
+            let newlySynced = try write { db -> Int in
                 guard let blob = try Data.fetchOne(db, sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
                 else { return 0 }
                 let seqs = try SequenceList.decode(Array(blob))
@@ -429,7 +430,7 @@ public final class ReadingStore: Sendable {
     private func writeAlert(_ update: AlertUpdate) throws(StoreError) {
         do {
             let body = try WireCodec.encode(update)
-            try db.write { db in
+            try write { db in
                 let boot = try bootRef(update.alert.firstCritical.bootID, db)
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body) VALUES (?, ?, ?, ?, ?)",
@@ -479,7 +480,7 @@ public final class ReadingStore: Sendable {
     /// Records that the server has an alert update; it is not offered again.
     public func markAlertUpdateDelivered(alertID: String, updateSequence: Int) throws(StoreError) {
         do {
-            try db.write { db in
+            try write { db in
                 try db.execute(
                     sql: "UPDATE alert_updates SET delivered = 1 WHERE alert_id = ? AND update_seq = ?",
                     arguments: [alertID, updateSequence])
@@ -556,19 +557,21 @@ public final class ReadingStore: Sendable {
     /// read-only file system (`SQLITE_READONLY` on every write), or removes either.
     package enum SimulatedFault: Sendable { case none, diskFull, readOnly }
 
+    /// The fault is injected in front of every write transaction, as the error SQLite reports
+    /// for it (`SQLITE_FULL`, `SQLITE_READONLY`), so the whole error path from SQLite's result
+    /// code up is exercised. (Limiting `max_page_count` alone is not enough: in WAL mode a
+    /// commit that fits into free pages still succeeds, where a full disk refuses the WAL append.)
     package func simulate(_ fault: SimulatedFault) throws {
-        try db.writeWithoutTransaction { db in
-            switch fault {
-            case .none:
-                try db.execute(sql: "PRAGMA query_only = 0")
-                try db.execute(sql: "PRAGMA max_page_count = 1073741823")
-            case .diskFull:
-                let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 1
-                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
-            case .readOnly:
-                try db.execute(sql: "PRAGMA query_only = 1")
-            }
+        state.withLock { $0.simulatedFault = fault }
+    }
+
+    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        switch state.withLock({ $0.simulatedFault }) {
+        case .none: break
+        case .diskFull: throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (simulated)")
+        case .readOnly: throw DatabaseError(resultCode: .SQLITE_READONLY, message: "attempt to write a readonly database (simulated)")
         }
+        return try db.write(updates)
     }
 
     // MARK: - Budget
@@ -586,7 +589,7 @@ public final class ReadingStore: Sendable {
                 let rows = state.withLock { $0.rowCount }
                 let perRow = max(16, used / Int64(max(rows, 1)))
                 let excess = Int((used - target) / perRow) + 32
-                let (synced, unsynced) = try db.write { db -> (Int, Int) in
+                let (synced, unsynced) = try write { db -> (Int, Int) in
                     let protect = try self.protectionClause(db)
                     let reserved = try self.reservedSequences(db)
                     try db.execute(
