@@ -79,13 +79,18 @@ targets += [
     ),
     .testTarget(
         name: "EdgeStoreTests",
-        dependencies: ["TrackMeCore", "EdgeStore", "EdgeBenchmarks", .product(name: "GRDB", package: "GRDB.swift")],
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "EdgeBenchmarks", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
         swiftSettings: strictSettings
     ),
     .testTarget(
         name: "EdgeSyncTests",
-        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child",
-                       .product(name: "GRDB", package: "GRDB.swift")],
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child",
+            .product(name: "Logging", package: "swift-log"),
+        ],
         swiftSettings: strictSettings
     ),
 ]

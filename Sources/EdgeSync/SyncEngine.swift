@@ -49,10 +49,10 @@ public actor SyncEngine {
 
     private var readingsFailures = 0
     private var latestDue = true
-    private var lastBatchSent: (any InstantProtocol)?
-    private var lastBatchAt: Duration = .zero
     private var elapsedSinceBatch: Duration = .zero
     private var alertLaneSending = false
+    private var alertLaneRunning = false
+    private var alertLaneBackingOff = false
     private var alertLaneWaiters: [CheckedContinuation<Void, Never>] = []
     private let alertSignals: AsyncStream<Void>
     private let alertSignalContinuation: AsyncStream<Void>.Continuation
@@ -82,6 +82,7 @@ public actor SyncEngine {
         self.onEvent = onEvent
         self.logger = logger
         self.random = SplitMix64(seed: seed)
+        self.latestDue = configuration.latestFirst
         (alertSignals, alertSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -92,6 +93,8 @@ public actor SyncEngine {
 
     /// Runs both lanes until the task is cancelled.
     public func run() async {
+        // Set before the lanes start so the readings lane cannot slip ahead of a pending alert.
+        alertLaneRunning = true
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.runAlertLane() }
             group.addTask { await self.runReadingsLane() }
@@ -110,6 +113,11 @@ public actor SyncEngine {
     }
 
     private func runAlertLane() async {
+        alertLaneRunning = true
+        defer {
+            alertLaneRunning = false
+            setAlertLaneIdle()
+        }
         var failures = 0
         for await _ in alertSignals {
             if Task.isCancelled { break }
@@ -132,6 +140,9 @@ public actor SyncEngine {
                     wait = configuration.backoff.cap
                     onEvent(.rejected(error))
                 }
+                alertLaneBackingOff = true
+                setAlertLaneIdle()
+                defer { alertLaneBackingOff = false }
                 do { try await clock.sleep(for: wait) } catch { return }
             }
         }
@@ -160,8 +171,10 @@ public actor SyncEngine {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
+    /// backing off (the server is unreachable for it too), the readings lane waits.
     private func waitForAlertLane() async {
-        while alertLaneSending {
+        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && !store.pendingAlertUpdates().isEmpty) {
             await withCheckedContinuation { alertLaneWaiters.append($0) }
         }
     }
