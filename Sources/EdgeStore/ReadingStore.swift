@@ -276,6 +276,11 @@ public final class ReadingStore: Sendable {
         }
     }
 
+    /// Every sequence number on disk, ascending (cheap: no payload is decoded).
+    public func sequenceNumbers() throws(StoreError) -> [Int64] {
+        try read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM readings ORDER BY seq") }
+    }
+
     /// The oldest unsynced readings that are not part of a batch in flight.
     public func oldestUnsynced(limit: Int) throws(StoreError) -> [WireReading] {
         try read { db in

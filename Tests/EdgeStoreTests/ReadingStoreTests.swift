@@ -1,10 +1,13 @@
 import EdgeBenchmarks
 import Foundation
 import GRDB
+import Logging
 import Testing
 import TrackMeCore
 
 @testable import EdgeStore
+
+let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
 /// A fresh directory per test, removed afterwards.
 final class TemporaryDirectory {
@@ -80,12 +83,12 @@ struct ReadingStoreTests {
         let input = newReadings(0..<300)
         var seqs: [Int64] = []
         do {
-            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
             seqs = try store.append(Array(input[0..<100])) + store.append(Array(input[100..<300]))
             store.close()
         }
         #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let back = try store.allReadings()
         #expect(back.map(\.reading.sequence) == seqs)
         #expect(back.map { NewReading(timestamp: $0.reading.timestamp, payload: $0.reading.payload) } == input)
@@ -97,7 +100,7 @@ struct ReadingStoreTests {
     @Test("a sequence number is never handed out again, even after the newest readings were evicted")
     func sequenceNeverReused() throws {
         let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: 1))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: 1), logger: quiet)
         let first = try store.append(newReadings(0..<50))
         // A budget of one byte evicts everything unprotected after each commit.
         #expect(store.statistics().readings < 50)
@@ -108,7 +111,7 @@ struct ReadingStoreTests {
     @Test("group commit: readings wait in memory until the interval passes on the clock, then commit together")
     func groupCommitOnClock() async throws {
         let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let clock = VirtualClock()
         let (commits, continuation) = AsyncStream.makeStream(of: [Int64].self)
         let committer = GroupCommitter(store: store, clock: clock, interval: .seconds(1), maxGroupSize: 1000) { continuation.yield($0) }
@@ -128,7 +131,7 @@ struct ReadingStoreTests {
     @Test("group commit: a full group commits at once, and flush() commits the rest")
     func groupCommitBySize() async throws {
         let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let committer = GroupCommitter(store: store, clock: VirtualClock(), interval: .seconds(1), maxGroupSize: 4)
         for r in newReadings(0..<6) { await committer.append(r.payload, at: r.timestamp) }
         #expect(store.statistics().readings == 4)
@@ -140,7 +143,7 @@ struct ReadingStoreTests {
     func alertJournal() throws {
         let dir = try TemporaryDirectory()
         do {
-            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
             #expect(store.appendAlert(alertUpdate(id: "a1", at: 5)) == .durable)
             var cancelled = alertUpdate(id: "a1", at: 5, updateSequence: 1)
             cancelled.type = .cancelled
@@ -149,7 +152,7 @@ struct ReadingStoreTests {
             #expect(store.appendAlert(cancelled) == .durable)
             store.close()
         }
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         #expect(store.pendingAlertUpdates().map(\.updateSequence) == [0, 1])
         #expect(try store.alertStates().map(\.alert.state) == [.cancelled])
         try store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 0)
@@ -161,14 +164,14 @@ struct ReadingStoreTests {
         let dir = try TemporaryDirectory()
         var reserved: ReservedBatch
         do {
-            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
             try store.append(newReadings(0..<30))
             let beat = DeviceHeartbeat(strap: "connected", gpsd: "fix", storeDepth: 30, storeBytes: 1)
             reserved = try store.reserveBatch(deviceID: "pi-0042", readings: try store.oldestUnsynced(limit: 10), heartbeat: beat)
             #expect(try store.oldestUnsynced(limit: 100).count == 20)
             store.close()
         }
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let again = try store.inFlightBatches(deviceID: "pi-0042")
         #expect(again == [reserved])
         #expect(store.statistics().unsyncedReadings == 30)
@@ -183,7 +186,7 @@ struct ReadingStoreTests {
     func budgetDropOrder() throws {
         let dir = try TemporaryDirectory()
         let budget: Int64 = 200_000
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(30)))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(30)), logger: quiet)
         // 2000 readings, the first 600 synced.
         let early = try store.append(newReadings(0..<2000))
         let syncedBatch = try store.reserveBatch(deviceID: "d", readings: try store.readings(sequences: Array(early[0..<600])), heartbeat: nil)
@@ -222,7 +225,7 @@ struct ReadingStoreTests {
     @Test("a week of 1 Hz heart rate and 1 Hz GPS fits in 64 MB (measured on 40,000 readings)")
     func bytesPerReading() throws {
         let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: 1 << 40))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: 1 << 40), logger: quiet)
         for chunk in stride(from: 0, to: 40_000, by: 2000) { try store.append(newReadings(chunk..<chunk + 2000)) }
         let perReading = Double(try store.usedBytes()) / 40_000
         let week = perReading * 2 * 7 * 86_400
@@ -233,7 +236,7 @@ struct ReadingStoreTests {
           arguments: [ReadingStore.SimulatedFault.diskFull, .readOnly])
     func diskFailure(fault: ReadingStore.SimulatedFault) async throws {
         let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let committer = GroupCommitter(store: store, clock: VirtualClock(), maxGroupSize: 100_000)
         try store.append(newReadings(0..<10))
         try store.simulate(fault)
@@ -258,7 +261,7 @@ struct ReadingStoreTests {
         #expect(store.health == .healthy)
         #expect(store.statistics().memoryOnlyAlertUpdates == 0)
         store.close()
-        let reopened = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let reopened = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         #expect(reopened.statistics().readings == 3000)
         #expect(reopened.pendingAlertUpdates() == [update])
     }
@@ -269,7 +272,7 @@ struct ReadingStoreTests {
         var oldSeqs: [Int64] = []
         var oldBatch: Int64 = 0
         do {
-            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+            let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
             oldSeqs = try store.append(newReadings(0..<500))
             oldBatch = try store.reserveBatch(deviceID: "d", readings: [], heartbeat: nil).batch.batchSequence
             store.close()
@@ -280,7 +283,7 @@ struct ReadingStoreTests {
         handle.write(Data(repeating: 0xA5, count: 16_384))
         try handle.close()
 
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let moved = try #require(store.openReport.movedAsidePath)
         #expect(FileManager.default.fileExists(atPath: moved))
         #expect(store.openReport.createdFresh)
@@ -296,7 +299,7 @@ struct ReadingStoreTests {
     func garbageFile() throws {
         let dir = try TemporaryDirectory()
         try Data("this is not sqlite".utf8).write(to: URL(fileURLWithPath: dir.storePath))
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         #expect(store.openReport.movedAsidePath != nil)
         #expect(try store.append(newReadings(0..<1)).count == 1)
     }
