@@ -61,10 +61,7 @@ public actor GroupCommitter {
             onCommit(seqs)
             return seqs
         } catch {
-            // Budget enforcement runs after the commit: if only it failed, the readings are in.
-            if error.code != .diskFull || store.health != .healthy {
-                lastError = error
-            }
+            lastError = error
             return []
         }
     }

@@ -91,9 +91,12 @@ public final class ReadingStore: Sendable {
         var rowCount = 0
         var unsyncedCount = 0
         var memoryAlerts: [AlertUpdate] = []
+        /// `alert_id:update_seq` delivered to the server but not yet recorded as such on disk.
+        var deliveredUnrecorded: Set<String> = []
         var generation: StoreGeneration
         var pendingDroppedInMemory: Int64 = 0
         var simulatedFault: SimulatedFault = .none
+        var closed = false
     }
 
     /// Opens the store at `configuration.path`, creating it if needed. A database found corrupt
@@ -242,7 +245,10 @@ public final class ReadingStore: Sendable {
             s.unsyncedCount += seqs.count
             s.health = .healthy
         }
-        try enforceBudget()
+        // The readings are committed whatever happens next: a failing eviction is recorded in
+        // `health` and retried after the next commit, never reported as a failed append (the
+        // caller would append the same readings again).
+        try? enforceBudget()
         return seqs
     }
 
@@ -433,14 +439,16 @@ public final class ReadingStore: Sendable {
     }
 
     private func writeAlert(_ update: AlertUpdate) throws(StoreError) {
+        let delivered = state.withLock { $0.deliveredUnrecorded.contains(Self.alertKey(update.alert.id, update.updateSequence)) }
         do {
             let body = try WireCodec.encode(update)
             try write { db in
                 let boot = try bootRef(update.alert.firstCritical.bootID, db)
                 try db.execute(
-                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body) VALUES (?, ?, ?, ?, ?)",
+                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [
                         update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds), body,
+                        delivered ? 1 : 0,
                     ])
             }
         } catch {
@@ -450,9 +458,13 @@ public final class ReadingStore: Sendable {
         }
     }
 
-    /// Writes alert updates held in memory once the disk accepts writes again.
+    static func alertKey(_ id: String, _ updateSequence: Int) -> String { "\(id):\(updateSequence)" }
+
+    /// Writes alert updates held in memory, and deliveries not yet recorded, once the disk
+    /// accepts writes again.
     public func retryMemoryAlerts() {
-        let pending = state.withLock { $0.memoryAlerts }
+        let (pending, delivered) = state.withLock { ($0.memoryAlerts, $0.deliveredUnrecorded) }
+        if pending.isEmpty, delivered.isEmpty { return }
         for update in pending {
             do {
                 try writeAlert(update)
@@ -464,6 +476,15 @@ public final class ReadingStore: Sendable {
                 return
             }
         }
+        for key in delivered {
+            guard let colon = key.lastIndex(of: ":"), let updateSequence = Int(key[key.index(after: colon)...]) else { continue }
+            do {
+                try recordDelivered(alertID: String(key[..<colon]), updateSequence: updateSequence)
+                state.withLock { _ = $0.deliveredUnrecorded.remove(key) }
+            } catch {
+                return
+            }
+        }
     }
 
     /// Alert updates not yet delivered to the server, journaled or memory-only, in the order they
@@ -471,19 +492,25 @@ public final class ReadingStore: Sendable {
     public func pendingAlertUpdates() -> [AlertUpdate] {
         let memory = state.withLock { $0.memoryAlerts }
         let journaled =
-            (try? db.read { db in
+            (try? read { db in
                 try Data.fetchAll(db, sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid").compactMap {
                     try? WireCodec.decode(AlertUpdate.self, from: $0)
                 }
             }) ?? []
-        var seen = Set<String>()
+        var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
-        for u in journaled + memory where seen.insert("\(u.alert.id):\(u.updateSequence)").inserted { out.append(u) }
+        for u in journaled + memory where seen.insert(Self.alertKey(u.alert.id, u.updateSequence)).inserted { out.append(u) }
         return out
     }
 
-    /// Records that the server has an alert update; it is not offered again.
-    public func markAlertUpdateDelivered(alertID: String, updateSequence: Int) throws(StoreError) {
+    /// Records that the server has an alert update; it is not offered again. When the disk
+    /// cannot record it, the delivery is remembered in memory and recorded later.
+    public func markAlertUpdateDelivered(alertID: String, updateSequence: Int) {
+        state.withLock { _ = $0.deliveredUnrecorded.insert(Self.alertKey(alertID, updateSequence)) }
+        retryMemoryAlerts()
+    }
+
+    private func recordDelivered(alertID: String, updateSequence: Int) throws(StoreError) {
         do {
             try write { db in
                 try db.execute(
@@ -494,9 +521,6 @@ public final class ReadingStore: Sendable {
             let failure = Self.storeError(error, path: configuration.path)
             noteFailure(failure)
             throw failure
-        }
-        state.withLock { s in
-            s.memoryAlerts.removeAll { $0.alert.id == alertID && $0.updateSequence == updateSequence }
         }
     }
 
@@ -520,7 +544,7 @@ public final class ReadingStore: Sendable {
     public func statistics() -> StoreStatistics {
         let used = (try? usedBytes()) ?? -1
         let (dropped, inFlight) =
-            (try? db.read { db in
+            (try? read { db in
                 (
                     try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedTotal]) ?? 0,
                     try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM in_flight") ?? 0
@@ -551,9 +575,11 @@ public final class ReadingStore: Sendable {
         return (pages - free) * size
     }
 
-    /// Closes the database; later calls fail.
+    /// Stops using the database: later calls fail with a store error. The SQLite connection
+    /// itself closes when the last reference to the store goes away (closing it under a sync
+    /// task still holding the store would let that task reach a closed connection).
     public func close() {
-        try? db.close()
+        db.writeWithoutTransaction { _ in state.withLock { $0.closed = true } }
     }
 
     // MARK: - Fault injection (tests)
@@ -576,7 +602,10 @@ public final class ReadingStore: Sendable {
         case .diskFull: throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (simulated)")
         case .readOnly: throw DatabaseError(resultCode: .SQLITE_READONLY, message: "attempt to write a readonly database (simulated)")
         }
-        return try db.write(updates)
+        return try db.write { db in
+            try checkOpen()
+            return try updates(db)
+        }
     }
 
     // MARK: - Budget
@@ -584,7 +613,7 @@ public final class ReadingStore: Sendable {
     private func enforceBudget() throws(StoreError) {
         let budget = configuration.diskBudgetBytes
         do {
-            var used = try db.read { db in try Self.usedBytes(db) }
+            var used = try read { db in try Self.usedBytes(db) }
             guard used > budget else { return }
             // Drop down to 95% of the budget so the next few commits do not each evict again.
             let target = budget - budget / 20
@@ -626,7 +655,7 @@ public final class ReadingStore: Sendable {
                     logger.info("disk budget reached, unsynced readings dropped", metadata: ["store.dropped": "\(unsynced)"])
                 }
                 if synced + unsynced == 0 { break }
-                used = try db.read { db in try Self.usedBytes(db) }
+                used = try read { db in try Self.usedBytes(db) }
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -698,9 +727,18 @@ public final class ReadingStore: Sendable {
 
     private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
         do {
-            return try db.read(body)
+            return try db.read { db in
+                try checkOpen()
+                return try body(db)
+            }
         } catch {
             throw Self.storeError(error, path: configuration.path)
+        }
+    }
+
+    private func checkOpen() throws {
+        if state.withLock({ $0.closed }) {
+            throw StoreError(code: .database, message: "the store is closed", path: configuration.path)
         }
     }
 

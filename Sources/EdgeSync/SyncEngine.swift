@@ -158,7 +158,7 @@ public actor SyncEngine {
                 logger.info("alert update not delivered", metadata: ["alert.id": "\(update.alert.id)", "sync.error": "\(error)"])
                 return error
             }
-            try? store.markAlertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence)
+            store.markAlertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence)
             onEvent(.alertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence))
         }
         return nil
@@ -237,7 +237,7 @@ public actor SyncEngine {
             reserved = next
         } catch {
             logger.info("store could not prepare a batch", metadata: ["store.error": "\(error)"])
-            return .failed(SyncError(code: .encoding, message: "store: \(error)"))
+            return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
         }
         let result = await send(reserved)
         switch result {
@@ -332,7 +332,7 @@ public actor SyncEngine {
         } catch {
             // The server has the batch; it stays in flight and its resend is answered from the
             // server's cache, so nothing is lost or doubled.
-            return .failed(SyncError(code: .encoding, message: "store: \(error)"))
+            return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
         }
         bodyBytesSent += body.count
         uncompressedBytesSent += json.count

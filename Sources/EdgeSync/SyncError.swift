@@ -10,6 +10,9 @@ public struct SyncError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let rejected = Code(raw: "rejected")
         /// A 2xx whose body is not the acknowledgement expected.
         public static let badAcknowledgement = Code(raw: "bad_acknowledgement")
+        /// The store could not prepare or record a batch (disk full, read-only, I/O error);
+        /// retried with backoff, as the store recovers by itself when space returns.
+        public static let storeUnavailable = Code(raw: "store_unavailable")
         /// The request could not be built (encoding, compression).
         public static let encoding = Code(raw: "encoding")
         public var description: String { raw }
@@ -30,7 +33,9 @@ public struct SyncError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether sending the same request again later may succeed.
-    public var isRetryable: Bool { code == .transport || code == .serverUnavailable || code == .badAcknowledgement }
+    public var isRetryable: Bool {
+        code == .transport || code == .serverUnavailable || code == .badAcknowledgement || code == .storeUnavailable
+    }
 
     public var description: String {
         "sync \(code)" + (status.map { " (HTTP \($0))" } ?? "") + ": \(message)"

@@ -155,7 +155,7 @@ struct ReadingStoreTests {
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         #expect(store.pendingAlertUpdates().map(\.updateSequence) == [0, 1])
         #expect(try store.alertStates().map(\.alert.state) == [.cancelled])
-        try store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 0)
+        store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 0)
         #expect(store.pendingAlertUpdates().map(\.updateSequence) == [1])
     }
 

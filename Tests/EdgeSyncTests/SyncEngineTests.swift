@@ -304,6 +304,31 @@ struct SyncEngineTests {
         #expect(acknowledged.withLock { $0 }.contains("sos-1"))
     }
 
+    @Test("an alert the journal could not write (disk full) still reaches the server from memory")
+    func alertFromMemory() async throws {
+        let f = try SyncFixture()
+        try f.store.simulate(.diskFull)
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        let update = AlertUpdate(
+            alert: AlertRecord(id: "full", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
+            type: .raised, sent: t)
+        guard case .memoryOnly(let error) = f.store.appendAlert(update) else {
+            Issue.record("journal wrote on a full disk")
+            return
+        }
+        #expect(error.code == .diskFull)
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(onEvent: { continuation.yield($0) })
+        engine.alertJournaled()
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        for await event in events {
+            if case .alertUpdateDelivered(let id, _) = event, id == "full" { break }
+        }
+        #expect(f.server.alertUpdates["full"]?[0] == update)
+        #expect(f.store.pendingAlertUpdates().isEmpty)
+    }
+
     @Test("the HTTP alert sender delivers idempotently and reports a rejection")
     func alertSender() async throws {
         let f = try SyncFixture()
