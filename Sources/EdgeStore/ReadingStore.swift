@@ -70,7 +70,11 @@ public struct ReservedBatch: Hashable, Sendable {
 ///   acknowledged survives power loss (with `NORMAL` it would survive a crash of the process but
 ///   not of the power, and acknowledged readings could vanish). The cost is one fsync per
 ///   commit; `GroupCommitter` keeps that to about one per second by committing readings in
-///   groups, and only alerts commit on their own (they are rare and must not wait).
+///   groups, and only alerts commit on their own (they are rare and must not wait). A batch
+///   reservation is FULL too (it must be on disk before the batch is sent: a batch number
+///   reused after a power cut would be answered from the server's cache for different
+///   readings); the acknowledgement of a batch commits without an fsync of its own (NORMAL),
+///   because losing it only means the batch is resent, and the next FULL commit makes it durable.
 /// - `wal_autocheckpoint=1000` pages (SQLite's default, 4 MB): checkpoints (which fsync the
 ///   database file too) come every few minutes at 2 readings/s rather than constantly;
 ///   `journal_size_limit=4 MB` keeps the WAL file from growing beyond that after a long
@@ -97,6 +101,8 @@ public final class ReadingStore: Sendable {
         var pendingDroppedInMemory: Int64 = 0
         var simulatedFault: SimulatedFault = .none
         var closed = false
+        /// No reading below this sequence number is unsynced.
+        var unsyncedFloor: Int64 = 0
     }
 
     /// Opens the store at `configuration.path`, creating it if needed. A database found corrupt
@@ -292,10 +298,21 @@ public final class ReadingStore: Sendable {
         try read { db in
             let reserved = try self.reservedSequences(db)
             var out: [WireReading] = []
+            // Start at the lowest sequence that may still be unsynced instead of scanning the
+            // synced prefix every time (readings only ever go from unsynced to synced, and new
+            // ones get higher numbers, so the floor only moves up).
+            let floor = self.state.withLock { $0.unsyncedFloor }
             let cursor = try Row.fetchCursor(
-                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE synced = 0 ORDER BY seq")
+                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq",
+                arguments: [floor])
+            var first = true
             while out.count < limit, let row = try cursor.next() {
-                guard let seq = row[0] as Int64?, !reserved.contains(seq) else { continue }
+                guard let seq = row[0] as Int64? else { continue }
+                if first {
+                    first = false
+                    self.state.withLock { $0.unsyncedFloor = max($0.unsyncedFloor, seq) }
+                }
+                guard !reserved.contains(seq) else { continue }
                 out.append(try self.decodeReading(row))
             }
             return out
@@ -393,7 +410,7 @@ public final class ReadingStore: Sendable {
     /// acknowledgement.
     public func acknowledge(batchSequence: Int64) throws(StoreError) {
         do {
-            let newlySynced = try write { db -> Int in
+            let newlySynced = try writeWithoutFsync { db -> Int in
                 guard let blob = try Data.fetchOne(db, sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
                 else { return 0 }
                 let seqs = try SequenceList.decode(Array(blob))
@@ -596,12 +613,36 @@ public final class ReadingStore: Sendable {
         state.withLock { $0.simulatedFault = fault }
     }
 
-    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+    /// A transaction committed with `synchronous=NORMAL`: no fsync of its own, made durable by
+    /// the next FULL commit (which fsyncs the WAL with every frame before it). Used only where
+    /// losing the transaction to a power cut is harmless: an acknowledgement lost that way
+    /// just means the batch is resent and answered from the server's cache.
+    private func writeWithoutFsync<T>(_ updates: (Database) throws -> T) throws -> T {
+        try injectedFault()
+        return try db.writeWithoutTransaction { db in
+            try checkOpen()
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            var result: T?
+            try db.inTransaction {
+                result = try updates(db)
+                return .commit
+            }
+            guard let result else { throw StoreError(code: .database, message: "transaction produced nothing", path: configuration.path) }
+            return result
+        }
+    }
+
+    private func injectedFault() throws {
         switch state.withLock({ $0.simulatedFault }) {
         case .none: break
         case .diskFull: throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (simulated)")
         case .readOnly: throw DatabaseError(resultCode: .SQLITE_READONLY, message: "attempt to write a readonly database (simulated)")
         }
+    }
+
+    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        try injectedFault()
         return try db.write { db in
             try checkOpen()
             return try updates(db)

@@ -275,12 +275,21 @@ public actor SyncEngine {
             guard heartbeatDue else { return nil }
             return try store.reserveBatch(deviceID: deviceID, readings: [], heartbeat: currentHeartbeat())
         }
-        // Bounded by bytes too: halve until the JSON fits (readings are about 200 bytes each,
-        // so with the defaults this rarely loops).
-        while candidates.count > 1 {
-            let probe = SyncBatch(deviceID: deviceID, batchSequence: 0, readings: candidates)
-            guard let size = try? WireCodec.encode(probe).count, size > configuration.maxBatchBytes else { break }
-            candidates.removeLast(candidates.count / 2)
+        // Bounded by bytes too: halve until the JSON fits. Encoding is the costly part of a
+        // batch, so sizes are only measured when a generous estimate (a fix is about 330 bytes
+        // of JSON, a heart rate about 200) says the batch might not fit.
+        let estimate = candidates.reduce(0) { total, reading in
+            switch reading.payload {
+            case .heartRate(let hr): total + 220 + 6 * hr.rrIntervals.count
+            case .position(let fix): total + 360 + (fix.time?.utf8.count ?? 0)
+            }
+        }
+        if estimate > configuration.maxBatchBytes {
+            while candidates.count > 1 {
+                let probe = SyncBatch(deviceID: deviceID, batchSequence: 0, readings: candidates)
+                guard let size = try? WireCodec.encode(probe).count, size > configuration.maxBatchBytes else { break }
+                candidates.removeLast(candidates.count / 2)
+            }
         }
         return try store.reserveBatch(deviceID: deviceID, readings: candidates, heartbeat: currentHeartbeat())
     }
