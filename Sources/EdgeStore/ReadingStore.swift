@@ -379,6 +379,23 @@ public final class ReadingStore: Sendable {
         }
     }
 
+    /// Forgets a batch the server refused as a whole (it stored nothing of it): its readings go
+    /// back to the backlog and its drop count back to the next batch; its key is never used
+    /// again.
+    public func abandonBatch(batchSequence: Int64) throws(StoreError) {
+        do {
+            try write { db in
+                let dropped = try Int64.fetchOne(db, sql: "SELECT dropped FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence]) ?? 0
+                try db.execute(sql: "DELETE FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
     /// Batches reserved but not yet acknowledged, oldest first, rebuilt exactly as reserved.
     public func inFlightBatches(deviceID: String) throws(StoreError) -> [ReservedBatch] {
         try read { db in

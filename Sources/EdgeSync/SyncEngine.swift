@@ -48,6 +48,8 @@ public actor SyncEngine {
     private var random: SplitMix64
 
     private var readingsFailures = 0
+    /// Readings per batch: the configured maximum, halved after each 413 Too Large.
+    private var batchLimit: Int
     private var latestDue = true
     private var elapsedSinceBatch: Duration = .zero
     private var alertLaneSending = false
@@ -83,6 +85,7 @@ public actor SyncEngine {
         self.logger = logger
         self.random = SplitMix64(seed: seed)
         self.latestDue = configuration.latestFirst
+        self.batchLimit = configuration.maxBatchReadings
         (alertSignals, alertSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -148,20 +151,28 @@ public actor SyncEngine {
         }
     }
 
-    /// Sends alert updates in order; returns the first error.
+    /// Sends alert updates in order; returns the first error. Updates of one alert go in order,
+    /// but an alert the server refuses (a 4xx) does not hold back the others: they still go,
+    /// and the refused one is retried after the backoff cap.
     public func sendAlertUpdates(_ updates: [AlertUpdate]) async -> SyncError? {
         let sender = HTTPAlertSender(transport: transport, token: configuration.token)
-        for update in updates {
+        var firstError: SyncError?
+        var refusedAlerts = Set<String>()
+        for update in updates where !refusedAlerts.contains(update.alert.id) {
             do {
                 try await sender.send(update)
             } catch {
                 logger.info("alert update not delivered", metadata: ["alert.id": "\(update.alert.id)", "sync.error": "\(error)"])
-                return error
+                firstError = firstError ?? error
+                // Without an answer the server is unreachable for every alert: stop here.
+                guard error.code == .rejected else { return error }
+                refusedAlerts.insert(update.alert.id)
+                continue
             }
             store.markAlertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence)
             onEvent(.alertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence))
         }
-        return nil
+        return firstError
     }
 
     private func setAlertLaneIdle() {
@@ -191,6 +202,7 @@ public actor SyncEngine {
                 do { try await clock.sleep(for: configuration.pollInterval) } catch { return }
                 elapsedSinceBatch += configuration.pollInterval
             case .failed(let error):
+                if error.status == 413 { continue }  // already split smaller, go again at once
                 let wait: Duration
                 if error.isRetryable {
                     wait = configuration.backoff.delay(afterFailures: readingsFailures, retryAfter: error.retryAfter, using: &random)
@@ -217,7 +229,8 @@ public actor SyncEngine {
             case .idle: return
             case .failed(let error):
                 failures += 1
-                if failures >= maxFailures || !error.isRetryable { throw error }
+                if failures >= maxFailures || (!error.isRetryable && error.status != 413) { throw error }
+                if error.status == 413 { continue }
                 let wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
                 do { try await clock.sleep(for: wait) } catch { throw SyncError(code: .transport, message: "cancelled") }
             }
@@ -245,9 +258,15 @@ public actor SyncEngine {
             readingsFailures = 0
             latestDue = false
             elapsedSinceBatch = .zero
-        case .failed:
+        case .failed(let error):
             readingsFailures += 1
             latestDue = configuration.latestFirst
+            // 413: the server stored nothing of it (WIRE.md), so the key can be abandoned and
+            // the readings go again in smaller batches.
+            if error.status == 413 {
+                batchLimit = max(1, min(batchLimit, reserved.batch.readings.count) / 2)
+                try? store.abandonBatch(batchSequence: reserved.batch.batchSequence)
+            }
         case .idle:
             break
         }
@@ -270,7 +289,7 @@ public actor SyncEngine {
             }
         }
         if let first = inFlight.first { return first }
-        var candidates = try store.oldestUnsynced(limit: configuration.maxBatchReadings)
+        var candidates = try store.oldestUnsynced(limit: batchLimit)
         if candidates.isEmpty {
             guard heartbeatDue else { return nil }
             return try store.reserveBatch(deviceID: deviceID, readings: [], heartbeat: currentHeartbeat())

@@ -172,6 +172,33 @@ struct SyncEngineTests {
         #expect(f.server.readings(deviceID: deviceID).isEmpty)
     }
 
+    @Test("413 Too Large: the batch is abandoned (the server stored nothing) and its readings go again in smaller batches")
+    func tooLarge() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<400)
+        f.server.setFault(.status(413, retryAfterSeconds: nil), count: 2)
+        try await f.engine(maxBatchReadings: 400).drain()
+        try f.expectExactlyOnce()
+        #expect(f.server.batches.allSatisfy { $0.sequences.count <= 100 })
+        #expect(f.store.statistics().inFlightBatches == 0)
+    }
+
+    @Test("an alert the server refuses does not hold back another alert")
+    func refusedAlertDoesNotBlock() async throws {
+        let f = try SyncFixture()
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        func update(_ id: String) -> AlertUpdate {
+            AlertUpdate(alert: AlertRecord(id: id, deviceID: deviceID, kind: .manual, state: .raised, firstCritical: t), updateSequence: 0, type: .raised, sent: t)
+        }
+        #expect(f.store.appendAlert(update("refused")) == .durable)
+        #expect(f.store.appendAlert(update("fine")) == .durable)
+        f.server.setFault(.status(400, retryAfterSeconds: nil), count: 1)
+        let error = await f.engine().sendAlertUpdates(f.store.pendingAlertUpdates())
+        #expect(error?.code == .rejected)
+        #expect(f.server.alertArrivalOrder == ["fine:0"])
+        #expect(f.store.pendingAlertUpdates().map(\.alert.id) == ["refused"])
+    }
+
     @Test("Retry-After is respected: the lane waits exactly that long on the clock")
     func retryAfter() async throws {
         let f = try SyncFixture()
