@@ -39,6 +39,10 @@ public struct StoreOpenReport: Hashable, Sendable {
     public var movedAsidePath: String?
     /// Whether a new, empty database was created.
     public var createdFresh: Bool
+    /// Set when the store could not be opened on disk at all (read-only file system, disk
+    /// full, I/O error) and runs from memory instead: nothing is durable, every alert journal
+    /// write reports `.memoryOnly`, and the agent should reopen the store later.
+    public var memoryFallback: StoreError?
     public var openDuration: Duration
 }
 
@@ -101,6 +105,7 @@ public final class ReadingStore: Sendable {
         var pendingDroppedInMemory: Int64 = 0
         var simulatedFault: SimulatedFault = .none
         var closed = false
+        var memoryFallback: StoreError?
         /// No reading below this sequence number is unsynced.
         var unsyncedFloor: Int64 = 0
     }
@@ -117,15 +122,29 @@ public final class ReadingStore: Sendable {
         var generation = StoreGeneration.load(forStore: path) ?? StoreGeneration(generation: 0, corruptionsMovedAside: 0)
         var movedAside: String?
         var queue: DatabaseQueue
+        var fallback: StoreError?
         do {
-            queue = try Self.openChecked(path: path)
-        } catch let error as StoreError where error.code == .corrupt {
-            movedAside = try Self.moveAside(path: path, generation: generation.corruptionsMovedAside + 1)
-            generation.corruptionsMovedAside += 1
-            logger.warning(
-                "store corrupt at start-up, moved aside",
-                metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
-            queue = try Self.openChecked(path: path)
+            do {
+                queue = try Self.openChecked(path: path)
+            } catch let error as StoreError where error.code == .corrupt {
+                movedAside = try Self.moveAside(path: path, generation: generation.corruptionsMovedAside + 1)
+                generation.corruptionsMovedAside += 1
+                logger.info(
+                    "store corrupt at start-up, moved aside",
+                    metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
+                queue = try Self.openChecked(path: path)
+            }
+        } catch let error as StoreError where error.code == .readOnly || error.code == .diskFull || error.code == .ioError {
+            // The disk refuses even to open the store (read-only, full, failing card): run from
+            // memory so that monitoring and alerts go on; nothing is durable until the agent
+            // reopens the store on a healthy disk.
+            logger.info("store cannot open on disk, running from memory", metadata: ["store.path": "\(path)", "store.error": "\(error)"])
+            fallback = error
+            queue = try Self.wrap(path: path) {
+                let memory = try DatabaseQueue()
+                try StoreSchema.migrator().migrate(memory)
+                return memory
+            }
         }
         db = queue
         // A database created where one existed before (moved aside, or deleted by hand) starts a
@@ -133,10 +152,15 @@ public final class ReadingStore: Sendable {
         let fresh = !existed || movedAside != nil
         let isNewFile = try Self.wrap(path: path) { try queue.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM meta") ?? 0 } } == 0
         if isNewFile {
-            if existed || movedAside != nil || StoreGeneration.load(forStore: path) != nil {
+            if fallback == nil, existed || movedAside != nil || StoreGeneration.load(forStore: path) != nil {
                 generation.generation += 1
             }
-            let base = generation.sequenceBase
+            // From memory: the upper half of the next generation's range, which the disk store
+            // cannot reach (2^39 readings) before it would itself move to that generation.
+            let base =
+                fallback == nil
+                ? generation.sequenceBase
+                : ((generation.generation + 1) << StoreGeneration.sequenceShift) + (1 << (StoreGeneration.sequenceShift - 1))
             try Self.wrap(path: path) {
                 try queue.write { db in
                     if base > 0 {
@@ -149,8 +173,10 @@ public final class ReadingStore: Sendable {
                 }
             }
         }
-        try? generation.save(forStore: path)
+        if fallback == nil { try? generation.save(forStore: path) }
         var initial = State(generation: generation)
+        initial.memoryFallback = fallback
+        if let fallback { initial.health = Self.health(for: fallback) ?? .ioError }
         try Self.wrap(path: path) {
             try queue.read { db in
                 for row in try Row.fetchAll(db, sql: "SELECT id, boot_id FROM boots") {
@@ -164,7 +190,8 @@ public final class ReadingStore: Sendable {
             }
         }
         state = Mutex(initial)
-        openReport = StoreOpenReport(movedAsidePath: movedAside, createdFresh: fresh, openDuration: ContinuousClock.now - started)
+        openReport = StoreOpenReport(
+            movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
     }
 
     private static func openChecked(path: String) throws -> DatabaseQueue {
@@ -249,7 +276,7 @@ public final class ReadingStore: Sendable {
         state.withLock { s in
             s.rowCount += seqs.count
             s.unsyncedCount += seqs.count
-            s.health = .healthy
+            if s.memoryFallback == nil { s.health = .healthy }
         }
         // The readings are committed whatever happens next: a failing eviction is recorded in
         // `health` and retried after the next commit, never reported as a failed append (the
@@ -458,6 +485,7 @@ public final class ReadingStore: Sendable {
         retryMemoryAlerts()
         do {
             try writeAlert(update)
+            if let fallback = state.withLock({ $0.memoryFallback }) { return .memoryOnly(fallback) }
             return .durable
         } catch {
             state.withLock { s in
@@ -465,7 +493,7 @@ public final class ReadingStore: Sendable {
                     s.memoryAlerts.append(update)
                 }
             }
-            logger.warning(
+            logger.info(
                 "alert journal write failed, alert kept in memory",
                 metadata: ["alert.id": "\(update.alert.id)", "store.error": "\(error)"])
             return .memoryOnly(error)
@@ -504,7 +532,7 @@ public final class ReadingStore: Sendable {
                 try writeAlert(update)
                 state.withLock { s in
                     s.memoryAlerts.removeAll { $0.alert.id == update.alert.id && $0.updateSequence == update.updateSequence }
-                    s.health = .healthy
+                    if s.memoryFallback == nil { s.health = .healthy }
                 }
             } catch {
                 return
@@ -800,20 +828,22 @@ public final class ReadingStore: Sendable {
         }
     }
 
+    private static func health(for error: StoreError) -> StoreHealth? {
+        switch error.code {
+        case .diskFull: .diskFull
+        case .readOnly: .readOnly
+        case .ioError: .ioError
+        default: nil
+        }
+    }
+
     private func noteFailure(_ error: StoreError) {
-        let health: StoreHealth? =
-            switch error.code {
-            case .diskFull: .diskFull
-            case .readOnly: .readOnly
-            case .ioError: .ioError
-            default: nil
-            }
-        guard let health else { return }
+        guard let health = Self.health(for: error) else { return }
         let changed = state.withLock { s -> Bool in
             defer { s.health = health }
             return s.health != health
         }
-        if changed { logger.warning("store cannot write", metadata: ["store.health": "\(health.rawValue)", "store.error": "\(error.message)"]) }
+        if changed { logger.info("store cannot write", metadata: ["store.health": "\(health.rawValue)", "store.error": "\(error.message)"]) }
     }
 
     private static func wrap<T>(path: String, _ body: () throws -> T) throws(StoreError) -> T {

@@ -295,6 +295,24 @@ struct ReadingStoreTests {
         #expect(try store.integrityCheck() == ["ok"])
     }
 
+    @Test("a store that cannot be opened on disk at all runs from memory and says so")
+    func cannotOpen() throws {
+        let dir = try TemporaryDirectory()
+        // A regular file where the store's directory should be: SQLite cannot create the file.
+        try Data().write(to: URL(fileURLWithPath: dir.path + "/not-a-directory"))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.path + "/not-a-directory/store.sqlite"), logger: quiet)
+        let reason = try #require(store.openReport.memoryFallback)
+        #expect([StoreError.Code.readOnly, .ioError].contains(reason.code))
+        #expect(store.health != .healthy)
+        let seqs = try store.append(newReadings(0..<3))
+        #expect(try #require(seqs.first) > Int64(1) << 40, "memory sequence numbers must not collide with the disk store's")
+        guard case .memoryOnly = store.appendAlert(alertUpdate(id: "m", at: 1)) else {
+            Issue.record("an alert reported durable from a memory-only store")
+            return
+        }
+        #expect(store.pendingAlertUpdates().map(\.alert.id) == ["m"])
+    }
+
     @Test("a file that is not a database at all is moved aside too")
     func garbageFile() throws {
         let dir = try TemporaryDirectory()
