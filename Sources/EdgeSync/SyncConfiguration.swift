@@ -12,6 +12,10 @@ public struct SyncConfiguration: Hashable, Sendable {
     public var heartbeatInterval: Duration
     /// How often an idle lane looks for new work.
     public var pollInterval: Duration
+    /// A batch smaller than `maxBatchReadings` waits until this long after the previous batch,
+    /// so that a device online in steady state reserves (and fsyncs) a batch every few seconds,
+    /// not every second. Full batches, the latest-first batch and alerts never wait.
+    public var sendInterval: Duration
     public var backoff: BackoffPolicy
     /// After a failure or a restart, send the newest heart rate and fix in a small batch of
     /// their own before resuming the backlog.
@@ -19,7 +23,7 @@ public struct SyncConfiguration: Hashable, Sendable {
 
     public init(
         deviceID: String, token: String, maxBatchReadings: Int = 1000, maxBatchBytes: Int = 512 * 1024,
-        heartbeatInterval: Duration = .seconds(30), pollInterval: Duration = .seconds(1), backoff: BackoffPolicy = BackoffPolicy(),
+        heartbeatInterval: Duration = .seconds(30), pollInterval: Duration = .seconds(1), sendInterval: Duration = .seconds(5), backoff: BackoffPolicy = BackoffPolicy(),
         latestFirst: Bool = true
     ) {
         self.deviceID = deviceID
@@ -28,6 +32,7 @@ public struct SyncConfiguration: Hashable, Sendable {
         self.maxBatchBytes = maxBatchBytes
         self.heartbeatInterval = heartbeatInterval
         self.pollInterval = pollInterval
+        self.sendInterval = sendInterval
         self.backoff = backoff
         self.latestFirst = latestFirst
     }

@@ -48,6 +48,7 @@ public actor SyncEngine {
     private var random: SplitMix64
 
     private var readingsFailures = 0
+    private var draining = false
     /// Readings per batch: the configured maximum, halved after each 413 Too Large.
     private var batchLimit: Int
     private var latestDue = true
@@ -220,6 +221,8 @@ public actor SyncEngine {
     /// Sends until no reading is unsynced and no batch is in flight, retrying failures with
     /// backoff on the clock. For draining a backlog in tests and benchmarks.
     public func drain(maxFailures: Int = 1000) async throws(SyncError) {
+        draining = true
+        defer { draining = false }
         var failures = 0
         while true {
             let stats = store.statistics()
@@ -293,6 +296,9 @@ public actor SyncEngine {
         if candidates.isEmpty {
             guard heartbeatDue else { return nil }
             return try store.reserveBatch(deviceID: deviceID, readings: [], heartbeat: currentHeartbeat())
+        }
+        if candidates.count < batchLimit, !draining, !heartbeatDue, elapsedSinceBatch < configuration.sendInterval {
+            return nil
         }
         // Bounded by bytes too: halve until the JSON fits. Encoding is the costly part of a
         // batch, so sizes are only measured when a generous estimate (a fix is about 330 bytes

@@ -41,7 +41,7 @@ final class SyncFixture {
 
     func engine(
         clock: any Clock<Duration> = ContinuousClock(), maxBatchReadings: Int = 200, timeout: Duration = .seconds(5),
-        heartbeatInterval: Duration = .seconds(30), token: String = "secret",
+        heartbeatInterval: Duration = .seconds(30), sendInterval: Duration = .zero, token: String = "secret",
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
         onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) -> SyncEngine {
@@ -49,7 +49,7 @@ final class SyncFixture {
             store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: timeout),
             configuration: SyncConfiguration(
                 deviceID: deviceID, token: token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
-                pollInterval: .milliseconds(10), backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(40))),
+                pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(40))),
             clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42)
     }
 
@@ -267,6 +267,43 @@ struct SyncEngineTests {
         #expect(first.idempotencyKey == reserved.batch.idempotencyKey)
         #expect(first.sequences == reserved.batch.readings.map(\.sequence))
         try f.expectExactlyOnce()
+    }
+
+    @Test("online in steady state, a small batch waits for the send interval; a full one goes at once")
+    func sendInterval() async throws {
+        let f = try SyncFixture()
+        let clock = VirtualClock()
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(clock: clock, maxBatchReadings: 50, sendInterval: .seconds(5), onEvent: { continuation.yield($0) })
+        try f.append(0..<10)
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        var iterator = events.makeAsyncIterator()
+        // After a start, the newest heart rate and fix go at once, on their own.
+        await clock.waitForSleepers(2)
+        guard case .batchAcknowledged(_, 2, _, _, true) = await iterator.next() else {
+            Issue.record("the latest batch did not go first")
+            return
+        }
+        for _ in 0..<400 {
+            await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(10))
+        }
+        #expect(f.server.batches.count == 1, "a small batch went out before the send interval")
+        try f.append(10..<60)
+        let ticker = Task {
+            while !Task.isCancelled {
+                await clock.waitForSleepers(2)
+                clock.advance(by: .milliseconds(10))
+                await Task.yield()
+            }
+        }
+        defer { ticker.cancel() }
+        guard case .batchAcknowledged(_, let readings, _, _, _) = await iterator.next() else {
+            Issue.record("no batch")
+            return
+        }
+        #expect(readings == 50)
     }
 
     @Test("a heartbeat batch goes out on its interval even with nothing to send")

@@ -31,7 +31,7 @@ let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval:
 let engine = SyncEngine(
     store: store, transport: URLSessionTransport(baseURL: serverURL, timeout: .seconds(5)),
     configuration: SyncConfiguration(
-        deviceID: deviceID, token: arguments[4], maxBatchReadings: 150, heartbeatInterval: .seconds(1), pollInterval: .milliseconds(5),
+        deviceID: deviceID, token: arguments[4], maxBatchReadings: 150, heartbeatInterval: .seconds(1), pollInterval: .milliseconds(5), sendInterval: .zero,
         backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(50))),
     clock: ContinuousClock())
 
