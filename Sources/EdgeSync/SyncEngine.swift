@@ -36,6 +36,21 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
 ///   heartbeat (no separate endpoint).
 ///
 /// All waiting is on the injected clock.
+///
+/// Wiring in the agent (one store, one committer, one engine, each run as a task or Service):
+///
+/// ```swift
+/// let store = try ReadingStore(configuration: StoreConfiguration(path: "/var/lib/trackme/store.sqlite"))
+/// let committer = GroupCommitter(store: store, clock: ContinuousClock())
+/// let engine = SyncEngine(
+///     store: store, transport: URLSessionTransport(baseURL: serverURL),
+///     configuration: SyncConfiguration(deviceID: id, token: token), clock: ContinuousClock(),
+///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
+///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) })
+/// // readings:  await committer.append(.heartRate(hr), at: timestamp)
+/// // alerts:    switch store.appendAlert(update) { ... }; engine.alertJournaled()
+/// // run:       async let a: Void = committer.run(); async let b: Void = engine.run()
+/// ```
 public actor SyncEngine {
     public let store: ReadingStore
     private let transport: any HTTPTransport
