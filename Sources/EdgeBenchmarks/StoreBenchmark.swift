@@ -21,6 +21,11 @@ public enum StoreBenchmark {
         /// What a week of 1 Hz heart rate + 1 Hz GPS would take at that rate, in MiB.
         public var weekMebibytes: Double
         public var synchronous: String
+        /// Opening a store found corrupt (the benchmark's own store, scribbled over): quick_check,
+        /// moving it aside and creating a fresh one, in milliseconds. Must stay under a second.
+        public var corruptRecoveryMilliseconds: Double
+        /// Opening the same store when healthy (quick_check included), in milliseconds.
+        public var healthyOpenMilliseconds: Double
 
         enum CodingKeys: String, CodingKey {
             case readings
@@ -33,6 +38,8 @@ public enum StoreBenchmark {
             case bytesPerReading = "bytes_per_reading"
             case weekMebibytes = "week_mib"
             case synchronous
+            case corruptRecoveryMilliseconds = "corrupt_recovery_ms"
+            case healthyOpenMilliseconds = "healthy_open_ms"
         }
     }
 
@@ -78,6 +85,21 @@ public enum StoreBenchmark {
         let baselineElapsed = ContinuousClock.now - baselineStart
         try queue.close()
 
+        // Start-up on the full store, healthy and then corrupt.
+        let storePath = dir + "/store.sqlite"
+        let healthy = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40))
+        let healthyOpen = healthy.openReport.openDuration
+        healthy.close()
+        if let handle = FileHandle(forWritingAtPath: storePath) {
+            try handle.seek(toOffset: 8192)
+            handle.write(Data(repeating: 0xA5, count: 65_536))
+            try handle.close()
+        }
+        let recovered = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40))
+        let recovery = recovered.openReport.openDuration
+        guard recovered.openReport.movedAsidePath != nil else { throw BenchmarkFailure(description: "the scribbled store was not detected") }
+        recovered.close()
+
         let storeSeconds = seconds(storeElapsed)
         let baselineSeconds = seconds(baselineElapsed)
         let perReading = Double(used) / Double(readings)
@@ -85,7 +107,12 @@ public enum StoreBenchmark {
             readings: readings, groupSize: groupSize, storeSeconds: storeSeconds,
             storeReadingsPerSecond: Double(readings) / storeSeconds, baselineSeconds: baselineSeconds,
             baselineReadingsPerSecond: Double(readings) / baselineSeconds, ratio: baselineSeconds / storeSeconds,
-            bytesPerReading: perReading, weekMebibytes: perReading * 2 * 7 * 86_400 / 1_048_576, synchronous: "FULL")
+            bytesPerReading: perReading, weekMebibytes: perReading * 2 * 7 * 86_400 / 1_048_576, synchronous: "FULL",
+            corruptRecoveryMilliseconds: seconds(recovery) * 1000, healthyOpenMilliseconds: seconds(healthyOpen) * 1000)
+    }
+
+    struct BenchmarkFailure: Error, CustomStringConvertible {
+        var description: String
     }
 
     static func seconds(_ d: Duration) -> Double {

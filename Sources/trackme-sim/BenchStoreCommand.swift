@@ -23,6 +23,7 @@ struct BenchStoreCommand: AsyncParsableCommand {
             print("baseline: \(Int(result.baselineReadingsPerSecond)) readings/s (raw SQLite batched insert, same rows, same pragmas)")
             print("ratio:    \(result.ratio) (store / baseline)")
             print("size:     \(result.bytesPerReading) bytes/reading; a week of 1 Hz HR + 1 Hz GPS = \(result.weekMebibytes) MiB")
+            print("start-up: \(result.healthyOpenMilliseconds) ms healthy, \(result.corruptRecoveryMilliseconds) ms when corrupt (moved aside, fresh store)")
         }
     }
 }
