@@ -35,6 +35,66 @@ targets += [
 
 // MARK: - Store and sync (issue 6)
 
+// EdgeStore: durable buffer (SQLite through GRDB), disk budget, sync cursor, alert journal.
+// EdgeSync: batching, gzip (system zlib, no NIO on the agent side), retries, two lanes.
+// EdgeLoopbackServer: a small raw-socket HTTP/1.1 server with fault injection, for tests and
+// benchmarks only (never linked by the agent).
+targets += [
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    .target(
+        name: "EdgeStore",
+        dependencies: [
+            "TrackMeCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .target(
+        name: "EdgeSync",
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "CZlib",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .target(
+        name: "EdgeLoopbackServer",
+        dependencies: ["TrackMeCore", "EdgeSync"],
+        swiftSettings: strictSettings
+    ),
+    .target(
+        name: "EdgeBenchmarks",
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .executableTarget(
+        name: "store-crash-child",
+        dependencies: ["TrackMeCore", "EdgeStore", "EdgeSync", "EdgeBenchmarks"],
+        path: "Tests/StoreCrashChild",
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "EdgeStoreTests",
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "EdgeBenchmarks", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "EdgeSyncTests",
+        dependencies: [
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - Server (issue 7)
 
 // MARK: - Agent (issue 9)
@@ -99,6 +159,7 @@ targets += [
         dependencies: [
             "TrackMeSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "EdgeBenchmarks",
         ],
         swiftSettings: strictSettings
     ),

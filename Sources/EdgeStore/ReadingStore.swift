@@ -1,0 +1,909 @@
+import Foundation
+import GRDB
+public import Logging
+import Synchronization
+public import TrackMeCore
+
+/// A reading on its way into the store; the store gives it its sequence number when it commits.
+public struct NewReading: Hashable, Sendable {
+    public var timestamp: ReadingTimestamp
+    public var payload: WireReading.Payload
+
+    public init(timestamp: ReadingTimestamp, payload: WireReading.Payload) {
+        self.timestamp = timestamp
+        self.payload = payload
+    }
+}
+
+/// What the store looks like right now, for the heartbeat, status and tests.
+public struct StoreStatistics: Hashable, Sendable {
+    /// Readings on disk, synced or not.
+    public var readings: Int
+    /// Readings on disk the server has not acknowledged yet.
+    public var unsyncedReadings: Int
+    public var inFlightBatches: Int
+    /// Bytes taken by the database's live pages (what the budget limits).
+    public var usedBytes: Int64
+    /// Readings dropped by the disk budget over the store's life.
+    public var droppedByBudgetTotal: Int64
+    public var health: StoreHealth
+    /// Corrupt databases found at start-up and moved aside over the device's life.
+    public var corruptStoresMovedAside: Int64
+    /// Alert updates the journal could not write yet, held in memory.
+    public var memoryOnlyAlertUpdates: Int
+}
+
+/// What happened when the store was opened.
+public struct StoreOpenReport: Hashable, Sendable {
+    /// Where a corrupt database found at start-up was moved to (kept for later recovery).
+    public var movedAsidePath: String?
+    /// Whether a new, empty database was created.
+    public var createdFresh: Bool
+    /// Set when the store could not be opened on disk at all (read-only file system, disk
+    /// full, I/O error) and runs from memory instead: nothing is durable, every alert journal
+    /// write reports `.memoryOnly`, and the agent should reopen the store later.
+    public var memoryFallback: StoreError?
+    public var openDuration: Duration
+}
+
+/// Whether an alert update reached the disk.
+public enum AlertJournalOutcome: Hashable, Sendable {
+    /// Committed and fsynced before the call returned.
+    case durable
+    /// The journal could not be written (disk full, read-only, I/O error). The update is held
+    /// in memory, offered to the sync lane as pending, and written when the store recovers; the
+    /// caller must hand it to the dispatch lane from memory and must not wait for the disk.
+    case memoryOnly(StoreError)
+}
+
+/// A batch reserved for sending: its number and readings are on disk before the first send,
+/// so after a crash the very same batch goes out again under the same idempotency key.
+public struct ReservedBatch: Hashable, Sendable {
+    public var batch: SyncBatch
+    /// A small batch of the newest heart rate and position, sent ahead of the backlog.
+    public var isLatest: Bool
+}
+
+/// The device's durable buffer: readings, the alert journal and the sync cursor in one SQLite
+/// file in WAL mode.
+///
+/// Durability settings, chosen for an SD card on a Pi that may lose power at any moment:
+/// - `journal_mode=WAL`: a commit appends to the WAL and never rewrites the database in place,
+///   so a torn write can only lose the transaction being written, never older ones.
+/// - `synchronous=FULL`: the WAL is fsynced at every commit, so a commit the store has
+///   acknowledged survives power loss (with `NORMAL` it would survive a crash of the process but
+///   not of the power, and acknowledged readings could vanish). The cost is one fsync per
+///   commit; `GroupCommitter` keeps that to about one per second by committing readings in
+///   groups, and only alerts commit on their own (they are rare and must not wait). A batch
+///   reservation is FULL too (it must be on disk before the batch is sent: a batch number
+///   reused after a power cut would be answered from the server's cache for different
+///   readings); the acknowledgement of a batch commits without an fsync of its own (NORMAL),
+///   because losing it only means the batch is resent, and the next FULL commit makes it durable.
+/// - `wal_autocheckpoint=1000` pages (SQLite's default, 4 MB): checkpoints (which fsync the
+///   database file too) come every few minutes at 2 readings/s rather than constantly;
+///   `journal_size_limit=4 MB` keeps the WAL file from growing beyond that after a long
+///   offline burst, and it is otherwise reused in place (no reallocation on the card).
+/// - `page_size=4096`: matches the card's flash page; `busy_timeout` 5 s in case a tool opens
+///   the file at the same time.
+public final class ReadingStore: Sendable {
+    public let configuration: StoreConfiguration
+    public let openReport: StoreOpenReport
+    private let db: DatabaseQueue
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    private struct State {
+        var bootRefs: [String: Int64] = [:]
+        var bootIDs: [Int64: String] = [:]
+        var health: StoreHealth = .healthy
+        var rowCount = 0
+        var unsyncedCount = 0
+        var memoryAlerts: [AlertUpdate] = []
+        /// `alert_id:update_seq` delivered to the server but not yet recorded as such on disk.
+        var deliveredUnrecorded: Set<String> = []
+        var generation: StoreGeneration
+        var pendingDroppedInMemory: Int64 = 0
+        var simulatedFault: SimulatedFault = .none
+        var closed = false
+        var memoryFallback: StoreError?
+        /// No reading below this sequence number is unsynced.
+        var unsyncedFloor: Int64 = 0
+    }
+
+    /// Opens the store at `configuration.path`, creating it if needed. A database found corrupt
+    /// is moved aside to `PATH.corrupt-N` (with its WAL) and a fresh one created; the event is
+    /// logged, counted in `statistics().corruptStoresMovedAside` and described in `openReport`.
+    public init(configuration: StoreConfiguration, logger: Logger = Logger(label: "trackme.store")) throws {
+        let started = ContinuousClock.now
+        self.configuration = configuration
+        self.logger = logger
+        let path = configuration.path
+        let existed = FileManager.default.fileExists(atPath: path)
+        var generation = StoreGeneration.load(forStore: path) ?? StoreGeneration(generation: 0, corruptionsMovedAside: 0)
+        var movedAside: String?
+        var queue: DatabaseQueue
+        var fallback: StoreError?
+        do {
+            do {
+                queue = try Self.openChecked(path: path)
+            } catch let error as StoreError where error.code == .corrupt {
+                movedAside = try Self.moveAside(path: path, generation: generation.corruptionsMovedAside + 1)
+                generation.corruptionsMovedAside += 1
+                logger.info(
+                    "store corrupt at start-up, moved aside",
+                    metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
+                queue = try Self.openChecked(path: path)
+            }
+        } catch let error as StoreError where error.code == .readOnly || error.code == .diskFull || error.code == .ioError {
+            // The disk refuses even to open the store (read-only, full, failing card): run from
+            // memory so that monitoring and alerts go on; nothing is durable until the agent
+            // reopens the store on a healthy disk.
+            logger.info("store cannot open on disk, running from memory", metadata: ["store.path": "\(path)", "store.error": "\(error)"])
+            fallback = error
+            queue = try Self.wrap(path: path) {
+                let memory = try DatabaseQueue()
+                try StoreSchema.migrator().migrate(memory)
+                return memory
+            }
+        }
+        db = queue
+        // A database created where one existed before (moved aside, or deleted by hand) starts a
+        // new generation so that no sequence or batch number is ever handed out twice.
+        let fresh = !existed || movedAside != nil
+        let isNewFile = try Self.wrap(path: path) { try queue.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM meta") ?? 0 } } == 0
+        if isNewFile {
+            if fallback == nil, existed || movedAside != nil || StoreGeneration.load(forStore: path) != nil {
+                generation.generation += 1
+            }
+            // From memory: the upper half of the next generation's range, which the disk store
+            // cannot reach (2^39 readings) before it would itself move to that generation.
+            let base =
+                fallback == nil
+                ? generation.sequenceBase
+                : ((generation.generation + 1) << StoreGeneration.sequenceShift) + (1 << (StoreGeneration.sequenceShift - 1))
+            try Self.wrap(path: path) {
+                try queue.write { db in
+                    if base > 0 {
+                        try db.execute(sql: "INSERT INTO sqlite_sequence(name, seq) VALUES ('readings', ?)", arguments: [base])
+                    }
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [MetaKey.nextBatchSequence, base + 1])
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, 0)", arguments: [MetaKey.droppedUnreported])
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, 0)", arguments: [MetaKey.droppedTotal])
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [MetaKey.generation, generation.generation])
+                }
+            }
+        }
+        if fallback == nil { try? generation.save(forStore: path) }
+        var initial = State(generation: generation)
+        initial.memoryFallback = fallback
+        if let fallback { initial.health = Self.health(for: fallback) ?? .ioError }
+        try Self.wrap(path: path) {
+            try queue.read { db in
+                for row in try Row.fetchAll(db, sql: "SELECT id, boot_id FROM boots") {
+                    if let id = row[0] as Int64?, let boot = row[1] as String? {
+                        initial.bootRefs[boot] = id
+                        initial.bootIDs[id] = boot
+                    }
+                }
+                initial.rowCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings") ?? 0
+                initial.unsyncedCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings WHERE synced = 0") ?? 0
+            }
+        }
+        state = Mutex(initial)
+        openReport = StoreOpenReport(
+            movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
+    }
+
+    private static func openChecked(path: String) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.busyMode = .timeout(5)
+        config.journalMode = .wal
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 1000")
+            try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
+        }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            // quick_check reads every page once (milliseconds for a 10 MB store) but skips the
+            // index cross-checks of integrity_check, keeping start-up within the second.
+            let verdict = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            guard verdict == ["ok"] else {
+                try? queue.close()
+                throw StoreError(code: .corrupt, message: verdict.prefix(3).joined(separator: "; "), path: path)
+            }
+            try StoreSchema.migrator().migrate(queue)
+            return queue
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw storeError(error, path: path)
+        }
+    }
+
+    private static func moveAside(path: String, generation: Int64) throws -> String {
+        let fm = FileManager.default
+        var n = generation
+        while fm.fileExists(atPath: "\(path).corrupt-\(n)") { n += 1 }
+        let target = "\(path).corrupt-\(n)"
+        do {
+            try fm.moveItem(atPath: path, toPath: target)
+            for suffix in ["-wal", "-shm"] where fm.fileExists(atPath: path + suffix) {
+                try fm.moveItem(atPath: path + suffix, toPath: target + suffix)
+            }
+        } catch {
+            throw StoreError(code: .ioError, message: "could not move the corrupt store aside: \(error)", path: path)
+        }
+        return target
+    }
+
+    // MARK: - Readings
+
+    /// Commits `readings` in one transaction and returns their sequence numbers, in order. When
+    /// this returns the readings are durable. Enforces the disk budget afterwards.
+    @discardableResult
+    public func append(_ readings: [NewReading]) throws(StoreError) -> [Int64] {
+        retryMemoryAlerts()
+        guard !readings.isEmpty else { return [] }
+        let seqs: [Int64]
+        do {
+            seqs = try write { db -> [Int64] in
+                let statement = try db.cachedStatement(
+                    sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body) VALUES (?, ?, ?, ?)")
+                var out: [Int64] = []
+                out.reserveCapacity(readings.count)
+                for reading in readings {
+                    let boot = try bootRef(reading.timestamp.bootID, db)
+                    let body = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
+                    try statement.execute(arguments: [
+                        boot, Int64(bitPattern: reading.timestamp.monotonicNanoseconds), reading.timestamp.wallClockMilliseconds,
+                        Data(body),
+                    ])
+                    out.append(db.lastInsertedRowID)
+                }
+                let dropped = state.withLock { s -> Int64 in
+                    defer { s.pendingDroppedInMemory = 0 }
+                    return s.pendingDroppedInMemory
+                }
+                if dropped > 0 { try addDropped(dropped, db) }
+                return out
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+        state.withLock { s in
+            s.rowCount += seqs.count
+            s.unsyncedCount += seqs.count
+            if s.memoryFallback == nil { s.health = .healthy }
+        }
+        // The readings are committed whatever happens next: a failing eviction is recorded in
+        // `health` and retried after the next commit, never reported as a failed append (the
+        // caller would append the same readings again).
+        try? enforceBudget()
+        return seqs
+    }
+
+    /// Counts readings that never reached the disk (held in memory while it failed, then
+    /// dropped to bound memory); reported to the server like budget drops.
+    public func countDroppedInMemory(_ count: Int) {
+        state.withLock { $0.pendingDroppedInMemory += Int64(count) }
+    }
+
+    /// Readings by sequence number, in ascending order (missing ones are skipped).
+    public func readings(sequences: [Int64]) throws(StoreError) -> [WireReading] {
+        try read { db in
+            var out: [WireReading] = []
+            for chunk in sequences.chunked(500) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (\(marks)) ORDER BY seq",
+                    arguments: StatementArguments(chunk))
+                for row in rows { out.append(try self.decodeReading(row)) }
+            }
+            return out.sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    /// Every reading on disk with its synced flag, in sequence order (tests and tools).
+    public func allReadings() throws(StoreError) -> [(reading: WireReading, synced: Bool)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, boot, mono_ns, wall_ms, body, synced FROM readings ORDER BY seq").map { row in
+                (try self.decodeReading(row), (row[5] as Int64?) == 1)
+            }
+        }
+    }
+
+    /// Every sequence number on disk, ascending (cheap: no payload is decoded).
+    public func sequenceNumbers() throws(StoreError) -> [Int64] {
+        try read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM readings ORDER BY seq") }
+    }
+
+    /// The oldest unsynced readings that are not part of a batch in flight.
+    public func oldestUnsynced(limit: Int) throws(StoreError) -> [WireReading] {
+        try read { db in
+            let reserved = try self.reservedSequences(db)
+            var out: [WireReading] = []
+            // Start at the lowest sequence that may still be unsynced instead of scanning the
+            // synced prefix every time (readings only ever go from unsynced to synced, and new
+            // ones get higher numbers, so the floor only moves up).
+            let floor = self.state.withLock { $0.unsyncedFloor }
+            let cursor = try Row.fetchCursor(
+                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq",
+                arguments: [floor])
+            var first = true
+            while out.count < limit, let row = try cursor.next() {
+                guard let seq = row[0] as Int64? else { continue }
+                if first {
+                    first = false
+                    self.state.withLock { $0.unsyncedFloor = max($0.unsyncedFloor, seq) }
+                }
+                guard !reserved.contains(seq) else { continue }
+                out.append(try self.decodeReading(row))
+            }
+            return out
+        }
+    }
+
+    /// The newest unsynced heart rate and the newest unsynced fix, oldest first, leaving out
+    /// readings of backlog batches in flight (but not of a latest batch in flight, so that an
+    /// unchanged latest batch is recognised and resent rather than replaced).
+    public func newestUnsynced() throws(StoreError) -> [WireReading] {
+        try read { db in
+            let reserved = try self.reservedSequences(db, includingLatest: false)
+            var heartRate: WireReading?
+            var fix: WireReading?
+            let cursor = try Row.fetchCursor(
+                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE synced = 0 ORDER BY seq DESC")
+            var scanned = 0
+            // Bounded scan: the two kinds interleave at 1 Hz each, so both show up at once.
+            while heartRate == nil || fix == nil, scanned < 10_000, let row = try cursor.next() {
+                scanned += 1
+                guard let seq = row[0] as Int64?, !reserved.contains(seq) else { continue }
+                let reading = try self.decodeReading(row)
+                switch reading.payload {
+                case .heartRate: if heartRate == nil { heartRate = reading }
+                case .position: if fix == nil { fix = reading }
+                }
+            }
+            return [heartRate, fix].compactMap { $0 }.sorted { $0.sequence < $1.sequence }
+        }
+    }
+
+    // MARK: - Sync cursor
+
+    /// Reserves the next batch number for `readings` and writes the batch (its number, its
+    /// readings' sequence numbers, the drop count it reports and the heartbeat) to disk before
+    /// returning, so that it can be resent unchanged after a crash. Reserving a new latest batch
+    /// abandons an older unacknowledged latest batch: its key is never sent again and its
+    /// readings go back to the backlog (the server keeps `(device_id, seq)` once, so a reading
+    /// that did reach it under the old key is only counted as a duplicate).
+    public func reserveBatch(
+        deviceID: String, readings: [WireReading], heartbeat: DeviceHeartbeat?, isLatest: Bool = false
+    ) throws(StoreError) -> ReservedBatch {
+        do {
+            return try write { db -> ReservedBatch in
+                let batchSeq = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.nextBatchSequence]) ?? 1
+                let dropped = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedUnreported]) ?? 0
+                if isLatest {
+                    try db.execute(sql: "DELETE FROM in_flight WHERE latest = 1 AND dropped = 0")
+                }
+                try db.execute(sql: "UPDATE meta SET value = ? WHERE key = ?", arguments: [batchSeq + 1, MetaKey.nextBatchSequence])
+                try db.execute(sql: "UPDATE meta SET value = 0 WHERE key = ?", arguments: [MetaKey.droppedUnreported])
+                let heartbeatBytes = try heartbeat.map { try WireCodec.encode($0) }
+                try db.execute(
+                    sql: "INSERT INTO in_flight (batch_seq, latest, dropped, heartbeat, seqs) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [batchSeq, isLatest ? 1 : 0, dropped, heartbeatBytes, Data(SequenceList.encode(readings.map(\.sequence)))])
+                let batch = SyncBatch(
+                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat, readings: readings)
+                return ReservedBatch(batch: batch, isLatest: isLatest)
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    /// Forgets a batch the server refused as a whole (it stored nothing of it): its readings go
+    /// back to the backlog and its drop count back to the next batch; its key is never used
+    /// again.
+    public func abandonBatch(batchSequence: Int64) throws(StoreError) {
+        do {
+            try write { db in
+                let dropped = try Int64.fetchOne(db, sql: "SELECT dropped FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence]) ?? 0
+                try db.execute(sql: "DELETE FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    /// Batches reserved but not yet acknowledged, oldest first, rebuilt exactly as reserved.
+    public func inFlightBatches(deviceID: String) throws(StoreError) -> [ReservedBatch] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT batch_seq, latest, dropped, heartbeat, seqs FROM in_flight ORDER BY batch_seq").map { row in
+                guard let batchSeq = row[0] as Int64?, let dropped = row[2] as Int64?, let seqBlob = row[4] as Data? else {
+                    throw StoreError(code: .badRecord, message: "in_flight row with nulls", path: self.configuration.path)
+                }
+                let heartbeat = try (row[3] as Data?).map { try WireCodec.decode(DeviceHeartbeat.self, from: $0) }
+                let seqs = try SequenceList.decode(Array(seqBlob))
+                var readings: [WireReading] = []
+                for chunk in seqs.chunked(500) {
+                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    for r in try Row.fetchAll(
+                        db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (\(marks)) ORDER BY seq",
+                        arguments: StatementArguments(chunk))
+                    {
+                        readings.append(try self.decodeReading(r))
+                    }
+                }
+                let batch = SyncBatch(
+                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat,
+                    readings: readings.sorted { $0.sequence < $1.sequence })
+                return ReservedBatch(batch: batch, isLatest: (row[1] as Int64?) == 1)
+            }
+        }
+    }
+
+    /// Marks a batch's readings synced and forgets the batch: called only on the server's
+    /// acknowledgement.
+    public func acknowledge(batchSequence: Int64) throws(StoreError) {
+        do {
+            let newlySynced = try writeWithoutFsync { db -> Int in
+                guard let blob = try Data.fetchOne(db, sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                else { return 0 }
+                let seqs = try SequenceList.decode(Array(blob))
+                var changed = 0
+                for chunk in seqs.chunked(500) {
+                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    try db.execute(
+                        sql: "UPDATE readings SET synced = 1 WHERE synced = 0 AND seq IN (\(marks))", arguments: StatementArguments(chunk))
+                    changed += db.changesCount
+                }
+                try db.execute(sql: "DELETE FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                return changed
+            }
+            state.withLock { $0.unsyncedCount -= newlySynced }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    // MARK: - Alert journal
+
+    /// Journals an alert update durably at once (its own transaction and fsync: alerts never
+    /// wait for a group commit). If the disk fails the update is kept in memory (see
+    /// `AlertJournalOutcome.memoryOnly`) and written when the store recovers.
+    public func appendAlert(_ update: AlertUpdate) -> AlertJournalOutcome {
+        retryMemoryAlerts()
+        do {
+            try writeAlert(update)
+            if let fallback = state.withLock({ $0.memoryFallback }) { return .memoryOnly(fallback) }
+            return .durable
+        } catch {
+            state.withLock { s in
+                if !s.memoryAlerts.contains(where: { $0.alert.id == update.alert.id && $0.updateSequence == update.updateSequence }) {
+                    s.memoryAlerts.append(update)
+                }
+            }
+            logger.info(
+                "alert journal write failed, alert kept in memory",
+                metadata: ["alert.id": "\(update.alert.id)", "store.error": "\(error)"])
+            return .memoryOnly(error)
+        }
+    }
+
+    private func writeAlert(_ update: AlertUpdate) throws(StoreError) {
+        let delivered = state.withLock { $0.deliveredUnrecorded.contains(Self.alertKey(update.alert.id, update.updateSequence)) }
+        do {
+            let body = try WireCodec.encode(update)
+            try write { db in
+                let boot = try bootRef(update.alert.firstCritical.bootID, db)
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds), body,
+                        delivered ? 1 : 0,
+                    ])
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    static func alertKey(_ id: String, _ updateSequence: Int) -> String { "\(id):\(updateSequence)" }
+
+    /// Writes alert updates held in memory, and deliveries not yet recorded, once the disk
+    /// accepts writes again.
+    public func retryMemoryAlerts() {
+        let (pending, delivered) = state.withLock { ($0.memoryAlerts, $0.deliveredUnrecorded) }
+        if pending.isEmpty, delivered.isEmpty { return }
+        for update in pending {
+            do {
+                try writeAlert(update)
+                state.withLock { s in
+                    s.memoryAlerts.removeAll { $0.alert.id == update.alert.id && $0.updateSequence == update.updateSequence }
+                    if s.memoryFallback == nil { s.health = .healthy }
+                }
+            } catch {
+                return
+            }
+        }
+        for key in delivered {
+            guard let colon = key.lastIndex(of: ":"), let updateSequence = Int(key[key.index(after: colon)...]) else { continue }
+            do {
+                try recordDelivered(alertID: String(key[..<colon]), updateSequence: updateSequence)
+                state.withLock { _ = $0.deliveredUnrecorded.remove(key) }
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// Alert updates not yet delivered to the server, journaled or memory-only, in the order they
+    /// must be sent (by alert, then update sequence).
+    public func pendingAlertUpdates() -> [AlertUpdate] {
+        let memory = state.withLock { $0.memoryAlerts }
+        let journaled =
+            (try? read { db in
+                try Data.fetchAll(db, sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid").compactMap {
+                    try? WireCodec.decode(AlertUpdate.self, from: $0)
+                }
+            }) ?? []
+        var seen = state.withLock { $0.deliveredUnrecorded }
+        var out: [AlertUpdate] = []
+        for u in journaled + memory where seen.insert(Self.alertKey(u.alert.id, u.updateSequence)).inserted { out.append(u) }
+        return out
+    }
+
+    /// Records that the server has an alert update; it is not offered again. When the disk
+    /// cannot record it, the delivery is remembered in memory and recorded later.
+    public func markAlertUpdateDelivered(alertID: String, updateSequence: Int) {
+        state.withLock { _ = $0.deliveredUnrecorded.insert(Self.alertKey(alertID, updateSequence)) }
+        retryMemoryAlerts()
+    }
+
+    private func recordDelivered(alertID: String, updateSequence: Int) throws(StoreError) {
+        do {
+            try write { db in
+                try db.execute(
+                    sql: "UPDATE alert_updates SET delivered = 1 WHERE alert_id = ? AND update_seq = ?",
+                    arguments: [alertID, updateSequence])
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    /// The latest journaled update of every alert (its current state), oldest alert first.
+    public func alertStates() throws(StoreError) -> [AlertUpdate] {
+        try read { db in
+            try Data.fetchAll(
+                db,
+                sql: """
+                    SELECT body FROM alert_updates a WHERE update_seq = (
+                        SELECT MAX(update_seq) FROM alert_updates b WHERE b.alert_id = a.alert_id) ORDER BY rowid
+                    """
+            ).map { try WireCodec.decode(AlertUpdate.self, from: $0) }
+        }
+    }
+
+    // MARK: - Status
+
+    public var health: StoreHealth { state.withLock { $0.health } }
+
+    public func statistics() -> StoreStatistics {
+        let used = (try? usedBytes()) ?? -1
+        let (dropped, inFlight) =
+            (try? read { db in
+                (
+                    try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedTotal]) ?? 0,
+                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM in_flight") ?? 0
+                )
+            }) ?? (0, 0)
+        return state.withLock { s in
+            StoreStatistics(
+                readings: s.rowCount, unsyncedReadings: s.unsyncedCount, inFlightBatches: inFlight, usedBytes: used,
+                droppedByBudgetTotal: dropped, health: s.health, corruptStoresMovedAside: s.generation.corruptionsMovedAside,
+                memoryOnlyAlertUpdates: s.memoryAlerts.count)
+        }
+    }
+
+    /// `PRAGMA integrity_check`'s verdict: `["ok"]` for a healthy file.
+    public func integrityCheck() throws(StoreError) -> [String] {
+        try read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+
+    /// Bytes of the database's live pages: (page_count - freelist_count) * page_size.
+    public func usedBytes() throws(StoreError) -> Int64 {
+        try read { db in try Self.usedBytes(db) }
+    }
+
+    static func usedBytes(_ db: Database) throws -> Int64 {
+        let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+        let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+        let size = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+        return (pages - free) * size
+    }
+
+    /// Stops using the database: later calls fail with a store error. The SQLite connection
+    /// itself closes when the last reference to the store goes away (closing it under a sync
+    /// task still holding the store would let that task reach a closed connection).
+    public func close() {
+        db.writeWithoutTransaction { _ in state.withLock { $0.closed = true } }
+    }
+
+    // MARK: - Fault injection (tests)
+
+    /// Makes SQLite behave as on a full disk (`SQLITE_FULL` once the file would grow) or a
+    /// read-only file system (`SQLITE_READONLY` on every write), or removes either.
+    package enum SimulatedFault: Sendable { case none, diskFull, readOnly }
+
+    /// The fault is injected in front of every write transaction, as the error SQLite reports
+    /// for it (`SQLITE_FULL`, `SQLITE_READONLY`), so the whole error path from SQLite's result
+    /// code up is exercised. (Limiting `max_page_count` alone is not enough: in WAL mode a
+    /// commit that fits into free pages still succeeds, where a full disk refuses the WAL append.)
+    package func simulate(_ fault: SimulatedFault) throws {
+        state.withLock { $0.simulatedFault = fault }
+    }
+
+    /// A transaction committed with `synchronous=NORMAL`: no fsync of its own, made durable by
+    /// the next FULL commit (which fsyncs the WAL with every frame before it). Used only where
+    /// losing the transaction to a power cut is harmless: an acknowledgement lost that way
+    /// just means the batch is resent and answered from the server's cache.
+    private func writeWithoutFsync<T>(_ updates: (Database) throws -> T) throws -> T {
+        try injectedFault()
+        return try db.writeWithoutTransaction { db in
+            try checkOpen()
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            var result: T?
+            try db.inTransaction {
+                result = try updates(db)
+                return .commit
+            }
+            guard let result else { throw StoreError(code: .database, message: "transaction produced nothing", path: configuration.path) }
+            return result
+        }
+    }
+
+    private func injectedFault() throws {
+        switch state.withLock({ $0.simulatedFault }) {
+        case .none: break
+        case .diskFull: throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full (simulated)")
+        case .readOnly: throw DatabaseError(resultCode: .SQLITE_READONLY, message: "attempt to write a readonly database (simulated)")
+        }
+    }
+
+    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        try injectedFault()
+        return try db.write { db in
+            try checkOpen()
+            return try updates(db)
+        }
+    }
+
+    // MARK: - Budget
+
+    private func enforceBudget() throws(StoreError) {
+        let budget = configuration.diskBudgetBytes
+        do {
+            var used = try read { db in try Self.usedBytes(db) }
+            guard used > budget else { return }
+            // Drop down to 95% of the budget so the next few commits do not each evict again.
+            let target = budget - budget / 20
+            var rounds = 0
+            while used > target, rounds < 64 {
+                rounds += 1
+                let rows = state.withLock { $0.rowCount }
+                let perRow = max(16, used / Int64(max(rows, 1)))
+                let excess = Int((used - target) / perRow) + 32
+                let (synced, unsynced) = try write { db -> (Int, Int) in
+                    let protect = try self.protectionClause(db)
+                    let reserved = try self.reservedSequences(db)
+                    try db.execute(
+                        sql: """
+                            DELETE FROM readings WHERE seq IN (
+                                SELECT seq FROM readings WHERE synced = 1 AND NOT (\(protect.sql)) ORDER BY seq LIMIT ?)
+                            """, arguments: protect.arguments + [excess])
+                    let synced = db.changesCount
+                    var unsynced = 0
+                    if synced < excess {
+                        let candidates = try Int64.fetchAll(
+                            db, sql: "SELECT seq FROM readings WHERE synced = 0 AND NOT (\(protect.sql)) ORDER BY seq LIMIT ?",
+                            arguments: protect.arguments + [excess - synced + reserved.count]
+                        ).filter { !reserved.contains($0) }.prefix(excess - synced)
+                        for chunk in Array(candidates).chunked(500) {
+                            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                            try db.execute(sql: "DELETE FROM readings WHERE seq IN (\(marks))", arguments: StatementArguments(chunk))
+                            unsynced += db.changesCount
+                        }
+                        if unsynced > 0 { try self.addDropped(Int64(unsynced), db) }
+                    }
+                    return (synced, unsynced)
+                }
+                state.withLock { s in
+                    s.rowCount -= synced + unsynced
+                    s.unsyncedCount -= unsynced
+                }
+                if unsynced > 0 {
+                    logger.info("disk budget reached, unsynced readings dropped", metadata: ["store.dropped": "\(unsynced)"])
+                }
+                if synced + unsynced == 0 { break }
+                used = try read { db in try Self.usedBytes(db) }
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+    }
+
+    private func addDropped(_ count: Int64, _ db: Database) throws {
+        try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key IN (?, ?)", arguments: [count, MetaKey.droppedUnreported, MetaKey.droppedTotal])
+    }
+
+    /// `(boot = ? AND mono_ns BETWEEN ? AND ?) OR ...` over every journaled alert.
+    private func protectionClause(_ db: Database) throws -> (sql: String, arguments: StatementArguments) {
+        let window = Int64(configuration.alertWindow.components.seconds) * 1_000_000_000
+            + configuration.alertWindow.components.attoseconds / 1_000_000_000
+        let rows = try Row.fetchAll(db, sql: "SELECT DISTINCT boot, mono_ns FROM alert_updates")
+        guard !rows.isEmpty else { return ("0", []) }
+        var parts: [String] = []
+        var args: [any DatabaseValueConvertible] = []
+        for row in rows {
+            guard let boot = row[0] as Int64?, let mono = row[1] as Int64? else { continue }
+            parts.append("(boot = ? AND mono_ns BETWEEN ? AND ?)")
+            args += [boot, mono &- window, mono &+ window]
+        }
+        return (parts.isEmpty ? "0" : parts.joined(separator: " OR "), StatementArguments(args))
+    }
+
+    private func reservedSequences(_ db: Database, includingLatest: Bool = true) throws -> Set<Int64> {
+        var out = Set<Int64>()
+        for blob in try Data.fetchAll(db, sql: includingLatest ? "SELECT seqs FROM in_flight" : "SELECT seqs FROM in_flight WHERE latest = 0") {
+            out.formUnion(try SequenceList.decode(Array(blob)))
+        }
+        return out
+    }
+
+    // MARK: - Helpers
+
+    private func bootRef(_ bootID: String, _ db: Database) throws -> Int64 {
+        if let id = state.withLock({ $0.bootRefs[bootID] }) { return id }
+        try db.execute(sql: "INSERT OR IGNORE INTO boots (boot_id) VALUES (?)", arguments: [bootID])
+        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM boots WHERE boot_id = ?", arguments: [bootID]) else {
+            throw StoreError(code: .database, message: "boot id not interned", path: configuration.path)
+        }
+        // Cached only after the transaction commits would be stricter; a rolled-back insert is
+        // harmless because the next transaction inserts it again (INSERT OR IGNORE).
+        state.withLock { s in
+            s.bootRefs[bootID] = id
+            s.bootIDs[id] = bootID
+        }
+        return id
+    }
+
+    private func decodeReading(_ row: Row) throws -> WireReading {
+        guard let seq = row[0] as Int64?, let boot = row[1] as Int64?, let mono = row[2] as Int64?, let body = row[4] as Data? else {
+            throw StoreError(code: .badRecord, message: "reading row with nulls", path: configuration.path)
+        }
+        guard let bootID = state.withLock({ $0.bootIDs[boot] }) else {
+            throw StoreError(code: .badRecord, message: "reading \(seq) names an unknown boot", path: configuration.path)
+        }
+        let decoded = try ReadingBodyCodec.decode(Array(body))
+        return WireReading(
+            sequence: seq,
+            timestamp: ReadingTimestamp(
+                monotonicNanoseconds: UInt64(bitPattern: mono), bootID: bootID, wallClockMilliseconds: row[3] as Int64?,
+                wallClockTrusted: decoded.wallClockTrusted),
+            payload: decoded.payload)
+    }
+
+    private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try db.read { db in
+                try checkOpen()
+                return try body(db)
+            }
+        } catch {
+            throw Self.storeError(error, path: configuration.path)
+        }
+    }
+
+    private func checkOpen() throws {
+        if state.withLock({ $0.closed }) {
+            throw StoreError(code: .database, message: "the store is closed", path: configuration.path)
+        }
+    }
+
+    private static func health(for error: StoreError) -> StoreHealth? {
+        switch error.code {
+        case .diskFull: .diskFull
+        case .readOnly: .readOnly
+        case .ioError: .ioError
+        default: nil
+        }
+    }
+
+    private func noteFailure(_ error: StoreError) {
+        guard let health = Self.health(for: error) else { return }
+        let changed = state.withLock { s -> Bool in
+            defer { s.health = health }
+            return s.health != health
+        }
+        if changed { logger.info("store cannot write", metadata: ["store.health": "\(health.rawValue)", "store.error": "\(error.message)"]) }
+    }
+
+    private static func wrap<T>(path: String, _ body: () throws -> T) throws(StoreError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw storeError(error, path: path)
+        }
+    }
+
+    /// The one place SQLite result codes become store error codes.
+    static func storeError(_ error: any Error, path: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        guard let error = error as? DatabaseError else {
+            return StoreError(code: .badRecord, message: "\(error)", path: path)
+        }
+        let message = error.message ?? "\(error.resultCode)"
+        switch error.resultCode {
+        case .SQLITE_FULL: return StoreError(code: .diskFull, message: message, path: path)
+        case .SQLITE_READONLY: return StoreError(code: .readOnly, message: message, path: path)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return StoreError(code: .corrupt, message: message, path: path)
+        case .SQLITE_IOERR, .SQLITE_CANTOPEN:
+            if isReadOnlyFileSystem(path) { return StoreError(code: .readOnly, message: message, path: path) }
+            return StoreError(code: .ioError, message: message, path: path)
+        default: return StoreError(code: .database, message: message, path: path)
+        }
+    }
+
+    private static func isReadOnlyFileSystem(_ path: String) -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        return !FileManager.default.isWritableFile(atPath: directory.isEmpty ? "." : directory)
+    }
+}
+
+/// A list of sequence numbers as varint deltas (a batch in flight keeps one of these).
+enum SequenceList {
+    static func encode(_ seqs: [Int64]) -> [UInt8] {
+        var out: [UInt8] = []
+        var previous: Int64 = 0
+        for s in seqs {
+            ReadingBodyCodec.appendVarint(ReadingBodyCodec.zigzag(s &- previous), to: &out)
+            previous = s
+        }
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> [Int64] {
+        var reader = ReadingBodyCodec.Reader(bytes: bytes)
+        var out: [Int64] = []
+        var previous: Int64 = 0
+        while reader.offset < bytes.count {
+            previous = previous &+ ReadingBodyCodec.unzigzag(try reader.varint("sequence delta"))
+            out.append(previous)
+        }
+        return out
+    }
+}
+
+extension Array {
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

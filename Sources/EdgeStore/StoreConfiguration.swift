@@ -1,0 +1,19 @@
+/// How a `ReadingStore` is set up. The defaults suit a Raspberry Pi with an SD card.
+public struct StoreConfiguration: Hashable, Sendable {
+    /// The SQLite file. Its directory must exist; `-wal` and `-shm` files sit next to it.
+    public var path: String
+    /// The most bytes the database's live pages may take (WAL excluded: it is bounded on its
+    /// own by `journal_size_limit`). When reached, readings are dropped: ones the server
+    /// already has first, then the oldest unsynced ones; never an alert nor the readings within
+    /// `alertWindow` of one.
+    public var diskBudgetBytes: Int64
+    /// Readings taken this close (monotonic time, same boot) to an alert's first critical
+    /// observation are never dropped by the budget: they are the alert's evidence.
+    public var alertWindow: Duration
+
+    public init(path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300)) {
+        self.path = path
+        self.diskBudgetBytes = diskBudgetBytes
+        self.alertWindow = alertWindow
+    }
+}

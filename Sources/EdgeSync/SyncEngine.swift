@@ -1,0 +1,396 @@
+public import EdgeStore
+import Foundation
+public import Logging
+public import TrackMeCore
+
+/// Something the sync engine did that its owner may want to know.
+public enum SyncEvent: Hashable, Sendable {
+    case batchAcknowledged(batchSequence: Int64, readings: Int, stored: Int, duplicates: Int, isLatest: Bool)
+    case alertUpdateDelivered(alertID: String, updateSequence: Int)
+    /// A send failed and will be retried after `retryIn`.
+    case sendFailed(SyncError, retryIn: Duration)
+    /// The server refused (4xx other than 408/429): not retried blindly; retried only after the
+    /// backoff cap, in case the operator fixes the server or the token.
+    case rejected(SyncError)
+}
+
+/// What one step of the readings lane did.
+public enum ReadingsStepOutcome: Hashable, Sendable {
+    case sent(batchSequence: Int64, readings: Int, isLatest: Bool)
+    case failed(SyncError)
+    case idle
+}
+
+/// Moves the store's readings and alerts to the server over two lanes.
+///
+/// - The alert lane sends journaled alert updates (`POST /v1/alerts`) as soon as they appear,
+///   in order, and marks each delivered when the server has it.
+/// - The readings lane sends batches (`POST /v1/batches`), gzip-compressed, each with
+///   `Idempotency-Key: DEVICE_ID:BATCH_SEQ`. It waits while the alert lane is sending, so alerts
+///   always go first and the backlog uses what is left. A batch is reserved in the store before
+///   its first send and resent unchanged until acknowledged; only the acknowledgement marks its
+///   readings synced. After a failure or a restart the newest heart rate and fix go first in a
+///   small batch of their own, so the server learns where the wearer is now before the backlog
+///   drains.
+/// - A batch goes out at least every `heartbeatInterval`, empty if need be, carrying the
+///   heartbeat (no separate endpoint).
+///
+/// All waiting is on the injected clock.
+///
+/// Wiring in the agent (one store, one committer, one engine, each run as a task or Service):
+///
+/// ```swift
+/// let store = try ReadingStore(configuration: StoreConfiguration(path: "/var/lib/trackme/store.sqlite"))
+/// let committer = GroupCommitter(store: store, clock: ContinuousClock())
+/// let engine = SyncEngine(
+///     store: store, transport: URLSessionTransport(baseURL: serverURL),
+///     configuration: SyncConfiguration(deviceID: id, token: token), clock: ContinuousClock(),
+///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
+///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) })
+/// // readings:  await committer.append(.heartRate(hr), at: timestamp)
+/// // alerts:    switch store.appendAlert(update) { ... }; engine.alertJournaled()
+/// // run:       async let a: Void = committer.run(); async let b: Void = engine.run()
+/// ```
+public actor SyncEngine {
+    public let store: ReadingStore
+    private let transport: any HTTPTransport
+    private let configuration: SyncConfiguration
+    private let clock: any Clock<Duration>
+    private let heartbeat: @Sendable () -> DeviceHeartbeat
+    private let onAlertsAcknowledged: @Sendable ([String]) -> Void
+    private let onEvent: @Sendable (SyncEvent) -> Void
+    private let logger: Logger
+    private var random: SplitMix64
+
+    private var readingsFailures = 0
+    private var draining = false
+    /// Readings per batch: the configured maximum, halved after each 413 Too Large.
+    private var batchLimit: Int
+    private var latestDue = true
+    private var elapsedSinceBatch: Duration = .zero
+    private var alertLaneSending = false
+    private var alertLaneRunning = false
+    private var alertLaneBackingOff = false
+    private var alertLaneWaiters: [CheckedContinuation<Void, Never>] = []
+    private let alertSignals: AsyncStream<Void>
+    private let alertSignalContinuation: AsyncStream<Void>.Continuation
+    /// Bytes of request bodies sent (after compression) and readings sent, for the benchmark.
+    public private(set) var bodyBytesSent = 0
+    public private(set) var uncompressedBytesSent = 0
+    public private(set) var readingsSent = 0
+
+    /// - Parameters:
+    ///   - heartbeat: the strap, gpsd and battery state now; the engine fills in the store's
+    ///     depth and size.
+    ///   - onAlertsAcknowledged: the `acknowledged_alerts` of every acknowledgement, for the SOS
+    ///     engine (a dispatcher has acknowledged these alerts).
+    public init(
+        store: ReadingStore, transport: any HTTPTransport, configuration: SyncConfiguration, clock: any Clock<Duration>,
+        heartbeat: @escaping @Sendable () -> DeviceHeartbeat = { DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0) },
+        onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
+        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in },
+        logger: Logger = Logger(label: "trackme.sync"), seed: UInt64 = UInt64.random(in: 0...UInt64.max)
+    ) {
+        self.store = store
+        self.transport = transport
+        self.configuration = configuration
+        self.clock = clock
+        self.heartbeat = heartbeat
+        self.onAlertsAcknowledged = onAlertsAcknowledged
+        self.onEvent = onEvent
+        self.logger = logger
+        self.random = SplitMix64(seed: seed)
+        self.latestDue = configuration.latestFirst
+        self.batchLimit = configuration.maxBatchReadings
+        (alertSignals, alertSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Wakes the alert lane at once (call after journaling an alert update).
+    public nonisolated func alertJournaled() {
+        alertSignalContinuation.yield()
+    }
+
+    /// Runs both lanes until the task is cancelled.
+    public func run() async {
+        // Set before the lanes start so the readings lane cannot slip ahead of a pending alert.
+        alertLaneRunning = true
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.runAlertLane() }
+            group.addTask { await self.runReadingsLane() }
+            group.addTask { await self.tickAlertLane() }
+        }
+    }
+
+    // MARK: - Alert lane
+
+    private func tickAlertLane() async {
+        while !Task.isCancelled {
+            do { try await clock.sleep(for: configuration.pollInterval) } catch { break }
+            alertSignalContinuation.yield()
+        }
+        alertSignalContinuation.finish()
+    }
+
+    private func runAlertLane() async {
+        alertLaneRunning = true
+        defer {
+            alertLaneRunning = false
+            setAlertLaneIdle()
+        }
+        var failures = 0
+        for await _ in alertSignals {
+            if Task.isCancelled { break }
+            while !Task.isCancelled {
+                let pending = store.pendingAlertUpdates()
+                if pending.isEmpty { break }
+                alertLaneSending = true
+                let result = await sendAlertUpdates(pending)
+                setAlertLaneIdle()
+                guard let error = result else {
+                    failures = 0
+                    continue
+                }
+                failures += 1
+                let wait: Duration
+                if error.isRetryable {
+                    wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
+                    onEvent(.sendFailed(error, retryIn: wait))
+                } else {
+                    wait = configuration.backoff.cap
+                    onEvent(.rejected(error))
+                }
+                alertLaneBackingOff = true
+                setAlertLaneIdle()
+                defer { alertLaneBackingOff = false }
+                do { try await clock.sleep(for: wait) } catch { return }
+            }
+        }
+    }
+
+    /// Sends alert updates in order; returns the first error. Updates of one alert go in order,
+    /// but an alert the server refuses (a 4xx) does not hold back the others: they still go,
+    /// and the refused one is retried after the backoff cap.
+    public func sendAlertUpdates(_ updates: [AlertUpdate]) async -> SyncError? {
+        let sender = HTTPAlertSender(transport: transport, token: configuration.token)
+        var firstError: SyncError?
+        var refusedAlerts = Set<String>()
+        for update in updates where !refusedAlerts.contains(update.alert.id) {
+            do {
+                try await sender.send(update)
+            } catch {
+                logger.info("alert update not delivered", metadata: ["alert.id": "\(update.alert.id)", "sync.error": "\(error)"])
+                firstError = firstError ?? error
+                // Without an answer the server is unreachable for every alert: stop here.
+                guard error.code == .rejected else { return error }
+                refusedAlerts.insert(update.alert.id)
+                continue
+            }
+            store.markAlertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence)
+            onEvent(.alertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence))
+        }
+        return firstError
+    }
+
+    private func setAlertLaneIdle() {
+        alertLaneSending = false
+        let waiters = alertLaneWaiters
+        alertLaneWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
+    /// backing off (the server is unreachable for it too), the readings lane waits.
+    private func waitForAlertLane() async {
+        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && !store.pendingAlertUpdates().isEmpty) {
+            await withCheckedContinuation { alertLaneWaiters.append($0) }
+        }
+    }
+
+    // MARK: - Readings lane
+
+    private func runReadingsLane() async {
+        while !Task.isCancelled {
+            let outcome = await readingsStep()
+            switch outcome {
+            case .sent:
+                continue
+            case .idle:
+                do { try await clock.sleep(for: configuration.pollInterval) } catch { return }
+                elapsedSinceBatch += configuration.pollInterval
+            case .failed(let error):
+                if error.status == 413 { continue }  // already split smaller, go again at once
+                let wait: Duration
+                if error.isRetryable {
+                    wait = configuration.backoff.delay(afterFailures: readingsFailures, retryAfter: error.retryAfter, using: &random)
+                    onEvent(.sendFailed(error, retryIn: wait))
+                } else {
+                    wait = configuration.backoff.cap
+                    onEvent(.rejected(error))
+                }
+                do { try await clock.sleep(for: wait) } catch { return }
+                elapsedSinceBatch += wait
+            }
+        }
+    }
+
+    /// Sends until no reading is unsynced and no batch is in flight, retrying failures with
+    /// backoff on the clock. For draining a backlog in tests and benchmarks.
+    public func drain(maxFailures: Int = 1000) async throws(SyncError) {
+        draining = true
+        defer { draining = false }
+        var failures = 0
+        while true {
+            let stats = store.statistics()
+            if stats.unsyncedReadings == 0, stats.inFlightBatches == 0 { return }
+            switch await readingsStep(heartbeatDue: false) {
+            case .sent: failures = 0
+            case .idle: return
+            case .failed(let error):
+                failures += 1
+                if failures >= maxFailures || (!error.isRetryable && error.status != 413) { throw error }
+                if error.status == 413 { continue }
+                let wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
+                do { try await clock.sleep(for: wait) } catch { throw SyncError(code: .transport, message: "cancelled") }
+            }
+        }
+    }
+
+    /// Picks and sends one batch: the newest readings after a failure or restart, else the
+    /// oldest batch in flight, else the oldest unsynced readings, else an empty heartbeat batch
+    /// when one is due.
+    public func readingsStep(heartbeatDue: Bool? = nil) async -> ReadingsStepOutcome {
+        await waitForAlertLane()
+        let reserved: ReservedBatch
+        do {
+            guard let next = try nextBatch(heartbeatDue: heartbeatDue ?? (elapsedSinceBatch >= configuration.heartbeatInterval)) else {
+                return .idle
+            }
+            reserved = next
+        } catch {
+            logger.info("store could not prepare a batch", metadata: ["store.error": "\(error)"])
+            return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
+        }
+        let result = await send(reserved)
+        switch result {
+        case .sent:
+            readingsFailures = 0
+            latestDue = false
+            elapsedSinceBatch = .zero
+        case .failed(let error):
+            readingsFailures += 1
+            latestDue = configuration.latestFirst
+            // 413: the server stored nothing of it (WIRE.md), so the key can be abandoned and
+            // the readings go again in smaller batches.
+            if error.status == 413 {
+                batchLimit = max(1, min(batchLimit, reserved.batch.readings.count) / 2)
+                try? store.abandonBatch(batchSequence: reserved.batch.batchSequence)
+            }
+        case .idle:
+            break
+        }
+        return result
+    }
+
+    private func nextBatch(heartbeatDue: Bool) throws(StoreError) -> ReservedBatch? {
+        let deviceID = configuration.deviceID
+        let inFlight = try store.inFlightBatches(deviceID: deviceID)
+        if latestDue {
+            latestDue = false
+            let newest = try store.newestUnsynced()
+            let stats = store.statistics()
+            // Only worth a batch of its own when there is a backlog behind it.
+            if !newest.isEmpty, stats.unsyncedReadings > newest.count {
+                if let existing = inFlight.first(where: { $0.isLatest && $0.batch.readings.map(\.sequence) == newest.map(\.sequence) }) {
+                    return existing
+                }
+                return try store.reserveBatch(deviceID: deviceID, readings: newest, heartbeat: currentHeartbeat(), isLatest: true)
+            }
+        }
+        if let first = inFlight.first { return first }
+        var candidates = try store.oldestUnsynced(limit: batchLimit)
+        if candidates.isEmpty {
+            guard heartbeatDue else { return nil }
+            return try store.reserveBatch(deviceID: deviceID, readings: [], heartbeat: currentHeartbeat())
+        }
+        if candidates.count < batchLimit, !draining, !heartbeatDue, elapsedSinceBatch < configuration.sendInterval {
+            return nil
+        }
+        // Bounded by bytes too: halve until the JSON fits. Encoding is the costly part of a
+        // batch, so sizes are only measured when a generous estimate (a fix is about 330 bytes
+        // of JSON, a heart rate about 200) says the batch might not fit.
+        let estimate = candidates.reduce(0) { total, reading in
+            switch reading.payload {
+            case .heartRate(let hr): total + 220 + 6 * hr.rrIntervals.count
+            case .position(let fix): total + 360 + (fix.time?.utf8.count ?? 0)
+            }
+        }
+        if estimate > configuration.maxBatchBytes {
+            while candidates.count > 1 {
+                let probe = SyncBatch(deviceID: deviceID, batchSequence: 0, readings: candidates)
+                guard let size = try? WireCodec.encode(probe).count, size > configuration.maxBatchBytes else { break }
+                candidates.removeLast(candidates.count / 2)
+            }
+        }
+        return try store.reserveBatch(deviceID: deviceID, readings: candidates, heartbeat: currentHeartbeat())
+    }
+
+    private func currentHeartbeat() -> DeviceHeartbeat {
+        var beat = heartbeat()
+        let stats = store.statistics()
+        beat.storeDepth = stats.unsyncedReadings
+        beat.storeBytes = stats.usedBytes
+        return beat
+    }
+
+    private func send(_ reserved: ReservedBatch) async -> ReadingsStepOutcome {
+        let batch = reserved.batch
+        let json: [UInt8]
+        let body: [UInt8]
+        do {
+            json = Array(try WireCodec.encode(batch))
+            body = try Gzip.compress(json)
+        } catch {
+            return .failed(SyncError(code: .encoding, message: "\(error)"))
+        }
+        let response: HTTPResponse
+        do {
+            response = try await transport.post(
+                path: "/v1/batches",
+                headers: [
+                    "Authorization": "Bearer \(configuration.token)", "Idempotency-Key": batch.idempotencyKey,
+                    "Content-Type": "application/json", "Content-Encoding": "gzip",
+                ], body: body)
+        } catch {
+            logger.info("batch not delivered", metadata: ["sync.batch_seq": "\(batch.batchSequence)", "sync.error": "\(error)"])
+            return .failed(error)
+        }
+        guard (200..<300).contains(response.status) else {
+            return .failed(SyncError.forStatus(response.status, retryAfter: response.retryAfter, body: response.body))
+        }
+        let ack: BatchAcknowledgement
+        do {
+            ack = try WireCodec.decode(BatchAcknowledgement.self, from: Data(response.body))
+        } catch {
+            return .failed(SyncError(code: .badAcknowledgement, status: response.status, message: "\(error)"))
+        }
+        guard ack.idempotencyKey == batch.idempotencyKey else {
+            return .failed(SyncError(code: .badAcknowledgement, status: response.status, message: "acknowledgement for \(ack.idempotencyKey)"))
+        }
+        do {
+            try store.acknowledge(batchSequence: batch.batchSequence)
+        } catch {
+            // The server has the batch; it stays in flight and its resend is answered from the
+            // server's cache, so nothing is lost or doubled.
+            return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
+        }
+        bodyBytesSent += body.count
+        uncompressedBytesSent += json.count
+        readingsSent += batch.readings.count
+        if !ack.acknowledgedAlerts.isEmpty { onAlertsAcknowledged(ack.acknowledgedAlerts) }
+        onEvent(
+            .batchAcknowledged(
+                batchSequence: batch.batchSequence, readings: batch.readings.count, stored: ack.stored, duplicates: ack.duplicates,
+                isLatest: reserved.isLatest))
+        return .sent(batchSequence: batch.batchSequence, readings: batch.readings.count, isLatest: reserved.isLatest)
+    }
+}

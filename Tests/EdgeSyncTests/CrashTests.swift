@@ -1,0 +1,128 @@
+import EdgeBenchmarks
+import EdgeLoopbackServer
+import EdgeStore
+import EdgeSync
+import Foundation
+import Testing
+import TrackMeCore
+
+/// The crash child built next to the test bundle (`store-crash-child`, declared in Package.swift).
+func crashChildURL() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("store-crash-child")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    throw CrashChildMissing()
+}
+
+struct CrashChildMissing: Error, CustomStringConvertible {
+    var description: String { "store-crash-child not found next to the test binary: run `swift build --build-tests` first" }
+}
+
+/// What one killed child had acknowledged.
+struct ChildRun {
+    var committed: [Int64] = []
+    var alerts: [String] = []
+    var killedBySignal = false
+}
+
+/// Runs the child, waits until it has acknowledged `target` readings (0: kill at once), kills it
+/// with SIGKILL and collects everything it printed before dying. Blocking: call off the
+/// cooperative pool.
+func runAndKill(child: URL, arguments: [String], target: Int) throws -> ChildRun {
+    let process = Process()
+    process.executableURL = child
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    var run = ChildRun()
+    var pending = Data()
+    func parse(_ data: Data) {
+        pending.append(data)
+        while let newline = pending.firstIndex(of: 0x0A) {
+            let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+            pending.removeSubrange(pending.startIndex...newline)
+            if line.hasPrefix("C "), let seq = Int64(line.dropFirst(2)) { run.committed.append(seq) }
+            if line.hasPrefix("A ") { run.alerts.append(String(line.dropFirst(2))) }
+        }
+    }
+    let handle = pipe.fileHandleForReading
+    while run.committed.count < target {
+        let data = handle.availableData
+        if data.isEmpty { break }
+        parse(data)
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    parse(handle.readDataToEndOfFile())
+    run.killedBySignal = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+    return run
+}
+
+@Suite("Crash and restart")
+struct CrashTests {
+    @Test("SIGKILL at random moments, 50 times: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once")
+    func killFiftyTimes() async throws {
+        let child = try crashChildURL()
+        let f = try SyncFixture()
+        f.store.close()
+        let storePath = f.storePath
+        let url = f.server.baseURL.absoluteString
+        // The blocking loop runs on a thread of its own, not on the cooperative pool.
+        let outcome: Result<(acknowledged: Int, runs: [ChildRun], failures: [String]), any Error> = await withCheckedContinuation { done in
+            Thread {
+                var generator = SplitMix64(seed: 2026)
+                var acknowledged = Set<Int64>()
+                var alerts = Set<String>()
+                var runs: [ChildRun] = []
+                var failures: [String] = []
+                do {
+                    for index in 0..<50 {
+                        // Mostly mid-stream, sometimes right at start-up (open, migration, recovery).
+                        let target = index % 10 == 3 ? 0 : Int.random(in: 1...3000, using: &generator)
+                        let run = try runAndKill(
+                            child: child, arguments: [storePath, url, deviceID, "secret", String(index)], target: target)
+                        runs.append(run)
+                        acknowledged.formUnion(run.committed)
+                        alerts.formUnion(run.alerts)
+                        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20), logger: quiet)
+                        defer { store.close() }
+                        if store.openReport.movedAsidePath != nil { failures.append("run \(index): store was found corrupt") }
+                        let verdict = try store.integrityCheck()
+                        if verdict != ["ok"] { failures.append("run \(index): integrity_check \(verdict)") }
+                        let present = Set(try store.sequenceNumbers())
+                        let missing = acknowledged.subtracting(present)
+                        if !missing.isEmpty { failures.append("run \(index): \(missing.count) acknowledged readings missing") }
+                        let journaled = Set(try store.alertStates().map { "\($0.alert.id):\($0.updateSequence)" })
+                        if !alerts.isSubset(of: journaled) { failures.append("run \(index): acknowledged alert missing") }
+                    }
+                    done.resume(returning: .success((acknowledged.count, runs, failures)))
+                } catch {
+                    done.resume(returning: .failure(error))
+                }
+            }.start()
+        }
+        let (acknowledgedCount, runs, failures) = try outcome.get()
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(runs.count == 50)
+        #expect(runs.allSatisfy { $0.killedBySignal })
+        #expect(acknowledgedCount > 1000)
+        // The children synced while they ran (and were killed mid-batch).
+        let syncedByChildren = f.server.readings(deviceID: deviceID).count
+        #expect(syncedByChildren > 0)
+
+        // Sync continues from the store's cursor: drain the rest and compare.
+        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20), logger: quiet)
+        f.store = store
+        let engine = f.engine(maxBatchReadings: 500)
+        try await engine.drain()
+        #expect(await engine.sendAlertUpdates(store.pendingAlertUpdates()) == nil)
+        try f.expectExactlyOnce()
+        let journaledAlerts = try store.alertStates().map(\.alert.id)
+        #expect(Set(f.server.alertUpdates.keys) == Set(journaledAlerts))
+    }
+}

@@ -1,0 +1,441 @@
+import EdgeBenchmarks
+import EdgeLoopbackServer
+import EdgeStore
+import EdgeSync
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import TrackMeCore
+
+let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+let deviceID = "pi-0042"
+
+/// A store in a directory of its own plus a loopback server, torn down together.
+final class SyncFixture {
+    let directory: String
+    let server: LoopbackSyncServer
+    var store: ReadingStore
+
+    init(budget: Int64 = 10_000_000) throws {
+        directory = NSTemporaryDirectory() + "edgesync-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        server = try LoopbackSyncServer(token: "secret")
+        store = try ReadingStore(configuration: StoreConfiguration(path: directory + "/store.sqlite", diskBudgetBytes: budget), logger: quiet)
+    }
+
+    var storePath: String { directory + "/store.sqlite" }
+
+    func reopen() throws {
+        store.close()
+        store = try ReadingStore(configuration: StoreConfiguration(path: storePath), logger: quiet)
+    }
+
+    @discardableResult
+    func append(_ range: Range<Int>) throws -> [Int64] {
+        try store.append(range.map { i in
+            let (t, p) = SyntheticReadings.reading(i)
+            return NewReading(timestamp: t, payload: p)
+        })
+    }
+
+    func engine(
+        clock: any Clock<Duration> = ContinuousClock(), maxBatchReadings: Int = 200, timeout: Duration = .seconds(5),
+        heartbeatInterval: Duration = .seconds(30), sendInterval: Duration = .zero, token: String = "secret",
+        onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
+        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+    ) -> SyncEngine {
+        SyncEngine(
+            store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: timeout),
+            configuration: SyncConfiguration(
+                deviceID: deviceID, token: token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
+                pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(40))),
+            clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42)
+    }
+
+    /// The server holds exactly the store's readings, each once and unchanged, and the store
+    /// has them all marked synced.
+    func expectExactlyOnce(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let local = try store.allReadings()
+        let remote = server.readings(deviceID: deviceID)
+        #expect(local.allSatisfy { $0.synced }, "unsynced readings left", sourceLocation: sourceLocation)
+        #expect(remote.count == local.count, sourceLocation: sourceLocation)
+        for (reading, _) in local where remote[reading.sequence] != reading {
+            Issue.record("reading \(reading.sequence) differs or is missing on the server", sourceLocation: sourceLocation)
+            return
+        }
+    }
+
+    deinit {
+        server.shutdown()
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+@Suite("Gzip and backoff")
+struct GzipBackoffTests {
+    @Test("gzip round-trips and rejects a damaged stream", arguments: [0, 1, 1000, 200_000])
+    func gzip(size: Int) throws {
+        var generator = SplitMix64(seed: UInt64(size))
+        let input = (0..<size).map { i in i % 3 == 0 ? UInt8.random(in: 0...255, using: &generator) : UInt8(i % 7) }
+        let compressed = try Gzip.compress(input)
+        #expect(compressed.prefix(2) == [0x1F, 0x8B])
+        #expect(try Gzip.decompress(compressed) == input)
+        var damaged = compressed
+        damaged[damaged.count / 2] ^= 0xFF
+        damaged.removeLast(4)
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(damaged) }
+    }
+
+    @Test("backoff grows exponentially to the cap with full jitter, and Retry-After wins")
+    func backoff() {
+        let policy = BackoffPolicy(base: .milliseconds(100), cap: .seconds(2), retryAfterCap: .seconds(60))
+        #expect(policy.ceiling(afterFailures: 1) == .milliseconds(100))
+        #expect(policy.ceiling(afterFailures: 3) == .milliseconds(400))
+        #expect(policy.ceiling(afterFailures: 50) == .seconds(2))
+        var generator = SplitMix64(seed: 1)
+        let delays = (0..<500).map { _ in policy.delay(afterFailures: 4, retryAfter: nil, using: &generator) }
+        #expect(delays.allSatisfy { $0 >= .zero && $0 <= .milliseconds(800) })
+        #expect(Set(delays).count > 400, "no jitter")
+        #expect(delays.contains { $0 < .milliseconds(200) } && delays.contains { $0 > .milliseconds(600) })
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(7), using: &generator) == .seconds(7))
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(3600), using: &generator) == .seconds(60))
+    }
+}
+
+@Suite("Sync engine")
+struct SyncEngineTests {
+    @Test("a backlog drains in bounded batches; the server holds every reading exactly once")
+    func drain() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<1234)
+        try await f.engine(maxBatchReadings: 200).drain()
+        try f.expectExactlyOnce()
+        let batches = f.server.batches
+        #expect(batches.allSatisfy { $0.sequences.count <= 200 })
+        #expect(batches.allSatisfy { !$0.repeated })
+        // Keys are DEVICE_ID:BATCH_SEQ with increasing numbers.
+        let numbers = batches.compactMap { Int64($0.idempotencyKey.split(separator: ":").last ?? "") }
+        #expect(numbers == numbers.sorted() && batches.allSatisfy { $0.idempotencyKey.hasPrefix("\(deviceID):") })
+    }
+
+    @Test(
+        "server faults lose nothing and duplicate nothing",
+        arguments: [
+            LoopbackSyncServer.Fault.status(500, retryAfterSeconds: nil), .status(503, retryAfterSeconds: 0), .status(429, retryAfterSeconds: 0),
+            .closeMidRequest, .closeAfterProcessing, .refuseConnections, .delay(.milliseconds(1500)),
+        ])
+    func faults(fault: LoopbackSyncServer.Fault) async throws {
+        let f = try SyncFixture()
+        try f.append(0..<900)
+        f.server.setFault(fault, count: 4)
+        try await f.engine(maxBatchReadings: 100, timeout: .seconds(1)).drain()
+        try f.expectExactlyOnce()
+        if fault == .closeAfterProcessing || fault == .delay(.milliseconds(1500)) {
+            // The server stored batches whose answers were lost: their resends were repeats.
+            #expect(f.server.batches.contains { $0.repeated })
+        }
+    }
+
+    @Test("the server going away and coming back loses nothing")
+    func serverGoesAway() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<600)
+        let engine = f.engine(maxBatchReadings: 100)
+        #expect(await engine.readingsStep().isSent)
+        f.server.goAway()
+        for _ in 0..<3 {
+            guard case .failed(let error) = await engine.readingsStep() else {
+                Issue.record("a send to an absent server succeeded")
+                return
+            }
+            #expect(error.code == .transport)
+        }
+        try f.server.comeBack()
+        try await engine.drain()
+        try f.expectExactlyOnce()
+    }
+
+    @Test("a 4xx other than 408/429 is reported, not retried blindly, and marks nothing synced")
+    func rejected() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<10)
+        let engine = f.engine(token: "wrong")
+        await #expect(throws: SyncError.self) { try await engine.drain() }
+        guard case .failed(let error) = await engine.readingsStep() else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(error.code == .rejected && error.status == 401 && !error.isRetryable)
+        #expect(f.store.statistics().unsyncedReadings == 10)
+        #expect(f.server.readings(deviceID: deviceID).isEmpty)
+    }
+
+    @Test("413 Too Large: the batch is abandoned (the server stored nothing) and its readings go again in smaller batches")
+    func tooLarge() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<400)
+        f.server.setFault(.status(413, retryAfterSeconds: nil), count: 2)
+        try await f.engine(maxBatchReadings: 400).drain()
+        try f.expectExactlyOnce()
+        #expect(f.server.batches.allSatisfy { $0.sequences.count <= 100 })
+        #expect(f.store.statistics().inFlightBatches == 0)
+    }
+
+    @Test("an alert the server refuses does not hold back another alert")
+    func refusedAlertDoesNotBlock() async throws {
+        let f = try SyncFixture()
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        func update(_ id: String) -> AlertUpdate {
+            AlertUpdate(alert: AlertRecord(id: id, deviceID: deviceID, kind: .manual, state: .raised, firstCritical: t), updateSequence: 0, type: .raised, sent: t)
+        }
+        #expect(f.store.appendAlert(update("refused")) == .durable)
+        #expect(f.store.appendAlert(update("fine")) == .durable)
+        f.server.setFault(.status(400, retryAfterSeconds: nil), count: 1)
+        let error = await f.engine().sendAlertUpdates(f.store.pendingAlertUpdates())
+        #expect(error?.code == .rejected)
+        #expect(f.server.alertArrivalOrder == ["fine:0"])
+        #expect(f.store.pendingAlertUpdates().map(\.alert.id) == ["refused"])
+    }
+
+    @Test("Retry-After is respected: the lane waits exactly that long on the clock")
+    func retryAfter() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<10)
+        f.server.setFault(.status(503, retryAfterSeconds: 7), count: 1)
+        let clock = VirtualClock()
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(clock: clock, onEvent: { continuation.yield($0) })
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        var iterator = events.makeAsyncIterator()
+        guard case .sendFailed(let error, let retryIn) = await iterator.next() else {
+            Issue.record("expected a failed send first")
+            return
+        }
+        #expect(error.status == 503)
+        #expect(retryIn == .seconds(7))
+        // Nothing is resent before the 7 s are up.
+        await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(6))
+        await clock.waitForSleepers(2)
+        #expect(f.server.requestCount == 1)
+        clock.advance(by: .seconds(1))
+        while let event = await iterator.next() {
+            if case .batchAcknowledged = event { break }
+        }
+        #expect(f.server.readings(deviceID: deviceID).count == 10)
+    }
+
+    @Test("after an outage the newest heart rate and fix reach the server first, then the backlog drains")
+    func latestFirst() async throws {
+        let f = try SyncFixture()
+        let seqs = try f.append(0..<5000)
+        f.server.goAway()
+        let engine = f.engine(maxBatchReadings: 500)
+        #expect(await engine.readingsStep().isFailed)
+        let newer = try f.append(5000..<5004)
+        #expect(await engine.readingsStep().isFailed)
+        try f.server.comeBack()
+        let outcome = await engine.readingsStep()
+        guard case .sent(_, let count, let isLatest) = outcome else {
+            Issue.record("the first send after the outage failed: \(outcome)")
+            return
+        }
+        #expect(count == 2 && isLatest)
+        let first = try #require(f.server.batches.first)
+        #expect(first.sequences == Array(newer.suffix(2)), "the first batch after the outage was not the newest readings")
+        #expect(f.server.readings(deviceID: deviceID).count == 2)
+        try await engine.drain()
+        try f.expectExactlyOnce()
+        #expect(f.server.readings(deviceID: deviceID).count == seqs.count + newer.count)
+    }
+
+    @Test("a batch reserved before a crash is resent after restart with the same key and the same readings")
+    func resumeAfterRestart() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<300)
+        let reserved = try f.store.reserveBatch(deviceID: deviceID, readings: try f.store.oldestUnsynced(limit: 100), heartbeat: nil)
+        try f.reopen()
+        let engine = SyncEngine(
+            store: f.store, transport: URLSessionTransport(baseURL: f.server.baseURL),
+            configuration: SyncConfiguration(deviceID: deviceID, token: "secret", maxBatchReadings: 100, latestFirst: false),
+            clock: ContinuousClock(), logger: quiet)
+        try await engine.drain()
+        let first = try #require(f.server.batches.first)
+        #expect(first.idempotencyKey == reserved.batch.idempotencyKey)
+        #expect(first.sequences == reserved.batch.readings.map(\.sequence))
+        try f.expectExactlyOnce()
+    }
+
+    @Test("online in steady state, a small batch waits for the send interval; a full one goes at once")
+    func sendInterval() async throws {
+        let f = try SyncFixture()
+        let clock = VirtualClock()
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(clock: clock, maxBatchReadings: 50, sendInterval: .seconds(5), onEvent: { continuation.yield($0) })
+        try f.append(0..<10)
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        var iterator = events.makeAsyncIterator()
+        // After a start, the newest heart rate and fix go at once, on their own.
+        await clock.waitForSleepers(2)
+        guard case .batchAcknowledged(_, 2, _, _, true) = await iterator.next() else {
+            Issue.record("the latest batch did not go first")
+            return
+        }
+        for _ in 0..<400 {
+            await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(10))
+        }
+        #expect(f.server.batches.count == 1, "a small batch went out before the send interval")
+        try f.append(10..<60)
+        let ticker = Task {
+            while !Task.isCancelled {
+                await clock.waitForSleepers(2)
+                clock.advance(by: .milliseconds(10))
+                await Task.yield()
+            }
+        }
+        defer { ticker.cancel() }
+        guard case .batchAcknowledged(_, let readings, _, _, _) = await iterator.next() else {
+            Issue.record("no batch")
+            return
+        }
+        #expect(readings == 50)
+    }
+
+    @Test("a heartbeat batch goes out on its interval even with nothing to send")
+    func heartbeat() async throws {
+        let f = try SyncFixture()
+        let clock = VirtualClock()
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(clock: clock, heartbeatInterval: .seconds(30), onEvent: { continuation.yield($0) })
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        for _ in 0..<2900 {
+            await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(10))
+        }
+        #expect(f.server.batches.isEmpty, "a heartbeat went out before its interval")
+        var iterator = events.makeAsyncIterator()
+        let ticker = Task {
+            while !Task.isCancelled {
+                await clock.waitForSleepers(2)
+                clock.advance(by: .milliseconds(10))
+                await Task.yield()
+            }
+        }
+        defer { ticker.cancel() }
+        guard case .batchAcknowledged(_, let readings, _, _, _) = await iterator.next() else {
+            Issue.record("no heartbeat")
+            return
+        }
+        #expect(readings == 0)
+        let beat = try #require(f.server.batches.first?.heartbeat)
+        #expect(beat.storeDepth == 0)
+    }
+
+    @Test("alert updates go out before the backlog, and acknowledged alerts are surfaced")
+    func alertsFirstAndAcknowledged() async throws {
+        let f = try SyncFixture()
+        try f.append(0..<3000)
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        let record = AlertRecord(id: "sos-1", deviceID: deviceID, kind: .manual, state: .raised, firstCritical: t, raised: t)
+        #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t)) == .durable)
+        #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 1, type: .position, sent: t)) == .durable)
+        f.server.acknowledgeAlert("sos-1", deviceID: deviceID)
+        let acknowledged = Mutex<[String]>([])
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(
+            maxBatchReadings: 100, onAlertsAcknowledged: { ids in acknowledged.withLock { $0 += ids } }, onEvent: { continuation.yield($0) })
+        engine.alertJournaled()
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        var delivered = 0
+        var batchesBeforeAlerts = -1
+        for await event in events {
+            if case .alertUpdateDelivered = event {
+                delivered += 1
+                if delivered == 2 { batchesBeforeAlerts = f.server.batches.count }
+            }
+            if case .batchAcknowledged = event, delivered == 2 { break }
+        }
+        #expect(batchesBeforeAlerts == 0, "readings went out before the alerts")
+        #expect(f.server.alertArrivalOrder == ["sos-1:0", "sos-1:1"])
+        #expect(f.store.pendingAlertUpdates().isEmpty)
+        #expect(acknowledged.withLock { $0 }.contains("sos-1"))
+    }
+
+    @Test("an alert the journal could not write (disk full) still reaches the server from memory")
+    func alertFromMemory() async throws {
+        let f = try SyncFixture()
+        try f.store.simulate(.diskFull)
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        let update = AlertUpdate(
+            alert: AlertRecord(id: "full", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
+            type: .raised, sent: t)
+        guard case .memoryOnly(let error) = f.store.appendAlert(update) else {
+            Issue.record("journal wrote on a full disk")
+            return
+        }
+        #expect(error.code == .diskFull)
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
+        let engine = f.engine(onEvent: { continuation.yield($0) })
+        engine.alertJournaled()
+        let runner = Task { await engine.run() }
+        defer { runner.cancel() }
+        for await event in events {
+            if case .alertUpdateDelivered(let id, _) = event, id == "full" { break }
+        }
+        #expect(f.server.alertUpdates["full"]?[0] == update)
+        #expect(f.store.pendingAlertUpdates().isEmpty)
+    }
+
+    @Test("the HTTP alert sender delivers idempotently and reports a rejection")
+    func alertSender() async throws {
+        let f = try SyncFixture()
+        let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+        let update = AlertUpdate(
+            alert: AlertRecord(id: "a", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
+            type: .raised, sent: t)
+        let sender = HTTPAlertSender(transport: URLSessionTransport(baseURL: f.server.baseURL), token: "secret")
+        try await sender.send(update)
+        try await sender.send(update)
+        #expect(f.server.alertUpdates["a"]?[0] == update)
+        #expect(f.server.alertArrivalOrder == ["a:0"])
+        let bad = HTTPAlertSender(transport: URLSessionTransport(baseURL: f.server.baseURL), token: "nope")
+        await #expect(throws: SyncError.self) { try await bad.send(update) }
+        f.server.goAway()
+        do {
+            try await sender.send(update)
+            Issue.record("sent to an absent server")
+        } catch {
+            #expect(error.code == .transport && error.isRetryable)
+        }
+    }
+
+    @Test("disk budget reached during a long offline window: drops are reported to the server, alerts survive")
+    func budgetDuringOutage() async throws {
+        let f = try SyncFixture(budget: 150_000)
+        try f.append(0..<500)
+        try await f.engine().drain()
+        let t = ReadingTimestamp(monotonicNanoseconds: 1_000_000_000 + 700 * 500_000_000, bootID: SyntheticReadings.bootID, wallClockMilliseconds: nil, wallClockTrusted: false)
+        let record = AlertRecord(id: "offline-sos", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t)
+        #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t)) == .durable)
+        for chunk in stride(from: 500, to: 12_500, by: 500) { try f.append(chunk..<chunk + 500) }
+        let stats = f.store.statistics()
+        #expect(stats.droppedByBudgetTotal > 0)
+        try await f.engine().drain()
+        let reported = f.server.batches.reduce(Int64(0)) { $0 + $1.droppedByBudget }
+        #expect(reported == stats.droppedByBudgetTotal)
+        #expect(f.server.readings(deviceID: deviceID).count + Int(reported) == 12_500)
+        #expect(try f.store.alertStates().map(\.alert.id) == ["offline-sos"])
+    }
+}
+
+extension ReadingsStepOutcome {
+    var isSent: Bool { if case .sent = self { true } else { false } }
+    var isFailed: Bool { if case .failed = self { true } else { false } }
+}
