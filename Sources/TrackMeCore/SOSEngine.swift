@@ -136,7 +136,7 @@ public struct SOSEngine: Sendable {
         case .detected:
             contactLostSince = nil
             if hasBeat { strapSendsRR = true }
-            if reading.bpm == 0 { zeroRun.extend(now) } else { zeroRun = Run() }
+            if reading.bpm == 0 { zeroRun.extend(now, maximumGap: thresholds.maximumReadingGap) } else { zeroRun = Run() }
             if hasBeat || beatWindowStart == nil { beatWindowStart = now }
             let windowStart = beatWindowStart ?? now
             let noBeat = strapSendsRR && !hasBeat && Self.nanos(now, since: windowStart) >= thresholds.noBeatWindow
@@ -153,10 +153,11 @@ public struct SOSEngine: Sendable {
         evaluate(.noPulse, conditionNow: noPulseNow, fires: noPulseFires, since: noPulseSince, now: now, into: &actions)
 
         // Zeros belong to the no-pulse rule and absurd values are corrupt: neither extends nor
-        // breaks a low or high episode.
+        // breaks a low or high episode (but a run of them longer than the maximum reading gap
+        // does, through `Run.extend`).
         if reading.bpm > 0 && reading.bpm <= settings.absurdBPM {
-            if reading.bpm < limits.minimum { lowRun.extend(now) } else { lowRun = Run() }
-            if reading.bpm > limits.maximum { highRun.extend(now) } else { highRun = Run() }
+            if reading.bpm < limits.minimum { lowRun.extend(now, maximumGap: thresholds.maximumReadingGap) } else { lowRun = Run() }
+            if reading.bpm > limits.maximum { highRun.extend(now, maximumGap: thresholds.maximumReadingGap) } else { highRun = Run() }
             evaluate(
                 .heartRateLow, conditionNow: lowRun.since != nil,
                 fires: lowRun.holds(now: now, persistence: thresholds.heartRateLow, readings: settings.heartRateLow.minimumReadings),
@@ -245,10 +246,15 @@ public struct SOSEngine: Sendable {
     /// A run of consecutive readings for which a condition held.
     private struct Run: Hashable, Sendable {
         var since: ReadingTimestamp?
+        var last: ReadingTimestamp?
         var count = 0
 
-        mutating func extend(_ now: ReadingTimestamp) {
+        /// Adds a reading; after a gap longer than `maximumGap` nanoseconds the run restarts,
+        /// since nothing is known of the time in between.
+        mutating func extend(_ now: ReadingTimestamp, maximumGap: Int64) {
+            if let last, SOSEngine.nanos(now, since: last) > maximumGap { self = Run() }
             if since == nil { since = now }
+            last = now
             count += 1
         }
 
@@ -270,6 +276,7 @@ public struct SOSEngine: Sendable {
         var noBeatWindow: Int64
         var contactLost: Int64
         var strapSilent: Int64
+        var maximumReadingGap: Int64
         var rearm: [Int64]
         var minimumRRUnits: UInt16
 
@@ -280,6 +287,7 @@ public struct SOSEngine: Sendable {
             noBeatWindow = s.noBeatWindow.nanoseconds
             contactLost = s.contactLost.persistence.nanoseconds
             strapSilent = s.strapSilent.persistence.nanoseconds
+            maximumReadingGap = s.maximumReadingGap.nanoseconds
             var rearm = [Int64](repeating: 0, count: AlertKind.allCases.count)
             for kind in AlertKind.allCases { rearm[SOSEngine.index(kind)] = s.rule(kind).rearm.nanoseconds }
             self.rearm = rearm

@@ -52,6 +52,9 @@ public struct SOSSettings: Hashable, Sendable {
     public var manual = SOSRuleSettings(persistence: .zero, countdown: .seconds(5), rearm: .zero)
     /// Readings above this are corrupt, not tachycardia: they neither extend nor break an episode.
     public var absurdBPM = 250
+    /// Consecutive readings further apart than this do not make one episode: an episode that
+    /// counts readings restarts after such a gap (link drop, corrupt readings in between).
+    public var maximumReadingGap: Duration = .seconds(3)
     /// RR intervals shorter than this (300 bpm) are glitches, not beats.
     public var minimumPlausibleRRMilliseconds = 200
 
