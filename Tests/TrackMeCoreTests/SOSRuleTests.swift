@@ -328,4 +328,21 @@ import TrackMeCore
         #expect(raised.first?.0 == raisedAt)
         #expect(raised.first?.1 == .noPulse)
     }
+
+    /// The per-person setting at work on real data: mimicdb037's sustained 115-134 bpm stays
+    /// under the default maximum (Tanaka, 166 at 60), but a profile whose maximum is 120 raises
+    /// heart_rate_high once 30 s above it have passed: the runs above 120 in the first minutes
+    /// last 13-20 s (broken by single readings at 116-120), the first of 30 s starts at 300 s.
+    @Test func explicitMaximumInTheProfileAlertsOnSustainedTachycardia() throws {
+        var replay = SOSTraceReplay(profile: PersonProfile(name: "037", age: 60, maximumHeartRate: 120))
+        replay.run(try SOSTraceAcceptanceTests.load("mimicdb037_icu_10min.csv"))
+        let raised = replay.steps.compactMap { step -> AlertRecord? in
+            if case .raise(let r) = step.action { r } else { nil }
+        }
+        #expect(raised.count == 1)
+        #expect(raised.first?.kind == .heartRateHigh)
+        #expect(raised.first?.firstCritical == SOSTraceReplay.timestamp(300_000))
+        #expect(raised.first?.raised == SOSTraceReplay.timestamp(340_000))
+        #expect((raised.first?.triggeringReadings.allSatisfy { $0.reading.bpm > 120 }) == true)
+    }
 }
