@@ -208,3 +208,35 @@ struct FallbackScript {
         await h.stop()
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct ExecutableFallbackTests {
+    @Test func stuckFallbackIsTerminatedAtItsTimeLimit() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-stuck-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let script = directory.appendingPathComponent("stuck.sh")
+        try "#!/bin/sh\nexec sleep 600\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+
+        let clock = VirtualClock()
+        let fallback = ExecutableFallback(executable: script, timeLimit: .seconds(30), clock: clock)
+        let run = Task { try await fallback.run(DispatchLaneTests.alert, reason: .escalation, contactIndex: nil) }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(30))
+        do {
+            try await run.value
+            Issue.record("a stuck fallback must fail")
+        } catch let error as LocalFallbackError {
+            #expect(error.code == .timedOut)
+        }
+    }
+
+    @Test func successfulFallbackGetsTheContactIndex() async throws {
+        let script = try FallbackScript()
+        defer { script.remove() }
+        try await script.fallback.run(DispatchLaneTests.alert, reason: .notifyContact, contactIndex: 2)
+        #expect(try String(contentsOf: script.reason, encoding: .utf8) == "notify_contact 2")
+        let record = try WireCodec.decode(AlertRecord.self, from: try Data(contentsOf: script.output))
+        #expect(record == DispatchLaneTests.alert)
+    }
+}

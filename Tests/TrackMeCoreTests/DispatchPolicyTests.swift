@@ -90,7 +90,12 @@ import TrackMeCore
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))
         d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
-        for second in 1...400 { d.at(Double(second), .tick); if case .send(let u)? = d.log.last?.1 { d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: u.updateSequence, acknowledged: false)) } }
+        for second in 1...400 {
+            d.at(Double(second), .tick)
+            if case .send(let update)? = d.log.last?.1 {
+                d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence, acknowledged: false))
+            }
+        }
         let resends = d.sends.filter { $0.type == .raised && $0.updateSequence > 0 }
         #expect(resends.count == 1)
         #expect(d.fallbacks.map(\.0) == [.seconds(120), .seconds(180), .seconds(300)])
