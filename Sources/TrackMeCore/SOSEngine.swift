@@ -95,6 +95,11 @@ public struct SOSEngine: Sendable {
             isMonitoring = false
             resetSignalState(now: now)
             actions = lifecycle.receive(.tick, now: now) + [.logMonitoringPaused]
+            // Pausing says the strap is off on purpose: a countdown about the strap's signal no
+            // longer applies. Physiological and manual countdowns go on.
+            if let pending = lifecycle.alert, lifecycle.countdownDeadline != nil, settings.rule(pending.kind).withdrawsWhenCleared {
+                actions += lifecycle.receive(.withdraw(pending.kind), now: now)
+            }
         case .resume:
             guard !isMonitoring else { return lifecycle.receive(.tick, now: now) }
             isMonitoring = true

@@ -19,7 +19,8 @@ public enum SOSEvent: Hashable, Sendable {
     /// The wearer (or someone for them) cancelled the open alert.
     case cancel(CancelReason)
     /// Monitoring paused (strap taken off on purpose) or resumed. Manual SOS still works while
-    /// paused, and an open alert keeps its lifecycle.
+    /// paused, and an open alert keeps its lifecycle, except that pausing withdraws a pending
+    /// contact-lost or strap-silent countdown.
     case pause
     case resume
     /// The server accepted the alert.

@@ -293,6 +293,24 @@ import TrackMeCore
         #expect(h.first(\.countdown)?.ms == 140_500)
     }
 
+    @Test func pausingWithdrawsATechnicalCountdownButNotAPhysiologicalOne() {
+        var h = SOSHarness()
+        h.readings(from: 0, through: 9_000, bpm: 70)
+        h.ticks(from: 9_250, through: 29_000)  // strap silent: countdown from 29 s
+        #expect(h.first(\.countdown)?.record.kind == .strapSilent)
+        h.send(.pause, at: 30_000)
+        #expect(h.first(\.withdrawnRecord)?.ms == 30_000)
+        h.ticks(from: 30_250, through: 90_000)
+        #expect(h.all(\.raised).isEmpty)
+
+        var g = SOSHarness()
+        g.readings(from: 0, through: 7_000, bpm: 35)  // heart-rate-low countdown from 6 s
+        g.send(.pause, at: 7_500)
+        g.ticks(from: 7_750, through: 20_000)
+        #expect(g.all(\.withdrawnRecord).isEmpty)
+        #expect(g.first(\.raised)?.ms == 16_000)
+    }
+
     // MARK: real data
 
     /// The 8 s contact loss of prcp12726 stays below the default; with a 5 s threshold it starts
