@@ -81,4 +81,28 @@ import TrackMeCore
         // No countdown may start outside an expected alert either.
         #expect(countdowns.count == testCase.expected.count(where: { $0.countdownStarted != nil }), "\(countdowns)")
     }
+
+    /// The same verdicts when the ticks come at another rate and the notifications arrive with
+    /// BLE jitter (a deterministic ±300 ms pattern): the same alerts, within 2 s of the table.
+    @Test(arguments: cases, [Duration.milliseconds(100), .seconds(1)])
+    func verdictsHoldWithJitterAndOtherTickRates(_ testCase: Case, tick: Duration) throws {
+        let original = try Self.load(testCase.file)
+        var rows = original.rows
+        for index in rows.indices {
+            let jitter = Int64((index * 7919) % 601) - 300
+            let earliest = index == 0 ? 0 : rows[index - 1].timeMilliseconds + 1
+            rows[index].timeMilliseconds = max(earliest, rows[index].timeMilliseconds + jitter)
+        }
+        var replay = SOSTraceReplay(profile: PersonProfile(name: testCase.file, age: testCase.age), tickInterval: tick)
+        replay.run(HeartRateTrace(rows: rows))
+        let raised = replay.steps.compactMap { step -> (AlertKind, Int64)? in
+            if case .raise(let r) = step.action { (r.kind, step.timeMilliseconds) } else { nil }
+        }
+        #expect(raised.map(\.0) == testCase.expected.map(\.kind), "\(testCase.file): \(raised)")
+        for (got, expected) in zip(raised, testCase.expected) {
+            #expect(abs(got.1 - expected.raised * 1000) <= 2000, "\(testCase.file): raised at \(got.1) ms")
+        }
+        let stopped = replay.steps.filter { if case .withdrawn = $0.action { true } else { false } }
+        #expect(stopped.isEmpty)
+    }
 }
