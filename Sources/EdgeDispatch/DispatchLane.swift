@@ -23,6 +23,21 @@ public enum DispatchLaneEvent: Hashable, Sendable {
 ///
 /// Call `run()` in a task (the agent's service group); it returns when that task is cancelled.
 /// A slow send or fallback never holds up the others: each runs in its own child task.
+///
+/// Wiring in the agent:
+///
+///     for action in engine.receive(event, now: t) {
+///         journal(action)                      // durably first: raise, update, cancelled
+///         await lane.submit(action)
+///     }
+///     for await event in lane.events {
+///         switch event {
+///         case .delivered(let id): feed(.delivered(alertID: id))      // back into the engine
+///         case .acknowledged(let id): feed(.acknowledged(alertID: id))
+///         case .showAcknowledgement(let id, let done): display(id, done)
+///         default: break                       // logs, metrics
+///         }
+///     }
 public actor DispatchLane {
     private enum Job: Sendable {
         case send(AlertUpdate)
