@@ -44,6 +44,17 @@ public struct AlertStateMachine: Hashable, Sendable {
 
     public init() {}
 
+    /// Restores the lifecycle after a restart from the journal: an alert that was raised,
+    /// delivered or acknowledged and never closed is open again. Any other record (pending
+    /// alerts are never journaled; closed ones are over) leaves it normal.
+    public init(restoring alert: AlertRecord?) {
+        guard let alert else { return }
+        switch alert.state {
+        case .raised, .delivered, .acknowledged: state = .open(alert)
+        case .pending, .resolved, .cancelled: break
+        }
+    }
+
     /// The open alert (pending, raised, delivered or acknowledged), if any.
     public var alert: AlertRecord? {
         switch state {

@@ -39,11 +39,14 @@ public struct SOSEngine: Sendable {
     /// - Parameters:
     ///   - learnedRestingRate: a resting heart rate learned from the person's history, used
     ///     when the profile has none (see `HeartRateLimits`).
+    ///   - openAlert: after a restart, the journal's alert that was raised and not closed: it
+    ///     is the person's open alert again, so the rules raise nothing new while it lasts.
     ///   - now: when monitoring starts (strap silence counts from here).
     public init(
         deviceID: String, profile: PersonProfile, settings: SOSSettings = SOSSettings(), learnedRestingRate: Int? = nil,
-        ids: any AlertIDGenerator, now: ReadingTimestamp
+        ids: any AlertIDGenerator, openAlert: AlertRecord? = nil, now: ReadingTimestamp
     ) {
+        self.lifecycle = AlertStateMachine(restoring: openAlert)
         self.deviceID = deviceID
         self.profile = profile
         self.settings = settings

@@ -174,4 +174,25 @@ import TrackMeCore
         let decoded = try WireCodec.decode(AlertUpdate.self, from: try WireCodec.encode(update))
         #expect(decoded == update)
     }
+
+    @Test func openAlertFromTheJournalIsRestoredAfterARestart() throws {
+        var before = Self.raisedAlert()
+        before.send(.delivered(alertID: "a-1"), at: 14_000)
+        let journaled = try #require(before.engine.openAlert)
+        var engine = SOSEngine(
+            deviceID: "pi-0042", profile: PersonProfile(name: "Ada", age: 60), ids: SequentialAlertIDs(prefix: "b"),
+            openAlert: journaled, now: SOSHarness.ts(20_000))
+        #expect(engine.openAlert == journaled)
+        // The flat line goes on after the restart: no second alert.
+        var actions: [SOSAction] = []
+        for second in 21...40 {
+            actions += engine.receive(.heartRate(HeartRateReading(bpm: 0, contact: .detected)), now: SOSHarness.ts(Int64(second) * 1000))
+        }
+        #expect(actions.isEmpty)
+        #expect(engine.receive(.acknowledged(alertID: "a-1"), now: SOSHarness.ts(41_000)).first?.updated?.state == .acknowledged)
+
+        var pending = journaled
+        pending.state = .pending
+        #expect(AlertStateMachine(restoring: pending).isNormal)
+    }
 }
