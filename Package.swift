@@ -29,6 +29,17 @@ targets += [
     .testTarget(name: "SystemLibraryTests", dependencies: ["CBlueZ", "CGPS"], swiftSettings: strictSettings),
 ]
 
+// MARK: - SOS dispatch (issue 5): the I/O shell around TrackMeCore's DispatchPolicy.
+
+targets += [
+    .target(
+        name: "EdgeDispatch",
+        dependencies: ["TrackMeCore", .product(name: "Logging", package: "swift-log")],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(name: "EdgeDispatchTests", dependencies: ["EdgeDispatch", "TrackMeCore"], swiftSettings: strictSettings),
+]
+
 // MARK: - BLE heart rate (issue 3)
 
 // MARK: - GPS position (issue 4)

@@ -50,12 +50,21 @@ public final class VirtualClock: Clock, @unchecked Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { s -> Bool in
-                    if deadline <= s.now { return true }
+                // A task cancelled before it got here has already run `onCancel` (which found no
+                // sleeper to remove): it must not wait. Checked under the lock, so a cancel that
+                // comes later finds the sleeper.
+                enum Outcome { case sleep, wake, cancelled }
+                let outcome = state.withLock { s -> Outcome in
+                    if Task.isCancelled { return .cancelled }
+                    if deadline <= s.now { return .wake }
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return false
+                    return .sleep
                 }
-                if resumeNow { continuation.resume() }
+                switch outcome {
+                case .sleep: break
+                case .wake: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                }
             }
         } onCancel: {
             let cancelled = state.withLock { s -> Sleeper? in

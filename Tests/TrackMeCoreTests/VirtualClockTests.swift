@@ -27,3 +27,22 @@ import TrackMeCore
         try await clock.sleep(until: .init(offset: .seconds(3)))
     }
 }
+
+@Suite struct VirtualClockCancellationTests {
+    /// A task already cancelled when it starts to sleep must not wait forever.
+    @Test(.timeLimit(.minutes(1))) func sleepingAfterCancellationThrowsAtOnce() async {
+        let clock = VirtualClock()
+        let task = Task {
+            while !Task.isCancelled { await Task.yield() }
+            do {
+                try await clock.sleep(until: clock.now.advanced(by: .seconds(10)), tolerance: nil)
+                return false
+            } catch {
+                return error is CancellationError
+            }
+        }
+        task.cancel()
+        #expect(await task.value)
+        #expect(clock.sleeperCount == 0)
+    }
+}

@@ -1,0 +1,222 @@
+public import Logging
+public import TrackMeCore
+
+/// What the lane reports to the agent: the first three feed back into the `SOSEngine` and the
+/// display; the rest are for logs, metrics and tests.
+public enum DispatchLaneEvent: Hashable, Sendable {
+    /// The server accepted the alert: send `.delivered(alertID:)` to the SOS engine.
+    case delivered(alertID: String)
+    /// The server said a dispatcher acknowledged: send `.acknowledged(alertID:)` to the engine.
+    case acknowledged(alertID: String)
+    /// Show on the device whether the alert is acknowledged yet.
+    case showAcknowledgement(alertID: String, acknowledged: Bool)
+    case sent(AlertUpdate)
+    case sendFailed(AlertUpdate, error: String)
+    case fallbackSucceeded(alertID: String, reason: FallbackReason)
+    case fallbackFailed(alertID: String, reason: FallbackReason, error: String)
+}
+
+/// The dispatch lane: takes the SOS engine's actions, sends alerts and their updates through
+/// the transport, retries every second until accepted, sends a position every second while an
+/// alert is open, runs the local fallback at once when the server cannot be reached and
+/// escalates until acknowledged (all decided by `DispatchPolicy`; this actor only performs it).
+///
+/// Call `run()` in a task (the agent's service group); it returns when that task is cancelled.
+/// A slow send or fallback never holds up the others: each runs in its own child task.
+///
+/// Wiring in the agent:
+///
+///     for action in engine.receive(event, now: t) {
+///         journal(action)                      // durably first: raise, update, cancelled
+///         await lane.submit(action)
+///     }
+///     for await event in lane.events {
+///         switch event {
+///         case .delivered(let id): feed(.delivered(alertID: id))      // back into the engine
+///         case .acknowledged(let id): feed(.acknowledged(alertID: id))
+///         case .showAcknowledgement(let id, let done): display(id, done)
+///         default: break                       // logs, metrics
+///         }
+///     }
+public actor DispatchLane {
+    private enum Job: Sendable {
+        case send(AlertUpdate)
+        case fallback(AlertRecord, FallbackReason, Int?)
+    }
+
+    public nonisolated let events: AsyncStream<DispatchLaneEvent>
+    private let eventSink: AsyncStream<DispatchLaneEvent>.Continuation
+    private let jobs: AsyncStream<Job>
+    private let jobSink: AsyncStream<Job>.Continuation
+
+    private var policy: DispatchPolicy
+    private let transport: any AlertTransport
+    private let fallback: (any LocalFallback)?
+    private let clock: any Clock<Duration>
+    private let elapsed: @Sendable () -> Duration
+    private let timestamp: @Sendable () -> ReadingTimestamp
+    private let tickInterval: Duration
+    private let sendTimeout: Duration
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - fallback: the site's local fallback, or nil if none is configured.
+    ///   - clock: schedules retries, position updates, escalation and send timeouts.
+    ///   - timestamp: stamps each update's `sent` (the agent's monotonic time with its boot id).
+    ///   - tickInterval: how often the lane checks for due work; a quarter of the retry interval.
+    public init(
+        transport: any AlertTransport, fallback: (any LocalFallback)?, clock: any Clock<Duration>,
+        settings: DispatchSettings = DispatchSettings(), tickInterval: Duration = .milliseconds(250),
+        timestamp: @escaping @Sendable () -> ReadingTimestamp, logger: Logger
+    ) {
+        policy = DispatchPolicy(settings: settings)
+        self.transport = transport
+        self.fallback = fallback
+        self.clock = clock
+        self.elapsed = Self.stopwatch(clock)
+        self.timestamp = timestamp
+        self.tickInterval = tickInterval
+        self.sendTimeout = settings.sendTimeout
+        self.logger = logger
+        (events, eventSink) = AsyncStream.makeStream(of: DispatchLaneEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        (jobs, jobSink) = AsyncStream.makeStream(of: Job.self)
+    }
+
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
+    }
+
+    /// Hands the lane an action of the SOS engine (`raise`, `positionUpdate`, `update`,
+    /// `cancelled`; the others are ignored). Returns once the first send, if any, is queued.
+    public func submit(_ action: SOSAction) {
+        apply(.engine(action))
+    }
+
+    /// Performs the lane's work until the calling task is cancelled.
+    public func run() async {
+        let jobs = self.jobs
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.tickLoop() }
+            for await job in jobs {
+                group.addTask { await self.perform(job) }
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func tickLoop() async {
+        await Self.ticks(on: clock, every: tickInterval) { await self.apply(.tick) }
+        // Cancelled: stop taking jobs too.
+        jobSink.finish()
+    }
+
+    /// Calls `tick` at fixed deadlines (start + k * interval), so that late wake-ups do not
+    /// shift the schedule; returns when cancelled.
+    private static func ticks<C: Clock<Duration>>(
+        on clock: C, every interval: Duration, _ tick: @Sendable () async -> Void
+    ) async {
+        var deadline = clock.now.advanced(by: interval)
+        while true {
+            do {
+                try await clock.sleep(until: deadline, tolerance: nil)
+            } catch {
+                return
+            }
+            await tick()
+            deadline = deadline.advanced(by: interval)
+        }
+    }
+
+    private func apply(_ event: DispatchPolicy.Event) {
+        for action in policy.receive(event, now: elapsed(), timestamp: timestamp()) {
+            switch action {
+            case .send(let update):
+                jobSink.yield(.send(update))
+            case .runFallback(let record, let reason, let index):
+                jobSink.yield(.fallback(record, reason, index))
+            case .delivered(let id):
+                eventSink.yield(.delivered(alertID: id))
+            case .acknowledged(let id):
+                eventSink.yield(.acknowledged(alertID: id))
+            case .showAcknowledgement(let id, let acknowledged):
+                eventSink.yield(.showAcknowledgement(alertID: id, acknowledged: acknowledged))
+            }
+        }
+    }
+
+    private nonisolated func perform(_ job: Job) async {
+        switch job {
+        case .send(let update):
+            let outcome = await sendWithTimeout(update)
+            await finished(update, outcome)
+        case .fallback(let record, let reason, let index):
+            guard let fallback else {
+                logger.warning("alert needs the local fallback but none is configured", metadata: ["sos.alert_id": "\(record.id)"])
+                return
+            }
+            do {
+                try await fallback.run(record, reason: reason, contactIndex: index)
+                logger.info(
+                    "local fallback ran", metadata: ["sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)"])
+                eventSink.yield(.fallbackSucceeded(alertID: record.id, reason: reason))
+            } catch {
+                // Logged, and nothing else: the retries to the server go on regardless.
+                logger.error(
+                    "local fallback failed",
+                    metadata: [
+                        "sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)", "error": "\(error)",
+                    ])
+                eventSink.yield(.fallbackFailed(alertID: record.id, reason: reason, error: "\(error)"))
+            }
+        }
+    }
+
+    private enum Outcome: Sendable {
+        case accepted(AlertReceipt)
+        case failed(String)
+    }
+
+    private nonisolated func sendWithTimeout(_ update: AlertUpdate) async -> Outcome {
+        let transport = self.transport
+        let clock = self.clock
+        let timeout = sendTimeout
+        return await withTaskGroup(of: Outcome?.self) { group in
+            group.addTask {
+                do { return .accepted(try await transport.send(update)) } catch { return .failed("\(error)") }
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(for: timeout, tolerance: nil)
+                    return .failed("no answer within \(timeout)")
+                } catch {
+                    return nil  // cancelled because the send finished first
+                }
+            }
+            var outcome: Outcome = .failed("cancelled")
+            for await result in group {
+                if let result {
+                    outcome = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return outcome
+        }
+    }
+
+    private func finished(_ update: AlertUpdate, _ outcome: Outcome) {
+        switch outcome {
+        case .accepted(let receipt):
+            // The policy learns first, so whoever sees the event sees the lane already past it.
+            apply(.sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence, acknowledged: receipt.acknowledged))
+            eventSink.yield(.sent(update))
+        case .failed(let message):
+            logger.info(
+                "alert update not delivered, will retry",
+                metadata: ["sos.alert_id": "\(update.alert.id)", "sos.update_seq": "\(update.updateSequence)", "error": "\(message)"])
+            apply(.sendFailed(alertID: update.alert.id, updateSequence: update.updateSequence))
+            eventSink.yield(.sendFailed(update, error: message))
+        }
+    }
+}

@@ -1,0 +1,266 @@
+/// What to do, step by step, while an alert is not yet acknowledged.
+public enum EscalationAction: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Send the alert to the server again (a new `raised` update), so that the dispatch desk
+    /// is alerted again.
+    case resend
+    /// Run the local fallback again (siren, SMS modem, phone call: whatever the site wired).
+    case runFallback = "run_fallback"
+    /// Notify the next emergency contact (through the local fallback).
+    case notifyNextContact = "notify_next_contact"
+}
+
+/// One step of the escalation schedule, `after` the alert was raised.
+public struct EscalationStep: Hashable, Sendable {
+    public var after: Duration
+    public var action: EscalationAction
+
+    public init(after: Duration, action: EscalationAction) {
+        self.after = after
+        self.action = action
+    }
+}
+
+/// How alerts travel to the server. `DispatchSettings()` gives the defaults.
+public struct DispatchSettings: Hashable, Sendable {
+    /// A failed send is retried this long after it failed (issue 5: every second).
+    public var retryInterval: Duration = .seconds(1)
+    /// While an alert is open, a new position goes out at most this often.
+    public var positionInterval: Duration = .seconds(1)
+    /// A send that has not answered within this time counts as failed (and starts the fallback).
+    public var sendTimeout: Duration = .seconds(3)
+    /// Until acknowledged, these steps run at their times after the raise, in order.
+    public var escalation: [EscalationStep] = [
+        EscalationStep(after: .seconds(60), action: .resend),
+        EscalationStep(after: .seconds(120), action: .runFallback),
+        EscalationStep(after: .seconds(180), action: .notifyNextContact),
+    ]
+    /// After the last step, it repeats this often until acknowledged; zero: no repeat.
+    public var escalationRepeat: Duration = .seconds(120)
+
+    public init() {}
+}
+
+/// Why the local fallback runs.
+public enum FallbackReason: String, Hashable, Sendable, Codable {
+    /// The server could not be reached when the alert was sent.
+    case serverUnreachable = "server_unreachable"
+    /// An escalation step asked for it: the alert is still unacknowledged.
+    case escalation
+    /// An escalation step asked to notify the next contact.
+    case notifyContact = "notify_contact"
+}
+
+/// The pure policy of the dispatch lane: which alert updates to send when, retries, position
+/// updates, the local fallback and escalation. The lane (EdgeDispatch) performs its actions;
+/// time is the lane clock's offset `now`, and `timestamp` stamps the updates it makes.
+public struct DispatchPolicy: Sendable {
+    public enum Event: Hashable, Sendable {
+        /// An action of the SOS engine: `raise`, `positionUpdate`, `update` (acknowledged,
+        /// resolved) and `cancelled` (of a raised alert) matter; the others are ignored.
+        case engine(SOSAction)
+        /// The server accepted an update; `acknowledged` if it said a dispatcher already did.
+        case sendSucceeded(alertID: String, updateSequence: Int, acknowledged: Bool)
+        /// The update could not be delivered (no network, error, timeout).
+        case sendFailed(alertID: String, updateSequence: Int)
+        /// Time passed.
+        case tick
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Send this update now (one at a time, in order).
+        case send(AlertUpdate)
+        /// Run the local fallback with this alert.
+        case runFallback(AlertRecord, reason: FallbackReason, contactIndex: Int?)
+        /// The server accepted the alert: tell the SOS engine (`.delivered`).
+        case delivered(alertID: String)
+        /// The server says a dispatcher acknowledged: tell the SOS engine (`.acknowledged`).
+        case acknowledged(alertID: String)
+        /// Show on the device that this alert is still unacknowledged (at the raise and at
+        /// every escalation step), or that it is now acknowledged.
+        case showAcknowledgement(alertID: String, acknowledged: Bool)
+    }
+
+    private struct Outgoing: Hashable, Sendable {
+        var update: AlertUpdate
+        var notBefore: Duration
+        var attempted = false
+    }
+
+    private struct Tracked: Hashable, Sendable {
+        var record: AlertRecord
+        var nextSequence = 1
+        var raisedAt: Duration
+        var acknowledged = false
+        var closed = false
+        var fallbackRan = false
+        var nextStep = 0
+        var nextStepAt: Duration?
+        var contactsNotified = 0
+        var lastPositionAt: Duration?
+        var newPosition: AlertRecord?
+    }
+
+    public let settings: DispatchSettings
+    private var queue: [Outgoing] = []
+    private var inFlight = false
+    private var tracked: [String: Tracked] = [:]
+    private let steps: [EscalationStep]
+
+    public init(settings: DispatchSettings = DispatchSettings()) {
+        self.settings = settings
+        steps = settings.escalation.sorted { $0.after < $1.after }
+    }
+
+    /// Updates waiting to be sent (including the one in flight).
+    public var queuedUpdates: [AlertUpdate] { queue.map(\.update) }
+
+    public mutating func receive(_ event: Event, now: Duration, timestamp: ReadingTimestamp) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .engine(let action):
+            receive(engine: action, now: now, timestamp: timestamp, into: &actions)
+        case .sendSucceeded(let id, let sequence, let acknowledged):
+            inFlight = false
+            if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.updateSequence == sequence }) {
+                let sent = queue.remove(at: index)
+                if sent.update.updateSequence == 0 { actions.append(.delivered(alertID: id)) }
+                if sent.update.type == .cancelled || sent.update.type == .resolved { tracked[id] = nil }
+            }
+            if acknowledged, var entry = tracked[id], !entry.acknowledged {
+                entry.acknowledged = true
+                tracked[id] = entry
+                actions.append(.acknowledged(alertID: id))
+                actions.append(.showAcknowledgement(alertID: id, acknowledged: true))
+            }
+        case .sendFailed(let id, let sequence):
+            inFlight = false
+            if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.updateSequence == sequence }) {
+                queue[index].notBefore = now + settings.retryInterval
+                if var entry = tracked[id], !entry.fallbackRan, !entry.closed {
+                    entry.fallbackRan = true
+                    tracked[id] = entry
+                    actions.append(.runFallback(entry.record, reason: .serverUnreachable, contactIndex: nil))
+                }
+            }
+        case .tick:
+            break
+        }
+        escalate(now: now, timestamp: timestamp, into: &actions)
+        queuePositions(now: now, timestamp: timestamp)
+        if !inFlight, let head = queue.first, head.notBefore <= now {
+            inFlight = true
+            queue[0].attempted = true
+            actions.append(.send(head.update))
+        }
+        return actions
+    }
+
+    private mutating func receive(engine action: SOSAction, now: Duration, timestamp: ReadingTimestamp, into actions: inout [Action]) {
+        switch action {
+        case .raise(let record):
+            guard tracked[record.id] == nil else { return }
+            let firstStep = steps.first.map { now + $0.after }
+            tracked[record.id] = Tracked(record: record, raisedAt: now, nextStepAt: firstStep)
+            // An alert goes ahead of any other update still waiting (not the one in flight).
+            let at = queue.isEmpty ? 0 : (inFlight ? 1 : 0)
+            queue.insert(
+                Outgoing(update: AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: timestamp), notBefore: now), at: at)
+            actions.append(.showAcknowledgement(alertID: record.id, acknowledged: false))
+        case .positionUpdate(let record):
+            guard var entry = tracked[record.id], !entry.closed else { return }
+            entry.record.position = record.position
+            entry.newPosition = record
+            tracked[record.id] = entry
+        case .update(let record):
+            guard var entry = tracked[record.id] else { return }
+            entry.record.state = record.state
+            switch record.state {
+            case .acknowledged:
+                if !entry.acknowledged {
+                    entry.acknowledged = true
+                    actions.append(.showAcknowledgement(alertID: record.id, acknowledged: true))
+                }
+                tracked[record.id] = entry
+            case .resolved:
+                close(&entry, record: record, type: .resolved, now: now, timestamp: timestamp)
+            case .pending, .raised, .delivered, .cancelled:
+                tracked[record.id] = entry
+            }
+        case .cancelled(let record):
+            guard var entry = tracked[record.id] else { return }
+            close(&entry, record: record, type: .cancelled, now: now, timestamp: timestamp)
+        case .startCountdown, .withdrawn, .logMonitoringPaused, .logMonitoringResumed:
+            break
+        }
+    }
+
+    private mutating func close(
+        _ entry: inout Tracked, record: AlertRecord, type: AlertUpdate.UpdateType, now: Duration, timestamp: ReadingTimestamp
+    ) {
+        guard !entry.closed else { return }
+        entry.closed = true
+        entry.record = record
+        entry.newPosition = nil
+        // Position updates not yet tried are moot once the alert is over.
+        queue.removeAll { $0.update.alert.id == record.id && $0.update.type == .position && !$0.attempted }
+        queue.append(
+            Outgoing(
+                update: AlertUpdate(alert: record, updateSequence: entry.nextSequence, type: type, sent: timestamp), notBefore: now))
+        entry.nextSequence += 1
+        tracked[record.id] = entry
+    }
+
+    private mutating func escalate(now: Duration, timestamp: ReadingTimestamp, into actions: inout [Action]) {
+        guard !steps.isEmpty else { return }
+        for id in tracked.keys.sorted() {
+            guard var entry = tracked[id], !entry.acknowledged, !entry.closed else { continue }
+            while let due = entry.nextStepAt, due <= now {
+                let step = steps[min(entry.nextStep, steps.count - 1)]
+                switch step.action {
+                case .resend:
+                    queue.append(
+                        Outgoing(
+                            update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .raised, sent: timestamp),
+                            notBefore: now))
+                    entry.nextSequence += 1
+                case .runFallback:
+                    actions.append(.runFallback(entry.record, reason: .escalation, contactIndex: nil))
+                case .notifyNextContact:
+                    actions.append(.runFallback(entry.record, reason: .notifyContact, contactIndex: entry.contactsNotified))
+                    entry.contactsNotified += 1
+                }
+                actions.append(.showAcknowledgement(alertID: id, acknowledged: false))
+                entry.nextStep += 1
+                if entry.nextStep < steps.count {
+                    entry.nextStepAt = entry.raisedAt + steps[entry.nextStep].after
+                } else if settings.escalationRepeat > .zero {
+                    entry.nextStepAt = due + settings.escalationRepeat
+                } else {
+                    entry.nextStepAt = nil
+                }
+            }
+            tracked[id] = entry
+        }
+    }
+
+    private mutating func queuePositions(now: Duration, timestamp: ReadingTimestamp) {
+        for id in tracked.keys.sorted() {
+            guard var entry = tracked[id], !entry.closed, let record = entry.newPosition else { continue }
+            if let last = entry.lastPositionAt, now - last < settings.positionInterval { continue }
+            if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.type == .position && !$0.attempted }) {
+                // Offline: keep one waiting position, the newest, instead of a growing backlog.
+                queue[index].update.alert = record
+                queue[index].update.sent = timestamp
+            } else {
+                queue.append(
+                    Outgoing(
+                        update: AlertUpdate(alert: record, updateSequence: entry.nextSequence, type: .position, sent: timestamp),
+                        notBefore: now))
+                entry.nextSequence += 1
+            }
+            entry.lastPositionAt = now
+            entry.newPosition = nil
+            tracked[id] = entry
+        }
+    }
+}

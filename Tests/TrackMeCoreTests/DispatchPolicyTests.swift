@@ -1,0 +1,149 @@
+import Testing
+import TrackMeCore
+
+@Suite struct DispatchPolicyTests {
+    static let stamp = SOSHarness.ts(0)
+
+    static func record(_ id: String = "a-1", state: AlertState = .raised) -> AlertRecord {
+        AlertRecord(id: id, deviceID: "pi-0042", kind: .noPulse, state: state, firstCritical: stamp, raised: stamp)
+    }
+
+    struct Driver {
+        var policy = DispatchPolicy()
+        var log: [(Duration, DispatchPolicy.Action)] = []
+
+        init(settings: DispatchSettings = DispatchSettings()) { policy = DispatchPolicy(settings: settings) }
+
+        @discardableResult
+        mutating func at(_ seconds: Double, _ event: DispatchPolicy.Event) -> [DispatchPolicy.Action] {
+            let now = Duration.milliseconds(Int64(seconds * 1000))
+            let actions = policy.receive(event, now: now, timestamp: SOSHarness.ts(Int64(seconds * 1000)))
+            log += actions.map { (now, $0) }
+            return actions
+        }
+
+        var sends: [AlertUpdate] { log.compactMap { if case .send(let u) = $0.1 { u } else { nil } } }
+        var fallbacks: [(Duration, FallbackReason, Int?)] {
+            log.compactMap { if case .runFallback(_, let reason, let index) = $0.1 { ($0.0, reason, index) } else { nil } }
+        }
+    }
+
+    @Test func raisedAlertIsSentAtOnceAndDeliveredOnAcceptance() {
+        var d = Driver()
+        let actions = d.at(0, .engine(.raise(Self.record())))
+        #expect(actions.contains(.showAcknowledgement(alertID: "a-1", acknowledged: false)))
+        #expect(d.sends.count == 1)
+        #expect(d.sends.first?.type == .raised)
+        #expect(d.sends.first?.updateSequence == 0)
+        #expect(d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false)) == [.delivered(alertID: "a-1")])
+        #expect(d.fallbacks.isEmpty)
+    }
+
+    @Test func unreachableServerRunsTheFallbackOnceAndRetriesEverySecond() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        #expect(d.fallbacks.count == 1)
+        #expect(d.fallbacks.first?.1 == .serverUnreachable)
+        #expect(d.at(0.5, .tick).isEmpty, "not before a second has passed")
+        d.at(1.1, .tick)
+        #expect(d.sends.count == 2)
+        d.at(1.2, .sendFailed(alertID: "a-1", updateSequence: 0))
+        d.at(2.2, .tick)
+        #expect(d.sends.count == 3)
+        #expect(d.fallbacks.count == 1, "the fallback does not run on every failure")
+        #expect(d.at(2.3, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false)).contains(.delivered(alertID: "a-1")))
+        #expect(d.sends.allSatisfy { $0.updateSequence == 0 })
+    }
+
+    @Test func positionGoesOutAtMostEverySecondWhileOpen() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        for step in 1...20 {  // gpsd at 4 Hz
+            let t = 0.1 + Double(step) * 0.25
+            d.at(t, .engine(.positionUpdate(Self.record())))
+            if let last = d.sends.last, last.type == .position {
+                d.at(t + 0.01, .sendSucceeded(alertID: "a-1", updateSequence: last.updateSequence, acknowledged: false))
+            }
+        }
+        let positions = d.sends.filter { $0.type == .position }
+        #expect(positions.count == 5)
+        #expect(positions.map(\.updateSequence) == [1, 2, 3, 4, 5])
+    }
+
+    @Test func offlinePositionsCoalesceIntoOneWaitingUpdate() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        for second in 1...30 {
+            d.at(Double(second), .engine(.positionUpdate(Self.record())))
+            if d.log.last.map({ if case .send = $0.1 { true } else { false } }) == true {
+                d.at(Double(second) + 0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+            }
+        }
+        #expect(d.policy.queuedUpdates.count == 2)
+        #expect(d.policy.queuedUpdates.map(\.type) == [.raised, .position])
+    }
+
+    @Test func escalationRunsItsStepsUntilAcknowledged() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        for second in 1...400 {
+            d.at(Double(second), .tick)
+            if case .send(let update)? = d.log.last?.1 {
+                d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence, acknowledged: false))
+            }
+        }
+        let resends = d.sends.filter { $0.type == .raised && $0.updateSequence > 0 }
+        #expect(resends.count == 1)
+        #expect(d.fallbacks.map(\.0) == [.seconds(120), .seconds(180), .seconds(300)])
+        #expect(d.fallbacks.map(\.1) == [.escalation, .notifyContact, .notifyContact])
+        #expect(d.fallbacks.map(\.2) == [nil, 0, 1])
+        let reminders = d.log.filter { $0.1 == .showAcknowledgement(alertID: "a-1", acknowledged: false) }.map(\.0)
+        #expect(reminders == [.zero, .seconds(60), .seconds(120), .seconds(180), .seconds(300)])
+        d.at(401, .engine(.update(Self.record(state: .acknowledged))))
+        let before = d.log.count
+        for second in 402...1000 { d.at(Double(second), .tick) }
+        #expect(d.log.count == before, "nothing escalates once acknowledged")
+    }
+
+    @Test func acknowledgementInTheServersReplyStopsEscalation() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        let actions = d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: true))
+        #expect(actions.contains(.acknowledged(alertID: "a-1")))
+        #expect(actions.contains(.showAcknowledgement(alertID: "a-1", acknowledged: true)))
+        for second in 1...400 { d.at(Double(second), .tick) }
+        #expect(d.fallbacks.isEmpty)
+    }
+
+    @Test(arguments: [AlertUpdate.UpdateType.cancelled, .resolved])
+    func closingSendsTheFinalUpdateAndStops(type: AlertUpdate.UpdateType) {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        var closed = Self.record(state: type == .cancelled ? .cancelled : .resolved)
+        if type == .cancelled { closed.cancelReason = .iAmSafe }
+        d.at(5, .engine(type == .cancelled ? .cancelled(closed) : .update(closed)))
+        let last = d.sends.last
+        #expect(last?.type == type)
+        #expect(last?.updateSequence == 1)
+        #expect(last?.alert.cancelReason == (type == .cancelled ? .iAmSafe : nil))
+        d.at(5.1, .sendSucceeded(alertID: "a-1", updateSequence: 1, acknowledged: false))
+        d.at(6, .engine(.positionUpdate(Self.record())))
+        for second in 7...400 { d.at(Double(second), .tick) }
+        #expect(d.sends.count == 2)
+        #expect(d.fallbacks.isEmpty)
+    }
+
+    @Test func cancelledCountdownIsNotDispatched() {
+        var d = Driver()
+        var pending = Self.record(state: .cancelled)
+        pending.raised = nil
+        pending.cancelReason = .accidental
+        #expect(d.at(0, .engine(.cancelled(pending))).isEmpty)
+        #expect(d.at(0, .engine(.startCountdown(Self.record(state: .pending), deadline: Self.stamp))).isEmpty)
+    }
+}
