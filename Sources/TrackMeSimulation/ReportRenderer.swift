@@ -9,9 +9,12 @@ public struct ReportRenderer: Sendable {
     public var heartRate: [(Int64, Int)]
     public var minimumHeartRate: Int
     public var maximumHeartRate: Int
+    /// Trace time of the run's start: report times are trace times, the plot starts at zero.
+    public var originMilliseconds: Int64
 
-    public init(report: SimulationReport, heartRate: [(Int64, Int)], minimumHeartRate: Int, maximumHeartRate: Int) {
+    public init(report: SimulationReport, heartRate: [(Int64, Int)], minimumHeartRate: Int, maximumHeartRate: Int, originMilliseconds: Int64 = 0) {
         self.report = report
+        self.originMilliseconds = originMilliseconds
         self.heartRate = heartRate
         self.minimumHeartRate = minimumHeartRate
         self.maximumHeartRate = maximumHeartRate
@@ -23,6 +26,7 @@ public struct ReportRenderer: Sendable {
         case .serverErrors: "#fdae6b"
         case .strapLinkDrop, .strapSilent: "#c7c7c7"
         case .contactLoss: "#fdd0a2"
+        case .flatline: "#fb6a4a"
         case .gpsdStopped: "#c7e9c0"
         case .agentCrash: "#de2d26"
         case .manualSOS, .cancel, .acknowledge: "#756bb1"
@@ -47,8 +51,8 @@ public struct ReportRenderer: Sendable {
 
             """
         for fault in report.faults {
-            let start = Int64(fault.fromSeconds * 1000)
-            let end = Int64((fault.toSeconds ?? fault.fromSeconds) * 1000)
+            let start = Int64(fault.fromSeconds * 1000) - originMilliseconds
+            let end = Int64((fault.toSeconds ?? fault.fromSeconds) * 1000) - originMilliseconds
             let w = max(2, x(end) - x(start))
             out += "<rect x=\"\(f(x(start)))\" y=\"\(f(top))\" width=\"\(f(w))\" height=\"\(f(bottom - top))\" fill=\"\(Self.color(for: fault.type))\" opacity=\"0.5\"><title>\(fault.type.rawValue)</title></rect>\n"
             out += "<text x=\"\(f(x(start) + 2))\" y=\"\(f(top + 12))\" fill=\"#555\">\(fault.type.rawValue)</text>\n"
@@ -68,7 +72,7 @@ public struct ReportRenderer: Sendable {
         }
         out += "<polyline fill=\"none\" stroke=\"#3182bd\" stroke-width=\"1\" points=\"\(points.joined(separator: " "))\"/>\n"
         for alert in report.alerts {
-            let ax = x(alert.firstCriticalMilliseconds)
+            let ax = x(alert.firstCriticalMilliseconds - originMilliseconds)
             out += "<line x1=\"\(f(ax))\" x2=\"\(f(ax))\" y1=\"\(f(top))\" y2=\"\(f(bottom))\" stroke=\"#de2d26\" stroke-width=\"2\"/>\n"
             out += "<circle cx=\"\(f(ax))\" cy=\"\(f(top + 4))\" r=\"5\" fill=\"#de2d26\"><title>\(alert.kind.rawValue) \(alert.state.rawValue)</title></circle>\n"
             out += "<text x=\"\(f(ax + 6))\" y=\"\(f(top + 26))\" fill=\"#de2d26\">\(alert.kind.rawValue)</text>\n"
@@ -83,7 +87,7 @@ public struct ReportRenderer: Sendable {
         }
         for step in 0...10 {
             let ms = Int64(Double(step) / 10 * duration)
-            out += "<text x=\"\(f(x(ms) - 10))\" y=\"\(f(bottom + 16))\">\(ExpectationEvaluator.seconds(ms))</text>\n"
+            out += "<text x=\"\(f(x(ms) - 10))\" y=\"\(f(bottom + 16))\">\(ExpectationEvaluator.seconds(ms + originMilliseconds))</text>\n"
         }
         out += "<text x=\"\(f(left))\" y=\"\(f(bottom + 32))\">heart rate (bpm) over virtual time; red: alerts at their first critical reading; shaded: faults</text>\n"
         out += "</svg>\n"

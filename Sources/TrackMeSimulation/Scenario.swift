@@ -2,7 +2,7 @@ public import Foundation
 public import TrackMeCore
 
 /// A simulation scenario (`simulations/scenarios/*.json`; the format is documented in
-/// `simulations/README.md`). Times are seconds from the start of the heart-rate trace.
+/// `simulations/README.md`). Times are seconds on the heart-rate trace's own clock.
 public struct Scenario: Codable, Sendable {
     public struct HeartRateSource: Codable, Sendable {
         /// Path of a CSV trace, relative to the `simulations/` folder.
@@ -42,6 +42,8 @@ public struct Scenario: Codable, Sendable {
             case strapSilent = "strap_silent"
             /// The strap reports no skin contact (bpm 0, no RR).
             case contactLoss = "contact_loss"
+            /// The heart stops: the strap, still in contact, reports 0 bpm and no beat.
+            case flatline
             /// gpsd stops; no fixes until it returns.
             case gpsdStopped = "gpsd_stopped"
             /// The agent is killed (nothing in memory survives) and restarted.

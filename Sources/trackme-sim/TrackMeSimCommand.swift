@@ -7,6 +7,7 @@ struct TrackMeSimCommand: AsyncParsableCommand {
         commandName: "trackme-sim",
         abstract: "Replay recorded traces through the TrackMe pipeline, with faults, and benchmark it.",
         subcommands: [
+            RunCommand.self,
             BenchCommand.self,
             // Verbs are registered here, one line each.
         ]

@@ -1,0 +1,165 @@
+import BlueZHeartRate
+public import EdgeStore
+public import Logging
+public import TrackMeCore
+
+/// The agent's decision path, shared by the daemon and the simulation: readings in, SOS rules
+/// evaluated, readings and alerts journaled, alert actions handed to the dispatch lane.
+///
+/// It owns no clock and no I/O of its own beyond the store: every input comes with its
+/// timestamp, and the caller performs dispatch and sync (the daemon through `DispatchLane` and
+/// `SyncEngine.run()`, the simulation through the same types stepped on virtual time).
+/// Raising an alert journals it durably (`ReadingStore.appendAlert`, its own fsync) before
+/// `dispatch` is called, so an alert handed to the lane is never one the disk does not know of,
+/// unless the disk itself failed, in which case it goes out from memory at once.
+public actor AgentPipeline {
+    public struct Configuration: Sendable {
+        public var deviceID: String
+        public var profile: PersonProfile
+        public var settings: SOSSettings
+        public var positionSampling: PositionSamplingPolicy
+
+        public init(deviceID: String, profile: PersonProfile, settings: SOSSettings = SOSSettings(), positionSampling: PositionSamplingPolicy = PositionSamplingPolicy()) {
+            self.deviceID = deviceID
+            self.profile = profile
+            self.settings = settings
+            self.positionSampling = positionSampling
+        }
+    }
+
+    /// What the pipeline has seen, for `status` and the simulation's report.
+    public struct Snapshot: Sendable {
+        public var lastHeartRate: TimedHeartRate?
+        public var lastFix: PositionFix?
+        public var lastFixAt: ReadingTimestamp?
+        public var openAlert: AlertRecord?
+        public var monitoring: Bool
+        public var readingsProduced: Int
+        public var malformedNotifications: Int
+        public var alertsJournaledInMemoryOnly: Int
+    }
+
+    public nonisolated let configuration: Configuration
+    public nonisolated let store: ReadingStore
+    public nonisolated let committer: GroupCommitter
+    private var engine: SOSEngine
+    private var sampling: PositionSamplingPolicy
+    private let dispatch: @Sendable (SOSAction) async -> Void
+    private let logger: Logger
+    private var snapshot: Snapshot
+
+    /// - Parameters:
+    ///   - dispatch: hands an alert action to the dispatch lane (`raise`, `update`,
+    ///     `positionUpdate`, `cancelled`); called after the action is journaled.
+    ///   - restoring: the open alert found in the journal after a restart: it stays open.
+    public init(
+        configuration: Configuration, store: ReadingStore, committer: GroupCommitter, ids: any AlertIDGenerator, now: ReadingTimestamp,
+        restoring openAlert: AlertRecord? = nil, dispatch: @escaping @Sendable (SOSAction) async -> Void, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.committer = committer
+        let engine = SOSEngine(
+            deviceID: configuration.deviceID, profile: configuration.profile, settings: configuration.settings, ids: ids,
+            openAlert: openAlert, now: now)
+        self.engine = engine
+        self.sampling = configuration.positionSampling
+        self.dispatch = dispatch
+        self.logger = logger
+        self.snapshot = Snapshot(
+            lastHeartRate: nil, lastFix: nil, lastFixAt: nil, openAlert: engine.openAlert, monitoring: true, readingsProduced: 0,
+            malformedNotifications: 0, alertsJournaledInMemoryOnly: 0)
+    }
+
+    public var current: Snapshot {
+        var s = snapshot
+        s.openAlert = engine.openAlert
+        s.monitoring = engine.isMonitoring
+        return s
+    }
+
+    public var limits: HeartRateLimits { engine.limits }
+
+    /// A Heart Rate Measurement notification as it came off the air: decoded here, so the
+    /// decision latency measured from this call covers decode, rules, journal and hand-off.
+    @discardableResult
+    public func heartRateNotification(_ raw: [UInt8], at timestamp: ReadingTimestamp) async -> [SOSAction] {
+        do {
+            let reading = try HeartRateMeasurement.decode(raw)
+            return await heartRate(reading, at: timestamp)
+        } catch {
+            snapshot.malformedNotifications += 1
+            logger.info("malformed heart rate measurement ignored", metadata: ["ble.error": "\(error)", "ble.bytes": "\(raw.count)"])
+            return []
+        }
+    }
+
+    /// A decoded reading: stored (group commit) and evaluated.
+    @discardableResult
+    public func heartRate(_ reading: HeartRateReading, at timestamp: ReadingTimestamp) async -> [SOSAction] {
+        snapshot.lastHeartRate = TimedHeartRate(reading: reading, timestamp: timestamp)
+        snapshot.readingsProduced += 1
+        // The rules first: an alert must not wait behind the store.
+        let actions = engine.receive(.heartRate(reading), now: timestamp)
+        await perform(actions, at: timestamp)
+        await committer.append(.heartRate(reading), at: timestamp)
+        return actions
+    }
+
+    /// A gpsd report: the rules always see the latest fix; the sampling policy decides what is
+    /// stored and synced.
+    @discardableResult
+    public func position(_ fix: PositionFix, at timestamp: ReadingTimestamp) async -> [SOSAction] {
+        if fix.hasPosition {
+            snapshot.lastFix = fix
+            snapshot.lastFixAt = timestamp
+        }
+        let actions = engine.receive(.position(fix), now: timestamp)
+        await perform(actions, at: timestamp)
+        if fix.hasPosition, sampling.shouldStore(fix, at: timestamp, alertOpen: engine.openAlert?.state.isOpen == true) {
+            snapshot.readingsProduced += 1
+            await committer.append(.position(fix), at: timestamp)
+        }
+        return actions
+    }
+
+    /// Anything else the engine learns: link state, manual SOS, cancel, pause and resume,
+    /// delivery and acknowledgement, and the periodic tick.
+    @discardableResult
+    public func receive(_ event: SOSEvent, at timestamp: ReadingTimestamp) async -> [SOSAction] {
+        let actions = engine.receive(event, now: timestamp)
+        await perform(actions, at: timestamp)
+        return actions
+    }
+
+    private func perform(_ actions: [SOSAction], at timestamp: ReadingTimestamp) async {
+        for action in actions {
+            switch action {
+            case .raise(let record):
+                journal(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: timestamp))
+                logger.warning("alert raised", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
+                await dispatch(action)
+            case .update, .positionUpdate, .cancelled:
+                await dispatch(action)
+            case .startCountdown(let record, _):
+                logger.notice("alert countdown started", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
+            case .withdrawn(let record):
+                logger.info("alert countdown withdrawn", metadata: ["sos.alert_id": "\(record.id)"])
+            case .logMonitoringPaused:
+                logger.notice("monitoring paused")
+            case .logMonitoringResumed:
+                logger.notice("monitoring resumed")
+            }
+        }
+    }
+
+    private func journal(_ update: AlertUpdate) {
+        switch store.appendAlert(update) {
+        case .durable:
+            break
+        case .memoryOnly(let error):
+            snapshot.alertsJournaledInMemoryOnly += 1
+            logger.error("alert not journaled on disk, dispatching from memory", metadata: ["store.error": "\(error)"])
+        }
+    }
+}

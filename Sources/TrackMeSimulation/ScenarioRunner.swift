@@ -1,0 +1,245 @@
+import BlueZHeartRate
+import EdgeDispatch
+import EdgeStore
+import EdgeSync
+public import Foundation
+public import Logging
+import SimulatedStrap
+import Synchronization
+import TrackMeAgent
+public import TrackMeCore
+import TrackMeServer
+
+/// Runs a scenario through the agent's own pipeline and reports what happened.
+///
+/// Fast mode is an event loop over the trace in timestamp order: each trace second the due
+/// faults are applied, the simulated strap sends that second's measurement as a real ATT
+/// notification over a socket pair, the real link decodes it, `AgentPipeline` evaluates and
+/// journals it, the dispatch policy and the sync engine are stepped, and the group commit
+/// flushes. Nothing sleeps: the loop waits on each event, so a day of trace takes seconds and
+/// the outcome is the same every run. The server is the real `trackme-server` in process, on
+/// loopback, with a SQLite file.
+public struct ScenarioRunner: Sendable {
+    public struct Options: Sendable {
+        /// The `simulations/` folder that scenario paths are relative to.
+        public var simulationsDirectory: URL
+        /// Replay the GPS log through the real gpsd (gpsfake) at real time.
+        public var field: Bool
+        public var progress: (@Sendable (Double) -> Void)?
+        public var logger: Logger
+
+        public init(simulationsDirectory: URL, field: Bool = false, progress: (@Sendable (Double) -> Void)? = nil, logger: Logger) {
+            self.simulationsDirectory = simulationsDirectory
+            self.field = field
+            self.progress = progress
+            self.logger = logger
+        }
+    }
+
+    public struct Outcome: Sendable {
+        public var report: SimulationReport
+        public var renderer: ReportRenderer
+    }
+
+    public var options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    static let deviceID = "sim-device"
+    static let bootID = "sim-boot"
+    /// Wall time of trace time 0: 2026-11-21T00:00:00Z.
+    static let wallOrigin: Int64 = 1_795_219_200_000
+
+    /// A reading time at trace millisecond `ms`. Monotonic time starts 10 s before the trace, as
+    /// if the agent had been up a little while.
+    static func timestamp(_ ms: Int64) -> ReadingTimestamp {
+        ReadingTimestamp(
+            monotonicNanoseconds: UInt64(max(0, ms + 10_000)) * 1_000_000, bootID: bootID, wallClockMilliseconds: wallOrigin + ms,
+            wallClockTrusted: true)
+    }
+
+    public func run(_ scenario: Scenario) async throws -> Outcome {
+        let started = ContinuousClock.now
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+
+        let traceURL = options.simulationsDirectory.appendingPathComponent(scenario.heartRate.trace)
+        var trace = try HeartRateTrace(csv: String(contentsOf: traceURL, encoding: .utf8))
+        let from = Int64(((scenario.heartRate.fromSeconds ?? 0) * 1000).rounded())
+        let to = scenario.heartRate.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
+        trace.rows = trace.rows.filter { $0.timeMilliseconds >= from && $0.timeMilliseconds <= to }
+        guard let first = trace.rows.first, let last = trace.rows.last else {
+            throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
+        }
+        var fixes: [NMEAPositionLog.TimedFix] = []
+        if let gps = scenario.gps {
+            let text = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(gps.log), encoding: .isoLatin1)
+            fixes = NMEAPositionLog(text: text).fixes
+        }
+
+        // The server, in process, on loopback.
+        let server = try await TrackMeServer(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 0, storage: .sqlite(work.appendingPathComponent("server.sqlite").path), adminToken: "sim-admin"),
+            logger: quiet("trackme.sim.server"))
+        let serverTask = Task { try await server.run() }
+        defer { serverTask.cancel() }
+        let port = try await server.boundPort()
+        let credentials = try await server.enrolDevice(deviceID: Self.deviceID, person: scenario.person)
+        guard let baseURL = URL(string: "http://127.0.0.1:\(port)") else { throw ScenarioError(message: "bad server URL") }
+
+        let faults = FaultState()
+        let transport = FaultInjectingTransport(base: URLSessionTransport(baseURL: baseURL), faults: faults)
+        let strapClock = ContinuousClock()
+        let strap = SimulatedStrap(trace: trace, clock: strapClock)
+        let connector = StrapConnector {
+            if faults.current.strapOutOfRange {
+                throw ScenarioError(message: "strap out of range")
+            }
+            return try await strap.accept()
+        }
+
+        let storePath = work.appendingPathComponent("agent.sqlite").path
+        let device = try await SimulatedDevice(
+            scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, connector: connector,
+            startMilliseconds: first.timeMilliseconds, logger: options.logger)
+        try await device.connectStrap(at: first.timeMilliseconds)
+
+        var fixIndex = 0
+        var fixLoopOffset: Int64 = 0
+        let fixLogLength = (fixes.last?.offsetMilliseconds ?? 0) + 1000
+        var appliedMoments = Set<Int>()
+        var previousFlags = FaultFlags()
+        var lastSyncMs = first.timeMilliseconds
+        var heartRateSeries: [(Int64, Int)] = []
+        heartRateSeries.reserveCapacity(trace.rows.count)
+        let duration = max(1, last.timeMilliseconds - first.timeMilliseconds)
+        var lastProgress = -1
+
+        for row in trace.rows {
+            let t = row.timeMilliseconds
+            let seconds = Double(t) / 1000
+
+            // Faults: windows in force now, and moments that have come.
+            var flags = FaultFlags()
+            for (index, fault) in scenario.faults.enumerated() {
+                switch fault.type {
+                case .networkDown: if fault.covers(seconds) { flags.networkDown = true }
+                case .serverErrors: if fault.covers(seconds) { flags.serverError = fault.status ?? 500 }
+                case .strapLinkDrop: if fault.covers(seconds) { flags.linkDropped = true }
+                case .strapSilent: if fault.covers(seconds) { flags.strapSilent = true }
+                case .contactLoss: if fault.covers(seconds) { flags.contactLoss = true }
+                case .flatline: if fault.covers(seconds) { flags.flatline = true }
+                case .gpsdStopped: if fault.covers(seconds) { flags.gpsdStopped = true }
+                case .agentCrash, .manualSOS, .cancel, .acknowledge:
+                    guard fault.fromSeconds <= seconds, !appliedMoments.contains(index) else { continue }
+                    appliedMoments.insert(index)
+                    switch fault.type {
+                    case .agentCrash: try await device.crashAndRestart(at: t)
+                    case .manualSOS: await device.pipeline.receive(.manualSOS, at: Self.timestamp(t))
+                    case .cancel: await device.pipeline.receive(.cancel(fault.reason ?? .falseAlarm), at: Self.timestamp(t))
+                    case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
+                    default: break
+                    }
+                }
+            }
+            faults.update {
+                $0.networkDown = flags.networkDown
+                $0.serverErrorStatus = flags.serverError
+                $0.strapOutOfRange = flags.linkDropped
+            }
+            if flags.linkDropped && !previousFlags.linkDropped { await device.dropStrapLink(strap: strap, at: t) }
+            if !flags.linkDropped && previousFlags.linkDropped { try await device.connectStrap(at: t) }
+            if flags.strapSilent != previousFlags.strapSilent { await strap.setNotifying(!flags.strapSilent) }
+            previousFlags = flags
+
+            // Position: the fixes of this second, unless gpsd is stopped.
+            if !fixes.isEmpty {
+                while true {
+                    let fix = fixes[fixIndex]
+                    let at = first.timeMilliseconds + fixLoopOffset + fix.offsetMilliseconds
+                    if at > t { break }
+                    if !flags.gpsdStopped { await device.pipeline.position(fix.fix, at: Self.timestamp(at)) }
+                    fixIndex += 1
+                    if fixIndex == fixes.count {
+                        guard scenario.gps?.loop == true else { fixIndex = fixes.count - 1; fixLoopOffset = Int64.max / 4; break }
+                        fixIndex = 0
+                        fixLoopOffset += fixLogLength
+                    }
+                }
+            }
+
+            // Heart rate: this second's notification, over the air.
+            if !flags.linkDropped && !flags.strapSilent {
+                var reading = row.reading
+                if flags.contactLoss { reading = HeartRateReading(bpm: 0, contact: .notDetected) }
+                if flags.flatline { reading = HeartRateReading(bpm: 0, contact: .detected) }
+                if let received = try await device.deliver(reading, strap: strap, at: t) {
+                    heartRateSeries.append((t, received.bpm))
+                }
+            }
+
+            // Time passes: the rules' clock, the dispatch lane, the group commit, the sync lane.
+            await device.tick(at: t)
+            await device.tick(at: t + 500)
+            await device.commit()
+            if t - lastSyncMs >= 5000 {
+                lastSyncMs = t
+                await device.syncStep(at: t)
+            }
+
+            let percent = Int(Double(t - first.timeMilliseconds) / Double(duration) * 100)
+            if percent != lastProgress {
+                lastProgress = percent
+                options.progress?(Double(percent) / 100)
+            }
+        }
+
+        // The end: the network is back (unless the scenario ends offline), drain what is left.
+        let endFlags = faults.current
+        await device.commit()
+        if !endFlags.networkDown && endFlags.serverErrorStatus == nil {
+            await device.finalDrain(at: last.timeMilliseconds)
+        }
+
+        let readings = try await device.readingCounts(server: server)
+        var alerts = await device.alertReport()
+        alerts.sort { $0.firstCriticalMilliseconds < $1.firstCriticalMilliseconds }
+        await device.shutdown()
+
+        var report = SimulationReport(
+            scenario: scenario.name, seed: scenario.seed ?? 1, mode: options.field ? "field" : "fast",
+            virtualDurationMilliseconds: duration, wallMilliseconds: Self.milliseconds(ContinuousClock.now - started),
+            alerts: alerts, readings: readings, faults: scenario.faults, expectations: [])
+        report.expectations = ExpectationEvaluator.evaluate(scenario.expectations, report: report)
+        let limits = HeartRateLimits(profile: scenario.person)
+        return Outcome(
+            report: report,
+            renderer: ReportRenderer(
+                report: report, heartRate: heartRateSeries.map { ($0.0 - first.timeMilliseconds, $0.1) },
+                minimumHeartRate: limits.minimum, maximumHeartRate: limits.maximum, originMilliseconds: first.timeMilliseconds))
+    }
+
+    static func milliseconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+    }
+
+    func quiet(_ label: String) -> Logger {
+        var logger = options.logger
+        logger[metadataKey: "component"] = "\(label)"
+        return logger
+    }
+}
+
+struct FaultFlags {
+    var networkDown = false
+    var serverError: Int?
+    var linkDropped = false
+    var strapSilent = false
+    var contactLoss = false
+    var flatline = false
+    var gpsdStopped = false
+}

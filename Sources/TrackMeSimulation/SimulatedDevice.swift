@@ -1,0 +1,365 @@
+import BlueZHeartRate
+import EdgeDispatch
+import EdgeStore
+import EdgeSync
+import Foundation
+import Logging
+import SimulatedStrap
+import Synchronization
+import TrackMeAgent
+import TrackMeCore
+import TrackMeServer
+
+/// The agent's parts as the simulation runs them: the store, the group commit, the sync engine,
+/// the heart-rate link, the pipeline and the dispatch policy, stepped by the scenario's event
+/// loop. A crash throws all of it away but the files and builds it again from the store.
+final class SimulatedDevice {
+    /// What the pipeline hands to dispatch, with the real time it did so (decision latency).
+    final class DispatchInbox: Sendable {
+        struct State {
+            var actions: [SOSAction] = []
+            var raisedAt: [String: ContinuousClock.Instant] = [:]
+            var acknowledged: [String] = []
+        }
+
+        let state = Mutex(State())
+
+        func hand(_ action: SOSAction) {
+            let now = ContinuousClock.now
+            state.withLock { s in
+                if case .raise(let record) = action { s.raisedAt[record.id] = now }
+                s.actions.append(action)
+            }
+        }
+
+        func takeActions() -> [SOSAction] {
+            state.withLock { s in
+                defer { s.actions.removeAll() }
+                return s.actions
+            }
+        }
+
+        func noteAcknowledged(_ ids: [String]) {
+            state.withLock { $0.acknowledged.append(contentsOf: ids) }
+        }
+
+        func takeAcknowledged() -> [String] {
+            state.withLock { s in
+                defer { s.acknowledged.removeAll() }
+                return s.acknowledged
+            }
+        }
+    }
+
+    struct AlertTrack {
+        var record: AlertRecord
+        var raisedMilliseconds: Int64?
+        var decisionLatencyMilliseconds: Double?
+        var deliveredMilliseconds: Int64?
+    }
+
+    let scenario: Scenario
+    let storePath: String
+    let credentials: DeviceCredentials
+    let transport: any HTTPTransport
+    let connector: StrapConnector
+    let logger: Logger
+    let inbox = DispatchInbox()
+    let committed = Mutex<[Int64]>([])
+
+    private(set) var store: ReadingStore
+    private(set) var committer: GroupCommitter
+    private(set) var sync: SyncEngine
+    private(set) var pipeline: AgentPipeline
+    private var policy = DispatchPolicy()
+    private var alertTransport: HTTPAlertTransport
+    private var linkInbox = LinkInbox()
+    private var linkTask: Task<Void, Never>?
+    private var stepStartedAt = ContinuousClock.now
+    private var alerts: [String: AlertTrack] = [:]
+    private var alertOrder: [String] = []
+    private var restarts = 0
+    private var producedBeforeCrash = 0
+    private var uncommittedAtCrash = 0
+
+    init(
+        scenario: Scenario, storePath: String, credentials: DeviceCredentials, transport: any HTTPTransport, connector: StrapConnector,
+        startMilliseconds: Int64, logger: Logger
+    ) async throws {
+        self.scenario = scenario
+        self.storePath = storePath
+        self.credentials = credentials
+        self.transport = transport
+        self.connector = connector
+        self.logger = logger
+        (store, committer, sync, pipeline, alertTransport) = try Self.build(
+            scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
+            committed: committed, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), restoring: nil, at: startMilliseconds, logger: logger)
+    }
+
+    private static func build(
+        scenario: Scenario, storePath: String, credentials: DeviceCredentials, transport: any HTTPTransport, inbox: DispatchInbox,
+        committed: Mutex<[Int64]>, ids: SequentialAlertIDs, restoring: AlertRecord?, at ms: Int64, logger: Logger
+    ) throws -> (ReadingStore, GroupCommitter, SyncEngine, AgentPipeline, HTTPAlertTransport) {
+        let store = try ReadingStore(
+            configuration: StoreConfiguration(path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000), logger: logger)
+        // The event loop flushes every trace second, as the agent's one-second group commit does.
+        let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
+        let sync = SyncEngine(
+            store: store, transport: transport,
+            configuration: SyncConfiguration(deviceID: credentials.deviceID, token: credentials.token, maxBatchReadings: 500),
+            clock: ContinuousClock(), onAlertsAcknowledged: { inbox.noteAcknowledged($0) }, logger: logger,
+            seed: scenario.seed ?? 1)
+        let pipeline = AgentPipeline(
+            configuration: AgentPipeline.Configuration(deviceID: credentials.deviceID, profile: scenario.person),
+            store: store, committer: committer, ids: ids, now: ScenarioRunner.timestamp(ms), restoring: restoring,
+            dispatch: { inbox.hand($0) }, logger: logger)
+        let alertTransport = HTTPAlertTransport(transport: transport, token: credentials.token, store: store)
+        _ = committed
+        return (store, committer, sync, pipeline, alertTransport)
+    }
+
+    // MARK: Strap
+
+    /// Connects the link to the strap and waits until it is subscribed.
+    func connectStrap(at ms: Int64) async throws {
+        if linkTask == nil {
+            let link = HeartRateLink(
+                connector: connector,
+                configuration: HeartRateLink.Configuration(backoff: ReconnectBackoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
+                clock: ContinuousClock(), logger: logger)
+            let inbox = linkInbox
+            linkTask = Task {
+                for await event in link.events() { await inbox.put(event) }
+            }
+        }
+        while true {
+            guard let event = await linkInbox.next(limit: .seconds(30)) else {
+                throw ScenarioError(message: "the heart-rate link did not connect to the simulated strap within 30 s")
+            }
+            if case .linkState(.connected) = event {
+                await pipeline.receive(.strapLink(.connected), at: ScenarioRunner.timestamp(ms))
+                return
+            }
+        }
+    }
+
+    /// The strap goes out of range: the link sees the loss; reconnecting fails until the window
+    /// ends.
+    func dropStrapLink(strap: SimulatedStrap, at ms: Int64) async {
+        await strap.dropLink()
+        while let event = await linkInbox.next(limit: .seconds(10)) {
+            if case .linkState(.lost) = event { break }
+        }
+        await pipeline.receive(.strapLink(.disconnected), at: ScenarioRunner.timestamp(ms))
+    }
+
+    /// Sends one measurement from the strap and hands what the link decoded to the pipeline.
+    func deliver(_ reading: HeartRateReading, strap: SimulatedStrap, at ms: Int64) async throws -> HeartRateReading? {
+        stepStartedAt = ContinuousClock.now
+        guard await strap.notify(reading) else { return nil }
+        while let event = await linkInbox.next(limit: .seconds(10)) {
+            switch event {
+            case .reading(let decoded, _):
+                await pipeline.heartRate(decoded, at: ScenarioRunner.timestamp(ms))
+                await dispatchStep(at: ms)
+                return decoded
+            case .malformed:
+                return nil
+            case .linkState(.lost):
+                await pipeline.receive(.strapLink(.disconnected), at: ScenarioRunner.timestamp(ms))
+                return nil
+            case .linkState, .battery, .bodySensorLocation:
+                continue
+            }
+        }
+        throw ScenarioError(message: "a measurement sent at \(ms) ms never reached the pipeline")
+    }
+
+    // MARK: Steps
+
+    func tick(at ms: Int64) async {
+        stepStartedAt = ContinuousClock.now
+        await pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
+        for id in inbox.takeAcknowledged() {
+            await pipeline.receive(.acknowledged(alertID: id), at: ScenarioRunner.timestamp(ms))
+        }
+        await dispatchStep(at: ms)
+    }
+
+    /// Performs the dispatch policy's work due now, sending through the real HTTP alert path.
+    func dispatchStep(at ms: Int64) async {
+        let now = Duration.milliseconds(ms)
+        let stamp = ScenarioRunner.timestamp(ms)
+        var work: [DispatchPolicy.Action] = []
+        for action in inbox.takeActions() {
+            note(action, at: ms)
+            work += policy.receive(.engine(action), now: now, timestamp: stamp)
+        }
+        work += policy.receive(.tick, now: now, timestamp: stamp)
+        while !work.isEmpty {
+            let action = work.removeFirst()
+            switch action {
+            case .send(let update):
+                do {
+                    let receipt = try await alertTransport.send(update)
+                    work += policy.receive(
+                        .sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence, acknowledged: receipt.acknowledged),
+                        now: now, timestamp: stamp)
+                } catch {
+                    work += policy.receive(.sendFailed(alertID: update.alert.id, updateSequence: update.updateSequence), now: now, timestamp: stamp)
+                }
+            case .delivered(let id):
+                if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
+                await pipeline.receive(.delivered(alertID: id), at: stamp)
+                for action in inbox.takeActions() { note(action, at: ms) }
+            case .acknowledged(let id):
+                await pipeline.receive(.acknowledged(alertID: id), at: stamp)
+                for action in inbox.takeActions() { note(action, at: ms) }
+            case .runFallback, .showAcknowledgement:
+                break
+            }
+        }
+        // Alerts journaled before a crash go out through the sync engine's alert path, as the
+        // agent's alert lane sends them after a restart.
+        let pending = store.pendingAlertUpdates().filter { update in !policy.queuedUpdates.contains(update) }
+        if !pending.isEmpty, await sync.sendAlertUpdates(pending) == nil {
+            for update in pending where update.updateSequence == 0 {
+                if alerts[update.alert.id]?.deliveredMilliseconds == nil { alerts[update.alert.id]?.deliveredMilliseconds = ms }
+            }
+        }
+    }
+
+    private func note(_ action: SOSAction, at ms: Int64) {
+        let record: AlertRecord
+        switch action {
+        case .raise(let r), .update(let r), .positionUpdate(let r), .cancelled(let r): record = r
+        case .startCountdown, .withdrawn, .logMonitoringPaused, .logMonitoringResumed: return
+        }
+        if alerts[record.id] == nil {
+            alerts[record.id] = AlertTrack(record: record)
+            alertOrder.append(record.id)
+        }
+        alerts[record.id]?.record = record
+        if case .raise = action {
+            alerts[record.id]?.raisedMilliseconds = ms
+            if let raisedAt = inbox.state.withLock({ $0.raisedAt[record.id] }) {
+                alerts[record.id]?.decisionLatencyMilliseconds = ScenarioRunner.milliseconds(raisedAt - stepStartedAt)
+            }
+        }
+    }
+
+    func commit() async {
+        let seqs = await committer.flush()
+        if !seqs.isEmpty { committed.withLock { $0.append(contentsOf: seqs) } }
+    }
+
+    /// One visit of the readings lane: sends batches while it has full ones or a heartbeat is due.
+    func syncStep(at ms: Int64) async {
+        var first = true
+        while true {
+            let outcome = await sync.readingsStep(heartbeatDue: first)
+            first = false
+            guard case .sent = outcome else { break }
+        }
+        for id in inbox.takeAcknowledged() {
+            await pipeline.receive(.acknowledged(alertID: id), at: ScenarioRunner.timestamp(ms))
+        }
+    }
+
+    func finalDrain(at ms: Int64) async {
+        await dispatchStep(at: ms)
+        do {
+            try await sync.drain(maxFailures: 20)
+        } catch {
+            logger.warning("final drain failed", metadata: ["sync.error": "\(error)"])
+        }
+        await tick(at: ms)
+    }
+
+    // MARK: Faults
+
+    /// Kills the agent: what is only in memory (the group commit's buffer, the rules' state,
+    /// the dispatch queue) is gone; the store, the journal and the strap remain.
+    func crashAndRestart(at ms: Int64) async throws {
+        uncommittedAtCrash += await committer.bufferedCount
+        _ = inbox.takeActions()
+        linkTask?.cancel()
+        linkTask = nil
+        store.close()
+        linkInbox = LinkInbox()
+        let restored = try Self.openAlert(inStorePath: storePath, logger: logger, budget: scenario.diskBudgetBytes)
+        producedBeforeCrash += await pipeline.current.readingsProduced
+        restarts += 1
+        policy = DispatchPolicy()
+        // A restarted agent must never reuse an alert id.
+        (store, committer, sync, pipeline, alertTransport) = try Self.build(
+            scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
+            committed: committed, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), restoring: restored, at: ms,
+            logger: logger)
+        try await connectStrap(at: ms)
+    }
+
+    /// The alert the journal says is still open (raised and neither cancelled nor resolved).
+    static func openAlert(inStorePath path: String, logger: Logger, budget: Int64?) throws -> AlertRecord? {
+        let store = try ReadingStore(configuration: StoreConfiguration(path: path, diskBudgetBytes: budget ?? 10_000_000), logger: logger)
+        defer { store.close() }
+        var latest: [String: AlertUpdate] = [:]
+        for update in try store.alertStates() {
+            if let existing = latest[update.alert.id], existing.updateSequence > update.updateSequence { continue }
+            latest[update.alert.id] = update
+        }
+        return latest.values.map(\.alert).filter { $0.state.isOpen && $0.state != .pending }.max { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }
+    }
+
+    /// A dispatcher acknowledges the open alert at the server; the device learns of it on its
+    /// next sync.
+    func acknowledgeOpenAlert(server: TrackMeServer, baseURL: URL) async throws {
+        guard let alert = await pipeline.current.openAlert else { return }
+        let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
+        let response = try await URLSessionTransport(baseURL: baseURL).post(
+            path: "v1/alerts/\(alert.id)/ack", headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
+            body: Array("{}".utf8))
+        guard (200..<300).contains(response.status) else {
+            throw ScenarioError(message: "the server refused the acknowledgement of \(alert.id): HTTP \(response.status)")
+        }
+    }
+
+    // MARK: Report
+
+    func alertReport() async -> [SimulationReport.Alert] {
+        alertOrder.compactMap { id in
+            guard let track = alerts[id] else { return nil }
+            let record = track.record
+            let firstMs = Int64(record.firstCritical.monotonicNanoseconds / 1_000_000) - 10_000
+            let position = record.position.flatMap { p -> SimulationReport.Alert.Position? in
+                guard let lat = p.fix.latitude, let lon = p.fix.longitude else { return nil }
+                return .init(lat: lat, lon: lon, ageMilliseconds: p.ageMilliseconds)
+            }
+            return SimulationReport.Alert(
+                alertID: id, kind: record.kind, state: record.state, firstCriticalMilliseconds: firstMs,
+                raisedMilliseconds: track.raisedMilliseconds, decisionLatencyMilliseconds: track.decisionLatencyMilliseconds,
+                deliveredMilliseconds: track.deliveredMilliseconds, position: position)
+        }
+    }
+
+    func readingCounts(server: TrackMeServer) async throws -> SimulationReport.Readings {
+        let committed = Set(committed.withLock { $0 })
+        let atServer = try await server.storedSequences(deviceID: credentials.deviceID)
+        let distinct = Set(atServer)
+        let stats = store.statistics()
+        let synced = try store.allReadings().filter(\.synced).count
+        let dropped = Int(stats.droppedByBudgetTotal)
+        let missing = committed.subtracting(distinct).count
+        return SimulationReport.Readings(
+            produced: await pipeline.current.readingsProduced + producedBeforeCrash,
+            stored: committed.count, synced: synced, receivedByServer: distinct.count,
+            duplicatesAtServer: atServer.count - distinct.count, droppedByBudget: dropped, lost: max(0, missing - dropped),
+            uncommittedAtCrash: uncommittedAtCrash)
+    }
+
+    func shutdown() async {
+        linkTask?.cancel()
+        store.close()
+    }
+}

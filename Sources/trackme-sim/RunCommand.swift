@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TrackMeSimulation
+
+/// `trackme-sim run SCENARIO.json [--report out.json] [--svg out.svg] [--field]`: runs a
+/// scenario and exits 0 only if every expectation held.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run", abstract: "Run a scenario through the agent's pipeline; exit 0 only if every expectation held.")
+
+    @Argument(help: "The scenario file (simulations/scenarios/*.json).")
+    var scenario: String
+
+    @Option(help: "Write the JSON report here.")
+    var report: String?
+
+    @Option(help: "Write the SVG timeline here.")
+    var svg: String?
+
+    @Flag(help: "Field mode: replay the GPS log through the real gpsd under gpsfake, at real time.")
+    var field = false
+
+    @Flag(help: "Log what the agent's parts do (to stderr).")
+    var verbose = false
+
+    func run() async throws {
+        let scenarioURL = URL(fileURLWithPath: scenario)
+        let loaded = try Scenario.load(from: scenarioURL)
+        // Scenario paths are relative to the simulations/ folder, the parent of scenarios/.
+        let simulations = scenarioURL.deletingLastPathComponent().deletingLastPathComponent()
+        var logger = Logger(label: "trackme.sim")
+        logger.logLevel = verbose ? .info : .critical
+        let terminal = isatty(STDERR_FILENO) == 1
+        let progress: (@Sendable (Double) -> Void)? = terminal ? { fraction in
+            let width = 40
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            FileHandle.standardError.write(Data("\r[\(bar)] \(Int(fraction * 100))% ".utf8))
+        } : nil
+        let runner = ScenarioRunner(
+            options: .init(simulationsDirectory: simulations, field: field, progress: progress, logger: logger))
+        let outcome = try await runner.run(loaded)
+        if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(outcome.report).write(to: URL(fileURLWithPath: report))
+        }
+        if let svg {
+            try Data(outcome.renderer.svg().utf8).write(to: URL(fileURLWithPath: svg))
+        }
+        print(outcome.renderer.summary())
+        if !outcome.report.passed { throw ExitCode(1) }
+    }
+}
