@@ -29,8 +29,8 @@ public actor SimulatedStrap {
         }
     }
 
-    public let trace: HeartRateTrace
-    public let address: BluetoothAddress?
+    public nonisolated let trace: HeartRateTrace
+    public nonisolated let address: BluetoothAddress?
     private let pace: Double
     private let clock: any Clock<Duration>
 
