@@ -42,6 +42,33 @@ targets += [
 
 // MARK: - BLE heart rate (issue 3)
 
+// BlueZHeartRate: sans-I/O HRM/ATT/HCI bytes, the ATT client, the link supervisor, and the thin
+// L2CAP/HCI socket shells over libbluetooth. SimulatedStrap: a GATT server speaking real ATT over a
+// socket pair, for tests and the simulation harness.
+targets += [
+    .target(
+        name: "BlueZHeartRate",
+        dependencies: [
+            "TrackMeCore", "CBlueZ",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .target(
+        name: "SimulatedStrap",
+        dependencies: ["BlueZHeartRate", "TrackMeCore"],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "BlueZHeartRateTests",
+        dependencies: [
+            "BlueZHeartRate", "SimulatedStrap", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - GPS position (issue 4)
 
 // MARK: - Store and sync (issue 6)
@@ -151,6 +178,7 @@ targets += [
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            "BlueZHeartRate",
         ],
         swiftSettings: strictSettings
     ),

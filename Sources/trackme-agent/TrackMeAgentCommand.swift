@@ -16,6 +16,8 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
             SafeCommand.self,
             PauseCommand.self,
             ResumeCommand.self,
+            ScanCommand.self,
+            HRMCommand.self,
         ]
     )
 }
