@@ -33,6 +33,27 @@ targets += [
 
 // MARK: - GPS position (issue 4)
 
+// CGPSShim owns libgps's 24 KB, version-dependent `gps_data_t` and hands Swift a flat struct;
+// GPSDPosition is the reader (its own thread, reconnects); GPSDTestSupport starts the real gpsd on
+// a loopback feed or under gpsfake, for the tests here and the simulation harness.
+targets += [
+    .target(name: "CGPSShim", dependencies: ["CGPS"]),
+    .target(
+        name: "GPSDPosition",
+        dependencies: [
+            "CGPSShim", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .target(name: "GPSDTestSupport", swiftSettings: strictSettings),
+    .testTarget(
+        name: "GPSDPositionTests",
+        dependencies: ["GPSDPosition", "GPSDTestSupport", "TrackMeCore"],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - Store and sync (issue 6)
 
 // MARK: - Server (issue 7)
@@ -44,6 +65,7 @@ targets += [
         name: "trackme-agent",
         dependencies: [
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "GPSDPosition",
         ],
         swiftSettings: strictSettings
     ),
