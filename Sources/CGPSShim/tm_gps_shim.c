@@ -2,6 +2,7 @@
 #include "tm_gps_shim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,11 @@ int tm_gps_open(const char *host, const char *port, tm_gps_session **out) {
         int code = errno;
         free(session);
         return code < 0 ? code : NL_NOSOCK;
+    }
+    // Children the agent (or a test) spawns must not inherit the connection and keep it open.
+    int flags = fcntl((int)session->data.gps_fd, F_GETFD);
+    if (flags >= 0) {
+        (void)fcntl((int)session->data.gps_fd, F_SETFD, flags | FD_CLOEXEC);
     }
     *out = session;
     return 0;

@@ -20,7 +20,8 @@ public final class GPSDFeed: Sendable {
         try await start(bytes: LogFeedServer.receiverBytes(ofLog: url), port: port)
     }
 
-    /// Serves `bytes` as the receiver's output and starts gpsd on it.
+    /// Serves `bytes` as the receiver's output and starts gpsd on it. End them with
+    /// `LogFeedServer.endOfLogMarker` so that gpsd reports the end as the receiver closing.
     public static func start(bytes: [UInt8], port: Int? = nil) async throws -> GPSDFeed {
         let feed = try LogFeedServer(bytes: bytes)
         do {

@@ -54,9 +54,11 @@ public final class GPSDProcess: Sendable {
         process.signal(SIGKILL)
     }
 
-    /// Stops gpsd (SIGTERM), waits for it, and removes its directory. Idempotent.
+    /// Stops gpsd, waits for it, and removes its directory. Idempotent. SIGKILL, because a child
+    /// spawned from a Swift concurrency thread inherits a signal mask that blocks SIGTERM, and
+    /// gpsd 3.22 never unblocks it.
     public func stop() {
-        process.signal(SIGTERM)
+        process.signal(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -100,7 +102,7 @@ public final class GPSDProcess: Sendable {
 
     /// A port that was free a moment ago (bound to port 0, then released).
     public static func freeLoopbackPort() throws(GPSDTestSupportError) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw GPSDTestSupportError(code: .socketFailed, context: "socket: errno \(errno)") }
         defer { close(fd) }
         var address = sockaddr_in()
@@ -127,11 +129,23 @@ final class ProcessBox: @unchecked Sendable {
 
     /// Sends `signal` and waits for the exit, unless the process has already been reaped.
     func signal(_ signal: Int32) {
+        send(signal, toGroup: false)
+    }
+
+    /// Sends `signal` to the process group led by the process (started under `setsid`).
+    func signalGroup(_ signal: Int32) {
+        send(signal, toGroup: true)
+    }
+
+    private func send(_ signal: Int32, toGroup: Bool) {
         lock.withLock { reaped in
             guard !reaped else { return }
             reaped = true
-            if process.isRunning {
-                Glibc.kill(process.processIdentifier, signal)
+            let pid = process.processIdentifier
+            if toGroup {
+                Glibc.kill(-pid, signal)
+            } else if process.isRunning {
+                Glibc.kill(pid, signal)
             }
             process.waitUntilExit()
         }

@@ -24,14 +24,17 @@ public final class GPSFakeProcess: Sendable {
     public static func start(log url: URL, port: Int? = nil) throws -> GPSFakeProcess {
         let executable = try ExternalProgram.path(of: "gpsfake")
         _ = try ExternalProgram.path(of: "gpsd")
+        // setsid puts gpsfake and the gpsd it starts in a process group of their own, so stop()
+        // ends both.
+        let setsid = try ExternalProgram.path(of: "setsid")
         let chosen = try port ?? GPSDProcess.freeLoopbackPort()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("trackme-gpsfake-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-1", "-q", "-n", "-W", "2", "-P", String(chosen), url.path]
+        process.executableURL = URL(fileURLWithPath: setsid)
+        process.arguments = [executable, "-1", "-q", "-n", "-W", "2", "-P", String(chosen), url.path]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = directory.path
         // gpsfake runs gpsd from PATH: make sure /usr/sbin is on it.
@@ -51,7 +54,8 @@ public final class GPSFakeProcess: Sendable {
 
     /// Stops gpsfake (and its gpsd) and removes its directory. Idempotent.
     public func stop() {
-        process.signal(SIGTERM)
+        // SIGKILL to the whole group: see GPSDProcess.stop() for why not SIGTERM.
+        process.signalGroup(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 }

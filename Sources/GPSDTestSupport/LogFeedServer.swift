@@ -15,7 +15,7 @@ public final class LogFeedServer: Sendable {
 
     /// Listens on 127.0.0.1 on a free port and serves `bytes` to each connection.
     public init(bytes: [UInt8]) throws(GPSDTestSupportError) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Self.failure("socket") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -65,6 +65,9 @@ public final class LogFeedServer: Sendable {
                 if errno == EINTR { continue }
                 break
             }
+            // A gpsd spawned by a parallel test must not inherit this connection: it would keep
+            // it open after we close it, and the receiver would never "unplug".
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             bytes.withUnsafeBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {
@@ -73,6 +76,15 @@ public final class LogFeedServer: Sendable {
                     if written <= 0 { break }
                     offset += written
                 }
+            }
+            // Keep the connection open until gpsd closes it (after the "# EOF" marker, or when it
+            // dies): closing first would make gpsd's probe writes fail and it could drop unread
+            // sentences. What gpsd writes to the "receiver" is discarded.
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let received = recv(client, &sink, sink.count, 0)
+                if received < 0 && errno == EINTR { continue }
+                if received <= 0 { break }
             }
             close(client)
         }
@@ -83,11 +95,20 @@ public final class LogFeedServer: Sendable {
         GPSDTestSupportError(code: .socketFailed, context: "\(call) failed: errno \(errno)")
     }
 
-    /// The bytes of a gpsd regression log as a receiver would send them: the `#` comment header
-    /// lines that gpsfake also skips are left out, everything else is sent unchanged (NULs,
+    /// gpsd's own end-of-log marker (what gpsfake sends): a `# EOF` comment line makes gpsd
+    /// close the device after every sentence before it has been processed, so a client sees the
+    /// end of the log as a DEVICE "activated":0 message, in order.
+    public static let endOfLogMarker: [UInt8] = Array("\n# EOF\n".utf8)
+
+    /// The bytes of a gpsd regression log as a receiver would send them, then `endOfLogMarker`:
+    /// the log's `#` comment header lines are left out, everything else is sent unchanged (NULs,
     /// broken sentences and all).
     public static func receiverBytes(ofLog url: URL) throws -> [UInt8] {
-        let data = try Data(contentsOf: url)
+        try receiverBytes(of: Data(contentsOf: url))
+    }
+
+    /// `receiverBytes(ofLog:)` for bytes already in memory.
+    public static func receiverBytes(of data: Data) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(data.count)
         for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
@@ -95,7 +116,7 @@ public final class LogFeedServer: Sendable {
             output.append(contentsOf: line)
             output.append(UInt8(ascii: "\n"))
         }
-        return output
+        return output + endOfLogMarker
     }
 }
 
