@@ -65,6 +65,7 @@ targets += [
         name: "trackme-agent",
         dependencies: [
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
             "GPSDPosition",
         ],
         swiftSettings: strictSettings
