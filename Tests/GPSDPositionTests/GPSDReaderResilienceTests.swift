@@ -122,3 +122,34 @@ extension GPSDEvent {
         if case .state(let state) = self { state.isDisconnected } else { false }
     }
 }
+
+@Suite("gps dump against the real gpsd", .timeLimit(.minutes(1)))
+struct GPSDDumpTests {
+    @Test("prints N lines and stops; exits when gpsd closes; a closed port throws")
+    func dumpCountsAndEnds() async throws {
+        let name = "april6_2019.log"
+        let expected = try TraceFixtures.expectedFixes(name)
+        let gpsd = try await GPSDFeed.start(log: TraceFixtures.logURL(name))
+        var lines: [String] = []
+        try await GPSDDump.run(.init(port: gpsd.port, count: 1), logger: .test) { lines.append($0) }
+        #expect(lines.count == 1)
+
+        gpsd.stop()
+
+        // Without --count the dump runs until gpsd closes: kill gpsd once the log's last fix
+        // has been printed, and the dump returns with every fix.
+        let second = try await GPSDFeed.start(log: TraceFixtures.logURL(name))
+        lines = []
+        try await GPSDDump.run(.init(port: second.port), logger: .test) { line in
+            lines.append(line)
+            if lines.count == expected.count { second.stop() }
+        }
+        #expect(lines.count == expected.count)
+        #expect(lines.last?.contains("\"time\": \"\(expected.last?.time ?? "")\"") == true)
+
+        let port = try GPSDProcess.freeLoopbackPort()
+        await #expect(throws: GPSDError.self) {
+            try await GPSDDump.run(.init(port: port), logger: .test) { _ in }
+        }
+    }
+}
