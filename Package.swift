@@ -71,6 +71,27 @@ targets += [
 
 // MARK: - GPS position (issue 4)
 
+// CGPSShim owns libgps's 24 KB, version-dependent `gps_data_t` and hands Swift a flat struct;
+// GPSDPosition is the reader (its own thread, reconnects); GPSDTestSupport starts the real gpsd on
+// a loopback feed or under gpsfake, for the tests here and the simulation harness.
+targets += [
+    .target(name: "CGPSShim", dependencies: ["CGPS"]),
+    .target(
+        name: "GPSDPosition",
+        dependencies: [
+            "CGPSShim", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .target(name: "GPSDTestSupport", swiftSettings: strictSettings),
+    .testTarget(
+        name: "GPSDPositionTests",
+        dependencies: ["GPSDPosition", "GPSDTestSupport", "TrackMeCore"],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - Store and sync (issue 6)
 
 // EdgeStore: durable buffer (SQLite through GRDB), disk budget, sync cursor, alert journal.
@@ -143,7 +164,7 @@ targets += [
     .target(
         name: "TrackMeAgent",
         dependencies: [
-            "TrackMeCore",
+            "TrackMeCore", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -179,6 +200,7 @@ targets += [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             "BlueZHeartRate",
+            "GPSDPosition",
         ],
         swiftSettings: strictSettings
     ),
@@ -189,7 +211,10 @@ targets += [
 targets += [
     .target(
         name: "TrackMeSimulation",
-        dependencies: ["TrackMeCore"],
+        dependencies: [
+            "TrackMeCore", "TrackMeAgent", "BlueZHeartRate", "SimulatedStrap", "EdgeStore", "EdgeSync", "EdgeDispatch",
+            .product(name: "Logging", package: "swift-log"),
+        ],
         swiftSettings: strictSettings
     ),
     .testTarget(name: "TrackMeSimulationTests", dependencies: ["TrackMeSimulation"], swiftSettings: strictSettings),

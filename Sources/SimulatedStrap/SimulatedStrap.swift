@@ -112,6 +112,24 @@ public actor SimulatedStrap {
         }
     }
 
+    /// Sends one measurement now, for an event loop that decides the time itself (the
+    /// simulation's fast mode). Returns false when no central is subscribed or the strap is
+    /// not notifying.
+    @discardableResult
+    public func notify(_ reading: HeartRateReading) -> Bool {
+        guard let link, notifying, server.notifyingMeasurements else { return false }
+        var reading = reading
+        if let contactOverride { reading.contact = contactOverride }
+        let payload = HeartRateMeasurement.encode(reading, maximumLength: Int(server.mtu) - 3)
+        do {
+            try link.send(ATTPDU.handleValueNotification(handle: StrapAttributeServer.measurementHandle, value: payload).encoded)
+            rowsSent += 1
+            return true
+        } catch {
+            return false
+        }
+    }
+
     // MARK: Faults
 
     /// Closes the current link from the strap's side, as when it goes out of range.

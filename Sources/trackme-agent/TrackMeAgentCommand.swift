@@ -8,6 +8,7 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
         commandName: "trackme-agent",
         abstract: "TrackMe Edge agent: BLE heart rate, gpsd position, local SOS, durable sync.",
         subcommands: [
+            GPSCommand.self,
             // Verbs are registered here, one line each.
             RunCommand.self,
             ConfigCommand.self,

@@ -1,0 +1,191 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real gpsd, started in the foreground on a loopback port with a temporary directory of its
+/// own (control socket, TMPDIR), for tests and the simulation harness. `start` returns once gpsd
+/// has logged that it is up; the process is killed and its directory removed by `stop()` (or on
+/// deinit).
+public final class GPSDProcess: Sendable {
+    /// The port gpsd listens on (127.0.0.1 and ::1).
+    public let port: Int
+    public let device: String
+    private let process: ProcessBox
+    private let directory: URL
+    private let output: OutputLog
+
+    private init(port: Int, device: String, process: ProcessBox, directory: URL, output: OutputLog) {
+        self.port = port
+        self.device = device
+        self.process = process
+        self.directory = directory
+        self.output = output
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Starts `gpsd -N -S PORT -F SOCKET DEVICE`. Without `port`, picks a free one (and tries
+    /// another if gpsd loses the race for it). Throws if gpsd is not installed or exits early.
+    public static func start(device: String, port: Int? = nil) async throws -> GPSDProcess {
+        let executable = try ExternalProgram.path(of: "gpsd")
+        var lastError: (any Error)?
+        for _ in 0..<(port == nil ? 5 : 1) {
+            let chosen = try port ?? freeLoopbackPort()
+            do {
+                return try await launch(executable: executable, device: device, port: chosen)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? GPSDTestSupportError(code: .startFailed, context: "gpsd did not start")
+    }
+
+    /// The last lines gpsd wrote (at `-D 3`), for a failing test's message.
+    public var recentOutput: String { output.text }
+
+    /// Kills gpsd with SIGKILL (as a crash would) and waits for it to exit; the directory stays,
+    /// so a new gpsd can be started on the same port.
+    public func kill() {
+        process.signal(SIGKILL)
+    }
+
+    /// Stops gpsd, waits for it, and removes its directory. Idempotent. SIGKILL, because a child
+    /// spawned from a Swift concurrency thread inherits a signal mask that blocks SIGTERM, and
+    /// gpsd 3.22 never unblocks it.
+    public func stop() {
+        process.signal(SIGKILL)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private static func launch(executable: String, device: String, port: Int) async throws -> GPSDProcess {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("trackme-gpsd-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // gpsd drops privileges to user `gpsd` after start-up: let it use its own directory.
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "-N", "-D", "3", "-S", String(port), "-F", directory.appendingPathComponent("control.sock").path, device,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = directory.path
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let output = OutputLog()
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw GPSDTestSupportError(code: .startFailed, context: "gpsd could not be run: \(error)")
+        }
+        let box = ProcessBox(process)
+        // gpsd logs "startup at" once it listens and has its control socket: wait for that line
+        // rather than polling the port.
+        let ready = await output.drain(pipe.fileHandleForReading, readyMarker: "gpsd:INFO: startup at")
+        guard ready else {
+            box.signal(SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+            throw GPSDTestSupportError(
+                code: .startFailed, context: "gpsd exited before it was ready on port \(port): \(output.text)")
+        }
+        return GPSDProcess(port: port, device: device, process: box, directory: directory, output: output)
+    }
+
+    /// A port that was free a moment ago (bound to port 0, then released).
+    public static func freeLoopbackPort() throws(GPSDTestSupportError) -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw GPSDTestSupportError(code: .socketFailed, context: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw GPSDTestSupportError(code: .socketFailed, context: "bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A child process, signalled and reaped once.
+final class ProcessBox: @unchecked Sendable {
+    // `@unchecked Sendable` is sound: `process` is only touched under `lock`.
+    private let process: Process
+    private let lock = Mutex(false)
+
+    init(_ process: Process) { self.process = process }
+
+    /// Sends `signal` and waits for the exit, unless the process has already been reaped.
+    func signal(_ signal: Int32) {
+        send(signal, toGroup: false)
+    }
+
+    /// Sends `signal` to the process group led by the process (started under `setsid`).
+    func signalGroup(_ signal: Int32) {
+        send(signal, toGroup: true)
+    }
+
+    private func send(_ signal: Int32, toGroup: Bool) {
+        lock.withLock { reaped in
+            guard !reaped else { return }
+            reaped = true
+            let pid = process.processIdentifier
+            if toGroup {
+                Glibc.kill(-pid, signal)
+            } else if process.isRunning {
+                Glibc.kill(pid, signal)
+            }
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A child's stderr, drained on a thread of its own so the child never blocks on a full pipe.
+final class OutputLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var text: String { lines.withLock { $0.suffix(40).joined(separator: "\n") } }
+
+    /// Reads `handle` until EOF on a thread; returns true once a line contains `readyMarker`,
+    /// false if the stream ends first.
+    func drain(_ handle: FileHandle, readyMarker: String) async -> Bool {
+        await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
+            let thread = Thread { [self] in
+                var pending = ""
+                var signalled = false
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    pending += String(decoding: data, as: UTF8.self)
+                    while let newline = pending.firstIndex(of: "\n") {
+                        let line = String(pending[..<newline])
+                        pending.removeSubrange(...newline)
+                        lines.withLock {
+                            $0.append(line)
+                            if $0.count > 200 { $0.removeFirst($0.count - 100) }
+                        }
+                        if !signalled && line.contains(readyMarker) {
+                            signalled = true
+                            ready.resume(returning: true)
+                        }
+                    }
+                }
+                if !signalled { ready.resume(returning: false) }
+            }
+            thread.name = "child-stderr"
+            thread.start()
+        }
+    }
+}
