@@ -37,6 +37,44 @@ targets += [
 
 // MARK: - Server (issue 7)
 
+// The PostgreSQL backend is behind the package trait "PostgreSQL" (`swift build --traits
+// PostgreSQL`) so that the default build neither fetches nor compiles postgres-nio.
+targets += [
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    .target(
+        name: "TrackMeServer",
+        dependencies: [
+            "TrackMeCore",
+            "CZlib",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .executableTarget(
+        name: "trackme-server",
+        dependencies: [
+            "TrackMeServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "TrackMeServerTests",
+        dependencies: [
+            "TrackMeServer", "TrackMeCore", "CZlib",
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - Agent (issue 9)
 
 targets += [
@@ -67,6 +105,10 @@ let package = Package(
     products: [
         .executable(name: "trackme-agent", targets: ["trackme-agent"]),
         .executable(name: "trackme-sim", targets: ["trackme-sim"]),
+        .executable(name: "trackme-server", targets: ["trackme-server"]),
+    ],
+    traits: [
+        .trait(name: "PostgreSQL", description: "The server's PostgreSQL storage backend (postgres-nio)."),
     ],
     dependencies: [
         // MARK: agent-side packages (no NIO here: the agent stays light on a Pi)
@@ -78,6 +120,11 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // MARK: server-side packages
+        // server
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]
