@@ -62,6 +62,8 @@ targets += [
             "TrackMeServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ],
         swiftSettings: strictSettings
     ),
@@ -70,6 +72,7 @@ targets += [
         dependencies: [
             "TrackMeServer", "TrackMeCore", "CZlib",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ],
         swiftSettings: strictSettings
     ),

@@ -154,17 +154,21 @@ struct PeriodicJob: Service {
     let body: @Sendable () async throws -> Void
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await clock.sleep(for: interval)
-                do {
-                    try await body()
-                } catch is CancellationError {
-                    return
-                } catch {
-                    logger.warning("periodic job failed", metadata: ["error": "\(error)"])
+        do {
+            try await cancelWhenGracefulShutdown {
+                while !Task.isCancelled {
+                    try await clock.sleep(for: interval)
+                    do {
+                        try await body()
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        logger.warning("periodic job failed", metadata: ["error": "\(error)"])
+                    }
                 }
             }
+        } catch is CancellationError {
+            // Shutting down is how this job ends, not a failure of the service group.
         }
     }
 }
