@@ -97,6 +97,13 @@ targets += [
         name: "trackme-sim",
         dependencies: [
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            // server benchmark (issue 7)
+            "TrackMeServer", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ],
         swiftSettings: strictSettings
     ),

@@ -175,29 +175,34 @@ struct ServerAPI: Sendable {
                 defer { notifier.unsubscribe(subscription) }
                 // Subscribed before the first read: whatever is appended from here on wakes us,
                 // and the store read catches everything before. Nothing falls in between.
-                try await withGracefulShutdownHandler {
-                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    var last = resumeAfter
-                    var iterator = wakes.makeAsyncIterator()
-                    let page = 256
-                    while !Task.isCancelled {
-                        let events = try await store.feedEvents(after: last, limit: page)
-                        if !events.isEmpty {
-                            var text = ""
-                            for event in events {
-                                text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
-                                last = event.id
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                        var last = resumeAfter
+                        var iterator = wakes.makeAsyncIterator()
+                        let page = 256
+                        while !Task.isCancelled {
+                            let events = try await store.feedEvents(after: last, limit: page)
+                            if !events.isEmpty {
+                                var text = ""
+                                for event in events {
+                                    text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
+                                    last = event.id
+                                }
+                                try await writer.write(ByteBuffer(string: text))
+                                if events.count == page { continue }
                             }
-                            try await writer.write(ByteBuffer(string: text))
-                            if events.count == page { continue }
+                            guard let wake = await iterator.next() else { break }
+                            if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
                         }
-                        guard let wake = await iterator.next() else { break }
-                        if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                    } onGracefulShutdown: {
+                        notifier.unsubscribe(subscription)
                     }
-                } onGracefulShutdown: {
-                    notifier.unsubscribe(subscription)
+                } catch {
+                    // Usually the dispatcher went away; it resumes with Last-Event-ID.
+                    logger.debug("alert stream ended", metadata: ["error": "\(error)"])
+                    throw error
                 }
-                logger.debug("alert stream closed")
                 try await writer.finish(nil)
             })
     }
@@ -253,7 +258,9 @@ struct ServerAPI: Sendable {
     /// The request body, inflated if gzip, refused with 413 past the limit in either form.
     func readBody(_ request: Request) async throws -> [UInt8] {
         let limit = configuration.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+        // A declared length far over the limit is refused unread; a little over is drained below
+        // so that the client reads the 413 instead of a reset connection.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > 16 * limit {
             throw APIError.tooLarge(limit: limit)
         }
         var bytes: [UInt8] = []

@@ -129,6 +129,11 @@ public final class TrackMeServer: Service, Sendable {
         return deleted
     }
 
+    /// How many readings the store holds now (for the simulation's and benchmarks' checks).
+    public func storedReadingCount() async throws -> Int64 {
+        try await store.counts().readings
+    }
+
     static func openStore(_ location: StorageLocation, logger: Logger) async throws -> any ServerStore {
         switch location {
         case .sqlite(let path):

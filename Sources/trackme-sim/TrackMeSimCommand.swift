@@ -21,6 +21,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Run a benchmark; figures are ratios against a baseline measured in the same run.",
         subcommands: [
             // Benchmarks are registered here, one line each.
+            ServerBenchCommand.self,
         ]
     )
 }

@@ -16,6 +16,8 @@ final class SSETestClient: @unchecked Sendable {
     enum Item: Sendable {
         case status(Int)
         case event(Event)
+        /// Why the stream ended (for failure messages).
+        case ended(String)
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -70,11 +72,13 @@ final class SSETestClient: @unchecked Sendable {
             let items = self.items
             group.addTask {
                 var events: [Event] = []
+                var reason = "cancelled"
                 for await item in items {
                     if case .event(let event) = item { events.append(event) }
+                    if case .ended(let why) = item { reason = why }
                     if events.count == count { return events }
                 }
-                throw Failure(description: "stream ended after \(events.count) of \(count) events: \(events)")
+                throw Failure(description: "stream ended (\(reason)) after \(events.count) of \(count) events: \(events)")
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
@@ -96,7 +100,11 @@ final class SSETestClient: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                continuation.yield(.ended(n == 0 ? "connection closed" : "recv errno \(errno)"))
+                return
+            }
             raw.append(contentsOf: chunk[0..<n])
             if !headerDone {
                 guard let end = find(raw, [13, 10, 13, 10]) else { continue }
@@ -109,8 +117,14 @@ final class SSETestClient: @unchecked Sendable {
             // Chunked transfer coding: size line, data, CRLF.
             while let lineEnd = find(raw, [13, 10]) {
                 let sizeText = String(decoding: raw[0..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { return }
-                if size == 0 { return }
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
+                    continuation.yield(.ended("bad chunk size line \(sizeText.debugDescription)"))
+                    return
+                }
+                if size == 0 {
+                    continuation.yield(.ended("last chunk"))
+                    return
+                }
                 guard raw.count >= lineEnd + 2 + size + 2 else { break }
                 text.append(contentsOf: raw[(lineEnd + 2)..<(lineEnd + 2 + size)])
                 raw.removeFirst(lineEnd + 2 + size + 2)
