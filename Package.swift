@@ -156,6 +156,46 @@ targets += [
 
 // MARK: - Server (issue 7)
 
+// The PostgreSQL backend is behind the package trait "PostgreSQL" (`swift build --traits
+// PostgreSQL`) so that the default build neither fetches nor compiles postgres-nio.
+targets += [
+    .target(
+        name: "TrackMeServer",
+        dependencies: [
+            "TrackMeCore",
+            "CZlib",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .executableTarget(
+        name: "trackme-server",
+        dependencies: [
+            "TrackMeServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "TrackMeServerTests",
+        dependencies: [
+            "TrackMeServer", "TrackMeCore", "CZlib",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ],
+        swiftSettings: strictSettings
+    ),
+]
+
 // MARK: - Agent (issue 9)
 
 // The daemon's shell: configuration, service lifecycle, status socket, logging, metrics, systemd.
@@ -213,6 +253,7 @@ targets += [
         name: "TrackMeSimulation",
         dependencies: [
             "TrackMeCore", "TrackMeAgent", "BlueZHeartRate", "SimulatedStrap", "EdgeStore", "EdgeSync", "EdgeDispatch",
+            "TrackMeServer",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
@@ -224,6 +265,13 @@ targets += [
             "TrackMeSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             "EdgeBenchmarks",
+            // server benchmark (issue 7)
+            "TrackMeServer", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ],
         swiftSettings: strictSettings
     ),
@@ -235,6 +283,10 @@ let package = Package(
     products: [
         .executable(name: "trackme-agent", targets: ["trackme-agent"]),
         .executable(name: "trackme-sim", targets: ["trackme-sim"]),
+        .executable(name: "trackme-server", targets: ["trackme-server"]),
+    ],
+    traits: [
+        .trait(name: "PostgreSQL", description: "The server's PostgreSQL storage backend (postgres-nio)."),
     ],
     dependencies: [
         // MARK: agent-side packages (no NIO here: the agent stays light on a Pi)
@@ -248,6 +300,11 @@ let package = Package(
         // MARK: server-side packages
         // MARK: agent (issue 9): Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // server
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: targets,
     swiftLanguageModes: [.v6]

@@ -24,6 +24,7 @@ struct BenchCommand: AsyncParsableCommand {
             // Benchmarks are registered here, one line each.
             BenchStoreCommand.self,
             BenchDrainCommand.self,
+            ServerBenchCommand.self,
         ]
     )
 }

@@ -1,0 +1,96 @@
+public import TrackMeCore
+
+/// `POST /v1/devices` body.
+struct EnrolDeviceRequest: Codable, Sendable {
+    var deviceID: String
+    var person: PersonProfile
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case person
+    }
+}
+
+/// `POST /v1/dispatchers` body (optional).
+struct CreateDispatcherRequest: Codable, Sendable {
+    var name: String?
+}
+
+/// A device's credentials, shown once at enrolment.
+public struct DeviceCredentials: Codable, Hashable, Sendable {
+    public var deviceID: String
+    /// The bearer token, `ID.SECRET`; only its hash is stored.
+    public var token: String
+
+    public init(deviceID: String, token: String) {
+        self.deviceID = deviceID
+        self.token = token
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case token
+    }
+}
+
+/// A dispatcher's credentials, shown once.
+public struct DispatcherCredentials: Codable, Hashable, Sendable {
+    public var dispatcherID: String
+    public var token: String
+
+    public init(dispatcherID: String, token: String) {
+        self.dispatcherID = dispatcherID
+        self.token = token
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case dispatcherID = "dispatcher_id"
+        case token
+    }
+}
+
+/// The answer to `POST /v1/alerts`.
+public struct AlertIntakeResponse: Codable, Hashable, Sendable {
+    public var version: Int
+    public var alertID: String
+    public var updateSequence: Int
+    /// This `(alert_id, update_seq)` had been received before; nothing changed.
+    public var duplicate: Bool
+    /// A dispatcher has acknowledged the alert.
+    public var acknowledged: Bool
+
+    public init(version: Int = SyncBatch.currentVersion, alertID: String, updateSequence: Int, duplicate: Bool, acknowledged: Bool) {
+        self.version = version
+        self.alertID = alertID
+        self.updateSequence = updateSequence
+        self.duplicate = duplicate
+        self.acknowledged = acknowledged
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version
+        case alertID = "alert_id"
+        case updateSequence = "update_seq"
+        case duplicate, acknowledged
+    }
+}
+
+/// The answer to `POST /v1/alerts/{id}/ack`.
+struct AcknowledgeResponse: Codable, Hashable, Sendable {
+    var alertID: String
+    var deviceID: String
+    var acknowledged: Bool
+    /// It had been acknowledged before (by this or another dispatcher).
+    var already: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case alertID = "alert_id"
+        case deviceID = "device_id"
+        case acknowledged
+        case already = "already_acknowledged"
+    }
+}
+
+struct HealthBody: Codable, Sendable {
+    var status: String
+}

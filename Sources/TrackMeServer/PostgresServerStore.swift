@@ -1,0 +1,370 @@
+#if PostgreSQL
+import Foundation
+import Logging
+import PostgresNIO
+import TrackMeCore
+
+/// The store for deployments past one machine: several stateless server instances share one
+/// PostgreSQL database (postgres-nio's pooled `PostgresClient`).
+///
+/// Ordering of the feed: a BIGSERIAL alone would let a reader see id 11 committed before id 10
+/// (two transactions committing out of order), and a client resuming after 11 would miss 10.
+/// Every transaction that appends to the feed first takes one transaction-scoped advisory lock,
+/// so feed ids become visible in order. Feed events are rare (alerts, silences), so the lock costs
+/// little; readings never take it.
+///
+/// TLS is not configured here: connect over loopback, a Unix socket or a tunnel.
+final class PostgresServerStore: ServerStore {
+    private static let feedLock: Int64 = 7_270_001
+    private static let migrationLock: Int64 = 7_270_002
+
+    let displayName: String
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    init(url: String, logger: Logger) async throws {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+            throw StoreError(code: .badConfiguration, message: "cannot read PostgreSQL URL \(StorageLocation.redacted(url))")
+        }
+        let database = components.path.split(separator: "/").first.map(String.init)
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            database: database, tls: .disable)
+        configuration.options.maximumConnections = 32
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        displayName = StorageLocation.redacted(url)
+        runner = Task { await client.run() }
+    }
+
+    func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
+            let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
+            // Append-only: a landed migration is never edited, a change is a new one.
+            for (name, statements) in Self.migrations where !applied.contains(name) {
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO schema_migrations (name) VALUES (\(name))", logger: logger)
+            }
+        }
+    }
+
+    private static let migrations: [(String, [String])] = [
+        (
+            "v1",
+            [
+                """
+                CREATE TABLE tokens (
+                    id TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, role TEXT NOT NULL, device_id TEXT, created_ms BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE devices (
+                    device_id TEXT PRIMARY KEY, person TEXT NOT NULL, enrolled_ms BIGINT NOT NULL, last_seen_ms BIGINT,
+                    silent BOOLEAN NOT NULL DEFAULT FALSE, heartbeat TEXT, dropped_by_budget BIGINT NOT NULL DEFAULT 0)
+                """,
+                """
+                CREATE TABLE batches (
+                    device_id TEXT NOT NULL, batch_seq BIGINT NOT NULL, received_ms BIGINT NOT NULL,
+                    stored INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,
+                    acknowledged_alerts TEXT NOT NULL DEFAULT '[]', PRIMARY KEY (device_id, batch_seq))
+                """,
+                """
+                CREATE TABLE readings (
+                    device_id TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL, placed_ms BIGINT NOT NULL,
+                    received_ms BIGINT NOT NULL, wall_ms BIGINT, time_flag TEXT, body TEXT NOT NULL, PRIMARY KEY (device_id, seq))
+                """,
+                "CREATE INDEX readings_placed ON readings (placed_ms)",
+                """
+                CREATE TABLE alerts (
+                    alert_id TEXT PRIMARY KEY, device_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,
+                    last_update_seq BIGINT NOT NULL, record TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL,
+                    acknowledged BOOLEAN NOT NULL DEFAULT FALSE, acknowledged_ms BIGINT, acknowledged_by TEXT,
+                    ack_delivered BOOLEAN NOT NULL DEFAULT FALSE)
+                """,
+                "CREATE INDEX alerts_undelivered_acks ON alerts (device_id) WHERE acknowledged AND NOT ack_delivered",
+                """
+                CREATE TABLE alert_updates (
+                    alert_id TEXT NOT NULL, update_seq BIGINT NOT NULL, device_id TEXT NOT NULL, type TEXT NOT NULL,
+                    body TEXT NOT NULL, received_ms BIGINT NOT NULL, PRIMARY KEY (alert_id, update_seq))
+                """,
+                "CREATE TABLE feed (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
+            ]
+        )
+    ]
+
+    func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
+        try await client.query(
+            """
+            INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
+            VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(createdMilliseconds))
+            """, logger: logger)
+    }
+
+    func token(id: String) async throws -> StoredToken? {
+        let rows = try await client.query("SELECT secret_hash, role, device_id FROM tokens WHERE id = \(id)", logger: logger)
+        for try await (hash, role, deviceID) in rows.decode((String, String, String?).self) {
+            guard let role = Role(rawValue: role) else { return nil }
+            return StoredToken(id: id, secretHash: hash, role: role, deviceID: deviceID)
+        }
+        return nil
+    }
+
+    func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool {
+        let person = try StoreJSON.encode(device.person)
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO devices (device_id, person, enrolled_ms) VALUES (\(device.deviceID), \(person), \(device.enrolledMilliseconds))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger
+            ).collect().count
+            guard inserted == 1 else { return false }
+            try await connection.query(
+                """
+                INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
+                VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(device.enrolledMilliseconds))
+                """, logger: logger)
+            return true
+        }
+    }
+
+    func device(id: String) async throws -> DeviceRow? {
+        let rows = try await client.query("SELECT person, enrolled_ms FROM devices WHERE device_id = \(id)", logger: logger)
+        for try await (person, enrolled) in rows.decode((String, Int64).self) {
+            return DeviceRow(deviceID: id, person: try StoreJSON.decode(person), enrolledMilliseconds: enrolled)
+        }
+        return nil
+    }
+
+    func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            // Locks the device row: one device's batches are processed one at a time, so a
+            // batch sent twice at once is claimed by one and replayed to the other.
+            var wasSilent = false
+            for try await silent in try await connection.query(
+                "SELECT silent FROM devices WHERE device_id = \(batch.deviceID) FOR UPDATE", logger: logger
+            ).decode(Bool.self) {
+                wasSilent = silent
+            }
+            try await connection.query(
+                """
+                UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(batch.receivedMilliseconds)), silent = FALSE,
+                    heartbeat = COALESCE(\(batch.heartbeatJSON), heartbeat) WHERE device_id = \(batch.deviceID)
+                """, logger: logger)
+            if wasSilent {
+                let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
+                try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
+            }
+            let claimed = try await connection.query(
+                """
+                INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger
+            ).collect().count
+            if claimed == 0 {
+                let rows = try await connection.query(
+                    "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)",
+                    logger: logger)
+                for try await (stored, duplicates, alerts) in rows.decode((Int, Int, String).self) {
+                    return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: true)
+                }
+                throw StoreError(code: .inconsistent, message: "claimed batch row vanished")
+            }
+            var stored = 0
+            if !batch.readings.isEmpty {
+                // One statement for the whole batch; NULLs travel as sentinels because arrays of
+                // optionals do not bind.
+                let seqs = batch.readings.map(\.sequence)
+                let kinds = batch.readings.map(\.kind.rawValue)
+                let placed = batch.readings.map(\.placedMilliseconds)
+                let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
+                let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
+                let bodies = batch.readings.map(\.body)
+                stored = try await connection.query(
+                    """
+                    INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
+                    SELECT \(batch.deviceID), r.seq, r.kind, r.placed, \(batch.receivedMilliseconds), NULLIF(r.wall, \(Int64.min)), NULLIF(r.flag, ''), r.body
+                    FROM UNNEST(\(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[], \(flags)::TEXT[], \(bodies)::TEXT[])
+                        AS r(seq, kind, placed, wall, flag, body)
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """, logger: logger
+                ).collect().count
+            }
+            let alerts = try await collect(
+                connection.query(
+                    """
+                    UPDATE alerts SET ack_delivered = TRUE WHERE device_id = \(batch.deviceID) AND acknowledged AND NOT ack_delivered
+                    RETURNING alert_id
+                    """, logger: logger
+                ).decode(String.self)
+            ).sorted()
+            let duplicates = batch.readings.count - stored
+            try await connection.query(
+                """
+                UPDATE batches SET stored = \(stored), duplicates = \(duplicates), acknowledged_alerts = \(try StoreJSON.encode(alerts))
+                WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
+                """, logger: logger)
+            if batch.droppedByBudget != 0 {
+                try await connection.query(
+                    "UPDATE devices SET dropped_by_budget = dropped_by_budget + \(batch.droppedByBudget) WHERE device_id = \(batch.deviceID)",
+                    logger: logger)
+            }
+            return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
+        }
+    }
+
+    private static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
+        try await connection.query("INSERT INTO feed (kind, data) VALUES (\(kind), \(data))", logger: logger)
+    }
+
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
+        let record = try StoreJSON.encode(update.alert)
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            var owner: String?
+            for try await device in try await connection.query(
+                "SELECT device_id FROM alerts WHERE alert_id = \(update.alert.id) FOR UPDATE", logger: logger
+            ).decode(String.self) {
+                owner = device
+            }
+            if let owner, owner != update.alert.deviceID { return .foreignAlert }
+            let inserted = try await connection.query(
+                """
+                INSERT INTO alert_updates (alert_id, update_seq, device_id, type, body, received_ms)
+                VALUES (\(update.alert.id), \(Int64(update.updateSequence)), \(update.alert.deviceID), \(update.type.rawValue), \(body), \(receivedMilliseconds))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger
+            ).collect().count
+            let duplicate = inserted == 0
+            if !duplicate {
+                try await connection.query(
+                    """
+                    INSERT INTO alerts (alert_id, device_id, kind, state, last_update_seq, record, created_ms, updated_ms)
+                    VALUES (\(update.alert.id), \(update.alert.deviceID), \(update.alert.kind.rawValue), \(update.alert.state.rawValue),
+                        \(Int64(update.updateSequence)), \(record), \(receivedMilliseconds), \(receivedMilliseconds))
+                    ON CONFLICT (alert_id) DO UPDATE SET state = excluded.state, last_update_seq = excluded.last_update_seq,
+                        record = excluded.record, updated_ms = excluded.updated_ms
+                    WHERE excluded.last_update_seq > alerts.last_update_seq AND alerts.device_id = excluded.device_id
+                    """, logger: logger)
+                try await Self.appendFeed(connection, kind: FeedKind.alert, data: body, logger: logger)
+            }
+            var acknowledged = false
+            for try await value in try await connection.query(
+                "SELECT acknowledged FROM alerts WHERE alert_id = \(update.alert.id)", logger: logger
+            ).decode(Bool.self) {
+                acknowledged = value
+            }
+            return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
+        }
+    }
+
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            var found: (String, Bool)?
+            for try await (device, acknowledged) in try await connection.query(
+                "SELECT device_id, acknowledged FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger
+            ).decode((String, Bool).self) {
+                found = (device, acknowledged)
+            }
+            guard let (deviceID, acknowledged) = found else { return .notFound }
+            if acknowledged { return .alreadyAcknowledged(deviceID: deviceID) }
+            try await connection.query(
+                "UPDATE alerts SET acknowledged = TRUE, acknowledged_ms = \(atMilliseconds), acknowledged_by = \(tokenID) WHERE alert_id = \(id)",
+                logger: logger)
+            let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
+            try await Self.appendFeed(connection, kind: FeedKind.alertAcknowledged, data: data, logger: logger)
+            return .acknowledged(deviceID: deviceID)
+        }
+    }
+
+    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent] {
+        let rows = try await client.query("SELECT id, kind, data FROM feed WHERE id > \(id) ORDER BY id LIMIT \(limit)", logger: logger)
+        var events: [FeedEvent] = []
+        for try await (id, kind, data) in rows.decode((Int64, String, String).self) {
+            events.append(FeedEvent(id: id, kind: kind, data: data))
+        }
+        return events
+    }
+
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
+        // NULL parameters switch the optional filters off, so one statement serves every query.
+        let kind = query.kind?.rawValue
+        let rows = try await client.query(
+            """
+            SELECT seq, body, placed_ms, received_ms, time_flag FROM readings
+            WHERE device_id = \(query.deviceID) AND seq > \(query.afterSequence)
+                AND (\(query.fromMilliseconds)::BIGINT IS NULL OR placed_ms >= \(query.fromMilliseconds))
+                AND (\(query.toMilliseconds)::BIGINT IS NULL OR placed_ms < \(query.toMilliseconds))
+                AND (\(kind)::TEXT IS NULL OR kind = \(kind))
+            ORDER BY seq LIMIT \(query.limit)
+            """, logger: logger)
+        var result: [StoredReadingRow] = []
+        for try await (seq, body, placed, received, flag) in rows.decode((Int64, String, Int64, Int64, String?).self) {
+            result.append(
+                StoredReadingRow(
+                    sequence: seq, body: body, placedMilliseconds: placed, receivedMilliseconds: received,
+                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:))))
+        }
+        return result
+    }
+
+    func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            // The UPDATE decides atomically: with several instances, one device goes silent once.
+            let rows = try await collect(
+                connection.query(
+                    """
+                    UPDATE devices SET silent = TRUE
+                    WHERE NOT silent AND last_seen_ms IS NOT NULL AND last_seen_ms < \(lastSeenBefore)
+                    RETURNING device_id, last_seen_ms
+                    """, logger: logger
+                ).decode((String, Int64).self)
+            ).sorted { $0.0 < $1.0 }
+            for (id, lastSeen) in rows {
+                let data = try StoreJSON.encode(
+                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
+                try await Self.appendFeed(connection, kind: FeedKind.deviceSilent, data: data, logger: logger)
+            }
+            return rows.map(\.0)
+        }
+    }
+
+    func deleteReadings(placedBefore cutoff: Int64) async throws -> Int {
+        try await client.query("DELETE FROM readings WHERE placed_ms < \(cutoff) RETURNING 1", logger: logger).collect().count
+    }
+
+    func counts() async throws -> StoreCounts {
+        let rows = try await client.query(
+            """
+            SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM readings), (SELECT count(*) FROM alerts),
+                (SELECT count(*) FROM devices WHERE silent)
+            """, logger: logger)
+        for try await (devices, readings, alerts, silent) in rows.decode((Int64, Int64, Int64, Int64).self) {
+            return StoreCounts(devices: devices, readings: readings, alerts: alerts, silentDevices: silent)
+        }
+        return StoreCounts(devices: 0, readings: 0, alerts: 0, silentDevices: 0)
+    }
+
+    func close() async throws {
+        runner.cancel()
+        await runner.value
+    }
+}
+
+/// Every element of a row sequence.
+private func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
+    var elements: [S.Element] = []
+    for try await element in sequence { elements.append(element) }
+    return elements
+}
+#endif

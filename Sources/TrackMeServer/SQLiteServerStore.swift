@@ -1,0 +1,338 @@
+import Foundation
+import GRDB
+import TrackMeCore
+
+/// The default store: one SQLite file in WAL mode (GRDB `DatabasePool`: one writer, concurrent
+/// readers).
+///
+/// `synchronous = FULL`: a batch is acknowledged only after its transaction is on disk, because
+/// the device deletes its copy once acknowledged; NORMAL would be faster but could lose the last
+/// acknowledged batches on power loss.
+final class SQLiteServerStore: ServerStore {
+    let path: String
+    private let pool: DatabasePool
+
+    var displayName: String { "sqlite:\(path)" }
+
+    init(path: String) throws {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+    }
+
+    func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        // Append-only: a landed migration is never edited, a change is a new one.
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE tokens (
+                        id TEXT PRIMARY KEY,
+                        secret_hash TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        device_id TEXT,
+                        created_ms INTEGER NOT NULL
+                    );
+                    CREATE TABLE devices (
+                        device_id TEXT PRIMARY KEY,
+                        person TEXT NOT NULL,
+                        enrolled_ms INTEGER NOT NULL,
+                        last_seen_ms INTEGER,
+                        silent INTEGER NOT NULL DEFAULT 0,
+                        heartbeat TEXT,
+                        dropped_by_budget INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE TABLE batches (
+                        device_id TEXT NOT NULL,
+                        batch_seq INTEGER NOT NULL,
+                        received_ms INTEGER NOT NULL,
+                        stored INTEGER NOT NULL DEFAULT 0,
+                        duplicates INTEGER NOT NULL DEFAULT 0,
+                        acknowledged_alerts TEXT NOT NULL DEFAULT '[]',
+                        PRIMARY KEY (device_id, batch_seq)
+                    );
+                    CREATE TABLE readings (
+                        device_id TEXT NOT NULL,
+                        seq INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        placed_ms INTEGER NOT NULL,
+                        received_ms INTEGER NOT NULL,
+                        wall_ms INTEGER,
+                        time_flag TEXT,
+                        body TEXT NOT NULL,
+                        PRIMARY KEY (device_id, seq)
+                    );
+                    CREATE INDEX readings_placed ON readings (placed_ms);
+                    CREATE TABLE alerts (
+                        alert_id TEXT PRIMARY KEY,
+                        device_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        last_update_seq INTEGER NOT NULL,
+                        record TEXT NOT NULL,
+                        created_ms INTEGER NOT NULL,
+                        updated_ms INTEGER NOT NULL,
+                        acknowledged INTEGER NOT NULL DEFAULT 0,
+                        acknowledged_ms INTEGER,
+                        acknowledged_by TEXT,
+                        ack_delivered INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX alerts_undelivered_acks ON alerts (device_id) WHERE acknowledged = 1 AND ack_delivered = 0;
+                    CREATE TABLE alert_updates (
+                        alert_id TEXT NOT NULL,
+                        update_seq INTEGER NOT NULL,
+                        device_id TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        received_ms INTEGER NOT NULL,
+                        PRIMARY KEY (alert_id, update_seq)
+                    );
+                    CREATE TABLE feed (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        kind TEXT NOT NULL,
+                        data TEXT NOT NULL
+                    );
+                    """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
+                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, createdMilliseconds])
+        }
+    }
+
+    func token(id: String) async throws -> StoredToken? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT secret_hash, role, device_id FROM tokens WHERE id = ?", arguments: [id]),
+                let role = Role(rawValue: row["role"])
+            else { return nil }
+            return StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"])
+        }
+    }
+
+    func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool {
+        let person = try StoreJSON.encode(device.person)
+        return try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO devices (device_id, person, enrolled_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [device.deviceID, person, device.enrolledMilliseconds])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(
+                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
+                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, device.enrolledMilliseconds])
+            return true
+        }
+    }
+
+    func device(id: String) async throws -> DeviceRow? {
+        let found = try await pool.read { db -> (person: String, enrolled: Int64)? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT person, enrolled_ms FROM devices WHERE device_id = ?", arguments: [id]) else {
+                return nil
+            }
+            return (row["person"], row["enrolled_ms"])
+        }
+        guard let found else { return nil }
+        let person: PersonProfile = try StoreJSON.decode(found.person)
+        return DeviceRow(deviceID: id, person: person, enrolledMilliseconds: found.enrolled)
+    }
+
+    func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
+        try await pool.write { db in
+            try Self.recordContact(db, batch: batch)
+            try db.execute(
+                sql: "INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds])
+            if db.changesCount == 0 {
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = ? AND batch_seq = ?",
+                    arguments: [batch.deviceID, batch.batchSequence])
+                guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
+                let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
+                return IngestResult(stored: row["stored"], duplicates: row["duplicates"], acknowledgedAlerts: alerts, replayed: true)
+            }
+            var stored = 0
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """)
+            for reading in batch.readings {
+                try insert.execute(arguments: [
+                    batch.deviceID, reading.sequence, reading.kind.rawValue, reading.placedMilliseconds,
+                    batch.receivedMilliseconds, reading.wallMilliseconds, reading.timeFlag?.rawValue, reading.body,
+                ])
+                stored += db.changesCount
+            }
+            let alerts = try String.fetchAll(
+                db,
+                sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id",
+                arguments: [batch.deviceID])
+            if !alerts.isEmpty {
+                try db.execute(
+                    sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0",
+                    arguments: [batch.deviceID])
+            }
+            let duplicates = batch.readings.count - stored
+            try db.execute(
+                sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?",
+                arguments: [stored, duplicates, try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
+            try db.execute(
+                sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?",
+                arguments: [batch.droppedByBudget, batch.deviceID])
+            return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
+        }
+    }
+
+    /// Any batch, a heartbeat or a replay, is contact: it moves `last_seen` and ends a silence.
+    private static func recordContact(_ db: Database, batch: IncomingBatch) throws {
+        let wasSilent = try Bool.fetchOne(db, sql: "SELECT silent FROM devices WHERE device_id = ?", arguments: [batch.deviceID]) ?? false
+        try db.execute(
+            sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?",
+            arguments: [batch.receivedMilliseconds, batch.heartbeatJSON, batch.deviceID])
+        if wasSilent {
+            let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
+            try appendFeed(db, kind: FeedKind.deviceReturned, data: data)
+        }
+    }
+
+    private static func appendFeed(_ db: Database, kind: String, data: String) throws {
+        try db.execute(sql: "INSERT INTO feed (kind, data) VALUES (?, ?)", arguments: [kind, data])
+    }
+
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
+        let record = try StoreJSON.encode(update.alert)
+        return try await pool.write { db in
+            let owner = try String.fetchOne(db, sql: "SELECT device_id FROM alerts WHERE alert_id = ?", arguments: [update.alert.id])
+            if let owner, owner != update.alert.deviceID { return .foreignAlert }
+            try db.execute(
+                sql: """
+                    INSERT INTO alert_updates (alert_id, update_seq, device_id, type, body, received_ms)
+                    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [update.alert.id, update.updateSequence, update.alert.deviceID, update.type.rawValue, body, receivedMilliseconds])
+            let duplicate = db.changesCount == 0
+            if !duplicate {
+                try db.execute(
+                    sql: """
+                        INSERT INTO alerts (alert_id, device_id, kind, state, last_update_seq, record, created_ms, updated_ms)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (alert_id) DO UPDATE SET state = excluded.state, last_update_seq = excluded.last_update_seq,
+                            record = excluded.record, updated_ms = excluded.updated_ms
+                        WHERE excluded.last_update_seq > alerts.last_update_seq
+                        """,
+                    arguments: [
+                        update.alert.id, update.alert.deviceID, update.alert.kind.rawValue, update.alert.state.rawValue,
+                        update.updateSequence, record, receivedMilliseconds, receivedMilliseconds,
+                    ])
+                try Self.appendFeed(db, kind: FeedKind.alert, data: body)
+            }
+            let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
+            return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
+        }
+    }
+
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT device_id, acknowledged FROM alerts WHERE alert_id = ?", arguments: [id]) else {
+                return .notFound
+            }
+            let deviceID: String = row["device_id"]
+            if row["acknowledged"] as Bool { return .alreadyAcknowledged(deviceID: deviceID) }
+            try db.execute(
+                sql: "UPDATE alerts SET acknowledged = 1, acknowledged_ms = ?, acknowledged_by = ? WHERE alert_id = ?",
+                arguments: [atMilliseconds, tokenID, id])
+            let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
+            try Self.appendFeed(db, kind: FeedKind.alertAcknowledged, data: data)
+            return .acknowledged(deviceID: deviceID)
+        }
+    }
+
+    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, kind, data FROM feed WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit]).map {
+                FeedEvent(id: $0["id"], kind: $0["kind"], data: $0["data"])
+            }
+        }
+    }
+
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
+        var sql = "SELECT seq, body, placed_ms, received_ms, time_flag FROM readings WHERE device_id = ? AND seq > ?"
+        var arguments: StatementArguments = [query.deviceID, query.afterSequence]
+        if let from = query.fromMilliseconds {
+            sql += " AND placed_ms >= ?"
+            arguments += [from]
+        }
+        if let to = query.toMilliseconds {
+            sql += " AND placed_ms < ?"
+            arguments += [to]
+        }
+        if let kind = query.kind {
+            sql += " AND kind = ?"
+            arguments += [kind.rawValue]
+        }
+        sql += " ORDER BY seq LIMIT ?"
+        arguments += [query.limit]
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in
+            try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
+                let flag: String? = row["time_flag"]
+                return StoredReadingRow(
+                    sequence: row["seq"], body: row["body"], placedMilliseconds: row["placed_ms"],
+                    receivedMilliseconds: row["received_ms"], timeFlag: flag.flatMap(TimeFlag.init(rawValue:)))
+            }
+        }
+    }
+
+    func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
+        try await pool.write { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
+                arguments: [lastSeenBefore])
+            var ids: [String] = []
+            for row in rows {
+                let id: String = row["device_id"]
+                let lastSeen: Int64 = row["last_seen_ms"]
+                try db.execute(sql: "UPDATE devices SET silent = 1 WHERE device_id = ?", arguments: [id])
+                let data = try StoreJSON.encode(
+                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
+                try Self.appendFeed(db, kind: FeedKind.deviceSilent, data: data)
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+
+    func deleteReadings(placedBefore cutoff: Int64) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM readings WHERE placed_ms < ?", arguments: [cutoff])
+            return db.changesCount
+        }
+    }
+
+    func counts() async throws -> StoreCounts {
+        try await pool.read { db in
+            StoreCounts(
+                devices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
+                readings: try Int64.fetchOne(db, sql: "SELECT count(*) FROM readings") ?? 0,
+                alerts: try Int64.fetchOne(db, sql: "SELECT count(*) FROM alerts") ?? 0,
+                silentDevices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices WHERE silent = 1") ?? 0)
+        }
+    }
+
+    func close() async throws {
+        try pool.close()
+    }
+}

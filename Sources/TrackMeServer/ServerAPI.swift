@@ -1,0 +1,351 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import TrackMeCore
+
+/// The HTTP API (openapi.yaml): request parsing, authorisation, and the mapping of store
+/// results to answers. Storage behaviour lives behind `ServerStore`.
+struct ServerAPI: Sendable {
+    let store: any ServerStore
+    let configuration: ServerConfiguration
+    let authenticator: Authenticator
+    let notifier: FeedNotifier
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: ErrorBodyMiddleware(metrics: metrics))
+        router.get("/health") { _, _ in try json(.ok, HealthBody(status: "ok")) }
+        router.get("/metrics") { _, _ in try await metricsResponse() }
+        router.get("/openapi.yaml") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/yaml"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
+        router.post("/v1/devices") { request, _ in try await enrolDevice(request) }
+        router.post("/v1/dispatchers") { request, _ in try await createDispatcher(request) }
+        router.post("/v1/batches") { request, _ in try await ingestBatch(request) }
+        router.post("/v1/alerts") { request, _ in try await intakeAlert(request) }
+        router.get("/v1/alerts/stream") { request, _ in try await alertStream(request) }
+        router.post("/v1/alerts/:id/ack") { request, context in
+            try await acknowledgeAlert(request, id: context.parameters.get("id") ?? "")
+        }
+        router.get("/v1/devices/:id/readings") { request, context in
+            try await listReadings(request, deviceID: context.parameters.get("id") ?? "")
+        }
+        return router
+    }
+
+    // MARK: - Admin
+
+    func enrolDevice(_ request: Request) async throws -> Response {
+        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+        let body = try await readBody(request)
+        let enrolment = try decode(EnrolDeviceRequest.self, body)
+        let credentials = try await ServerAdministration(store: store, wallClock: configuration.wallClock)
+            .enrolDevice(deviceID: enrolment.deviceID, person: enrolment.person)
+        return try json(.created, credentials)
+    }
+
+    func createDispatcher(_ request: Request) async throws -> Response {
+        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+        let body = try await readBody(request)
+        let name = body.isEmpty ? nil : try decode(CreateDispatcherRequest.self, body).name
+        let credentials = try await ServerAdministration(store: store, wallClock: configuration.wallClock).createDispatcher(name: name)
+        return try json(.created, credentials)
+    }
+
+    // MARK: - Device
+
+    func ingestBatch(_ request: Request) async throws -> Response {
+        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
+        let body = try await readBody(request)
+        let batch = try decode(SyncBatch.self, body)
+        guard batch.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
+        }
+        if let header = request.headers[.idempotencyKey], header != batch.idempotencyKey {
+            throw APIError.invalid("Idempotency-Key", "header \(header) differs from idempotency_key \(batch.idempotencyKey)")
+        }
+        guard let device = try await store.device(id: batch.deviceID) else {
+            throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
+        }
+        let now = configuration.wallClock()
+        var rows: [ReadingRow] = []
+        rows.reserveCapacity(batch.readings.count)
+        var seen = Set<Int64>()
+        for (index, reading) in batch.readings.enumerated() {
+            guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
+            // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
+            guard seen.insert(reading.sequence).inserted else {
+                throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
+            }
+            rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
+        }
+        let heartbeat = try batch.heartbeat.map { try StoreJSON.encode($0) }
+        let result = try await store.ingest(
+            IncomingBatch(
+                deviceID: batch.deviceID, batchSequence: batch.batchSequence, droppedByBudget: batch.droppedByBudget,
+                heartbeatJSON: heartbeat, readings: rows, receivedMilliseconds: now))
+        metrics.update {
+            $0.batches += 1
+            if result.replayed {
+                $0.batchesReplayed += 1
+            } else {
+                $0.readingsStored += result.stored
+                $0.readingsDuplicate += result.duplicates
+            }
+        }
+        // A device that came back from silence has a `device_returned` event on the feed.
+        notifier.notify()
+        let ack = BatchAcknowledgement(
+            idempotencyKey: batch.idempotencyKey, stored: result.stored, duplicates: result.duplicates,
+            acknowledgedAlerts: result.acknowledgedAlerts)
+        return try json(.ok, ack)
+    }
+
+    func intakeAlert(_ request: Request) async throws -> Response {
+        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
+        let body = try await readBody(request)
+        let update = try decode(AlertUpdate.self, body)
+        guard update.alert.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(update.alert.deviceID)")
+        }
+        guard (1...128).contains(update.alert.id.utf8.count) else { throw APIError.invalid("alert.alert_id", "must be 1-128 characters") }
+        guard update.updateSequence >= 0 else { throw APIError.invalid("update_seq", "must not be negative") }
+        let canonical = try StoreJSON.encode(update)
+        let outcome = try await store.recordAlertUpdate(update, body: canonical, receivedMilliseconds: configuration.wallClock())
+        switch outcome {
+        case .foreignAlert:
+            throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
+        case .accepted(let result):
+            metrics.update {
+                if result.duplicate { $0.alertUpdatesDuplicate += 1 } else { $0.alertUpdates += 1 }
+            }
+            if !result.duplicate { notifier.notify() }
+            return try json(
+                .ok,
+                AlertIntakeResponse(
+                    alertID: update.alert.id, updateSequence: update.updateSequence, duplicate: result.duplicate,
+                    acknowledged: result.acknowledged))
+        }
+    }
+
+    // MARK: - Dispatcher
+
+    func acknowledgeAlert(_ request: Request, id: String) async throws -> Response {
+        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.dispatcher])
+        switch try await store.acknowledgeAlert(id: id, by: principal.tokenID, atMilliseconds: configuration.wallClock()) {
+        case .notFound:
+            throw APIError.notFound("no alert \(id)")
+        case .acknowledged(let deviceID):
+            metrics.update { $0.alertsAcknowledged += 1 }
+            notifier.notify()
+            return try json(.ok, AcknowledgeResponse(alertID: id, deviceID: deviceID, acknowledged: true, already: false))
+        case .alreadyAcknowledged(let deviceID):
+            return try json(.ok, AcknowledgeResponse(alertID: id, deviceID: deviceID, acknowledged: true, already: true))
+        }
+    }
+
+    func alertStream(_ request: Request) async throws -> Response {
+        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.dispatcher])
+        let resumeText = request.headers[.lastEventID] ?? request.uri.queryParameters.get("last_event_id")
+        var start: Int64 = 0
+        if let resumeText, !resumeText.isEmpty {
+            guard let value = Int64(resumeText), value >= 0 else {
+                throw APIError.invalid("Last-Event-ID", "must be an event id from this feed")
+            }
+            start = value
+        }
+        let resumeAfter = start
+        let store = self.store
+        let notifier = self.notifier
+        let logger = self.logger
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                let (subscription, wakes) = notifier.subscribe()
+                defer { notifier.unsubscribe(subscription) }
+                // Subscribed before the first read: whatever is appended from here on wakes us,
+                // and the store read catches everything before. Nothing falls in between.
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                        var last = resumeAfter
+                        var iterator = wakes.makeAsyncIterator()
+                        let page = 256
+                        while !Task.isCancelled {
+                            let events = try await store.feedEvents(after: last, limit: page)
+                            if !events.isEmpty {
+                                var text = ""
+                                for event in events {
+                                    text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
+                                    last = event.id
+                                }
+                                try await writer.write(ByteBuffer(string: text))
+                                if events.count == page { continue }
+                            }
+                            guard let wake = await iterator.next() else { break }
+                            if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                        }
+                    } onGracefulShutdown: {
+                        notifier.unsubscribe(subscription)
+                    }
+                } catch {
+                    // Usually the dispatcher went away; it resumes with Last-Event-ID.
+                    logger.debug("alert stream ended", metadata: ["error": "\(error)"])
+                    throw error
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    func listReadings(_ request: Request, deviceID: String) async throws -> Response {
+        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin, .dispatcher])
+        let parameters = request.uri.queryParameters
+        func integer(_ name: String) throws -> Int64? {
+            guard let text = parameters.get(name), !text.isEmpty else { return nil }
+            guard let value = Int64(text) else { throw APIError(status: .badRequest, code: .wrongType, field: name, message: "expected an integer") }
+            return value
+        }
+        var kind: WireReading.Kind?
+        if let text = parameters.get("kind"), !text.isEmpty {
+            guard let parsed = WireReading.Kind(rawValue: text) else { throw APIError.invalid("kind", "expected hr or fix") }
+            kind = parsed
+        }
+        let limit = Int(try integer("limit") ?? Int64(configuration.maxPageSize))
+        guard (1...configuration.maxPageSize).contains(limit) else {
+            throw APIError.invalid("limit", "must be 1-\(configuration.maxPageSize)")
+        }
+        guard try await store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
+        let rows = try await store.readings(
+            ReadingQuery(
+                deviceID: deviceID, fromMilliseconds: try integer("from"), toMilliseconds: try integer("to"), kind: kind,
+                afterSequence: try integer("after_seq") ?? 0, limit: limit))
+        // The stored wire JSON is spliced in as it is rather than decoded and encoded again.
+        var text = "{\"device_id\":\(try StoreJSON.encode(deviceID)),\"next_after_seq\":"
+        text += rows.count == limit ? "\(rows[rows.count - 1].sequence)" : "null"
+        text += ",\"readings\":["
+        for (index, row) in rows.enumerated() {
+            if index > 0 { text += "," }
+            let flag = row.timeFlag.map { "\"\($0.rawValue)\"" } ?? "null"
+            text += "{\"placed_ms\":\(row.placedMilliseconds),\"received_ms\":\(row.receivedMilliseconds),\"time_flag\":\(flag),"
+            text += row.body.dropFirst()
+        }
+        text += "]}"
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: - Plumbing
+
+    func metricsResponse() async throws -> Response {
+        let counts = try? await store.counts()
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4"
+        let text = metrics.render(store: counts, sseClients: notifier.subscriberCount)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// The request body, inflated if gzip, refused with 413 past the limit in either form.
+    func readBody(_ request: Request) async throws -> [UInt8] {
+        let limit = configuration.maxBodyBytes
+        // A declared length far over the limit is refused unread; a little over is drained below
+        // so that the client reads the 413 instead of a reset connection.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > 16 * limit {
+            throw APIError.tooLarge(limit: limit)
+        }
+        var bytes: [UInt8] = []
+        var overLimit = false
+        var drained = 0
+        for try await buffer in request.body {
+            if overLimit {
+                // Read on (up to a bound) so the client sees the 413 instead of a reset connection.
+                drained += buffer.readableBytes
+                if drained > 16 * limit { break }
+                continue
+            }
+            if bytes.count + buffer.readableBytes > limit {
+                overLimit = true
+                bytes = []
+                continue
+            }
+            bytes.append(contentsOf: buffer.readableBytesView)
+        }
+        if overLimit { throw APIError.tooLarge(limit: limit) }
+        switch request.headers[.contentEncoding]?.lowercased() {
+        case nil, "identity":
+            return bytes
+        case "gzip", "x-gzip":
+            do {
+                return try GzipInflater.inflate(bytes, limit: limit)
+            } catch .tooLarge {
+                throw APIError.tooLarge(limit: limit)
+            } catch .corrupt(let message) {
+                throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(message)")
+            }
+        case .some(let other):
+            throw APIError(status: .unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Encoding", message: "\(other) is not supported; use gzip")
+        }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+        do {
+            return try WireCodec.decode(type, from: Data(bytes))
+        } catch {
+            throw APIError(error)
+        }
+    }
+}
+
+func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "application/json"
+    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try WireCodec.encode(value))))
+}
+
+extension HTTPField.Name {
+    // Both names are valid tokens, so the initialiser never fails; the fallback only avoids a `!`.
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key") ?? .contentLocation
+    static let lastEventID = HTTPField.Name("Last-Event-ID") ?? .contentLocation
+}
+
+/// Turns every error into the WIRE.md error body (Hummingbird's own 404s and 500s included)
+/// and counts responses by status.
+struct ErrorBodyMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as APIError {
+            response = try error.response(from: request, context: context)
+        } catch let error as HTTPError {
+            let code: APIError.Code =
+                switch error.status {
+                case .notFound: .notFound
+                case .contentTooLarge: .tooLarge
+                case .unauthorized: .unauthorized
+                default: APIError.Code(rawValue: "http_\(error.status.code)")
+                }
+            response = try APIError(status: error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+                .response(from: request, context: context)
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(error)"])
+            response = try APIError(status: .internalServerError, code: .internalError, message: "internal error")
+                .response(from: request, context: context)
+        }
+        metrics.update { $0.responsesByStatus[response.status.code, default: 0] += 1 }
+        return response
+    }
+}

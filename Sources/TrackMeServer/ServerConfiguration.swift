@@ -1,0 +1,125 @@
+import Foundation
+
+/// Where the server keeps its data.
+public enum StorageLocation: Hashable, Sendable, CustomStringConvertible {
+    /// One SQLite file (created with its folder if absent).
+    case sqlite(path: String)
+    /// A PostgreSQL URL, `postgres://user:password@host:port/database`; needs the package trait
+    /// `PostgreSQL`.
+    case postgres(url: String)
+
+    /// Parses `--db`: `sqlite:PATH`, a bare path, or `postgres://...` / `postgresql://...`.
+    public init(argument: String) {
+        if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+            self = .postgres(url: argument)
+        } else if argument.hasPrefix("sqlite:") {
+            self = .sqlite(path: String(argument.dropFirst("sqlite:".count)))
+        } else {
+            self = .sqlite(path: argument)
+        }
+    }
+
+    /// `$XDG_DATA_HOME/trackme/server.sqlite`, else `~/.local/share/trackme/server.sqlite`.
+    public static func defaultSQLite() -> StorageLocation {
+        defaultSQLite(environment: ProcessInfo.processInfo.environment)
+    }
+
+    static func defaultSQLite(environment: [String: String]) -> StorageLocation {
+        let base: String
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            base = xdg
+        } else if let home = environment["HOME"], !home.isEmpty {
+            base = home + "/.local/share"
+        } else {
+            base = FileManager.default.currentDirectoryPath
+        }
+        return .sqlite(path: base + "/trackme/server.sqlite")
+    }
+
+    public var description: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let url): Self.redacted(url)
+        }
+    }
+
+    /// The URL without its password, for logs.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "postgres://?" }
+        if components.password != nil { components.password = "***" }
+        return components.string ?? "postgres://?"
+    }
+}
+
+/// Everything `TrackMeServer` needs; the CLI and the simulation build one of these.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port; read the bound one from `TrackMeServer.boundPort()`.
+    public var port: Int
+    public var storage: StorageLocation
+    /// The admin bearer token in clear (from `--admin-token-file` or `TRACKME_ADMIN_TOKEN`); nil
+    /// disables the admin HTTP API (devices can still be enrolled through `TrackMeServer`).
+    public var adminToken: String?
+    /// Largest request body accepted, before and after gzip inflation.
+    public var maxBodyBytes: Int
+    /// A device not heard from for this long raises `device_silent` on the feed.
+    public var silenceThreshold: Duration
+    /// How often devices are checked for silence.
+    public var silenceCheckInterval: Duration
+    /// Readings filed longer ago than this are deleted; alerts are kept.
+    public var retention: Duration
+    /// How often the retention job runs.
+    public var retentionInterval: Duration
+    /// A wall time this far past the server's own clock is flagged `future`.
+    public var futureTolerance: Duration
+    /// Largest page of `GET /v1/devices/{id}/readings`.
+    public var maxPageSize: Int
+    /// Schedules the periodic jobs (silence, retention); tests pass a `VirtualClock`.
+    public var clock: any Clock<Duration>
+    /// The server's wall time in ms since the epoch: stamps receipt, judges device wall times.
+    public var wallClock: @Sendable () -> Int64
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        storage: StorageLocation = .defaultSQLite(),
+        adminToken: String? = nil,
+        maxBodyBytes: Int = 1 << 20,
+        silenceThreshold: Duration = .seconds(90),
+        silenceCheckInterval: Duration = .seconds(5),
+        retention: Duration = .seconds(60 * 24 * 3600),
+        retentionInterval: Duration = .seconds(3600),
+        futureTolerance: Duration = .seconds(300),
+        maxPageSize: Int = 1000,
+        clock: any Clock<Duration> = ContinuousClock(),
+        wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock
+    ) {
+        self.host = host
+        self.port = port
+        self.storage = storage
+        self.adminToken = adminToken
+        self.maxBodyBytes = maxBodyBytes
+        self.silenceThreshold = silenceThreshold
+        self.silenceCheckInterval = silenceCheckInterval
+        self.retention = retention
+        self.retentionInterval = retentionInterval
+        self.futureTolerance = futureTolerance
+        self.maxPageSize = maxPageSize
+        self.clock = clock
+        self.wallClock = wallClock
+    }
+}
+
+extension ServerConfiguration {
+    /// The system's wall clock in ms since the epoch.
+    @Sendable public static func systemWallClock() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded())
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

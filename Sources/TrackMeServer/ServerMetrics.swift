@@ -1,0 +1,58 @@
+import Synchronization
+
+/// The server's counters, rendered at `/metrics` in the Prometheus text format. One place, one
+/// `trackme_server_` prefix.
+final class ServerMetrics: Sendable {
+    struct Counters: Sendable {
+        var batches = 0
+        var batchesReplayed = 0
+        var readingsStored = 0
+        var readingsDuplicate = 0
+        var alertUpdates = 0
+        var alertUpdatesDuplicate = 0
+        var alertsAcknowledged = 0
+        var devicesSilenced = 0
+        var readingsDeletedByRetention = 0
+        var responsesByStatus: [Int: Int] = [:]
+    }
+
+    private let counters = Mutex(Counters())
+
+    func update(_ body: (inout Counters) -> Void) {
+        counters.withLock { body(&$0) }
+    }
+
+    var snapshot: Counters { counters.withLock { $0 } }
+
+    func render(store: StoreCounts?, sseClients: Int) -> String {
+        let c = snapshot
+        var out = ""
+        func counter(_ name: String, _ help: String, _ value: Int) {
+            out += "# HELP trackme_server_\(name) \(help)\n# TYPE trackme_server_\(name) counter\ntrackme_server_\(name) \(value)\n"
+        }
+        func gauge(_ name: String, _ help: String, _ value: Int64) {
+            out += "# HELP trackme_server_\(name) \(help)\n# TYPE trackme_server_\(name) gauge\ntrackme_server_\(name) \(value)\n"
+        }
+        counter("batches_total", "Batches accepted, replays included.", c.batches)
+        counter("batches_replayed_total", "Batches answered from an earlier delivery of the same idempotency key.", c.batchesReplayed)
+        counter("readings_stored_total", "Readings newly stored.", c.readingsStored)
+        counter("readings_duplicate_total", "Readings received again and not stored again.", c.readingsDuplicate)
+        counter("alert_updates_total", "Alert messages newly stored.", c.alertUpdates)
+        counter("alert_updates_duplicate_total", "Alert messages received again.", c.alertUpdatesDuplicate)
+        counter("alerts_acknowledged_total", "Alerts acknowledged by a dispatcher.", c.alertsAcknowledged)
+        counter("devices_silenced_total", "Device-silent events raised.", c.devicesSilenced)
+        counter("readings_retention_deleted_total", "Readings deleted by the retention job.", c.readingsDeletedByRetention)
+        out += "# HELP trackme_server_responses_total HTTP responses by status.\n# TYPE trackme_server_responses_total counter\n"
+        for (status, count) in c.responsesByStatus.sorted(by: { $0.key < $1.key }) {
+            out += "trackme_server_responses_total{status=\"\(status)\"} \(count)\n"
+        }
+        gauge("sse_clients", "Open dispatcher feed streams.", Int64(sseClients))
+        if let store {
+            gauge("devices", "Enrolled devices.", store.devices)
+            gauge("devices_silent", "Devices currently silent.", store.silentDevices)
+            gauge("readings", "Stored readings.", store.readings)
+            gauge("alerts", "Stored alerts.", store.alerts)
+        }
+        return out
+    }
+}

@@ -1,0 +1,178 @@
+import TrackMeCore
+
+/// Who a bearer token belongs to.
+public enum Role: String, Hashable, Sendable, Codable {
+    case admin
+    case device
+    case dispatcher
+}
+
+/// A token as stored: its public id, the SHA-256 of its secret, and what it may do.
+struct StoredToken: Hashable, Sendable {
+    var id: String
+    var secretHash: String
+    var role: Role
+    /// The device a device token speaks for; nil for other roles.
+    var deviceID: String?
+}
+
+/// An enrolled device as the server keeps it.
+struct DeviceRow: Hashable, Sendable {
+    var deviceID: String
+    var person: PersonProfile
+    var enrolledMilliseconds: Int64
+}
+
+/// Why a reading's wall time is not taken as truth (WIRE.md, "Readings as the server keeps them").
+public enum TimeFlag: String, Hashable, Sendable, Codable, CaseIterable {
+    /// The device had no wall time at all.
+    case noWallClock = "no_wall_clock"
+    /// The device's wall clock had not been set by NTP or GPS.
+    case untrustedClock = "untrusted_clock"
+    /// Stamped later than the server's own time (plus a tolerance).
+    case future
+    /// Stamped before the device was enrolled.
+    case beforeEnrolment = "before_enrolment"
+}
+
+/// One reading of a batch, ready to store.
+struct ReadingRow: Hashable, Sendable {
+    var sequence: Int64
+    var kind: WireReading.Kind
+    /// Where the reading is filed in time: its wall time when trusted and plausible, otherwise
+    /// the time the server received it (never 1970).
+    var placedMilliseconds: Int64
+    var wallMilliseconds: Int64?
+    var timeFlag: TimeFlag?
+    /// The reading exactly as the wire carried it (WireCodec JSON).
+    var body: String
+}
+
+/// A batch as the handler hands it to the store.
+struct IncomingBatch: Sendable {
+    var deviceID: String
+    var batchSequence: Int64
+    var droppedByBudget: Int64
+    var heartbeatJSON: String?
+    var readings: [ReadingRow]
+    var receivedMilliseconds: Int64
+}
+
+/// What the store did with a batch; a replay returns what the first delivery stored.
+struct IngestResult: Hashable, Sendable {
+    var stored: Int
+    var duplicates: Int
+    var acknowledgedAlerts: [String]
+    /// The same idempotency key had been processed before; nothing was stored now.
+    var replayed: Bool
+}
+
+/// What the store did with an alert update.
+struct AlertIntakeResult: Hashable, Sendable {
+    /// `(alert_id, update_seq)` was already stored; nothing changed.
+    var duplicate: Bool
+    /// Whether a dispatcher has acknowledged the alert.
+    var acknowledged: Bool
+}
+
+enum AlertIntakeOutcome: Hashable, Sendable {
+    case accepted(AlertIntakeResult)
+    /// The alert id belongs to another device.
+    case foreignAlert
+}
+
+enum AcknowledgeOutcome: Hashable, Sendable {
+    case acknowledged(deviceID: String)
+    case alreadyAcknowledged(deviceID: String)
+    case notFound
+}
+
+/// One event of the dispatcher feed, in the order the feed delivers them.
+public struct FeedEvent: Hashable, Sendable {
+    /// Strictly increasing; the SSE `id`, and what `Last-Event-ID` resumes after.
+    public var id: Int64
+    /// The SSE `event` name: `alert`, `alert_acknowledged`, `device_silent`, `device_returned`.
+    public var kind: String
+    /// JSON text, the SSE `data`.
+    public var data: String
+
+    public init(id: Int64, kind: String, data: String) {
+        self.id = id
+        self.kind = kind
+        self.data = data
+    }
+}
+
+/// Which stored readings to list.
+struct ReadingQuery: Hashable, Sendable {
+    var deviceID: String
+    var fromMilliseconds: Int64?
+    var toMilliseconds: Int64?
+    var kind: WireReading.Kind?
+    var afterSequence: Int64
+    var limit: Int
+}
+
+/// A stored reading as listed.
+struct StoredReadingRow: Hashable, Sendable {
+    var sequence: Int64
+    var body: String
+    var placedMilliseconds: Int64
+    var receivedMilliseconds: Int64
+    var timeFlag: TimeFlag?
+}
+
+/// Counts for `/metrics` and `/health`.
+struct StoreCounts: Hashable, Sendable {
+    var devices: Int64
+    var readings: Int64
+    var alerts: Int64
+    var silentDevices: Int64
+}
+
+/// The server's storage. Both implementations (SQLite, PostgreSQL) give the same answers; the
+/// shared behaviour suite in TrackMeServerTests runs against each.
+///
+/// Every method that changes more than one row does so in one transaction: a batch is stored
+/// whole or not at all, and a feed event is appended in the transaction of the change it
+/// reports, so the feed never tells of something that was rolled back and never misses what
+/// was committed.
+protocol ServerStore: Sendable {
+    /// A short name for logs: `sqlite:/path` or `postgres://host:port/db`.
+    var displayName: String { get }
+
+    /// Creates or upgrades the schema (append-only migrations).
+    func migrate() async throws
+
+    func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws
+    func token(id: String) async throws -> StoredToken?
+
+    /// Enrols a device with its first token; false if the device id is taken.
+    func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool
+    func device(id: String) async throws -> DeviceRow?
+
+    /// Stores a batch exactly once per `(device_id, batch_seq)` and each reading exactly once per
+    /// `(device_id, seq)`; records the device's contact (clearing a silence, which appends
+    /// `device_returned`); hands over the acknowledged alerts the device was not yet told of.
+    func ingest(_ batch: IncomingBatch) async throws -> IngestResult
+
+    /// Stores an alert update once per `(alert_id, update_seq)` and appends it to the feed.
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
+
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
+
+    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent]
+
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow]
+
+    /// Marks devices not heard from since `lastSeenBefore` as silent, appending one
+    /// `device_silent` event each; returns their ids.
+    func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String]
+
+    /// Deletes readings filed before the cutoff; alerts are kept. Returns how many went.
+    func deleteReadings(placedBefore cutoff: Int64) async throws -> Int
+
+    func counts() async throws -> StoreCounts
+
+    func close() async throws
+}

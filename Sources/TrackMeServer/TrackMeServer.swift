@@ -1,0 +1,214 @@
+public import Logging
+public import ServiceLifecycle
+public import TrackMeCore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// The TrackMe server: the HTTP API over a store, with the silence and retention jobs.
+///
+/// ```swift
+/// let server = try await TrackMeServer(configuration: .init(port: 0, storage: .sqlite(path: path)), logger: logger)
+/// let credentials = try await server.enrolDevice(deviceID: "pi-0042", person: PersonProfile(name: "Ada", age: 70))
+/// async let running: Void = server.run()   // or add it to a ServiceGroup
+/// let port = try await server.boundPort()
+/// ```
+/// `run()` serves until its task is cancelled or the service group shuts down gracefully; then
+/// the store is closed.
+public final class TrackMeServer: Service, Sendable {
+    public let configuration: ServerConfiguration
+    let store: any ServerStore
+    let api: ServerAPI
+    let logger: Logger
+    private let announcement = PortAnnouncement()
+
+    /// Opens (creating if needed) and migrates the store. Nothing listens until `run()`.
+    public init(configuration: ServerConfiguration, logger: Logger) async throws {
+        self.configuration = configuration
+        self.logger = logger
+        let store = try await Self.openStore(configuration.storage, logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        self.store = store
+        api = ServerAPI(
+            store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store),
+            notifier: FeedNotifier(), metrics: ServerMetrics(), logger: logger)
+    }
+
+    /// Where the data is, as logged (`sqlite:/path`, or the PostgreSQL URL without password).
+    public var storeDescription: String { configuration.storage.description }
+
+    public func run() async throws {
+        let configuration = self.configuration
+        let logger = self.logger
+        let announcement = self.announcement
+        let storeDescription = self.storeDescription
+        let api = self.api
+        let jobs: [any Service] = [
+            PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
+                _ = try await checkSilence()
+            },
+            PeriodicJob(interval: configuration.retentionInterval, clock: configuration.clock, logger: logger) { [self] in
+                _ = try await applyRetention()
+            },
+            // A wall-clock tick, not a business schedule: finds feed events other instances
+            // appended and keeps idle streams alive.
+            PeriodicJob(interval: .seconds(5), clock: ContinuousClock(), logger: logger) {
+                api.notifier.notify(.tick)
+            },
+        ]
+        let application = Application(
+            router: api.makeRouter(),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            services: jobs,
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                announcement.announce(port)
+                logger.info(
+                    "trackme-server listening",
+                    metadata: ["server.address": "http://\(configuration.host):\(port)", "server.store": "\(storeDescription)"])
+            },
+            logger: logger)
+        do {
+            try await application.run()
+        } catch {
+            announcement.fail(error)
+            api.notifier.finishAll()
+            try? await store.close()
+            throw error
+        }
+        announcement.fail(CancellationError())
+        api.notifier.finishAll()
+        try await store.close()
+    }
+
+    /// The port the server listens on, once it does (useful with `port: 0`).
+    public func boundPort() async throws -> Int {
+        try await announcement.wait()
+    }
+
+    /// Enrols a device (as `POST /v1/devices` does) and returns its token, shown only this once.
+    public func enrolDevice(deviceID: String, person: PersonProfile) async throws -> DeviceCredentials {
+        try await ServerAdministration(store: store, wallClock: configuration.wallClock).enrolDevice(deviceID: deviceID, person: person)
+    }
+
+    /// Creates a dispatcher token (as `POST /v1/dispatchers` does).
+    public func createDispatcher(name: String? = nil) async throws -> DispatcherCredentials {
+        try await ServerAdministration(store: store, wallClock: configuration.wallClock).createDispatcher(name: name)
+    }
+
+    /// One pass of the silence job: devices not heard from for `silenceThreshold` get a
+    /// `device_silent` event. Returns their ids.
+    @discardableResult
+    public func checkSilence() async throws -> [String] {
+        let now = configuration.wallClock()
+        let silenced = try await store.markSilentDevices(
+            lastSeenBefore: now - configuration.silenceThreshold.milliseconds, nowMilliseconds: now)
+        if !silenced.isEmpty {
+            api.metrics.update { $0.devicesSilenced += silenced.count }
+            api.notifier.notify()
+            logger.info("devices silent", metadata: ["server.devices": "\(silenced.joined(separator: ","))"])
+        }
+        return silenced
+    }
+
+    /// One pass of the retention job: deletes readings filed more than `retention` ago.
+    @discardableResult
+    public func applyRetention() async throws -> Int {
+        let cutoff = configuration.wallClock() - configuration.retention.milliseconds
+        let deleted = try await store.deleteReadings(placedBefore: cutoff)
+        if deleted > 0 {
+            api.metrics.update { $0.readingsDeletedByRetention += deleted }
+            logger.info("retention deleted readings", metadata: ["server.deleted": "\(deleted)"])
+        }
+        return deleted
+    }
+
+    /// How many readings the store holds now (for the simulation's and benchmarks' checks).
+    public func storedReadingCount() async throws -> Int64 {
+        try await store.counts().readings
+    }
+
+    static func openStore(_ location: StorageLocation, logger: Logger) async throws -> any ServerStore {
+        switch location {
+        case .sqlite(let path):
+            return try SQLiteServerStore(path: path)
+        case .postgres(let url):
+            #if PostgreSQL
+            return try await PostgresServerStore(url: url, logger: logger)
+            #else
+            _ = url
+            throw StoreError(
+                code: .badConfiguration, message: "this build has no PostgreSQL support; build with `--traits PostgreSQL`")
+            #endif
+        }
+    }
+}
+
+/// Runs `body` every `interval` on `clock` until cancelled or shut down; a failing pass is
+/// logged and the next one runs on time.
+struct PeriodicJob: Service {
+    let interval: Duration
+    let clock: any Clock<Duration>
+    let logger: Logger
+    let body: @Sendable () async throws -> Void
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while !Task.isCancelled {
+                    try await clock.sleep(for: interval)
+                    do {
+                        try await body()
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        logger.warning("periodic job failed", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down is how this job ends, not a failure of the service group.
+        }
+    }
+}
+
+/// Hands the bound port to whoever waits for it.
+final class PortAnnouncement: Sendable {
+    private struct State {
+        var result: Result<Int, any Error>?
+        var waiters: [CheckedContinuation<Int, any Error>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func announce(_ port: Int) { settle(.success(port)) }
+
+    func fail(_ error: any Error) { settle(.failure(error)) }
+
+    private func settle(_ result: Result<Int, any Error>) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Int, any Error>] in
+            guard s.result == nil else { return [] }
+            s.result = result
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    func wait() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let result = state.withLock { s -> Result<Int, any Error>? in
+                if let result = s.result { return result }
+                s.waiters.append(continuation)
+                return nil
+            }
+            if let result { continuation.resume(with: result) }
+        }
+    }
+}

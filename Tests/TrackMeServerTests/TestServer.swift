@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+import TrackMeCore
+@testable import TrackMeServer
+
+/// The storage backends the behaviour suite runs against.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    /// SQLite always; PostgreSQL when the package trait is on (`swift test --traits PostgreSQL`).
+    static var enabled: [Backend] {
+        #if PostgreSQL
+        [.sqlite, .postgres]
+        #else
+        [.sqlite]
+        #endif
+    }
+
+    var testDescription: String { rawValue }
+}
+
+/// A wall clock the test moves by hand.
+final class ManualWallClock: Sendable {
+    private let value: Mutex<Int64>
+    init(_ start: Int64) { value = Mutex(start) }
+    var now: Int64 { value.withLock { $0 } }
+    func advance(milliseconds: Int64) { value.withLock { $0 += milliseconds } }
+}
+
+/// A real `TrackMeServer` on a free loopback port with a store of its own, a virtual clock for
+/// its jobs and a manual wall clock.
+final class TestServer: Sendable {
+    static let adminToken = "test-admin-token"
+    static let startWall: Int64 = 1_795_000_000_000
+
+    let server: TrackMeServer
+    let port: Int
+    let clock: VirtualClock
+    let wall: ManualWallClock
+    let client: HTTPTestClient
+    let directory: URL
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    static func start(_ backend: Backend, maxBodyBytes: Int = 1 << 20) async throws -> TestServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let storage: StorageLocation
+        switch backend {
+        case .sqlite:
+            storage = .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
+        case .postgres:
+            storage = .postgres(url: try await PostgresFixture.shared.createDatabase())
+        }
+        let clock = VirtualClock()
+        let wall = ManualWallClock(startWall)
+        var logger = Logger(label: "test.server")
+        logger.logLevel = .warning
+        let configuration = ServerConfiguration(
+            host: "127.0.0.1", port: 0, storage: storage, adminToken: adminToken, maxBodyBytes: maxBodyBytes,
+            silenceThreshold: .seconds(90), silenceCheckInterval: .seconds(5), retention: .seconds(60 * 24 * 3600),
+            retentionInterval: .seconds(3600), clock: clock, wallClock: { wall.now })
+        let server = try await TrackMeServer(configuration: configuration, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
+        let task = Task { try await group.run() }
+        let port = try await server.boundPort()
+        return TestServer(server: server, port: port, clock: clock, wall: wall, directory: directory, group: group, task: task)
+    }
+
+    private init(
+        server: TrackMeServer, port: Int, clock: VirtualClock, wall: ManualWallClock, directory: URL, group: ServiceGroup, task: Task<Void, any Error>
+    ) {
+        self.server = server
+        self.port = port
+        self.clock = clock
+        self.wall = wall
+        self.directory = directory
+        self.group = group
+        self.task = task
+        client = HTTPTestClient(port: port)
+    }
+
+    /// Shuts the server down gracefully, as SIGTERM would, and checks that it ended cleanly.
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        let result = await task.result
+        if case .failure(let error) = result { Issue.record("server ended with \(error)") }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
+    static func with<T>(_ backend: Backend, maxBodyBytes: Int = 1 << 20, _ body: (TestServer) async throws -> T) async throws -> T {
+        let server = try await start(backend, maxBodyBytes: maxBodyBytes)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    // MARK: - Helpers over HTTP
+
+    func enrol(_ deviceID: String, age: Int = 70) async throws -> String {
+        let response = try await client.send(
+            "POST", "/v1/devices", token: Self.adminToken, json: ["device_id": deviceID, "person": ["name": "Ada", "age": age]])
+        try #require(response.status == 201, "enrol: \(response.text)")
+        return try #require(response.object["token"] as? String)
+    }
+
+    func dispatcher() async throws -> String {
+        let response = try await client.send("POST", "/v1/dispatchers", token: Self.adminToken, body: Data())
+        try #require(response.status == 201, "dispatcher: \(response.text)")
+        return try #require(response.object["token"] as? String)
+    }
+
+    func send(_ batch: SyncBatch, token: String) async throws -> HTTPTestClient.Response {
+        try await client.send(
+            "POST", "/v1/batches", token: token, body: try WireCodec.encode(batch), headers: ["Idempotency-Key": batch.idempotencyKey])
+    }
+
+    func readings(_ deviceID: String, token: String = TestServer.adminToken, query: String = "") async throws -> [[String: Any]] {
+        let response = try await client.send("GET", "/v1/devices/\(deviceID)/readings\(query)", token: token)
+        try #require(response.status == 200, "readings: \(response.text)")
+        return try #require(response.object["readings"] as? [[String: Any]])
+    }
+
+    /// Advances the virtual clock past the jobs' next run and waits until they ran and sleep again.
+    func runJobs(advancingBy duration: Duration) async {
+        await clock.waitForSleepers(2)
+        clock.advance(by: duration)
+        await clock.waitForSleepers(2)
+    }
+}
+
+/// Test data in the wire types.
+enum Sample {
+    static let bootID = "3f1c2d9e-8a51-4c1e-9d7b-2a4e5f6a7b8c"
+
+    static func timestamp(wall: Int64?, trusted: Bool = true, mono: UInt64 = 12_000_000_000) -> ReadingTimestamp {
+        ReadingTimestamp(monotonicNanoseconds: mono, bootID: bootID, wallClockMilliseconds: wall, wallClockTrusted: trusted)
+    }
+
+    static func heartRate(seq: Int64, bpm: Int = 72, wall: Int64? = TestServer.startWall, trusted: Bool = true) -> WireReading {
+        WireReading(
+            sequence: seq, timestamp: timestamp(wall: wall, trusted: trusted, mono: UInt64(seq) * 1_000_000_000),
+            payload: .heartRate(HeartRateReading(bpm: bpm, contact: .detected, rrIntervals: [843, 829])))
+    }
+
+    static func fix(seq: Int64, wall: Int64? = TestServer.startWall) -> WireReading {
+        WireReading(
+            sequence: seq, timestamp: timestamp(wall: wall, mono: UInt64(seq) * 1_000_000_000),
+            payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: 44.07, longitude: -121.31)))
+    }
+
+    static func batch(_ deviceID: String, seq: Int64, readings: [WireReading], heartbeat: Bool = true) -> SyncBatch {
+        SyncBatch(
+            deviceID: deviceID, batchSequence: seq, droppedByBudget: 0,
+            heartbeat: heartbeat ? DeviceHeartbeat(strap: "connected", gpsd: "fix", storeDepth: readings.count, storeBytes: 4096) : nil,
+            readings: readings)
+    }
+
+    static func alert(_ deviceID: String, id: String = UUID().uuidString, updateSeq: Int = 0, type: AlertUpdate.UpdateType = .raised) -> AlertUpdate {
+        let t = timestamp(wall: TestServer.startWall)
+        let state: AlertState = type == .cancelled ? .cancelled : (type == .resolved ? .resolved : .raised)
+        return AlertUpdate(
+            alert: AlertRecord(
+                id: id, deviceID: deviceID, kind: .noPulse, state: state, firstCritical: t, raised: t,
+                triggeringReadings: [TimedHeartRate(reading: HeartRateReading(bpm: 0, contact: .detected), timestamp: t)],
+                position: AlertPosition(fix: PositionFix(mode: .threeDimensional, latitude: 44.07, longitude: -121.31), ageMilliseconds: 800),
+                cancelReason: type == .cancelled ? .iAmSafe : nil),
+            updateSequence: updateSeq, type: type, sent: t)
+    }
+}
