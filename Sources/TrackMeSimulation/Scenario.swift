@@ -95,8 +95,8 @@ public struct Scenario: Codable, Sendable {
             case noReadingsLost = "no_readings_lost"
             /// The server holds every reading once.
             case noDuplicates = "no_duplicates"
-            /// Every raised alert is delivered within `seconds` of its first critical reading
-            /// (virtual time, so offline windows count).
+            /// Every raised alert is delivered within `seconds` of being raised (the end of its
+            /// countdown; virtual time, so offline windows count).
             case alertDeliveredWithin = "alert_delivered_within"
             /// Every reading the device produced reaches the server by the end.
             case allSynced = "all_synced"

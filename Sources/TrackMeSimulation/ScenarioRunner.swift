@@ -7,7 +7,7 @@ public import Logging
 import SimulatedStrap
 import Synchronization
 import TrackMeAgent
-public import TrackMeCore
+import TrackMeCore
 import TrackMeServer
 
 /// Runs a scenario through the agent's own pipeline and reports what happened.
@@ -83,7 +83,7 @@ public struct ScenarioRunner: Sendable {
         // The server, in process, on loopback.
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(work.appendingPathComponent("server.sqlite").path), adminToken: "sim-admin"),
+                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path), adminToken: "sim-admin"),
             logger: quiet("trackme.sim.server"))
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }

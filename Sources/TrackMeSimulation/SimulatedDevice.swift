@@ -94,12 +94,12 @@ final class SimulatedDevice {
         self.logger = logger
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
-            committed: committed, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), restoring: nil, at: startMilliseconds, logger: logger)
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), restoring: nil, at: startMilliseconds, logger: logger)
     }
 
     private static func build(
         scenario: Scenario, storePath: String, credentials: DeviceCredentials, transport: any HTTPTransport, inbox: DispatchInbox,
-        committed: Mutex<[Int64]>, ids: SequentialAlertIDs, restoring: AlertRecord?, at ms: Int64, logger: Logger
+        ids: SequentialAlertIDs, restoring: AlertRecord?, at ms: Int64, logger: Logger
     ) throws -> (ReadingStore, GroupCommitter, SyncEngine, AgentPipeline, HTTPAlertTransport) {
         let store = try ReadingStore(
             configuration: StoreConfiguration(path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000), logger: logger)
@@ -115,7 +115,6 @@ final class SimulatedDevice {
             store: store, committer: committer, ids: ids, now: ScenarioRunner.timestamp(ms), restoring: restoring,
             dispatch: { inbox.hand($0) }, logger: logger)
         let alertTransport = HTTPAlertTransport(transport: transport, token: credentials.token, store: store)
-        _ = committed
         return (store, committer, sync, pipeline, alertTransport)
     }
 
@@ -295,7 +294,7 @@ final class SimulatedDevice {
         // A restarted agent must never reuse an alert id.
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
-            committed: committed, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), restoring: restored, at: ms,
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), restoring: restored, at: ms,
             logger: logger)
         try await connectStrap(at: ms)
     }

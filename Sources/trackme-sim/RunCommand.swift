@@ -24,6 +24,13 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Log what the agent's parts do (to stderr).")
     var verbose = false
 
+    @Sendable static func drawProgress(_ fraction: Double) {
+        let width = 40
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(Int(fraction * 100))% ".utf8))
+    }
+
     func run() async throws {
         let scenarioURL = URL(fileURLWithPath: scenario)
         let loaded = try Scenario.load(from: scenarioURL)
@@ -32,12 +39,7 @@ struct RunCommand: AsyncParsableCommand {
         var logger = Logger(label: "trackme.sim")
         logger.logLevel = verbose ? .info : .critical
         let terminal = isatty(STDERR_FILENO) == 1
-        let progress: (@Sendable (Double) -> Void)? = terminal ? { fraction in
-            let width = 40
-            let filled = Int(fraction * Double(width))
-            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-            FileHandle.standardError.write(Data("\r[\(bar)] \(Int(fraction * 100))% ".utf8))
-        } : nil
+        let progress: (@Sendable (Double) -> Void)? = terminal ? Self.drawProgress : nil
         let runner = ScenarioRunner(
             options: .init(simulationsDirectory: simulations, field: field, progress: progress, logger: logger))
         let outcome = try await runner.run(loaded)

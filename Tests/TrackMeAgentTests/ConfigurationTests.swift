@@ -75,7 +75,7 @@ struct ConfigurationTests {
         #expect(c.strap.selection == .address("A0:9E:1A:12:34:56"))
         #expect(c.strap.addressType == .random)
         #expect(c.strap.adapter == "hci1")
-        #expect(c.strap.transport == .socketPair(SimulatedStrap(tracePath: "/etc/trackme/traces/hr.csv", pace: 20)))
+        #expect(c.strap.transport == .socketPair(SimulatedStrapSettings(tracePath: "/etc/trackme/traces/hr.csv", pace: 20)))
         #expect(c.gpsd == GPSDConfiguration(host: "gps.local", port: 12947))
         #expect(c.store == StoreConfiguration(path: "/data/agent.sqlite", diskBudgetBytes: 524_288))
         #expect(c.server == ServerConfiguration(url: "http://10.0.0.2:8080", deviceID: "van-7", tokenFile: "/etc/trackme/token"))
@@ -211,7 +211,7 @@ struct ConfigurationTests {
         #expect(error.issues.map(\.description) == ["line 9: strap.trace: cannot read \(directory.path)/hr.csv"])
         try "t_ms,bpm\n".write(toFile: directory.file("hr.csv"), atomically: true, encoding: .utf8)
         let configuration = try ConfigurationLoader.load(path: path)
-        #expect(configuration.strap.transport == .socketPair(SimulatedStrap(tracePath: directory.path + "/hr.csv", pace: 1)))
+        #expect(configuration.strap.transport == .socketPair(SimulatedStrapSettings(tracePath: directory.path + "/hr.csv", pace: 1)))
     }
 
     @Test("relative paths resolve against the file's directory")

@@ -67,7 +67,7 @@ public struct StrapConfiguration: Hashable, Sendable {
         /// A simulated peripheral speaking real ATT PDUs over a `SOCK_SEQPACKET` socket pair,
         /// replaying a heart-rate trace (tests and the simulation). Config spelling:
         /// `socketpair` or `simulated`.
-        case socketPair(SimulatedStrap)
+        case socketPair(SimulatedStrapSettings)
     }
 
     public var selection: Selection
@@ -90,7 +90,7 @@ public struct StrapConfiguration: Hashable, Sendable {
 }
 
 /// The trace a simulated strap replays, and how fast.
-public struct SimulatedStrap: Hashable, Sendable {
+public struct SimulatedStrapSettings: Hashable, Sendable {
     /// Absolute path of a heart-rate trace (`HeartRateTrace` CSV).
     public var tracePath: String
     /// Replay speed: 1 is real time, 10 is ten times faster.

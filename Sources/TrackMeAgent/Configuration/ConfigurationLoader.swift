@@ -181,7 +181,7 @@ private struct Reader {
                 if checkFiles && !FileManager.default.isReadableFile(atPath: trace) {
                     s.report(s.node("trace"), "trace", "cannot read \(trace)")
                 }
-                strap.transport = .socketPair(SimulatedStrap(tracePath: trace, pace: pace ?? 1))
+                strap.transport = .socketPair(SimulatedStrapSettings(tracePath: trace, pace: pace ?? 1))
             } else if !s.presentKeys.contains(where: { $0.key == "trace" }) {
                 s.report(s.node("transport"), "trace", "required when transport is socketpair or simulated")
             }
