@@ -10,11 +10,15 @@ public struct Scenario: Codable, Sendable {
         /// Play only this part of the trace (seconds from its start).
         public var fromSeconds: Double?
         public var toSeconds: Double?
+        /// Play the (selected part of the) trace again and again until this trace time: a
+        /// 30-minute recording becomes a day.
+        public var repeatUntilSeconds: Double?
 
         enum CodingKeys: String, CodingKey {
             case trace
             case fromSeconds = "from_s"
             case toSeconds = "to_s"
+            case repeatUntilSeconds = "repeat_until_s"
         }
     }
 
