@@ -153,3 +153,22 @@ struct GPSDDumpTests {
         }
     }
 }
+
+@Suite("GPSDReader cancellation", .timeLimit(.minutes(1)))
+struct GPSDReaderCancellationTests {
+    @Test("ending iteration stops the reader thread and closes the connection to gpsd")
+    func endingIterationDisconnects() async throws {
+        let gpsd = try await GPSDFeed.start(log: TraceFixtures.logURL("bu353s4.log"))
+        defer { gpsd.stop() }
+        do {
+            let reader = GPSDReader(port: gpsd.port, logger: .test)
+            var events = reader.events().makeAsyncIterator()
+            let first = await events.collect(until: { if case .fix = $0 { true } else { false } })
+            #expect(!first.fixes.isEmpty)
+        }
+        // The iterator is gone: its stream terminates, the thread sees the stop flag within one
+        // poll and closes the libgps connection, which gpsd logs.
+        let detached = await gpsd.gpsd.waitForLog(containing: "detaching")
+        #expect(detached, "gpsd did not see the client leave: \(gpsd.gpsd.recentOutput)")
+    }
+}
