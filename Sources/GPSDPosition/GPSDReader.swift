@@ -2,9 +2,8 @@ public import Logging
 import Synchronization
 import TrackMeCore
 
-#if canImport(Foundation)
+// Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
 import Foundation
-#endif
 
 /// Reads position from gpsd through libgps and delivers it as an `AsyncStream` of `GPSDEvent`s.
 ///

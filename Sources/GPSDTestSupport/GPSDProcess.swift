@@ -48,6 +48,12 @@ public final class GPSDProcess: Sendable {
     /// The last lines gpsd wrote (at `-D 3`), for a failing test's message.
     public var recentOutput: String { output.text }
 
+    /// Waits until gpsd has logged a line containing `text` (at `-D 3`: client attach and
+    /// detach, device activation, ...); false if gpsd exits first. Lines already logged count.
+    public func waitForLog(containing text: String) async -> Bool {
+        await output.waitForLine(containing: text)
+    }
+
     /// Kills gpsd with SIGKILL (as a crash would) and waits for it to exit; the directory stays,
     /// so a new gpsd can be started on the same port.
     public func kill() {
@@ -154,38 +160,70 @@ final class ProcessBox: @unchecked Sendable {
 
 /// A child's stderr, drained on a thread of its own so the child never blocks on a full pipe.
 final class OutputLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private struct Waiter {
+        var text: String
+        var continuation: CheckedContinuation<Bool, Never>
+    }
 
-    var text: String { lines.withLock { $0.suffix(40).joined(separator: "\n") } }
+    private struct State {
+        var lines: [String] = []
+        var waiters: [Waiter] = []
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    var text: String { state.withLock { $0.lines.suffix(40).joined(separator: "\n") } }
+
+    /// Waits until a line containing `text` has been written (including lines already kept);
+    /// false if the output ends first.
+    func waitForLine(containing text: String) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let answer = state.withLock { s -> Bool? in
+                if s.lines.contains(where: { $0.contains(text) }) { return true }
+                if s.ended { return false }
+                s.waiters.append(Waiter(text: text, continuation: continuation))
+                return nil
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
 
     /// Reads `handle` until EOF on a thread; returns true once a line contains `readyMarker`,
     /// false if the stream ends first.
     func drain(_ handle: FileHandle, readyMarker: String) async -> Bool {
-        await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
-            let thread = Thread { [self] in
-                var pending = ""
-                var signalled = false
-                while true {
-                    let data = handle.availableData
-                    if data.isEmpty { break }
-                    pending += String(decoding: data, as: UTF8.self)
-                    while let newline = pending.firstIndex(of: "\n") {
-                        let line = String(pending[..<newline])
-                        pending.removeSubrange(...newline)
-                        lines.withLock {
-                            $0.append(line)
-                            if $0.count > 200 { $0.removeFirst($0.count - 100) }
-                        }
-                        if !signalled && line.contains(readyMarker) {
-                            signalled = true
-                            ready.resume(returning: true)
-                        }
-                    }
+        let thread = Thread { [self] in
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    append(String(pending[..<newline]))
+                    pending.removeSubrange(...newline)
                 }
-                if !signalled { ready.resume(returning: false) }
             }
-            thread.name = "child-stderr"
-            thread.start()
+            let waiters = state.withLock { s -> [Waiter] in
+                s.ended = true
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            for waiter in waiters { waiter.continuation.resume(returning: false) }
         }
+        thread.name = "child-stderr"
+        thread.start()
+        return await waitForLine(containing: readyMarker)
+    }
+
+    private func append(_ line: String) {
+        let matched = state.withLock { s -> [Waiter] in
+            s.lines.append(line)
+            // Keep the start-up lines and the recent ones; gpsd at -D 3 writes a line per report.
+            if s.lines.count > 400 { s.lines.removeSubrange(20..<220) }
+            let matched = s.waiters.filter { line.contains($0.text) }
+            s.waiters.removeAll { line.contains($0.text) }
+            return matched
+        }
+        for waiter in matched { waiter.continuation.resume(returning: true) }
     }
 }

@@ -24,17 +24,16 @@ public final class GPSFakeProcess: Sendable {
     public static func start(log url: URL, port: Int? = nil) throws -> GPSFakeProcess {
         let executable = try ExternalProgram.path(of: "gpsfake")
         _ = try ExternalProgram.path(of: "gpsd")
-        // setsid puts gpsfake and the gpsd it starts in a process group of their own, so stop()
-        // ends both.
-        let setsid = try ExternalProgram.path(of: "setsid")
         let chosen = try port ?? GPSDProcess.freeLoopbackPort()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("trackme-gpsfake-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: setsid)
-        process.arguments = [executable, "-1", "-q", "-n", "-W", "2", "-P", String(chosen), url.path]
+        // Foundation starts the child as the leader of a process group of its own; gpsfake's gpsd
+        // joins it, so stop() signals the group and ends both.
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-1", "-q", "-n", "-W", "2", "-P", String(chosen), url.path]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = directory.path
         // gpsfake runs gpsd from PATH: make sure /usr/sbin is on it.

@@ -153,3 +153,49 @@ struct GPSDDumpTests {
         }
     }
 }
+
+@Suite("GPSDReader cancellation", .timeLimit(.minutes(1)))
+struct GPSDReaderCancellationTests {
+    @Test("ending iteration stops the reader thread and closes the connection to gpsd")
+    func endingIterationDisconnects() async throws {
+        let gpsd = try await GPSDFeed.start(log: TraceFixtures.logURL("bu353s4.log"))
+        defer { gpsd.stop() }
+        do {
+            let reader = GPSDReader(port: gpsd.port, logger: .test)
+            var events = reader.events().makeAsyncIterator()
+            let first = await events.collect(until: { if case .fix = $0 { true } else { false } })
+            #expect(!first.fixes.isEmpty)
+        }
+        // The iterator is gone: its stream terminates, the thread sees the stop flag within one
+        // poll and closes the libgps connection, which gpsd logs.
+        let detached = await gpsd.gpsd.waitForLog(containing: "detaching")
+        #expect(detached, "gpsd did not see the client leave: \(gpsd.gpsd.recentOutput)")
+    }
+}
+
+@Suite("GPSDReader under a flood", .timeLimit(.minutes(1)))
+struct GPSDReaderFloodTests {
+    @Test("a consumer that does not keep up loses the oldest events, never the latest fix")
+    func slowConsumerKeepsNewest() async throws {
+        let name = "ublox-neo-m9n-nmea.log"
+        let expected = try TraceFixtures.expectedFixes(name)
+        let gpsd = try await GPSDFeed.start(log: TraceFixtures.logURL(name))
+        defer { gpsd.stop() }
+        var configuration = GPSDReader.Configuration()
+        configuration.bufferSize = 8
+        let reader = GPSDReader(port: gpsd.port, logger: .test, configuration: configuration)
+        var events = reader.events().makeAsyncIterator()
+        // Read nothing until gpsd has sent the whole log (1414 sentences, 67 fixes).
+        #expect(await gpsd.gpsd.waitForLog(containing: #""activated":0"#))
+        let log = await events.collect(until: { $0 == .state(.noDevice) })
+        // The reader thread may still be reading when we start (it lags gpsd by a few reports on
+        // a loaded machine), so the exact number kept is not fixed; but most of the 67 fixes
+        // cannot fit in 8 slots, what survives is in order, and the newest fix is among it.
+        #expect(log.fixes.count < expected.count, "old events were dropped, not queued without bound")
+        let times = log.fixes.compactMap(\.time)
+        let expectedTimes = expected.compactMap(\.time)
+        #expect(times.allSatisfy { expectedTimes.contains($0) })
+        #expect(times == times.sorted(), "order is kept")
+        #expect(log.fixes.last?.time == expected.last?.time, "the newest fix survives")
+    }
+}

@@ -48,6 +48,29 @@ struct GPSDStateMachineTests {
         ])
     }
 
+    @Test("receiver unplugged and replugged: no device, then no fix since the replug, then fix")
+    func replug() {
+        var machine = GPSDStateMachine(backoff: ReconnectBackoff(), reconnects: true)
+        var all: [GPSDEvent] = []
+        func feed(_ input: GPSDStateMachine.Input, _ seconds: Int) {
+            all += machine.receive(input, now: .seconds(seconds)).events
+        }
+        feed(.connected, 0)
+        feed(.report(.tpv(Self.fix3D)), 1)
+        feed(.report(.device(activated: false)), 10)
+        feed(.report(.devices(count: 0)), 11)
+        feed(.report(.device(activated: true)), 70)
+        feed(.report(.tpv(PositionFix(mode: .none))), 71)
+        feed(.report(.tpv(Self.fix3D)), 95)
+        #expect(all == [
+            .state(.connected),
+            .state(.fix(.threeDimensional)), .fix(Self.fix3D),
+            .state(.noDevice),
+            .state(.noFix(since: .seconds(70))),
+            .state(.fix(.threeDimensional)), .fix(Self.fix3D),
+        ])
+    }
+
     @Test("a one-shot machine does not ask to reconnect")
     func oneShot() {
         var machine = GPSDStateMachine(backoff: ReconnectBackoff(), reconnects: false)

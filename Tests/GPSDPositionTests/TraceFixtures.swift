@@ -96,7 +96,12 @@ extension AsyncStream<GPSDEvent>.Iterator {
 }
 
 extension Logger {
-    static let test = Logger(label: "trackme.gpsd.tests")
+    /// Warnings only: the reader logs every connection at info, which would drown test output.
+    static let test: Logger = {
+        var logger = Logger(label: "trackme.gpsd.tests")
+        logger.logLevel = .warning
+        return logger
+    }()
 }
 
 extension GPSDState {
