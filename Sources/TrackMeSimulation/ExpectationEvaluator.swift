@@ -59,8 +59,8 @@ public enum ExpectationEvaluator {
                 expectation: "no duplicates at the server", passed: r.duplicatesAtServer == 0,
                 message: "\(r.duplicatesAtServer) readings stored more than once")
         case .alertDeliveredWithin:
-            let limit = Int64(((e.seconds ?? 5) * 1000).rounded())
-            let name = "every alert delivered within \(seconds(limit)) of being raised"
+            let limit = e.seconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max - 1
+            let name = e.seconds == nil ? "every alert delivered" : "every alert delivered within \(seconds(limit)) of being raised"
             if report.alerts.isEmpty { return .init(expectation: name, passed: false, message: "no alert was raised") }
             var worst: (SimulationReport.Alert, Int64)?
             for alert in report.alerts {
@@ -81,6 +81,38 @@ public enum ExpectationEvaluator {
             return .init(
                 expectation: "every produced reading reached the server", passed: missing <= 0,
                 message: missing <= 0 ? "\(r.receivedByServer) of \(r.produced) at the server" : "\(missing) of \(r.produced) missing at the server")
+        case .alertPositionAge:
+            let alerts = report.alerts.filter { e.alertKind == nil || $0.kind == e.alertKind }
+            let wantUnknown = e.fromSeconds == nil && e.toSeconds == nil
+            let low = Int64(((e.fromSeconds ?? 0) * 1000).rounded())
+            let high = e.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
+            let name = wantUnknown
+                ? "alert positions unknown"
+                : "alert positions \(seconds(low)) to \(e.toSeconds.map { seconds($0) } ?? "any age") old"
+            guard !alerts.isEmpty else { return .init(expectation: name, passed: false, message: "no alert was raised") }
+            for alert in alerts {
+                switch (alert.position, wantUnknown) {
+                case (nil, true): continue
+                case (nil, false):
+                    return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert has no position")
+                case (let p?, true):
+                    return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert has a position \(seconds(p.ageMilliseconds)) old")
+                case (let p?, false):
+                    if p.ageMilliseconds < low || p.ageMilliseconds > high {
+                        return .init(
+                            expectation: name, passed: false,
+                            message: "\(alert.kind.rawValue) alert position is \(seconds(p.ageMilliseconds)) old")
+                    }
+                }
+            }
+            return .init(expectation: name, passed: true, message: "\(alerts.count) alert(s) as expected")
+        case .alertAcknowledged:
+            let name = "every alert acknowledged on the device"
+            guard !report.alerts.isEmpty else { return .init(expectation: name, passed: false, message: "no alert was raised") }
+            let open = report.alerts.filter { $0.state != .acknowledged && $0.state != .resolved }
+            return .init(
+                expectation: name, passed: open.isEmpty,
+                message: open.isEmpty ? "\(report.alerts.count) acknowledged" : open.map { "\($0.kind.rawValue) is \($0.state.rawValue)" }.joined(separator: ", "))
         case .droppedByBudgetAtLeast:
             let want = e.count ?? 1
             return .init(

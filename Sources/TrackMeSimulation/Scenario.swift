@@ -106,6 +106,11 @@ public struct Scenario: Codable, Sendable {
             case allSynced = "all_synced"
             /// At least `count` readings were dropped to stay within the disk budget.
             case droppedByBudgetAtLeast = "dropped_by_budget_at_least"
+            /// Every alert (of `alert_kind`, if given) carries a position whose age is within
+            /// [`from_s`, `to_s`] seconds; with neither bound, the position must be unknown.
+            case alertPositionAge = "alert_position_age"
+            /// Every alert ends acknowledged (a dispatcher confirmed it and the device learned of it).
+            case alertAcknowledged = "alert_acknowledged"
         }
 
         public var type: Kind

@@ -140,6 +140,7 @@ public struct ScenarioRunner: Sendable {
 
             // Faults: windows in force now, and moments that have come.
             var flags = FaultFlags()
+            var crashThisSecond = false
             for (index, fault) in scenario.faults.enumerated() {
                 switch fault.type {
                 case .networkDown: if fault.covers(seconds) { flags.networkDown = true }
@@ -153,7 +154,9 @@ public struct ScenarioRunner: Sendable {
                     guard fault.fromSeconds <= seconds, !appliedMoments.contains(index) else { continue }
                     appliedMoments.insert(index)
                     switch fault.type {
-                    case .agentCrash: try await device.crashAndRestart(at: t)
+                    // The kill lands mid-second: after this second's readings reached the
+                    // pipeline, before their group commit.
+                    case .agentCrash: crashThisSecond = true
                     case .manualSOS: await device.pipeline.receive(.manualSOS, at: Self.timestamp(t))
                     case .cancel: await device.pipeline.receive(.cancel(fault.reason ?? .falseAlarm), at: Self.timestamp(t))
                     case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
@@ -196,6 +199,8 @@ public struct ScenarioRunner: Sendable {
                     heartRateSeries.append((t, received.bpm))
                 }
             }
+
+            if crashThisSecond { try await device.crashAndRestart(at: t) }
 
             // Time passes: the rules' clock, the dispatch lane, the group commit, the sync lane.
             await device.tick(at: t)

@@ -327,8 +327,9 @@ final class SimulatedDevice {
     // MARK: Report
 
     func alertReport() async -> [SimulationReport.Alert] {
+        // Alerts that were raised: a countdown the wearer cancelled never reached anyone.
         alertOrder.compactMap { id in
-            guard let track = alerts[id] else { return nil }
+            guard let track = alerts[id], track.raisedMilliseconds != nil || track.record.raised != nil else { return nil }
             let record = track.record
             let firstMs = Int64(record.firstCritical.monotonicNanoseconds / 1_000_000) - 10_000
             let position = record.position.flatMap { p -> SimulationReport.Alert.Position? in
