@@ -157,8 +157,8 @@ public struct ScenarioRunner: Sendable {
                     // The kill lands mid-second: after this second's readings reached the
                     // pipeline, before their group commit.
                     case .agentCrash: crashThisSecond = true
-                    case .manualSOS: await device.pipeline.receive(.manualSOS, at: Self.timestamp(t))
-                    case .cancel: await device.pipeline.receive(.cancel(fault.reason ?? .falseAlarm), at: Self.timestamp(t))
+                    case .manualSOS: await device.receive(.manualSOS, at: t)
+                    case .cancel: await device.receive(.cancel(fault.reason ?? .falseAlarm), at: t)
                     case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
                     default: break
                     }
@@ -180,7 +180,7 @@ public struct ScenarioRunner: Sendable {
                     let fix = fixes[fixIndex]
                     let at = first.timeMilliseconds + fixLoopOffset + fix.offsetMilliseconds
                     if at > t { break }
-                    if !flags.gpsdStopped { await device.pipeline.position(fix.fix, at: Self.timestamp(at)) }
+                    if !flags.gpsdStopped { await device.position(fix.fix, at: at) }
                     fixIndex += 1
                     if fixIndex == fixes.count {
                         guard scenario.gps?.loop == true else { fixIndex = fixes.count - 1; fixLoopOffset = Int64.max / 4; break }

@@ -18,16 +18,26 @@ final class SimulatedDevice {
     final class DispatchInbox: Sendable {
         struct State {
             var actions: [SOSAction] = []
-            var raisedAt: [String: ContinuousClock.Instant] = [:]
+            /// When the input being processed entered the pipeline (for a heart-rate reading:
+            /// when the strap sent its bytes).
+            var inputAt = ContinuousClock.now
+            /// Real time from the input to the alert journaled and handed to dispatch.
+            var decisionLatency: [String: Duration] = [:]
             var acknowledged: [String] = []
         }
 
         let state = Mutex(State())
 
+        /// Marks the start of the input whose processing may raise an alert.
+        func begin() {
+            let now = ContinuousClock.now
+            state.withLock { $0.inputAt = now }
+        }
+
         func hand(_ action: SOSAction) {
             let now = ContinuousClock.now
             state.withLock { s in
-                if case .raise(let record) = action { s.raisedAt[record.id] = now }
+                if case .raise(let record) = action { s.decisionLatency[record.id] = now - s.inputAt }
                 s.actions.append(action)
             }
         }
@@ -75,7 +85,6 @@ final class SimulatedDevice {
     private var alertTransport: HTTPAlertTransport
     private var linkInbox = LinkInbox()
     private var linkTask: Task<Void, Never>?
-    private var stepStartedAt = ContinuousClock.now
     private var alerts: [String: AlertTrack] = [:]
     private var alertOrder: [String] = []
     private var restarts = 0
@@ -137,7 +146,7 @@ final class SimulatedDevice {
                 throw ScenarioError(message: "the heart-rate link did not connect to the simulated strap within 30 s")
             }
             if case .linkState(.connected) = event {
-                await pipeline.receive(.strapLink(.connected), at: ScenarioRunner.timestamp(ms))
+                await receive(.strapLink(.connected), at: ms)
                 return
             }
         }
@@ -150,12 +159,12 @@ final class SimulatedDevice {
         while let event = await linkInbox.next(limit: .seconds(10)) {
             if case .linkState(.lost) = event { break }
         }
-        await pipeline.receive(.strapLink(.disconnected), at: ScenarioRunner.timestamp(ms))
+        await receive(.strapLink(.disconnected), at: ms)
     }
 
     /// Sends one measurement from the strap and hands what the link decoded to the pipeline.
     func deliver(_ reading: HeartRateReading, strap: SimulatedStrap, at ms: Int64) async throws -> HeartRateReading? {
-        stepStartedAt = ContinuousClock.now
+        inbox.begin()
         guard await strap.notify(reading) else { return nil }
         while let event = await linkInbox.next(limit: .seconds(10)) {
             switch event {
@@ -166,7 +175,7 @@ final class SimulatedDevice {
             case .malformed:
                 return nil
             case .linkState(.lost):
-                await pipeline.receive(.strapLink(.disconnected), at: ScenarioRunner.timestamp(ms))
+                await receive(.strapLink(.disconnected), at: ms)
                 return nil
             case .linkState, .battery, .bodySensorLocation:
                 continue
@@ -177,8 +186,20 @@ final class SimulatedDevice {
 
     // MARK: Steps
 
+    /// A position report from gpsd.
+    func position(_ fix: PositionFix, at ms: Int64) async {
+        inbox.begin()
+        await pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
+    }
+
+    /// A wearer's action (SOS, cancel) or any other event for the rules.
+    func receive(_ event: SOSEvent, at ms: Int64) async {
+        inbox.begin()
+        await pipeline.receive(event, at: ScenarioRunner.timestamp(ms))
+    }
+
     func tick(at ms: Int64) async {
-        stepStartedAt = ContinuousClock.now
+        inbox.begin()
         await pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
         for id in inbox.takeAcknowledged() {
             await pipeline.receive(.acknowledged(alertID: id), at: ScenarioRunner.timestamp(ms))
@@ -239,11 +260,15 @@ final class SimulatedDevice {
             alerts[record.id] = AlertTrack(record: record)
             alertOrder.append(record.id)
         }
+        // The report keeps the position the alert was raised with; later updates (a position
+        // every second while open) change its state, not where the wearer was found.
+        let raisedPosition = alerts[record.id]?.record.position
         alerts[record.id]?.record = record
+        if case .positionUpdate = action { alerts[record.id]?.record.position = raisedPosition }
         if case .raise = action {
             alerts[record.id]?.raisedMilliseconds = ms
-            if let raisedAt = inbox.state.withLock({ $0.raisedAt[record.id] }) {
-                alerts[record.id]?.decisionLatencyMilliseconds = ScenarioRunner.milliseconds(raisedAt - stepStartedAt)
+            if let latency = inbox.state.withLock({ $0.decisionLatency[record.id] }) {
+                alerts[record.id]?.decisionLatencyMilliseconds = ScenarioRunner.milliseconds(latency)
             }
         }
     }
