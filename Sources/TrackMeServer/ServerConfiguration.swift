@@ -74,6 +74,9 @@ public struct ServerConfiguration: Sendable {
     public var futureTolerance: Duration
     /// Largest page of `GET /v1/devices/{id}/readings`.
     public var maxPageSize: Int
+    /// Pending-connection queue of the listening socket: a fleet reconnecting at once (after an
+    /// outage) must not be refused by a short queue. The kernel caps it at `somaxconn`.
+    public var backlog: Int
     /// Schedules the periodic jobs (silence, retention); tests pass a `VirtualClock`.
     public var clock: any Clock<Duration>
     /// The server's wall time in ms since the epoch: stamps receipt, judges device wall times.
@@ -91,6 +94,7 @@ public struct ServerConfiguration: Sendable {
         retentionInterval: Duration = .seconds(3600),
         futureTolerance: Duration = .seconds(300),
         maxPageSize: Int = 1000,
+        backlog: Int = 4096,
         clock: any Clock<Duration> = ContinuousClock(),
         wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock
     ) {
@@ -105,6 +109,7 @@ public struct ServerConfiguration: Sendable {
         self.retentionInterval = retentionInterval
         self.futureTolerance = futureTolerance
         self.maxPageSize = maxPageSize
+        self.backlog = backlog
         self.clock = clock
         self.wallClock = wallClock
     }

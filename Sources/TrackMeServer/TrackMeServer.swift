@@ -64,7 +64,8 @@ public final class TrackMeServer: Service, Sendable {
         ]
         let application = Application(
             router: api.makeRouter(),
-            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil, backlog: configuration.backlog),
             services: jobs,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port

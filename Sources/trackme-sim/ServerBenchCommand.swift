@@ -271,6 +271,7 @@ struct BenchHTTPConnection {
 
     static func with<T: Sendable>(port: Int, _ body: (BenchHTTPConnection) async throws -> T) async throws -> T {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.seconds(120))
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()

@@ -29,6 +29,11 @@ struct HTTPTestClient: Sendable {
         session = URLSession(configuration: configuration)
     }
 
+    /// Closes the kept-alive connections.
+    func close() {
+        session.invalidateAndCancel()
+    }
+
     func send(_ method: String, _ path: String, token: String? = nil, json: [String: Any]) async throws -> Response {
         try await send(method, path, token: token, body: try JSONSerialization.data(withJSONObject: json))
     }

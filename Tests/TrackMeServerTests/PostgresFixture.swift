@@ -14,63 +14,100 @@ actor PostgresFixture {
         var description: String
     }
 
-    private var port: Int?
+    private var starting: Task<Int, any Error>?
     private var counter = 0
 
     /// A new empty database's URL.
     func createDatabase() async throws -> String {
-        let port = try startIfNeeded()
+        let port = try await startIfNeeded()
         counter += 1
         let name = "trackme_\(getpid())_\(counter)"
-        try Self.run("\(Self.binDirectory)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", name], asPostgres: false)
+        try await Self.run("\(Self.binDirectory)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", name], asPostgres: false)
         return "postgres://postgres@127.0.0.1:\(port)/\(name)"
     }
 
-    private func startIfNeeded() throws -> Int {
-        if let port { return port }
+    /// One server for the whole test process, however many tests ask at once.
+    private func startIfNeeded() async throws -> Int {
+        if let starting { return try await starting.value }
+        let task = Task { try await Self.start() }
+        starting = task
+        return try await task.value
+    }
+
+    private static func start() async throws -> Int {
         guard FileManager.default.isExecutableFile(atPath: "\(Self.binDirectory)/initdb") else {
             throw Failure(description: "PostgreSQL is not installed (no \(Self.binDirectory)/initdb): apt-get install postgresql")
         }
         let directory = "/tmp/trackme-pg-\(getpid())-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if getuid() == 0 {
-            try Self.run("/bin/chown", ["postgres:postgres", directory], asPostgres: false)
+            try await run("/bin/chown", ["postgres:postgres", directory], asPostgres: false)
         }
-        try Self.run("\(Self.binDirectory)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres: true)
+        try await run("\(Self.binDirectory)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres: true)
         let port = try Self.freePort()
-        try Self.run(
+        try await run(
             "\(Self.binDirectory)/pg_ctl",
             [
                 "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
-                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300", "start",
+                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000", "start",
             ], asPostgres: true)
         PostgresFixtureCleanup.dataDirectory = "\(directory)/data"
         PostgresFixtureCleanup.root = directory
         atexit {
             PostgresFixtureCleanup.stop()
         }
-        self.port = port
         return port
     }
 
-    static func run(_ executable: String, _ arguments: [String], asPostgres: Bool) throws {
-        let process = Process()
-        if asPostgres && getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
+    /// Runs a program to its end on a thread of its own (never blocking the cooperative pool),
+    /// with stdin from /dev/null, output to a file, and every other descriptor closed:
+    /// `pg_ctl start` leaves the server running with whatever it inherited, and Foundation's
+    /// `Process` would then wait for its end forever.
+    static func run(_ executable: String, _ arguments: [String], asPostgres: Bool) async throws {
+        let argv = asPostgres && getuid() == 0 ? ["/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-pg-out-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status: Int32 = await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: spawnAndWait(argv, outputPath: outputPath)) }
+            thread.start()
         }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(executable) failed (\(process.terminationStatus)): \(String(decoding: data, as: UTF8.self))")
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw Failure(description: "\(argv.joined(separator: " ")) failed (\(status)): \(text)")
         }
+    }
+
+    static func runBlocking(_ executable: String, _ arguments: [String]) {
+        let argv = getuid() == 0 ? ["/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        _ = spawnAndWait(argv, outputPath: "/dev/null")
+    }
+
+    /// posix_spawn + waitpid; the exit status, or -1 if it could not start.
+    private static func spawnAndWait(_ argv: [String], outputPath: String) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // No inherited descriptors: mark every open one close-on-exec (harmless to this process).
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            for fd in entries.compactMap({ Int32($0) }) where fd > 2 {
+                let flags = fcntl(fd, F_GETFD)
+                if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+            }
+        }
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        guard spawned == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return -1 }
+        }
+        // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 
     /// A port nobody listens on now (bound to 0, read, released).
@@ -100,7 +137,7 @@ enum PostgresFixtureCleanup {
 
     static func stop() {
         guard let dataDirectory else { return }
-        try? PostgresFixture.run("\(PostgresFixture.binDirectory)/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], asPostgres: true)
+        PostgresFixture.runBlocking("\(PostgresFixture.binDirectory)/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
         if let root { try? FileManager.default.removeItem(atPath: root) }
     }
 }

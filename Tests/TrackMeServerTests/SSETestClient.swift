@@ -1,11 +1,14 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A minimal Server-Sent Events client over a raw loopback socket: sends the GET, decodes the
 /// chunked body and yields each event. Reading happens on a thread of its own; `close()` shuts
-/// the socket down, which ends the thread.
+/// the socket down, waits for the thread, then closes the descriptor, exactly once. (The thread
+/// never closes it: a descriptor number closed early is reused by another socket of this test
+/// process, and a later shutdown would cut that unrelated connection.)
 final class SSETestClient: @unchecked Sendable {
     struct Event: Sendable, Equatable {
         var id: Int64?
@@ -25,8 +28,9 @@ final class SSETestClient: @unchecked Sendable {
     }
 
     let items: AsyncStream<Item>
-    // Written once before the thread starts; the fd is closed only by the reader thread.
     private let fd: Int32
+    private let finished = DispatchSemaphore(value: 0)
+    private let closed = Mutex(false)
 
     init(port: Int, token: String, lastEventID: String? = nil) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -58,12 +62,23 @@ final class SSETestClient: @unchecked Sendable {
         self.fd = fd
         let (stream, continuation) = AsyncStream.makeStream(of: Item.self)
         items = stream
-        let thread = Thread { Self.read(fd: fd, into: continuation) }
+        let finished = self.finished
+        let thread = Thread {
+            Self.read(fd: fd, into: continuation)
+            finished.signal()
+        }
         thread.start()
     }
 
     func close() {
+        let first = closed.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         shutdown(fd, Int32(SHUT_RDWR))
+        finished.wait()
+        Glibc.close(fd)
     }
 
     /// Collects `count` events (status skipped), failing after `timeout` as a safety net only.
@@ -90,10 +105,7 @@ final class SSETestClient: @unchecked Sendable {
     }
 
     private static func read(fd: Int32, into continuation: AsyncStream<Item>.Continuation) {
-        defer {
-            Glibc.close(fd)
-            continuation.finish()
-        }
+        defer { continuation.finish() }
         var raw: [UInt8] = []
         var headerDone = false
         var text: [UInt8] = []

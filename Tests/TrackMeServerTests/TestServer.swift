@@ -86,6 +86,7 @@ final class TestServer: Sendable {
 
     /// Shuts the server down gracefully, as SIGTERM would, and checks that it ended cleanly.
     func stop() async {
+        client.close()
         await group.triggerGracefulShutdown()
         let result = await task.result
         if case .failure(let error) = result { Issue.record("server ended with \(error)") }
