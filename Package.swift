@@ -253,7 +253,7 @@ targets += [
         name: "TrackMeSimulation",
         dependencies: [
             "TrackMeCore", "TrackMeAgent", "BlueZHeartRate", "SimulatedStrap", "EdgeStore", "EdgeSync", "EdgeDispatch",
-            "TrackMeServer",
+            "TrackMeServer", "GPSDPosition", "GPSDTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings

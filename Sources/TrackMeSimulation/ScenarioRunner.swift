@@ -90,7 +90,10 @@ public struct ScenarioRunner: Sendable {
             throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
         }
         var fixes: [NMEAPositionLog.TimedFix] = []
-        if let gps = scenario.gps {
+        var fieldGPS: FieldGPS?
+        if options.field, let gps = scenario.gps {
+            fieldGPS = try FieldGPS(log: options.simulationsDirectory.appendingPathComponent(gps.log), logger: quiet("trackme.sim.gps"))
+        } else if let gps = scenario.gps {
             let text = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(gps.log), encoding: .isoLatin1)
             fixes = NMEAPositionLog(text: text).fixes
         }
@@ -134,9 +137,18 @@ public struct ScenarioRunner: Sendable {
         let duration = max(1, last.timeMilliseconds - first.timeMilliseconds)
         var lastProgress = -1
 
+        defer { fieldGPS?.stop() }
+        let realStart = ContinuousClock.now
+        var fieldFixSerial = 0
+
         for row in trace.rows {
             let t = row.timeMilliseconds
             let seconds = Double(t) / 1000
+            if options.field || scenario.pace == .realtime {
+                // Real time: this trace second happens when the wall clock gets there (pacing a
+                // live run with real gpsd, not waiting for an event).
+                try await Task.sleep(until: realStart.advanced(by: .milliseconds(t - first.timeMilliseconds)), clock: .continuous)
+            }
 
             // Faults: windows in force now, and moments that have come.
             var flags = FaultFlags()
@@ -175,6 +187,10 @@ public struct ScenarioRunner: Sendable {
             previousFlags = flags
 
             // Position: the fixes of this second, unless gpsd is stopped.
+            if let fieldGPS, !flags.gpsdStopped, let newest = fieldGPS.fix(newerThan: fieldFixSerial) {
+                fieldFixSerial = newest.serial
+                await device.position(newest.fix, at: t)
+            }
             if !fixes.isEmpty {
                 while true {
                     let fix = fixes[fixIndex]

@@ -25,6 +25,8 @@ struct BenchCommand: AsyncParsableCommand {
             BenchStoreCommand.self,
             BenchDrainCommand.self,
             ServerBenchCommand.self,
+            BenchSOSLatencyCommand.self,
+            BenchReplayCommand.self,
         ]
     )
 }
