@@ -1,0 +1,99 @@
+# Shared by the checks that run inside the BLE test VM (sourced, POSIX sh).
+#
+# The VM's self test (../shared/tools/ble-vm/selftest.sh) has made hci0 (the peripheral) and hci1
+# (the central) with btvirt, started `btgatt-server -i hci0 -r` and exported ADDR0/ADDR1 before it
+# runs each check. A check passes by exiting 0 within 60 s; its output is printed after it.
+
+export PATH=/payload/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CHECK=$(basename "$0")
+OUT=/payload/out/$CHECK
+mkdir -p "$OUT"
+AGENT=/payload/bin/trackme-agent
+# A strap advertises the Heart Rate service; the kernel's plain "advertising on" (instance 0)
+# carries only flags and TX power, so the peripheral gets an advertising instance that says 0x180D
+# and a name, as a real strap's does.
+ADV_DATA=0a09486561727452617465   # Complete Local Name "HeartRate"
+
+say() { echo "[$CHECK] $*"; }
+fail() {
+	echo "FAIL[$CHECK]: $*"
+	for f in "$OUT"/*.log; do
+		[ -f "$f" ] || continue
+		echo "---- $f (last 40 lines)"
+		tail -40 "$f"
+	done
+	stop_btmon
+	exit 1
+}
+
+[ -x "$AGENT" ] || fail "$AGENT missing from the payload"
+[ -n "${ADDR0:-}" ] && [ -n "${ADDR1:-}" ] || fail "ADDR0/ADDR1 not set: not run by the VM's self test?"
+
+# The peripheral advertises connectable with 0x180D in its advertising data (instance 1).
+# Replaces the self test's "advertising on", which would take precedence over instances.
+advertise_hrs() {
+	btmgmt -i hci0 connectable on > /dev/null
+	btmgmt -i hci0 advertising off > /dev/null
+	btmgmt -i hci0 rm-adv 1 > /dev/null 2>&1
+	btmgmt -i hci0 add-adv -c -g -u 180d -d "$ADV_DATA" 1 > /dev/null ||
+		fail "btmgmt add-adv on hci0 failed"
+}
+
+# btgatt-server serves one connection and exits when it ends. Started as the self test does
+# (stdin held open by a sleep, or it quits at EOF).
+SERVER_N=0
+start_server() {
+	SERVER_N=$((SERVER_N + 1))
+	log=$OUT/server-$SERVER_N.log
+	( sleep 600 | stdbuf -oL btgatt-server -i hci0 -r -v > "$log" 2>&1 ) &
+	for i in $(seq 1 100); do
+		grep -q 'Started listening' "$log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "btgatt-server did not start (see $log)"
+}
+kill_server() {
+	pid=$(pgrep -x btgatt-server)
+	[ -n "$pid" ] && kill $pid 2> /dev/null
+	for i in $(seq 1 50); do
+		pgrep -x btgatt-server > /dev/null || return 0
+		sleep 0.1
+	done
+	fail "btgatt-server did not exit"
+}
+# Waits until no LE link is left on hci0 (the kernel keeps an idle link up for a moment).
+wait_no_link() {
+	for i in $(seq 1 100); do
+		[ -z "$(hcitool -i hci0 con | sed 1d)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# btmon on the central's controller, as a btsnoop file (decoded to text by stop_btmon).
+BTMON_PID=
+start_btmon() {
+	stdbuf -oL btmon -i 1 -w "$OUT/hci1.btsnoop" > /dev/null 2>&1 &
+	BTMON_PID=$!
+	sleep 0.3
+}
+stop_btmon() {
+	[ -n "$BTMON_PID" ] || return 0
+	kill "$BTMON_PID" 2> /dev/null
+	wait "$BTMON_PID" 2> /dev/null
+	BTMON_PID=
+	btmon -r "$OUT/hci1.btsnoop" > "$OUT/hci1.btmon.txt" 2>&1
+}
+
+# Counts lines of a file matching a pattern (0 when the file is missing).
+count() { grep -c "$2" "$1" 2> /dev/null || true; }
+
+# Waits up to $3 seconds until file $1 has at least $2 lines matching $4.
+wait_lines() {
+	deadline=$(( $(date +%s) + $3 ))
+	while [ "$(date +%s)" -le "$deadline" ]; do
+		[ "$(count "$1" "$4")" -ge "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
