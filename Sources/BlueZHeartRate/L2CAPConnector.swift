@@ -43,6 +43,22 @@ public enum L2CAPConnector {
         }
     }
 
+    /// A connector that scans for `scanDuration` and connects to the strap with the strongest
+    /// signal, scanning again on every reconnect.
+    public static func strongestNearby(
+        adapter: String?, scanDuration: Duration = .seconds(5), timeout: Duration = .seconds(10), clock: any Clock<Duration> = ContinuousClock()
+    ) -> StrapConnector {
+        StrapConnector {
+            let straps = try await HCIScanner.scan(adapter: adapter, duration: scanDuration, clock: clock)
+            var results = straps
+            results.sort { $0.rssi > $1.rssi }
+            guard let best = results.first else {
+                throw L2CAPConnectError(code: .notFound, detail: "no strap advertising 0x180D within \(scanDuration)")
+            }
+            return try await connector(adapter: adapter, address: best.address, addressType: best.addressType, timeout: timeout).connect()
+        }
+    }
+
     /// Blocking connect (call on a dedicated thread). Polls in short slices so `stop` ends it.
     static func connect(
         adapter: String?, address: BluetoothAddress, addressType: BluetoothAddressType, timeout: Duration, stop: StopFlag

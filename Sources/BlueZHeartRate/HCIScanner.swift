@@ -1,0 +1,96 @@
+import CBlueZ
+import Glibc
+
+/// Why an LE scan could not run.
+public struct HCIScanError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var detail: String
+    public var description: String { detail }
+}
+
+/// LE scanning through a raw HCI socket (libbluetooth). The thin shell: it opens the adapter,
+/// sets active scan parameters, enables scanning, and reads LE Meta events with `poll` on a
+/// non-blocking descriptor on a dedicated thread; parsing is `AdvertisingReport`'s. Needs
+/// CAP_NET_RAW and CAP_NET_ADMIN (see hardware/BLE-ON-A-PI.md).
+public enum HCIScanner {
+    /// Scans for `duration` on `clock` and returns the straps (devices advertising 0x180D) seen.
+    public static func scan(adapter: String?, duration: Duration, clock: any Clock<Duration> = ContinuousClock()) async throws -> [DiscoveredStrap] {
+        let stream = reports(adapter: adapter)
+        return try await withThrowingTaskGroup(of: StrapScanResults?.self) { group in
+            group.addTask {
+                var results = StrapScanResults()
+                // Ends (returns nil) when the group is cancelled at the end of the scan window.
+                for try await report in stream { results.add(report) }
+                return results
+            }
+            group.addTask {
+                try? await clock.sleep(for: duration)
+                return nil
+            }
+            while let value = try await group.next() {
+                if let results = value {
+                    group.cancelAll()
+                    return results.straps
+                }
+                group.cancelAll()
+            }
+            return []
+        }
+    }
+
+    /// Advertising reports as they arrive, until the consumer stops iterating.
+    public static func reports(adapter: String?) -> AsyncThrowingStream<AdvertisingReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisingReport, any Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let stop = StopFlag()
+        continuation.onTermination = { _ in stop.stop() }
+        startDedicatedThread {
+            do {
+                try scanLoop(adapter: adapter, stop: stop) { continuation.yield($0) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
+    }
+
+    private static func scanLoop(adapter: String?, stop: StopFlag, emit: (AdvertisingReport) -> Void) throws {
+        let deviceID = adapter.map { hci_devid($0) } ?? hci_get_route(nil)
+        guard deviceID >= 0 else { throw HCIScanError(detail: "no Bluetooth adapter \(adapter ?? "(default)")") }
+        let dd = try SystemError.check("hci_open_dev") { hci_open_dev(deviceID) }
+        let descriptor = FileDescriptor(dd)
+        defer { descriptor.close() }
+        // Active scan, 10 ms interval and window, public own address, accept all.
+        try SystemError.check("hci_le_set_scan_parameters") {
+            hci_le_set_scan_parameters(dd, 0x01, UInt16(0x0010).littleEndian, UInt16(0x0010).littleEndian, 0x00, 0x00, 1000)
+        }
+        try SystemError.check("hci_le_set_scan_enable") { hci_le_set_scan_enable(dd, 0x01, 0x00, 1000) }
+        defer { _ = hci_le_set_scan_enable(dd, 0x00, 0x00, 1000) }
+
+        var filter = hci_filter()
+        hci_filter_clear(&filter)
+        hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
+        hci_filter_set_event(EVT_LE_META_EVENT, &filter)
+        try SystemError.check("setsockopt(HCI_FILTER)") {
+            setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size))
+        }
+        let flags = try SystemError.check("fcntl(F_GETFL)") { fcntl(dd, F_GETFL) }
+        try SystemError.check("fcntl(F_SETFL)") { fcntl(dd, F_SETFL, flags | O_NONBLOCK) }
+
+        var buffer = [UInt8](repeating: 0, count: Int(HCI_MAX_EVENT_SIZE) + 1)
+        while !stop.isStopped {
+            var p = pollfd(fd: dd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, SeqPacketBearer.pollSlice)
+            if ready < 0 && errno != EINTR { throw SystemError(call: "poll(hci)", errno: errno) }
+            guard ready > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(dd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                throw SystemError(call: "read(hci)", errno: errno)
+            }
+            // A report that does not parse is one device's problem, not the scan's.
+            for report in (try? AdvertisingReport.reports(fromHCIPacket: Array(buffer[0..<count]))) ?? [] {
+                emit(report)
+            }
+        }
+    }
+}
