@@ -45,7 +45,7 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .bits16(let value): "0x" + hex(UInt8(truncatingIfNeeded: value >> 8)) + hex(UInt8(truncatingIfNeeded: value))
+        case .bits16(let value): "0x" + (hex(UInt8(truncatingIfNeeded: value >> 8)) + hex(UInt8(truncatingIfNeeded: value))).uppercased()
         case .bits128(let bytes): bytes.reversed().map(hex).joined()
         }
     }

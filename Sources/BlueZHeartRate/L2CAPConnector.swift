@@ -99,8 +99,15 @@ public enum L2CAPConnector {
             let started = withUnsafePointer(to: &destination) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
             }
-            if started != 0 && errno != EINPROGRESS && errno != EINTR {
-                throw SystemError(call: "connect(l2cap)", errno: errno)
+            if started != 0 {
+                let code = errno
+                switch code {
+                case EINPROGRESS, EINTR: break
+                case EHOSTDOWN, EHOSTUNREACH, ETIMEDOUT:
+                    throw L2CAPConnectError(code: .notFound, detail: "\(address): \(SystemError(call: "connect", errno: code))")
+                default:
+                    throw L2CAPConnectError(code: .failed, detail: SystemError(call: "connect(l2cap)", errno: code).description)
+                }
             }
             try waitConnected(fd: fd, address: address, timeout: timeout, stop: stop)
         } catch {

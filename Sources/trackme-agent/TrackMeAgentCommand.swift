@@ -9,6 +9,8 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
         abstract: "TrackMe Edge agent: BLE heart rate, gpsd position, local SOS, durable sync.",
         subcommands: [
             // Verbs are registered here, one line each.
+            ScanCommand.self,
+            HRMCommand.self,
         ]
     )
 }

@@ -1,0 +1,56 @@
+import ArgumentParser
+import BlueZHeartRate
+import Glibc
+
+/// `trackme-agent scan`: lists heart-rate straps (devices advertising 0x180D) nearby.
+struct ScanCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan", abstract: "Scan for BLE heart-rate straps (service 0x180D).")
+
+    @Option(help: "HCI adapter, e.g. hci0 (default: the first one).")
+    var adapter: String?
+
+    @Option(help: "How long to scan, in seconds.")
+    var seconds: Int = 5
+
+    @Flag(help: "One JSON object per strap: address, address_type, name, rssi, services.")
+    var json = false
+
+    func run() async throws {
+        let straps: [DiscoveredStrap]
+        do {
+            straps = try await HCIScanner.scan(adapter: adapter, duration: .seconds(max(1, seconds)))
+        } catch {
+            FileHandleOutput.standardError("scan failed: \(error)")
+            throw ExitCode(1)
+        }
+        for strap in straps {
+            if json {
+                FileHandleOutput.standardOutput(JSONLines.strap(strap))
+            } else {
+                FileHandleOutput.standardOutput(
+                    "\(strap.address) \(strap.addressType.rawValue) rssi \(strap.rssi) dBm \(strap.name ?? "(no name)")")
+            }
+        }
+    }
+}
+
+/// Line output on the standard streams, one unbuffered write per line so pipes see each line
+/// at once and lines from concurrent writers never interleave.
+enum FileHandleOutput {
+    static func standardOutput(_ line: String) { writeLine(line, to: STDOUT_FILENO) }
+
+    static func standardError(_ line: String) { writeLine(line, to: STDERR_FILENO) }
+
+    private static func writeLine(_ line: String, to fd: Int32) {
+        var bytes = Array((line + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
