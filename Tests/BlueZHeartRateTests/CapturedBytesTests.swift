@@ -1,5 +1,7 @@
 import BlueZHeartRate
 import Foundation
+import Logging
+import Synchronization
 import Testing
 import TrackMeCore
 
@@ -121,6 +123,86 @@ import TrackMeCore
             HeartRateReading(bpm: 105, contact: .detected),
         ])
     }
+
+    // MARK: Our client against btgatt-server's captured answers
+
+    /// The link supervisor runs its whole session (MTU, discovery, CCCD, body sensor location,
+    /// subscription) against btgatt-server's answers from the agent's own captured session, and
+    /// decodes the captured notifications as btmon did.
+    @Test func linkReplaysItsCapturedSessionWithBtgattServer() async throws {
+        let session = try CapturedFixture.lines("att-agent-session.hex")
+        let server = try CapturedServerBearer(session: session)
+        let link = HeartRateLink(
+            connector: StrapConnector { .init(bearer: server, address: Self.address) },
+            configuration: .init(transactionTimeout: .seconds(20)),
+            clock: ContinuousClock(), logger: Logger(label: "test.captured"), random: { 0.5 })
+        var events: [HeartRateEvent] = []
+        var readings: [HeartRateReading] = []
+        eventLoop: for await event in link.events() {
+            events.append(event)
+            switch event {
+            case .reading(let reading, _):
+                readings.append(reading)
+                if readings.count == 6 { break eventLoop }
+            case .linkState(.unreachable), .linkState(.lost), .malformed:
+                break eventLoop  // the session failed; the expectations below say how
+            case .linkState, .battery, .bodySensorLocation:
+                continue
+            }
+        }
+        #expect(server.unknownRequests.isEmpty, "requests btgatt-server was never asked in the capture")
+        #expect(events.contains(.bodySensorLocation(.chest)))
+        #expect(events.contains(.linkState(.connected(address: Self.address, gap: nil))))
+        #expect(readings == [
+            HeartRateReading(bpm: 95, contact: .detected, energyExpendedKilojoules: 0),
+            HeartRateReading(bpm: 98, contact: .detected),
+            HeartRateReading(bpm: 124, contact: .detected),
+            HeartRateReading(bpm: 106, contact: .detected),
+            HeartRateReading(bpm: 113, contact: .detected),
+            HeartRateReading(bpm: 99, contact: .detected),
+        ])
+    }
+}
+
+/// A GATT server made of a captured session: each request gets the response btgatt-server gave
+/// to the same request bytes, and the notifications that followed the CCCD write come after the
+/// write response. A request the capture never saw gets "Request Not Supported" and is recorded.
+final class CapturedServerBearer: ATTBearer {
+    let incoming: AsyncThrowingStream<[UInt8], any Error>
+    private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    /// Request bytes to everything the server sent after it, up to the next request.
+    private let answers: [[UInt8]: [[UInt8]]]
+    private let unknown = Mutex<[[UInt8]]>([])
+
+    init(session: [CapturedFixture.Line]) throws {
+        var answers: [[UInt8]: [[UInt8]]] = [:]
+        var request: [UInt8]?
+        for line in session {
+            if line.comment.contains(" tx:") {
+                request = line.bytes
+                answers[line.bytes] = answers[line.bytes] ?? []
+            } else {
+                let key = try #require(request, "a response before any request: \(line.comment)")
+                answers[key, default: []].append(line.bytes)
+            }
+        }
+        self.answers = answers
+        (incoming, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+    }
+
+    var unknownRequests: [[UInt8]] { unknown.withLock { $0 } }
+
+    func send(_ pdu: [UInt8]) throws {
+        if let replies = answers[pdu] {
+            for reply in replies { continuation.yield(reply) }
+        } else {
+            unknown.withLock { $0.append(pdu) }
+            let handle = pdu.count >= 3 ? [pdu[1], pdu[2]] : [0, 0]
+            continuation.yield([ATTPDU.Opcode.errorResponse, pdu.first ?? 0] + handle + [ATTErrorCode.requestNotSupported.rawValue])
+        }
+    }
+
+    func close() { continuation.finish() }
 }
 
 /// The hex fixture files beside this source file (Fixtures/*.hex): `#` comment lines, then one
