@@ -28,8 +28,6 @@ fail() {
 	exit 1
 }
 
-[ -x "$AGENT" ] || fail "/payload/bin/trackme-agent missing from the payload"
-[ -n "${ADDR0:-}" ] && [ -n "${ADDR1:-}" ] || fail "ADDR0/ADDR1 not set: not run by the VM's self test?"
 
 # The peripheral advertises connectable with 0x180D in its advertising data (instance 1).
 # Replaces the self test's "advertising on", which would take precedence over instances.
@@ -99,3 +97,63 @@ wait_lines() {
 	done
 	return 1
 }
+
+# The system D-Bus and bluetoothd, as Debian's dbus.service and bluetooth.service start them.
+BTD_PID=
+start_bluetoothd() {
+	mkdir -p /run/dbus
+	[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork > /dev/null ||
+		fail "dbus-daemon --system did not start"
+	/usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd.log" 2>&1 &
+	BTD_PID=$!
+	# bluetoothd names the controllers ("BlueZ 5.66") once it has set them up.
+	for i in $(seq 1 100); do
+		btmgmt -i hci1 info | grep -q 'name BlueZ' && btmgmt -i hci0 info | grep -q 'name BlueZ' && break
+		sleep 0.1
+	done
+	kill -0 "$BTD_PID" 2> /dev/null || fail "bluetoothd did not start"
+	btmgmt -i hci1 info | grep -q 'name BlueZ' || fail "bluetoothd did not take hci1 within 10 s"
+	sleep 1
+}
+stop_bluetoothd() {
+	[ -n "$BTD_PID" ] && kill "$BTD_PID" 2> /dev/null && wait "$BTD_PID" 2> /dev/null
+	BTD_PID=
+	[ -f /run/dbus/pid ] && kill "$(cat /run/dbus/pid)" 2> /dev/null
+	rm -f /run/dbus/pid /run/dbus/system_bus_socket
+	# bluetoothd powers the controllers off when it exits; put back what the self test set up.
+	echo "after bluetoothd exited: hci0 $(settings hci0); hci1 $(settings hci1)" >> "$OUT/settings.txt"
+	for c in hci0 hci1; do btmgmt -i $c power on > /dev/null; done
+	btmgmt -i hci0 connectable on > /dev/null
+}
+settings() { btmgmt -i "$1" info | sed -n 's/.*current settings: //p'; }
+
+# The self test sets the controllers up without waiting for hci0 to finish its HCI init; on a
+# loaded host under emulation hci0 can still be unregistered then (all-zero address, mgmt
+# "Invalid Index") and stays powered off. Wait for both, and power them up as the self test meant to.
+address_of() { hciconfig "$1" 2> /dev/null | sed -n 's/.*BD Address: \([0-9A-F:]*\).*/\1/p'; }
+ensure_controllers() {
+	for i in $(seq 1 300); do
+		a0=$(address_of hci0); a1=$(address_of hci1)
+		if [ -n "$a0" ] && [ "$a0" != 00:00:00:00:00:00 ] && [ -n "$a1" ] && [ "$a1" != 00:00:00:00:00:00 ] &&
+			btmgmt -i hci0 info > /dev/null 2>&1 && btmgmt -i hci1 info > /dev/null 2>&1; then
+			break
+		fi
+		sleep 0.1
+	done
+	ADDR0=$(address_of hci0); ADDR1=$(address_of hci1)
+	[ -n "$ADDR0" ] && [ "$ADDR0" != 00:00:00:00:00:00 ] || fail "hci0 never came up (btvirt)"
+	[ -n "$ADDR1" ] && [ "$ADDR1" != 00:00:00:00:00:00 ] || fail "hci1 never came up (btvirt)"
+	export ADDR0 ADDR1
+	for c in hci0 hci1; do
+		if ! settings $c | grep -q powered; then
+			say "$c was not powered: powering it on"
+			btmgmt -i $c le on > /dev/null 2>&1
+			btmgmt -i $c power on > /dev/null 2>&1
+		fi
+	done
+	btmgmt -i hci0 connectable on > /dev/null
+	pgrep -x btgatt-server > /dev/null || start_server
+}
+
+[ -x "$AGENT" ] || fail "/payload/bin/trackme-agent missing from the payload"
+ensure_controllers
