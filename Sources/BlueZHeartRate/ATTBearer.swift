@@ -71,6 +71,8 @@ public final class SeqPacketBearer: ATTBearer {
         }
     }
 
+    deinit { stopping.stop() }
+
     public func close() {
         stopping.stop()
         // Shut down now so the peer sees the hang-up at once; the receive thread closes the fd.

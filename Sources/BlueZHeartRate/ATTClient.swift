@@ -74,6 +74,9 @@ public actor ATTClient {
         fail(ATTClientError(code: .linkClosed, detail: "closed by client"))
     }
 
+    /// Why the link closed, once it has.
+    public var closeReason: ATTClientError? { failure }
+
     /// Waits until the link has closed (server hang-up, error, timeout or `close()`).
     public func waitUntilClosed() async {
         if failure != nil { return }

@@ -195,7 +195,13 @@ public struct StrapScanResults: Sendable {
 
     /// Devices advertising 0x180D, in the order first seen.
     public var straps: [DiscoveredStrap] {
-        order.compactMap { devices[$0] }.filter { $0.services.contains(0x180D) }
+        allDevices.filter { $0.services.contains(0x180D) }
+    }
+
+    /// Every LE device seen, in the order first seen (for diagnosing a strap that does not list
+    /// 0x180D in its advertisement).
+    public var allDevices: [DiscoveredStrap] {
+        order.compactMap { devices[$0] }
     }
 
     /// The strap with the strongest signal.

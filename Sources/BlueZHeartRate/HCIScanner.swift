@@ -12,8 +12,11 @@ public struct HCIScanError: Error, Hashable, Sendable, CustomStringConvertible {
 /// non-blocking descriptor on a dedicated thread; parsing is `AdvertisingReport`'s. Needs
 /// CAP_NET_RAW and CAP_NET_ADMIN (see hardware/BLE-ON-A-PI.md).
 public enum HCIScanner {
-    /// Scans for `duration` on `clock` and returns the straps (devices advertising 0x180D) seen.
-    public static func scan(adapter: String?, duration: Duration, clock: any Clock<Duration> = ContinuousClock()) async throws -> [DiscoveredStrap] {
+    /// Scans for `duration` on `clock` and returns the straps (devices advertising 0x180D) seen,
+    /// or every LE device with `includeAll`.
+    public static func scan(
+        adapter: String?, duration: Duration, includeAll: Bool = false, clock: any Clock<Duration> = ContinuousClock()
+    ) async throws -> [DiscoveredStrap] {
         let stream = reports(adapter: adapter)
         return try await withThrowingTaskGroup(of: StrapScanResults?.self) { group in
             group.addTask {
@@ -29,7 +32,7 @@ public enum HCIScanner {
             while let value = try await group.next() {
                 if let results = value {
                     group.cancelAll()
-                    return results.straps
+                    return includeAll ? results.allDevices : results.straps
                 }
                 group.cancelAll()
             }

@@ -226,7 +226,7 @@ public struct HeartRateLink: Sendable {
                 emit.yield(.malformed(raw: bytes, error: error))
             }
         }
-        return "link closed"
+        return await session.client.closeReason?.description ?? "link closed"
     }
 }
 

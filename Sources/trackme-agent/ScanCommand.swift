@@ -16,10 +16,13 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per strap: address, address_type, name, rssi, services.")
     var json = false
 
+    @Flag(help: "List every LE device seen, not only those advertising 0x180D.")
+    var all = false
+
     func run() async throws {
         let straps: [DiscoveredStrap]
         do {
-            straps = try await HCIScanner.scan(adapter: adapter, duration: .seconds(max(1, seconds)))
+            straps = try await HCIScanner.scan(adapter: adapter, duration: .seconds(max(1, seconds)), includeAll: all)
         } catch {
             FileHandleOutput.standardError("scan failed: \(error)")
             throw ExitCode(1)
