@@ -55,8 +55,22 @@ done
 
 stamp "booting the VM: self test, then checks: $(echo $CHECKS)"
 LOG=$PAYLOAD/console.log
-BLE_VM_LOG=$LOG BLE_VM_TIMEOUT=${BLE_VM_TIMEOUT:-600} "$BLE_VM_TOOLS/run-in-vm.sh" "$PAYLOAD"
-vm_rc=$?
+# Under emulation on a loaded host, btvirt can miss the kernel's HCI init timeout for a controller
+# ("Opcode 0x0c03 failed: -110", hci0 at 00:00:00:00:00:00): the VM is unusable, not our code
+# broken. That one case is retried (BLE_VM_RETRIES, default 1), and said so.
+attempt=0
+while :; do
+	BLE_VM_LOG=$LOG BLE_VM_TIMEOUT=${BLE_VM_TIMEOUT:-600} "$BLE_VM_TOOLS/run-in-vm.sh" "$PAYLOAD"
+	vm_rc=$?
+	if [ "$vm_rc" -ne 0 ] && grep -q 'Opcode 0x0c03 failed\|^hci[01]=00:00:00:00:00:00\|hci[01]=00:00:00:00:00:00$' "$LOG" &&
+		[ "$attempt" -lt "${BLE_VM_RETRIES:-1}" ]; then
+		attempt=$((attempt + 1))
+		echo "ble-vm: a virtual controller failed its HCI init (host too loaded for the emulated VM?): retrying the VM ($attempt)" >&2
+		rm -rf "$PAYLOAD/out" && mkdir -p "$PAYLOAD/out"
+		continue
+	fi
+	break
+done
 t_vm=$(date +%s)
 
 RESULTS=$BLE_VM_DIR/results

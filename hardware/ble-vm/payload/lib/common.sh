@@ -132,17 +132,21 @@ settings() { btmgmt -i "$1" info | sed -n 's/.*current settings: //p'; }
 # "Invalid Index") and stays powered off. Wait for both, and power them up as the self test meant to.
 address_of() { hciconfig "$1" 2> /dev/null | sed -n 's/.*BD Address: \([0-9A-F:]*\).*/\1/p'; }
 ensure_controllers() {
-	for i in $(seq 1 300); do
+	deadline=$(( $(date +%s) + 20 ))
+	while :; do
 		a0=$(address_of hci0); a1=$(address_of hci1)
-		if [ -n "$a0" ] && [ "$a0" != 00:00:00:00:00:00 ] && [ -n "$a1" ] && [ "$a1" != 00:00:00:00:00:00 ] &&
-			btmgmt -i hci0 info > /dev/null 2>&1 && btmgmt -i hci1 info > /dev/null 2>&1; then
+		indexes=$(btmgmt info 2> /dev/null | grep -c '^hci[01]:')
+		if [ "${a0:-00:00:00:00:00:00}" != 00:00:00:00:00:00 ] && [ "${a1:-00:00:00:00:00:00}" != 00:00:00:00:00:00 ] &&
+			[ "$indexes" -eq 2 ]; then
 			break
 		fi
-		sleep 0.1
+		if [ "$(date +%s)" -gt "$deadline" ]; then
+			dmesg | grep -i 'bluetooth' | tail -5
+			fail "the btvirt controllers are not both up (hci0 ${a0:-none}, hci1 ${a1:-none}, $indexes in mgmt): a controller failed its HCI init (emulated VM on a loaded host?)"
+		fi
+		sleep 0.5
 	done
-	ADDR0=$(address_of hci0); ADDR1=$(address_of hci1)
-	[ -n "$ADDR0" ] && [ "$ADDR0" != 00:00:00:00:00:00 ] || fail "hci0 never came up (btvirt)"
-	[ -n "$ADDR1" ] && [ "$ADDR1" != 00:00:00:00:00:00 ] || fail "hci1 never came up (btvirt)"
+	ADDR0=$a0; ADDR1=$a1
 	export ADDR0 ADDR1
 	for c in hci0 hci1; do
 		if ! settings $c | grep -q powered; then
