@@ -104,7 +104,7 @@ start_bluetoothd() {
 	mkdir -p /run/dbus
 	[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork > /dev/null ||
 		fail "dbus-daemon --system did not start"
-	/usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd.log" 2>&1 &
+	/usr/libexec/bluetooth/bluetoothd -n -d ${BLUETOOTHD_FLAGS:-} > "$OUT/bluetoothd.log" 2>&1 &
 	BTD_PID=$!
 	# bluetoothd names the controllers ("BlueZ 5.66") once it has set them up.
 	for i in $(seq 1 100); do
