@@ -132,7 +132,11 @@ settings() { btmgmt -i "$1" info | sed -n 's/.*current settings: //p'; }
 # "Invalid Index") and stays powered off. Wait for both, and power them up as the self test meant to.
 address_of() { hciconfig "$1" 2> /dev/null | sed -n 's/.*BD Address: \([0-9A-F:]*\).*/\1/p'; }
 ensure_controllers() {
+	# A controller that failed its init does not come back: once one check saw that, the
+	# following ones fail at once instead of each waiting again.
+	[ -f /tmp/ble-vm-controllers-broken ] && fail "$(cat /tmp/ble-vm-controllers-broken)"
 	deadline=$(( $(date +%s) + 20 ))
+	retried_up=
 	while :; do
 		a0=$(address_of hci0); a1=$(address_of hci1)
 		indexes=$(btmgmt info 2> /dev/null | grep -c '^hci[01]:')
@@ -140,8 +144,16 @@ ensure_controllers() {
 			[ "$indexes" -eq 2 ]; then
 			break
 		fi
+		# One more HCI init for a controller whose first one timed out (hciconfig up re-runs it).
+		if [ -z "$retried_up" ] && [ "$(date +%s)" -gt "$((deadline - 15))" ]; then
+			retried_up=1
+			for c in hci0 hci1; do
+				[ "$(address_of $c)" = 00:00:00:00:00:00 ] && { say "$c has no address yet: hciconfig $c up"; hciconfig $c up 2>&1; }
+			done
+		fi
 		if [ "$(date +%s)" -gt "$deadline" ]; then
 			dmesg | grep -i 'bluetooth' | tail -5
+			echo "the btvirt controllers are not both up (hci0 ${a0:-none}, hci1 ${a1:-none}, $indexes in mgmt): a controller failed its HCI init (emulated VM on a loaded host?)" > /tmp/ble-vm-controllers-broken
 			fail "the btvirt controllers are not both up (hci0 ${a0:-none}, hci1 ${a1:-none}, $indexes in mgmt): a controller failed its HCI init (emulated VM on a loaded host?)"
 		fi
 		sleep 0.5
