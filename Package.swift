@@ -50,7 +50,10 @@ targets += [
     ),
     .testTarget(
         name: "BlueZHeartRateTests",
-        dependencies: ["BlueZHeartRate", "SimulatedStrap", "TrackMeCore"],
+        dependencies: [
+            "BlueZHeartRate", "SimulatedStrap", "TrackMeCore",
+            .product(name: "Logging", package: "swift-log"),
+        ],
         swiftSettings: strictSettings
     ),
 ]

@@ -51,22 +51,12 @@ public final class SeqPacketBearer: ATTBearer {
         return (SeqPacketBearer(descriptor: FileDescriptor(fds[0])), SeqPacketBearer(descriptor: FileDescriptor(fds[1])))
     }
 
+    /// Sends one PDU. Never waits: callers run on Swift's cooperative pool, so a full send queue
+    /// (a congested link) is an error (`EAGAIN`) for the caller to handle, not a stall.
     public func send(_ pdu: [UInt8]) throws {
-        try descriptor.withOpen { (fd) throws(SystemError) in
-            var attempts = 0
-            while true {
-                let sent = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if sent >= 0 { return }
-                let code = errno
-                if code == EINTR { continue }
-                // A full send queue drains within milliseconds; wait for room briefly, never forever.
-                if code == EAGAIN || code == EWOULDBLOCK, attempts < 20 {
-                    attempts += 1
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, Self.pollSlice)
-                    continue
-                }
-                throw SystemError(call: "send", errno: code)
+        _ = try descriptor.withOpen { (fd) throws(SystemError) in
+            try SystemError.check("send") {
+                pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             }
         }
     }

@@ -190,6 +190,9 @@ public actor ATTClient {
             let clock = self.clock
             let timeout = self.timeout
             let timeoutTask = Task { [weak self] in
+                // A response can beat this task to its first step; then it must not even start
+                // sleeping (a VirtualClock would keep the orphaned sleeper until time passes it).
+                if Task.isCancelled { return }
                 do {
                     try await clock.sleep(for: timeout)
                 } catch {

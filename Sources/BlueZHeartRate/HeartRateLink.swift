@@ -90,42 +90,47 @@ public struct HeartRateLink: Sendable {
 
     private func run(_ emit: AsyncStream<HeartRateEvent>.Continuation) async {
         let stopwatch = Stopwatch(clock)
-        var backoff = configuration.backoff
-        var attempt = 0
-        var lostAt: Duration?
-        while !Task.isCancelled {
-            attempt += 1
-            emit.yield(.linkState(.searching(attempt: attempt)))
-            let session: Session
-            do {
-                session = try await connectAndSubscribe(emit: emit)
-            } catch {
-                if Task.isCancelled { break }
-                let delay = backoff.nextDelay(random: random())
-                let notFound = (error as? L2CAPConnectError)?.code == .notFound
-                logger.info("heart-rate strap unreachable", metadata: ["ble.error": "\(error)", "ble.retry_in": "\(delay)"])
-                emit.yield(.linkState(.unreachable(reason: "\(error)", notFound: notFound, retryIn: delay)))
-                do { try await clock.sleep(for: delay) } catch { break }
-                continue
+        var machine = HeartRateLinkStateMachine(backoff: configuration.backoff)
+        var session: Session?
+        var next: HeartRateLinkStateMachine.Event? = .start
+        while let event = next, !Task.isCancelled {
+            next = nil
+            for action in machine.receive(event, now: stopwatch.elapsed, random: random()) {
+                switch action {
+                case .report(let state):
+                    emit.yield(.linkState(state))
+                case .connect:
+                    do {
+                        let opened = try await connectAndSubscribe(emit: emit)
+                        session = opened
+                        next = .connected(address: opened.address)
+                    } catch {
+                        if Task.isCancelled { break }
+                        logger.info("heart-rate strap unreachable", metadata: ["ble.error": "\(error)"])
+                        next = .connectFailed(reason: "\(error)", notFound: (error as? L2CAPConnectError)?.code == .notFound)
+                    }
+                case .forwardReadings:
+                    guard let current = session else { continue }
+                    let reason = await withTaskCancellationHandler {
+                        await forward(current, emit: emit)
+                    } onCancel: {
+                        current.bearer.close()
+                    }
+                    await current.client.close()
+                    session = nil
+                    logger.info("heart-rate strap link lost", metadata: ["ble.reason": "\(reason)"])
+                    next = .linkLost(reason: reason)
+                case .wait(let delay):
+                    do {
+                        try await clock.sleep(for: delay)
+                        next = .retryDue
+                    } catch {
+                        next = nil
+                    }
+                }
             }
-            backoff.reset()
-            attempt = 0
-            let gap = lostAt.map { stopwatch.elapsed - $0 }
-            emit.yield(.linkState(.connected(address: session.address, gap: gap)))
-            let reason = await withTaskCancellationHandler {
-                await forward(session, emit: emit)
-            } onCancel: {
-                session.bearer.close()
-            }
-            await session.client.close()
-            if Task.isCancelled { break }
-            let now = stopwatch.elapsed
-            lostAt = now
-            logger.info("heart-rate strap link lost", metadata: ["ble.reason": "\(reason)"])
-            emit.yield(.linkState(.lost(since: now, reason: reason)))
-            let delay = backoff.nextDelay(random: random())
-            do { try await clock.sleep(for: delay) } catch { break }
         }
+        if let session { await session.client.close() }
         emit.finish()
     }
 
