@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 
-.PHONY: deps build demo test
+.PHONY: deps build demo test ble-vm
 
 deps:
 	@missing=$$(for p in $$(grep -v '^#' .ci/deps.txt); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -22,3 +22,9 @@ demo: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual
+# LE controllers and BlueZ's btgatt-server as the strap (needs root, qemu-system-x86 and
+# ../shared/tools/ble-vm; first image build a few minutes). See hardware/BLE-VM.md.
+ble-vm: deps
+	hardware/ble-vm/run-checks.sh

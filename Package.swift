@@ -69,6 +69,14 @@ targets += [
     ),
 ]
 
+// MARK: - BLE in a VM (issue 10)
+
+// The btmon captures under Tests/BlueZHeartRateTests/Fixtures are data for CapturedBytesTests
+// (read from the source tree), not sources or resources. hardware/BLE-VM.md tells where they came from.
+for index in targets.indices where targets[index].name == "BlueZHeartRateTests" {
+    targets[index].exclude.append("Fixtures")
+}
+
 // MARK: - GPS position (issue 4)
 
 // CGPSShim owns libgps's 24 KB, version-dependent `gps_data_t` and hands Swift a flat struct;
