@@ -2,8 +2,12 @@
 # Both install the Debian packages they need first (root on Debian bookworm).
 
 SWIFT ?= swift
+# The server's PostgreSQL backend is behind a package trait; the tests build it so that the
+# same behaviour suite runs against SQLite and a real PostgreSQL.
+TRAITS ?= --traits PostgreSQL
+SIM = .build/debug/trackme-sim
 
-.PHONY: deps build demo test ble-vm
+.PHONY: deps build demo test unit-tests scenarios fuzz ble-vm
 
 deps:
 	@missing=$$(for p in $$(grep -v '^#' .ci/deps.txt); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -15,13 +19,35 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The main job: the demo scenario end to end (simulated strap over a socket pair, the agent's
+# pipeline, SQLite store, sync to an in-process trackme-server on loopback), report and SVG in
+# simulations/out/.
 demo: deps
-	$(SWIFT) build -c release --product trackme-agent
-	.build/release/trackme-agent --help
+	$(SWIFT) build --product trackme-sim
+	mkdir -p simulations/out
+	.build/debug/trackme-sim run simulations/scenarios/demo.json --report simulations/out/demo.json --svg simulations/out/demo.svg
 
-test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+test: deps unit-tests scenarios fuzz
+
+unit-tests:
+	$(SWIFT) build $(TRAITS) --build-tests
+	$(SWIFT) test --skip-build $(TRAITS) --parallel
+
+# Every scenario in fast mode, and the field-mode one through gpsfake; each exits non-zero if an
+# expectation failed.
+scenarios:
+	$(SWIFT) build $(TRAITS) --product trackme-sim
+	@failed=0; passed=0; \
+	for s in simulations/scenarios/*.json; do \
+		mode=""; case $$s in *field-*) mode=--field;; esac; \
+		echo "== $$s $$mode"; \
+		if $(SIM) run $$s $$mode; then passed=$$((passed+1)); else failed=$$((failed+1)); fi; \
+	done; \
+	echo "scenarios: $$passed passed, $$failed failed"; \
+	[ $$failed -eq 0 ]
+
+fuzz:
+	Tests/Fuzz/run-fuzz.sh 20
 
 # The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual
 # LE controllers and BlueZ's btgatt-server as the strap (needs root, qemu-system-x86 and

@@ -66,9 +66,9 @@ public enum HCIScanner {
         try SystemError.check("hci_le_set_scan_parameters") {
             hci_le_set_scan_parameters(dd, 0x01, UInt16(0x0010).littleEndian, UInt16(0x0010).littleEndian, 0x00, 0x00, 1000)
         }
-        try SystemError.check("hci_le_set_scan_enable") { hci_le_set_scan_enable(dd, 0x01, 0x00, 1000) }
-        defer { _ = hci_le_set_scan_enable(dd, 0x00, 0x00, 1000) }
-
+        // The filter goes on before scanning starts: hci_send_req restores it after the enable
+        // command completes, so a report arriving right after the enable is queued, not lost
+        // (seen in the VM: hardware/btmon/agent-scan-missed-report.btmon.txt).
         var filter = hci_filter()
         hci_filter_clear(&filter)
         hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
@@ -76,6 +76,8 @@ public enum HCIScanner {
         try SystemError.check("setsockopt(HCI_FILTER)") {
             setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size))
         }
+        try SystemError.check("hci_le_set_scan_enable") { hci_le_set_scan_enable(dd, 0x01, 0x00, 1000) }
+        defer { _ = hci_le_set_scan_enable(dd, 0x00, 0x00, 1000) }
         let flags = try SystemError.check("fcntl(F_GETFL)") { fcntl(dd, F_GETFL) }
         try SystemError.check("fcntl(F_SETFL)") { fcntl(dd, F_SETFL, flags | O_NONBLOCK) }
 
