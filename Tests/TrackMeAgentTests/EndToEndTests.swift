@@ -15,7 +15,7 @@ struct EndToEndTests {
     /// A safety net for a loaded 2-core machine; the test ends as soon as the status shows it.
     static let overallLimit: Duration = .seconds(180)
 
-    struct Rig: ~Copyable {
+    final class Rig {
         let directory: TemporaryDirectory
         let server: TrackMeServer
         let serverTask: Task<Void, any Error>
@@ -26,20 +26,22 @@ struct EndToEndTests {
         let metricsPort: Int
 
         init() async throws {
-            let directory = try TemporaryDirectory()
+            self.directory = try TemporaryDirectory()
+            let directory = self.directory.path + "/"
             let server = try await TrackMeServer(
                 configuration: ServerConfiguration(
-                    host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.file("server.sqlite")), adminToken: "e2e-admin"),
+                    host: "127.0.0.1", port: 0, storage: .sqlite(path: directory + ("server.sqlite")), adminToken: "e2e-admin"),
                 logger: quietLogger)
+            self.server = server
             serverTask = Task { try await server.run() }
             let port = try await server.boundPort()
             let credentials = try await server.enrolDevice(deviceID: EndToEndTests.deviceID, person: PersonProfile(name: "Ada", age: 67))
-            try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
+            try credentials.token.write(toFile: directory + ("token"), atomically: true, encoding: .utf8)
             gpsd = try await GPSDFeed.start(log: URL(fileURLWithPath: Repository.path("simulations/traces/gpsd/neo-m8n.log")))
             metricsPort = try GPSDProcess.freeLoopbackPort()
-            config = directory.file("agent.yaml")
-            socket = directory.file("agent.sock")
-            storePath = directory.file("data/agent.sqlite")
+            config = directory + ("agent.yaml")
+            socket = directory + ("agent.sock")
+            storePath = directory + ("data/agent.sqlite")
             try """
             person: {name: Ada, age: 67}
             server: {url: "http://127.0.0.1:\(port)", device_id: \(EndToEndTests.deviceID), token_file: token}
@@ -54,8 +56,6 @@ struct EndToEndTests {
             metrics: {port: \(metricsPort)}
             shutdown: {grace_seconds: 20}
             """.write(toFile: config, atomically: true, encoding: .utf8)
-            self.directory = directory
-            self.server = server
         }
 
         /// The agent's stderr goes to a file (a pipe nobody drains could block its logging).
@@ -67,7 +67,7 @@ struct EndToEndTests {
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
             process.environment = environment
             let log = directory.file(name)
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
             process.standardOutput = FileHandle.nullDevice
             try process.run()

@@ -37,12 +37,18 @@ public struct AgentTimestamps: Sendable {
             wallClockTrusted: Self.wallClockSynchronised())
     }
 
-    /// Whether the kernel considers the system clock synchronised (read-only `adjtimex`: modes 0).
+    /// Whether the kernel considers the system clock synchronised: a read-only `adjtimex`
+    /// (modes 0) returns `TIME_ERROR` (5) while `STA_UNSYNC` is set.
     static func wallClockSynchronised() -> Bool {
-        var state = timex()
-        let result = adjtimex(&state)
-        // TIME_ERROR (5) is what the kernel returns while STA_UNSYNC is set.
-        guard result >= 0, result != TIME_ERROR else { return false }
-        return state.status & STA_UNSYNC == 0
+        // Glibc's Swift module does not include <sys/timex.h>; the call only needs a zeroed
+        // `struct timex` (208 bytes on LP64; 256 leaves room) and its return value.
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 16)
+        defer { buffer.deallocate() }
+        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: 256)
+        let result = systemAdjtimex(buffer)
+        return result >= 0 && result != 5
     }
 }
+
+@_silgen_name("adjtimex")
+private func systemAdjtimex(_ timex: UnsafeMutableRawPointer) -> Int32

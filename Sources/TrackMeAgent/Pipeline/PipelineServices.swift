@@ -140,8 +140,8 @@ public struct GPSService: Service {
                     await control.observe(await pipeline.position(fix, at: now))
                 case .state(let state):
                     switch state {
-                    case .disconnected(let error, _):
-                        logger.warning("gpsd disconnected", metadata: ["gps.error": "\(error)"])
+                    case .disconnected:
+                        // The reader logs each failed attempt with its error and backoff.
                         heartbeat.gpsd("no_device")
                         await control.gpsd(.disconnected)
                     case .connected:
@@ -156,7 +156,7 @@ public struct GPSService: Service {
                         heartbeat.gpsd("no_fix")
                         await control.gpsd(.connected)
                     case .fix(let mode):
-                        fixMode.record(mode == .threeD ? 3 : 2)
+                        fixMode.record(mode == .threeDimensional ? 3 : 2)
                         heartbeat.gpsd("fix")
                         await control.gpsd(.connected)
                     }
@@ -174,10 +174,10 @@ public struct TickerService: Service {
     let timestamps: AgentTimestamps
 
     public func run() async {
-        let clock = ContinuousClock()
-        var deadline = clock.now
-        var count = 0
         await cancelWhenGracefulShutdown {
+            let clock = ContinuousClock()
+            var deadline = clock.now
+            var count = 0
             while !Task.isCancelled {
                 deadline = deadline.advanced(by: .milliseconds(250))
                 do { try await clock.sleep(until: deadline, tolerance: .milliseconds(20)) } catch { return }
