@@ -213,6 +213,8 @@ targets += [
         name: "TrackMeAgent",
         dependencies: [
             "TrackMeCore", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch",
+            // The socket-pair strap (`strap.transport: socketpair`) for tests and demos; no NIO.
+            "SimulatedStrap",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -229,6 +231,8 @@ targets += [
         dependencies: [
             "TrackMeAgent",
             "TrackMeCore",
+            // The end-to-end test: a real gpsd, a loopback server, and the store reopened after.
+            "TrackMeServer", "GPSDTestSupport", "EdgeStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -38,7 +38,14 @@ struct RunCommand: AsyncParsableCommand {
             "starting",
             metadata: ["config": "\(config)", "device.id": "\(configuration.server.deviceID)"]
         )
-        let pipeline = try Pipeline.make(configuration: configuration, logger: logger)
+        let pipeline: Pipeline.Parts
+        do {
+            pipeline = try Pipeline.make(configuration: configuration, logger: logger)
+        } catch {
+            logger.error("cannot start", metadata: ["error": "\(error)"])
+            ControlCall.printError("\(error)")
+            throw ExitCode(1)
+        }
         do {
             try await AgentDaemon.run(
                 configuration: configuration,
@@ -55,10 +62,8 @@ struct RunCommand: AsyncParsableCommand {
     }
 }
 
-/// THE SEAM for the pipeline: the lead builds the BLE link, gpsd reader, SOS engine, store and
-/// sync services here (in start order) and returns the control that answers the status socket.
-/// Until then the agent runs its shell alone and `ShellAgentControl` answers truthfully that
-/// no pipeline part has started.
+/// The pipeline's services (in start order) and the control that answers the status socket,
+/// built by `AgentAssembly` from the configuration (see `WIRING.md`).
 enum Pipeline {
     struct Parts {
         var services: [any Service]
@@ -66,6 +71,7 @@ enum Pipeline {
     }
 
     static func make(configuration: AgentConfiguration, logger: Logger) throws -> Parts {
-        Parts(services: [], control: ShellAgentControl(configuration: configuration))
+        let parts = try AgentAssembly.make(configuration: configuration, logger: logger)
+        return Parts(services: parts.services, control: parts.control)
     }
 }

@@ -72,13 +72,14 @@ struct ExecutableTests {
         try Self.write(
             """
             person: {name: Ada, age: 67}
-            server: {url: "http://127.0.0.1:9", device_id: pi-0042}
+            server: {url: "http://127.0.0.1:9", device_id: pi-0042, token_file: token}
             store: {path: data/agent.sqlite}
             status: {socket: run/agent.sock}
             metrics: {port: 0}
             """,
             to: config
         )
+        try Self.write("not-a-real-token\n", to: directory.file("token"))
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -107,9 +108,15 @@ struct ExecutableTests {
 
         let pause = try runProgram(binary, ["pause", "--socket", socket])
         #expect(pause.output == "monitoring paused\n")
+        // The server is unreachable and no strap answers: the manual alert still opens locally,
+        // with its countdown, and `safe` cancels it.
         let sos = try runProgram(binary, ["sos", "--socket", socket])
-        #expect(sos.status == 1, "no SOS engine is wired into the shell yet")
-        #expect(sos.output.contains("unavailable"))
+        #expect(sos.status == 0, "\(sos.output)")
+        #expect(sos.output.hasPrefix("SOS: alert "), "\(sos.output)")
+        #expect(sos.output.contains("is pending, raised in 5 s unless cancelled"), "\(sos.output)")
+        let safe = try runProgram(binary, ["safe", "--reason", "accidental", "--socket", socket])
+        #expect(safe.status == 0, "\(safe.output)")
+        #expect(safe.output.contains("(manual) is cancelled: accidental"), "\(safe.output)")
 
         process.interrupt()  // SIGINT; SIGTERM is the same path in the ServiceGroup
         #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
@@ -133,9 +140,11 @@ struct ExecutableTests {
         let directory = try TemporaryDirectory()
         let config = directory.file("agent.yaml")
         try Self.write(
-            "person: {name: Ada, age: 67}\nserver: {url: \"http://127.0.0.1:9\", device_id: pi-1}\nstatus: {socket: a.sock}\nmetrics: {enabled: false}\n",
+            "person: {name: Ada, age: 67}\nserver: {url: \"http://127.0.0.1:9\", device_id: pi-1, token_file: token}\n"
+                + "store: {path: agent.sqlite}\nstatus: {socket: a.sock}\nmetrics: {enabled: false}\n",
             to: config
         )
+        try Self.write("not-a-real-token\n", to: directory.file("token"))
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Self.agentBinary())

@@ -32,4 +32,8 @@ public enum AgentMetricNames {
     public static let syncBatches = "trackme_sync_batches_total"
     /// Counter: alerts raised, dimension `kind` (`AlertKind` raw value).
     public static let alertsRaised = "trackme_alerts_raised_total"
+    /// Counter: gpsd fixes (2D/3D TPV reports) received.
+    public static let gpsFixes = "trackme_gps_fixes_total"
+    /// Counter: readings (heart rate and sampled positions) committed durably to the store.
+    public static let readingsCommitted = "trackme_readings_committed_total"
 }

@@ -1,0 +1,115 @@
+import EdgeStore
+import Metrics
+public import TrackMeCore
+
+/// The running pipeline's `AgentControl`: answers the control socket from a `StatusBoard` the
+/// services feed, and turns `sos`, `safe`, `pause` and `resume` into SOS engine events through
+/// the shared `AgentPipeline`.
+public actor PipelineControl: AgentControl {
+    private var board: StatusBoard
+    private let pipeline: AgentPipeline
+    private let timestamps: AgentTimestamps
+    private let storeDepth = Gauge(label: AgentMetricNames.storeDepth)
+    private let storeBytes = Gauge(label: AgentMetricNames.storeBytes)
+
+    public init(pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps) {
+        self.pipeline = pipeline
+        self.timestamps = timestamps
+        board = StatusBoard(deviceID: deviceID, started: timestamps.now(), storeBudgetBytes: storeBudgetBytes)
+    }
+
+    // MARK: Observations from the services
+
+    func strapLink(_ state: StrapStatus.LinkState, address: String? = nil) {
+        board.strapLink = state
+        if let address { board.strapAddress = address }
+    }
+
+    func strapBattery(_ percent: Int) { board.strapBatteryPercent = percent }
+
+    func heartRate(_ reading: HeartRateReading, at time: ReadingTimestamp) { board.record(heartRate: reading, at: time) }
+
+    func gpsd(_ state: GPSDStatus.ConnectionState) { board.gpsdConnection = state }
+
+    func fix(_ fix: PositionFix, at time: ReadingTimestamp) { board.record(fix: fix, at: time) }
+
+    func syncSucceeded(at time: ReadingTimestamp) { board.recordSyncSuccess(at: time) }
+
+    func syncFailed(_ message: String) { board.recordSyncFailure(message) }
+
+    /// Notes countdown deadlines from the actions the engine returned (the only place they appear).
+    func observe(_ actions: [SOSAction]) {
+        for action in actions {
+            switch action {
+            case .startCountdown(let record, let deadline): board.record(alert: record, countdownDeadline: deadline)
+            case .raise(let record), .update(let record), .positionUpdate(let record), .cancelled(let record), .withdrawn(let record):
+                board.record(alert: record)
+            case .logMonitoringPaused, .logMonitoringResumed: break
+            }
+        }
+    }
+
+    /// Reads the store's depth and size into the board and the gauges.
+    func refreshStore(_ statistics: StoreStatistics) {
+        board.store.depth = statistics.unsyncedReadings
+        board.store.bytes = Int(max(0, statistics.usedBytes))
+        storeDepth.record(statistics.unsyncedReadings)
+        storeBytes.record(max(0, statistics.usedBytes))
+    }
+
+    // MARK: AgentControl
+
+    public func status() async -> AgentStatus {
+        refreshStore(pipeline.store.statistics())
+        let current = await pipeline.current
+        board.monitoringPaused = !current.monitoring
+        if let open = current.openAlert {
+            board.record(alert: open, countdownDeadline: board.openAlert?.id == open.id ? board.countdownDeadline : nil)
+        } else {
+            board.openAlert = nil
+            board.countdownDeadline = nil
+        }
+        return board.snapshot(now: timestamps.now())
+    }
+
+    public func triggerSOS() async throws -> AlertStatus {
+        let actions = await pipeline.receive(.manualSOS, at: timestamps.now())
+        observe(actions)
+        guard let open = await pipeline.current.openAlert else {
+            throw AgentControlError(code: .internal, message: "the SOS engine opened no alert")
+        }
+        return await alertStatus(open)
+    }
+
+    public func markSafe(reason: CancelReason) async throws -> AlertStatus {
+        guard let open = await pipeline.current.openAlert, open.state.isOpen else {
+            throw AgentControlError(code: .noOpenAlert, message: "there is no open alert to cancel")
+        }
+        let actions = await pipeline.receive(.cancel(reason), at: timestamps.now())
+        observe(actions)
+        for action in actions {
+            if case .cancelled(let record) = action { return AlertStatus(record) }
+        }
+        // The engine kept it open (for example a resolved race): report what it holds now.
+        return AlertStatus(await pipeline.current.openAlert ?? open)
+    }
+
+    public func pauseMonitoring() async -> MonitoringState {
+        observe(await pipeline.receive(.pause, at: timestamps.now()))
+        board.monitoringPaused = true
+        return MonitoringState(paused: true)
+    }
+
+    public func resumeMonitoring() async -> MonitoringState {
+        observe(await pipeline.receive(.resume, at: timestamps.now()))
+        board.monitoringPaused = false
+        return MonitoringState(paused: false)
+    }
+
+    private func alertStatus(_ record: AlertRecord) async -> AlertStatus {
+        let now = timestamps.now()
+        let deadline = board.openAlert?.id == record.id ? board.countdownDeadline : nil
+        let remaining = deadline.flatMap { $0.milliseconds(since: now) }.map { Double(max(0, $0)) / 1000 }
+        return AlertStatus(record, countdownRemainingSeconds: record.state == .pending ? remaining : nil)
+    }
+}

@@ -1,0 +1,268 @@
+import BlueZHeartRate
+import EdgeDispatch
+import EdgeStore
+import EdgeSync
+import GPSDPosition
+import Logging
+import Metrics
+public import ServiceLifecycle
+import SimulatedStrap
+import Synchronization
+import TrackMeCore
+
+/// The group commit: started first, so it stops last and commits what the sources handed it
+/// before they stopped; then the store is closed.
+public struct StoreService: Service {
+    let committer: GroupCommitter
+    let store: ReadingStore
+    let logger: Logger
+
+    public func run() async {
+        await cancelWhenGracefulShutdown { await committer.run() }
+        // `run()` committed the rest when it was cancelled; anything still buffered failed to commit.
+        let left = await committer.bufferedCount
+        if left > 0 { logger.error("readings not committed at shutdown", metadata: ["store.buffered": "\(left)"]) }
+        store.close()
+        logger.info("store closed")
+    }
+}
+
+/// What the sources tell the sync heartbeat (read from the sync engine's synchronous closure).
+final class HeartbeatState: Sendable {
+    private struct State {
+        var strap = "searching"
+        var gpsd = "no_device"
+        var battery: Int?
+    }
+
+    private let state = Mutex(State())
+
+    func strap(_ value: String) { state.withLock { $0.strap = value } }
+    func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
+    func battery(_ value: Int) { state.withLock { $0.battery = value } }
+
+    func heartbeat() -> DeviceHeartbeat {
+        state.withLock { DeviceHeartbeat(strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery) }
+    }
+}
+
+/// The heart-rate source: keeps the strap connected (`HeartRateLink`) and feeds every reading
+/// and link change to the pipeline. With the socket-pair transport it also plays the simulated
+/// strap's trace, in a loop.
+public struct HeartRateService: Service {
+    let link: HeartRateLink
+    let simulated: SimulatedStrap?
+    let pipeline: AgentPipeline
+    let control: PipelineControl
+    let heartbeat: HeartbeatState
+    let timestamps: AgentTimestamps
+    let logger: Logger
+
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                if let simulated {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            do { try await simulated.play() } catch { return }
+                        }
+                    }
+                }
+                await consume()
+                group.cancelAll()
+            }
+        }
+    }
+
+    private func consume() async {
+        let readings = Counter(label: AgentMetricNames.heartRateReadings)
+        let bpm = Gauge(label: AgentMetricNames.heartRate)
+        let connected = Gauge(label: AgentMetricNames.strapConnected)
+        let battery = Gauge(label: AgentMetricNames.strapBattery)
+        await control.strapLink(.scanning)
+        for await event in link.events() {
+            switch event {
+            case .reading(let reading, _):
+                let now = timestamps.now()
+                readings.increment()
+                bpm.record(reading.bpm)
+                await control.heartRate(reading, at: now)
+                await control.observe(await pipeline.heartRate(reading, at: now))
+            case .linkState(.connected(let address, _)):
+                connected.record(1)
+                heartbeat.strap("connected")
+                await control.strapLink(.connected, address: address.map { "\($0)" })
+                await control.observe(await pipeline.receive(.strapLink(.connected), at: timestamps.now()))
+            case .linkState(.searching(let attempt)):
+                await control.strapLink(attempt > 1 ? .connecting : .scanning)
+            case .linkState(.lost(_, let reason)):
+                connected.record(0)
+                heartbeat.strap("lost")
+                logger.warning("strap link lost", metadata: ["ble.reason": "\(reason)"])
+                await control.strapLink(.disconnected)
+                await control.observe(await pipeline.receive(.strapLink(.disconnected), at: timestamps.now()))
+            case .linkState(.unreachable(let reason, _, let retryIn)):
+                logger.info("strap unreachable", metadata: ["ble.reason": "\(reason)", "ble.retry_in": "\(retryIn)"])
+                await control.strapLink(.disconnected)
+            case .battery(let percent):
+                battery.record(percent)
+                heartbeat.battery(percent)
+                await control.strapBattery(percent)
+            case .bodySensorLocation:
+                break
+            case .malformed(let raw, let error):
+                logger.info("malformed heart rate notification ignored", metadata: ["ble.error": "\(error)", "ble.bytes": "\(raw.count)"])
+            }
+        }
+    }
+}
+
+/// The position source: gpsd through libgps, every fix to the pipeline.
+public struct GPSService: Service {
+    let reader: GPSDReader
+    let pipeline: AgentPipeline
+    let control: PipelineControl
+    let heartbeat: HeartbeatState
+    let timestamps: AgentTimestamps
+    let logger: Logger
+
+    public func run() async {
+        let fixMode = Gauge(label: AgentMetricNames.gpsFixMode)
+        let fixes = Counter(label: AgentMetricNames.gpsFixes)
+        await control.gpsd(.connecting)
+        await cancelWhenGracefulShutdown {
+            for await event in reader.events() {
+                switch event {
+                case .fix(let fix):
+                    let now = timestamps.now()
+                    fixes.increment()
+                    await control.fix(fix, at: now)
+                    await control.observe(await pipeline.position(fix, at: now))
+                case .state(let state):
+                    switch state {
+                    case .disconnected:
+                        // The reader logs each failed attempt with its error and backoff.
+                        heartbeat.gpsd("no_device")
+                        await control.gpsd(.disconnected)
+                    case .connected:
+                        heartbeat.gpsd("connected")
+                        await control.gpsd(.connected)
+                    case .noDevice:
+                        fixMode.record(1)
+                        heartbeat.gpsd("no_device")
+                        await control.gpsd(.connected)
+                    case .noFix:
+                        fixMode.record(1)
+                        heartbeat.gpsd("no_fix")
+                        await control.gpsd(.connected)
+                    case .fix(let mode):
+                        fixMode.record(mode == .threeDimensional ? 3 : 2)
+                        heartbeat.gpsd("fix")
+                        await control.gpsd(.connected)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Time for the SOS engine (countdowns, strap silent, contact lost): a tick every 250 ms, and
+/// the store's depth and size for `status` and the gauges every second.
+public struct TickerService: Service {
+    let pipeline: AgentPipeline
+    let control: PipelineControl
+    let timestamps: AgentTimestamps
+
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            let clock = ContinuousClock()
+            var deadline = clock.now
+            var count = 0
+            while !Task.isCancelled {
+                deadline = deadline.advanced(by: .milliseconds(250))
+                do { try await clock.sleep(until: deadline, tolerance: .milliseconds(20)) } catch { return }
+                await control.observe(await pipeline.receive(.tick, at: timestamps.now()))
+                count += 1
+                if count % 4 == 0 { await control.refreshStore(pipeline.store.statistics()) }
+            }
+        }
+    }
+}
+
+/// The dispatch lane: sends alerts at once, retries, runs the local fallback; its deliveries and
+/// acknowledgements go back into the SOS engine.
+public struct DispatchService: Service {
+    let lane: DispatchLane
+    let pipeline: AgentPipeline
+    let control: PipelineControl
+    let timestamps: AgentTimestamps
+    let logger: Logger
+
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await lane.run() }
+                for await event in lane.events {
+                    switch event {
+                    case .delivered(let id):
+                        await control.observe(await pipeline.receive(.delivered(alertID: id), at: timestamps.now()))
+                    case .acknowledged(let id):
+                        await control.observe(await pipeline.receive(.acknowledged(alertID: id), at: timestamps.now()))
+                    case .sendFailed(let update, let error):
+                        logger.warning("alert send failed", metadata: ["sos.alert_id": "\(update.alert.id)", "dispatch.error": "\(error)"])
+                    case .fallbackFailed(let id, _, let error):
+                        logger.error("local fallback failed", metadata: ["sos.alert_id": "\(id)", "dispatch.error": "\(error)"])
+                    case .fallbackSucceeded(let id, _):
+                        logger.notice("local fallback ran", metadata: ["sos.alert_id": "\(id)"])
+                    case .showAcknowledgement, .sent:
+                        break
+                    }
+                    if Task.isCancelled { break }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+}
+
+/// Sync: readings batches and the alert lane to the server; acknowledgements from dispatchers
+/// go back into the SOS engine.
+public struct SyncService: Service {
+    let engine: SyncEngine
+    let events: AsyncStream<SyncEvent>
+    let acknowledged: AsyncStream<[String]>
+    let pipeline: AgentPipeline
+    let control: PipelineControl
+    let timestamps: AgentTimestamps
+
+    public func run() async {
+        let batchesOK = Counter(label: AgentMetricNames.syncBatches, dimensions: [("result", "ok")])
+        let batchesFailed = Counter(label: AgentMetricNames.syncBatches, dimensions: [("result", "failed")])
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await engine.run() }
+                group.addTask {
+                    for await ids in acknowledged {
+                        for id in ids {
+                            await control.observe(await pipeline.receive(.acknowledged(alertID: id), at: timestamps.now()))
+                        }
+                    }
+                }
+                for await event in events {
+                    switch event {
+                    case .batchAcknowledged:
+                        batchesOK.increment()
+                        await control.syncSucceeded(at: timestamps.now())
+                    case .alertUpdateDelivered:
+                        break
+                    case .sendFailed(let error, _), .rejected(let error):
+                        batchesFailed.increment()
+                        await control.syncFailed("\(error)")
+                    }
+                    if Task.isCancelled { break }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import EdgeStore
+import Foundation
+import GPSDTestSupport
+import Testing
+import TrackMeAgent
+import TrackMeCore
+import TrackMeServer
+
+/// The whole agent as a child process: `trackme-agent run` with the simulated strap (socket-pair
+/// transport replaying a real trace), a real gpsd fed a recorded receiver log, and the real
+/// server in this process on loopback with a SQLite file.
+@Suite("trackme-agent end to end", .serialized)
+struct EndToEndTests {
+    static let deviceID = "pi-e2e"
+    /// A safety net for a loaded 2-core machine; the test ends as soon as the status shows it.
+    static let overallLimit: Duration = .seconds(180)
+
+    final class Rig {
+        let directory: TemporaryDirectory
+        let server: TrackMeServer
+        let serverTask: Task<Void, any Error>
+        let gpsd: GPSDFeed
+        let config: String
+        let socket: String
+        let storePath: String
+        let metricsPort: Int
+
+        init() async throws {
+            self.directory = try TemporaryDirectory()
+            let directory = self.directory.path + "/"
+            let server = try await TrackMeServer(
+                configuration: ServerConfiguration(
+                    host: "127.0.0.1", port: 0, storage: .sqlite(path: directory + ("server.sqlite")), adminToken: "e2e-admin"),
+                logger: quietLogger)
+            self.server = server
+            serverTask = Task { try await server.run() }
+            let port = try await server.boundPort()
+            let credentials = try await server.enrolDevice(deviceID: EndToEndTests.deviceID, person: PersonProfile(name: "Ada", age: 67))
+            try credentials.token.write(toFile: directory + ("token"), atomically: true, encoding: .utf8)
+            gpsd = try await GPSDFeed.start(log: URL(fileURLWithPath: Repository.path("simulations/traces/gpsd/neo-m8n.log")))
+            metricsPort = try GPSDProcess.freeLoopbackPort()
+            config = directory + ("agent.yaml")
+            socket = directory + ("agent.sock")
+            storePath = directory + ("data/agent.sqlite")
+            try """
+            person: {name: Ada, age: 67}
+            server: {url: "http://127.0.0.1:\(port)", device_id: \(EndToEndTests.deviceID), token_file: token}
+            strap:
+              transport: socketpair
+              trace: \(Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv"))
+              pace: 10
+            gpsd: {host: 127.0.0.1, port: \(gpsd.port)}
+            store: {path: data/agent.sqlite}
+            sos: {countdown_seconds: 0}
+            status: {socket: agent.sock}
+            metrics: {port: \(metricsPort)}
+            shutdown: {grace_seconds: 20}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+
+        /// The agent's stderr goes to a file (a pipe nobody drains could block its logging).
+        func startAgent(log name: String) throws -> (Process, String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try ExecutableTests.agentBinary())
+            process.arguments = ["run", "--config", config]
+            var environment = ProcessInfo.processInfo.environment
+            for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
+            process.environment = environment
+            let log = directory.file(name)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return (process, log)
+        }
+
+        func status() throws -> AgentStatus? {
+            let result = try runProgram(try ExecutableTests.agentBinary(), ["status", "--json", "--socket", socket])
+            guard result.status == 0 else { return nil }
+            return try JSONDecoder().decode(AgentStatus.self, from: Data(result.output.utf8))
+        }
+
+        /// Polls `status --json` until `done` holds (or the overall limit passes: then the last status).
+        func poll(_ process: Process, until done: (AgentStatus) -> Bool) async throws -> AgentStatus? {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: EndToEndTests.overallLimit)
+            var last: AgentStatus?
+            while clock.now < deadline, process.isRunning {
+                if let status = try status() {
+                    last = status
+                    if done(status) { return status }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            return last
+        }
+
+        func metric(_ name: String) throws -> Double? {
+            let text = try String(contentsOf: URL(string: "http://127.0.0.1:\(metricsPort)/metrics").unwrap(), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
+                return line.split(separator: " ").last.flatMap { Double($0) }
+            }
+            return nil
+        }
+
+        func terminate(_ process: Process, log: String) async -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
+            process.terminate()
+            let exit = await BlockingIO.run { () -> Int32 in
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+            let stderr = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return (exit, process.terminationReason, stderr)
+        }
+
+        deinit {
+            serverTask.cancel()
+            gpsd.stop()
+        }
+    }
+
+    static func everyPartWorking(_ s: AgentStatus) -> Bool {
+        s.strap.link == .connected && (s.strap.lastHeartRate?.ageMilliseconds ?? .max) < 5000 && s.gpsd.lastFix?.hasPosition == true
+            && s.store.bytes > 0 && s.sync.lastSuccessAgeMilliseconds != nil
+    }
+
+    @Test("run: status shows every part working; SIGTERM commits everything; an open alert survives the restart")
+    func endToEnd() async throws {
+        let rig = try await Rig()
+        let (agent, log) = try rig.startAgent(log: "agent-1.log")
+        defer { if agent.isRunning { agent.terminate() } }
+
+        let working = try #require(try await rig.poll(agent, until: Self.everyPartWorking), "the agent never answered status")
+        #expect(Self.everyPartWorking(working), "last status: \(working)")
+        #expect(working.deviceID == Self.deviceID)
+        #expect(working.strap.address == "C0:FF:EE:00:00:0D")
+        #expect(working.strap.batteryPercent == 87)
+        #expect(working.gpsd.connection == .connected)
+        #expect(working.store.budgetBytes == StoreConfiguration.defaultDiskBudgetBytes)
+
+        // A manual alert (countdown 0 in this config): raised, and the server has it.
+        let sos = try runProgram(try ExecutableTests.agentBinary(), ["sos", "--socket", rig.socket])
+        #expect(sos.status == 0, "\(sos.output)")
+        let raised = try #require(
+            try await rig.poll(agent) { s in s.alert.map { $0.state == .delivered || $0.state == .acknowledged } ?? false })
+        let alert = try #require(raised.alert)
+        #expect(alert.kind == .manual)
+        #expect(alert.state == .delivered, "the dispatch lane delivered it and the engine heard: \(raised)")
+
+        // Readings decoded so far; every one of them must be in the store after SIGTERM.
+        let decoded = try #require(try rig.metric(AgentMetricNames.heartRateReadings))
+        #expect(decoded > 0)
+        let stopped = await rig.terminate(agent, log: log)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(stopped.reason == .exit)
+        #expect(stopped.stderr.contains("store closed"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains("readings not committed"))
+
+        // Nothing acknowledged is lost: every heart rate decoded is in the store, sequence numbers
+        // have no gaps, and every reading the store marked synced is at the server.
+        let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: rig.storePath), logger: quietLogger)
+        let all = try store.allReadings()
+        let heartRates = all.filter { if case .heartRate = $0.reading.payload { true } else { false } }
+        #expect(Double(heartRates.count) >= decoded, "decoded \(decoded), stored \(heartRates.count)")
+        let sequences = all.map(\.reading.sequence).sorted()
+        #expect(sequences == Array(1...Int64(sequences.count)), "no gaps in the store's sequence numbers")
+        let atServer = Set(try await rig.server.storedSequences(deviceID: Self.deviceID))
+        let syncedMissing = all.filter { $0.synced && !atServer.contains($0.reading.sequence) }.count
+        #expect(syncedMissing == 0)
+        #expect(!atServer.isEmpty)
+        let unsynced = all.filter { !$0.synced }.count
+        #expect(atServer.count + unsynced >= all.count)
+        store.close()
+
+        // Restart: the raised alert is still open, with the same id.
+        let (again, againLog) = try rig.startAgent(log: "agent-2.log")
+        defer { if again.isRunning { again.terminate() } }
+        let restarted = try #require(try await rig.poll(again) { $0.alert != nil && $0.strap.link == .connected })
+        #expect(restarted.alert?.id == alert.id)
+        #expect(restarted.alert?.state.isOpen == true)
+        let safe = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
+        #expect(safe.status == 0, "\(safe.output)")
+        let noAlert = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
+        #expect(noAlert.status == 1)
+        #expect(noAlert.output.contains("no_open_alert"), "\(noAlert.output)")
+        let second = await rig.terminate(again, log: againLog)
+        #expect(second.status == 0, "\(second.stderr)")
+    }
+}
+
+extension Optional {
+    func unwrap() throws -> Wrapped {
+        guard let self else { throw CocoaError(.fileNoSuchFile) }
+        return self
+    }
+}
