@@ -139,7 +139,10 @@ public actor AgentPipeline {
                 journal(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: timestamp))
                 logger.warning("alert raised", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
                 await dispatch(action)
-            case .update, .positionUpdate, .cancelled:
+            case .update(let record), .cancelled(let record):
+                if record.raised != nil { journalState(record, at: timestamp) }
+                await dispatch(action)
+            case .positionUpdate:
                 await dispatch(action)
             case .startCountdown(let record, _):
                 logger.notice("alert countdown started", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
@@ -151,6 +154,50 @@ public actor AgentPipeline {
                 logger.notice("monitoring resumed")
             }
         }
+    }
+
+    /// The alert the journal says is still open (raised and neither cancelled nor resolved):
+    /// it stays open across the restart. The latest journal record of each alert decides
+    /// (the local state records of `journalState` included). A pending one (countdown) was never raised and is not
+    /// restored, as in the simulation's crash-restart.
+    public static func openAlert(in store: ReadingStore, logger: Logger) -> AlertRecord? {
+        let updates: [AlertUpdate]
+        do {
+            updates = try store.alertStates()
+        } catch {
+            logger.error("alert journal unreadable; no open alert restored", metadata: ["store.error": "\(error)"])
+            return nil
+        }
+        var latest: [String: AlertUpdate] = [:]
+        for update in updates {
+            if let existing = latest[update.alert.id], existing.updateSequence > update.updateSequence { continue }
+            latest[update.alert.id] = update
+        }
+        return latest.values.map(\.alert).filter { $0.state.isOpen && $0.state != .pending }
+            .max { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }
+    }
+
+    /// Journal-only sequence numbers: the dispatch lane numbers the updates the server sees
+    /// from 0; state records for restart start here and never leave the device.
+    static let localStateSequenceBase = 1_000_000
+
+    /// Records a raised alert's later state (delivered, acknowledged, resolved, cancelled) so a
+    /// restart restores what is still open and not what the wearer already cancelled. These
+    /// records are marked delivered at once: the sync engine's alert lane never sends them (the
+    /// dispatch lane sends the real updates, numbered by its policy).
+    private func journalState(_ record: AlertRecord, at timestamp: ReadingTimestamp) {
+        let ordinal: Int
+        switch record.state {
+        case .pending, .raised: return
+        case .delivered: ordinal = 1
+        case .acknowledged: ordinal = 2
+        case .resolved: ordinal = 3
+        case .cancelled: ordinal = 4
+        }
+        let type: AlertUpdate.UpdateType = record.state == .cancelled ? .cancelled : (record.state == .resolved ? .resolved : .position)
+        let sequence = Self.localStateSequenceBase + ordinal
+        journal(AlertUpdate(alert: record, updateSequence: sequence, type: type, sent: timestamp))
+        store.markAlertUpdateDelivered(alertID: record.id, updateSequence: sequence)
     }
 
     private func journal(_ update: AlertUpdate) {

@@ -324,16 +324,11 @@ final class SimulatedDevice {
         try await connectStrap(at: ms)
     }
 
-    /// The alert the journal says is still open (raised and neither cancelled nor resolved).
+    /// The alert the journal says is still open, as the agent restores it after a restart.
     static func openAlert(inStorePath path: String, logger: Logger, budget: Int64?) throws -> AlertRecord? {
         let store = try ReadingStore(configuration: StoreConfiguration(path: path, diskBudgetBytes: budget ?? 10_000_000), logger: logger)
         defer { store.close() }
-        var latest: [String: AlertUpdate] = [:]
-        for update in try store.alertStates() {
-            if let existing = latest[update.alert.id], existing.updateSequence > update.updateSequence { continue }
-            latest[update.alert.id] = update
-        }
-        return latest.values.map(\.alert).filter { $0.state.isOpen && $0.state != .pending }.max { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }
+        return AgentPipeline.openAlert(in: store, logger: logger)
     }
 
     /// A dispatcher acknowledges the open alert at the server; the device learns of it on its

@@ -49,7 +49,7 @@ public enum AgentAssembly {
         } catch {
             throw StartError(description: "store.path: cannot open \(configuration.store.path): \(error)")
         }
-        let restored = openAlert(in: store, logger: logger)
+        let restored = AgentPipeline.openAlert(in: store, logger: logger)
         if let restored {
             logger.notice("open alert restored from the journal", metadata: ["sos.alert_id": "\(restored.id)", "sos.state": "\(restored.state)"])
         }
@@ -144,26 +144,6 @@ public enum AgentAssembly {
     static func fallback(_ configuration: FallbackConfiguration) -> (any LocalFallback)? {
         guard let command = configuration.command, let program = command.first else { return nil }
         return ExecutableFallback(executable: URL(fileURLWithPath: program), arguments: Array(command.dropFirst()))
-    }
-
-    /// The alert the journal says is still open (raised and neither cancelled nor resolved):
-    /// it stays open across the restart. A pending one (countdown) was never raised and is not
-    /// restored, as in the simulation's crash-restart.
-    static func openAlert(in store: ReadingStore, logger: Logger) -> AlertRecord? {
-        let updates: [AlertUpdate]
-        do {
-            updates = try store.alertStates()
-        } catch {
-            logger.error("alert journal unreadable; no open alert restored", metadata: ["store.error": "\(error)"])
-            return nil
-        }
-        var latest: [String: AlertUpdate] = [:]
-        for update in updates {
-            if let existing = latest[update.alert.id], existing.updateSequence > update.updateSequence { continue }
-            latest[update.alert.id] = update
-        }
-        return latest.values.map(\.alert).filter { $0.state.isOpen && $0.state != .pending }
-            .max { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }
     }
 }
 
