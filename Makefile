@@ -29,9 +29,19 @@ demo: deps
 
 test: deps unit-tests scenarios fuzz
 
+# One process per test target: the suites start real gpsd, PostgreSQL, servers and child
+# processes, and in one process together they can starve Dispatch's small thread pool on a
+# 2-core machine (Foundation reaps children on it), so each target gets a process of its own.
+TEST_TARGETS = TrackMeCoreTests SystemLibraryTests BlueZHeartRateTests GPSDPositionTests EdgeDispatchTests \
+	EdgeStoreTests EdgeSyncTests TrackMeServerTests TrackMeAgentTests TrackMeSimulationTests
+
 unit-tests:
 	$(SWIFT) build $(TRAITS) --build-tests
-	$(SWIFT) test --skip-build $(TRAITS) --parallel
+	@failed=""; for t in $(TEST_TARGETS); do \
+		echo "== $$t"; \
+		$(SWIFT) test --skip-build $(TRAITS) --filter "^$$t\\." || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "unit tests failed in:$$failed"; exit 1; fi
 
 # Every scenario in fast mode, and the field-mode one through gpsfake; each exits non-zero if an
 # expectation failed.
