@@ -45,7 +45,23 @@ t_build=$(date +%s)
 PAYLOAD=$(mktemp -d /var/tmp/trackme-ble-vm.XXXXXX)
 trap 'rm -rf "$PAYLOAD"' EXIT
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/checks" "$PAYLOAD/lib" "$PAYLOAD/out"
-cp "$AGENT" "$PAYLOAD/bin/trackme-agent"
+# The VM image has glibc and libbluetooth3 but not the agent's other shared libraries (libcurl
+# for the sync client, libsqlite3, libgps, ...): ship what the binary links, except glibc itself
+# (the guest's is the same bookworm version), and start it through a wrapper that points the
+# loader at them. `exec` keeps the PID, which the checks measure.
+mkdir -p "$PAYLOAD/solib"
+ldd "$AGENT" | awk '/=> \// {print $3}' | while read -r lib; do
+	case "$(basename "$lib")" in
+	libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|ld-linux*) ;;
+	*) cp -L "$lib" "$PAYLOAD/solib/" ;;
+	esac
+done
+cp "$AGENT" "$PAYLOAD/bin/trackme-agent.bin"
+cat > "$PAYLOAD/bin/trackme-agent" <<'WRAP'
+#!/bin/sh
+LD_LIBRARY_PATH=/payload/solib exec /payload/bin/trackme-agent.bin "$@"
+WRAP
+chmod 755 "$PAYLOAD/bin/trackme-agent"
 cp "$HERE"/payload/lib/* "$PAYLOAD/lib/"
 CHECKS=${BLE_VM_CHECKS:-$(cd "$HERE/payload/checks" && ls)}
 for c in $CHECKS; do

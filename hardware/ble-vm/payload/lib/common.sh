@@ -9,8 +9,15 @@ CHECK=$(basename "$0")
 OUT=/payload/out/$CHECK
 mkdir -p "$OUT"
 # Run the agent from the VM's tmpfs: executing it straight from the 9p share pages it in over 9p.
+# The binary comes with the shared libraries the image lacks (run-checks.sh puts them in solib/);
+# a wrapper points the loader at them and `exec`s, so the agent keeps the wrapper's PID.
 AGENT=/tmp/trackme-agent
-[ -x "$AGENT" ] || cp /payload/bin/trackme-agent "$AGENT" 2> /dev/null
+if [ ! -x "$AGENT" ]; then
+	cp /payload/bin/trackme-agent.bin /tmp/trackme-agent.bin 2> /dev/null &&
+		cp -r /payload/solib /tmp/solib 2> /dev/null &&
+		printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/solib exec /tmp/trackme-agent.bin "$@"\n' > "$AGENT" &&
+		chmod 755 "$AGENT"
+fi
 # A strap advertises the Heart Rate service; the kernel's plain "advertising on" (instance 0)
 # carries only flags and TX power, so the peripheral gets an advertising instance that says 0x180D
 # and a name, as a real strap's does.
