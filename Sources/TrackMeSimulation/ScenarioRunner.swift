@@ -71,20 +71,8 @@ public struct ScenarioRunner: Sendable {
         let from = Int64(((scenario.heartRate.fromSeconds ?? 0) * 1000).rounded())
         let to = scenario.heartRate.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
         trace.rows = trace.rows.filter { $0.timeMilliseconds >= from && $0.timeMilliseconds <= to }
-        if let until = scenario.heartRate.repeatUntilSeconds, let firstRow = trace.rows.first, let lastRow = trace.rows.last {
-            // Each repetition follows the last row one notification interval later.
-            let period = lastRow.timeMilliseconds - firstRow.timeMilliseconds + 1000
-            let limit = Int64((until * 1000).rounded())
-            let once = trace.rows
-            var shift = period
-            while firstRow.timeMilliseconds + shift <= limit {
-                for row in once where row.timeMilliseconds + shift <= limit {
-                    var copy = row
-                    copy.timeMilliseconds += shift
-                    trace.rows.append(copy)
-                }
-                shift += period
-            }
+        if let until = scenario.heartRate.repeatUntilSeconds {
+            trace = trace.repeated(untilMilliseconds: Int64((until * 1000).rounded()))
         }
         guard let first = trace.rows.first, let last = trace.rows.last else {
             throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")

@@ -103,12 +103,12 @@ final class SimulatedDevice {
         self.logger = logger
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
-            ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), restoring: nil, at: startMilliseconds, logger: logger)
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), at: startMilliseconds, logger: logger)
     }
 
     private static func build(
         scenario: Scenario, storePath: String, credentials: DeviceCredentials, transport: any HTTPTransport, inbox: DispatchInbox,
-        ids: SequentialAlertIDs, restoring: AlertRecord?, at ms: Int64, logger: Logger
+        ids: SequentialAlertIDs, at ms: Int64, logger: Logger
     ) throws -> (ReadingStore, GroupCommitter, SyncEngine, AgentPipeline, HTTPAlertTransport) {
         let store = try ReadingStore(
             configuration: StoreConfiguration(path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000), logger: logger)
@@ -121,7 +121,9 @@ final class SimulatedDevice {
             seed: scenario.seed ?? 1)
         let pipeline = AgentPipeline(
             configuration: AgentPipeline.Configuration(deviceID: credentials.deviceID, profile: scenario.person),
-            store: store, committer: committer, ids: ids, now: ScenarioRunner.timestamp(ms), restoring: restoring,
+            store: store, committer: committer, ids: ids, now: ScenarioRunner.timestamp(ms),
+            // As the agent does at start: an alert the journal says is open stays open.
+            restoring: AgentPipeline.openAlert(in: store, logger: logger),
             dispatch: { inbox.hand($0) }, logger: logger)
         let alertTransport = HTTPAlertTransport(transport: transport, token: credentials.token, store: store)
         return (store, committer, sync, pipeline, alertTransport)
@@ -312,23 +314,15 @@ final class SimulatedDevice {
         linkTask = nil
         store.close()
         linkInbox = LinkInbox()
-        let restored = try Self.openAlert(inStorePath: storePath, logger: logger, budget: scenario.diskBudgetBytes)
         producedBeforeCrash += await pipeline.current.readingsProduced
         restarts += 1
         policy = DispatchPolicy()
         // A restarted agent must never reuse an alert id.
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, inbox: inbox,
-            ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), restoring: restored, at: ms,
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), at: ms,
             logger: logger)
         try await connectStrap(at: ms)
-    }
-
-    /// The alert the journal says is still open, as the agent restores it after a restart.
-    static func openAlert(inStorePath path: String, logger: Logger, budget: Int64?) throws -> AlertRecord? {
-        let store = try ReadingStore(configuration: StoreConfiguration(path: path, diskBudgetBytes: budget ?? 10_000_000), logger: logger)
-        defer { store.close() }
-        return AgentPipeline.openAlert(in: store, logger: logger)
     }
 
     /// A dispatcher acknowledges the open alert at the server; the device learns of it on its
