@@ -79,6 +79,7 @@ public struct ReservedBatch: Hashable, Sendable {
 ///   reused after a power cut would be answered from the server's cache for different
 ///   readings); the acknowledgement of a batch commits without an fsync of its own (NORMAL),
 ///   because losing it only means the batch is resent, and the next FULL commit makes it durable.
+///   (`StoreDurability.processCrash` makes every commit NORMAL: for the simulation only.)
 /// - `wal_autocheckpoint=1000` pages (SQLite's default, 4 MB): checkpoints (which fsync the
 ///   database file too) come every few minutes at 2 readings/s rather than constantly;
 ///   `journal_size_limit=4 MB` keeps the WAL file from growing beyond that after a long
@@ -125,14 +126,14 @@ public final class ReadingStore: Sendable {
         var fallback: StoreError?
         do {
             do {
-                queue = try Self.openChecked(path: path)
+                queue = try Self.openChecked(path: path, durability: configuration.durability)
             } catch let error as StoreError where error.code == .corrupt {
                 movedAside = try Self.moveAside(path: path, generation: generation.corruptionsMovedAside + 1)
                 generation.corruptionsMovedAside += 1
                 logger.info(
                     "store corrupt at start-up, moved aside",
                     metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
-                queue = try Self.openChecked(path: path)
+                queue = try Self.openChecked(path: path, durability: configuration.durability)
             }
         } catch let error as StoreError where error.code == .readOnly || error.code == .diskFull || error.code == .ioError {
             // The disk refuses even to open the store (read-only, full, failing card): run from
@@ -194,12 +195,12 @@ public final class ReadingStore: Sendable {
             movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
     }
 
-    private static func openChecked(path: String) throws -> DatabaseQueue {
+    private static func openChecked(path: String, durability: StoreDurability) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(5)
         config.journalMode = .wal
         config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: durability.synchronousPragma)
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 1000")
             try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
         }
@@ -667,7 +668,7 @@ public final class ReadingStore: Sendable {
         return try db.writeWithoutTransaction { db in
             try checkOpen()
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer { try? db.execute(sql: configuration.durability.synchronousPragma) }
             var result: T?
             try db.inTransaction {
                 result = try updates(db)

@@ -10,10 +10,34 @@ public struct StoreConfiguration: Hashable, Sendable {
     /// Readings taken this close (monotonic time, same boot) to an alert's first critical
     /// observation are never dropped by the budget: they are the alert's evidence.
     public var alertWindow: Duration
+    /// What a commit survives once it returns. The agent keeps the default.
+    public var durability: StoreDurability
 
-    public init(path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300)) {
+    public init(
+        path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300),
+        durability: StoreDurability = .powerLoss
+    ) {
         self.path = path
         self.diskBudgetBytes = diskBudgetBytes
         self.alertWindow = alertWindow
+        self.durability = durability
+    }
+}
+
+/// What a committed transaction survives.
+public enum StoreDurability: Hashable, Sendable {
+    /// The WAL is fsynced at every commit (`synchronous=FULL`): a commit survives a power cut.
+    case powerLoss
+    /// The WAL is written at every commit but not fsynced (`synchronous=NORMAL`): a commit
+    /// survives the process being killed, not the machine losing power. For the simulation's
+    /// fast mode, which kills the agent but never the power, and where one fsync per second of
+    /// trace would make a day of trace take minutes of disk waits.
+    case processCrash
+
+    var synchronousPragma: String {
+        switch self {
+        case .powerLoss: "PRAGMA synchronous = FULL"
+        case .processCrash: "PRAGMA synchronous = NORMAL"
+        }
     }
 }

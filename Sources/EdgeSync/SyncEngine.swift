@@ -21,6 +21,23 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
     case idle
 }
 
+/// A batch reserved in the store and not yet sent (see `SyncEngine.prepareReadingsBatch`).
+public struct ReadingsBatch: Sendable {
+    let reserved: ReservedBatch
+    /// Holds as many readings as a batch may: more are probably waiting behind it.
+    public let filled: Bool
+    public var readings: Int { reserved.batch.readings.count }
+    /// The small newest-first batch sent after a failure or restart, ahead of the backlog.
+    public var isLatest: Bool { reserved.isLatest }
+}
+
+/// What `SyncEngine.prepareReadingsBatch` found to do.
+public enum PreparedReadingsBatch: Sendable {
+    case batch(ReadingsBatch)
+    case idle
+    case failed(SyncError)
+}
+
 /// Moves the store's readings and alerts to the server over two lanes.
 ///
 /// - The alert lane sends journaled alert updates (`POST /v1/alerts`) as soon as they appear,
@@ -259,18 +276,34 @@ public actor SyncEngine {
     /// oldest batch in flight, else the oldest unsynced readings, else an empty heartbeat batch
     /// when one is due.
     public func readingsStep(heartbeatDue: Bool? = nil) async -> ReadingsStepOutcome {
+        switch await prepareReadingsBatch(heartbeatDue: heartbeatDue) {
+        case .batch(let prepared): return await send(prepared)
+        case .idle: return .idle
+        case .failed(let error): return .failed(error)
+        }
+    }
+
+    /// The first half of `readingsStep`: picks the next batch and reserves it in the store, so
+    /// what it holds is settled now; `send(_:)` delivers it later. Lets a caller that steps the
+    /// lane itself (the simulation's event loop) fix a batch's contents at a point of its
+    /// choosing and let the network round trip overlap its other work.
+    public func prepareReadingsBatch(heartbeatDue: Bool? = nil) async -> PreparedReadingsBatch {
         await waitForAlertLane()
-        let reserved: ReservedBatch
         do {
             guard let next = try nextBatch(heartbeatDue: heartbeatDue ?? (elapsedSinceBatch >= configuration.heartbeatInterval)) else {
                 return .idle
             }
-            reserved = next
+            return .batch(ReadingsBatch(reserved: next, filled: next.batch.readings.count >= batchLimit))
         } catch {
             logger.info("store could not prepare a batch", metadata: ["store.error": "\(error)"])
             return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
         }
-        let result = await send(reserved)
+    }
+
+    /// Sends a batch from `prepareReadingsBatch` and settles the lane's state from the answer.
+    public func send(_ prepared: ReadingsBatch) async -> ReadingsStepOutcome {
+        let reserved = prepared.reserved
+        let result = await post(reserved)
         switch result {
         case .sent:
             readingsFailures = 0
@@ -342,7 +375,7 @@ public actor SyncEngine {
         return beat
     }
 
-    private func send(_ reserved: ReservedBatch) async -> ReadingsStepOutcome {
+    private func post(_ reserved: ReservedBatch) async -> ReadingsStepOutcome {
         let batch = reserved.batch
         let json: [UInt8]
         let body: [UInt8]

@@ -130,6 +130,21 @@ public actor SimulatedStrap {
         }
     }
 
+    /// Sends several measurements back to back, as a strap's notifications queue up in the
+    /// controller, and returns when each went out (empty from the first one that could not be
+    /// sent: no central subscribed, or the strap not notifying). For an event loop that hands
+    /// a stretch of trace to the link at once instead of one notification per wake-up.
+    public func notify(contentsOf readings: [HeartRateReading]) -> [ContinuousClock.Instant] {
+        var sent: [ContinuousClock.Instant] = []
+        sent.reserveCapacity(readings.count)
+        for reading in readings {
+            let at = ContinuousClock.now
+            guard notify(reading) else { break }
+            sent.append(at)
+        }
+        return sent
+    }
+
     // MARK: Faults
 
     /// Closes the current link from the strap's side, as when it goes out of range.

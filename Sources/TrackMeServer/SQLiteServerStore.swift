@@ -7,14 +7,15 @@ import TrackMeCore
 ///
 /// `synchronous = FULL`: a batch is acknowledged only after its transaction is on disk, because
 /// the device deletes its copy once acknowledged; NORMAL would be faster but could lose the last
-/// acknowledged batches on power loss.
+/// acknowledged batches on power loss. (`StorageDurability.processCrash` chooses NORMAL: the
+/// simulation only.)
 final class SQLiteServerStore: ServerStore {
     let path: String
     private let pool: DatabasePool
 
     var displayName: String { "sqlite:\(path)" }
 
-    init(path: String) throws {
+    init(path: String, durability: StorageDurability = .powerLoss) throws {
         self.path = path
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
@@ -23,7 +24,10 @@ final class SQLiteServerStore: ServerStore {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            switch durability {
+            case .powerLoss: try db.execute(sql: "PRAGMA synchronous = FULL")
+            case .processCrash: try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
         }
         pool = try DatabasePool(path: path, configuration: configuration)
     }

@@ -27,7 +27,7 @@ public final class TrackMeServer: Service, Sendable {
     public init(configuration: ServerConfiguration, logger: Logger) async throws {
         self.configuration = configuration
         self.logger = logger
-        let store = try await Self.openStore(configuration.storage, logger: logger)
+        let store = try await Self.openStore(configuration.storage, durability: configuration.durability, logger: logger)
         do {
             try await store.migrate()
         } catch {
@@ -135,10 +135,10 @@ public final class TrackMeServer: Service, Sendable {
         try await store.counts().readings
     }
 
-    static func openStore(_ location: StorageLocation, logger: Logger) async throws -> any ServerStore {
+    static func openStore(_ location: StorageLocation, durability: StorageDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteServerStore(path: path)
+            return try SQLiteServerStore(path: path, durability: durability)
         case .postgres(let url):
             #if PostgreSQL
             return try await PostgresServerStore(url: url, logger: logger)

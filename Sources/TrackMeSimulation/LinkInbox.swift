@@ -1,41 +1,69 @@
 import BlueZHeartRate
 
-/// Buffers the heart-rate link's events so the event loop can wait for the next one with a
-/// real-time limit (a safety net: the loop waits on the event itself, not on time).
+/// Buffers the heart-rate link's events, each with the real time it arrived, so the event loop
+/// can take them in order and wait for the next one with a real-time limit (a safety net: the
+/// loop waits on the event itself, not on time).
 actor LinkInbox {
-    private var buffer: [HeartRateEvent] = []
-    private var waiter: (id: Int, continuation: CheckedContinuation<HeartRateEvent?, Never>)?
-    private var nextID = 0
+    struct Arrival: Sendable {
+        var event: HeartRateEvent
+        var at: ContinuousClock.Instant
+    }
+
+    private var buffer: [Arrival] = []
+    private var head = 0
+    private var waiter: (continuation: CheckedContinuation<Arrival?, Never>, deadline: ContinuousClock.Instant)?
+    /// One watchdog for the inbox's life rather than a timer per wait: a day of trace waits
+    /// some 90,000 times, nearly always for microseconds.
+    private var watchdog: Task<Void, Never>?
 
     func put(_ event: HeartRateEvent) {
+        let arrival = Arrival(event: event, at: .now)
         if let waiter {
             self.waiter = nil
-            waiter.continuation.resume(returning: event)
+            waiter.continuation.resume(returning: arrival)
         } else {
-            buffer.append(event)
+            buffer.append(arrival)
         }
     }
 
     /// The next event, or nil if none arrives within `limit` of real time.
-    func next(limit: Duration) async -> HeartRateEvent? {
-        if !buffer.isEmpty { return buffer.removeFirst() }
-        nextID += 1
-        let id = nextID
-        return await withCheckedContinuation { continuation in
-            waiter = (id, continuation)
-            Task {
-                try? await Task.sleep(for: limit)
-                self.expire(id)
+    func next(limit: Duration) async -> Arrival? {
+        if head < buffer.count {
+            defer {
+                head += 1
+                if head == buffer.count {
+                    buffer.removeAll(keepingCapacity: true)
+                    head = 0
+                }
             }
+            return buffer[head]
+        }
+        if watchdog == nil {
+            watchdog = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    await self?.expireOverdue()
+                }
+            }
+        }
+        return await withCheckedContinuation { continuation in
+            waiter = (continuation, .now.advanced(by: limit))
         }
     }
 
-    private func expire(_ id: Int) {
-        guard let waiter, waiter.id == id else { return }
+    private func expireOverdue() {
+        guard let waiter, waiter.deadline <= .now else { return }
         self.waiter = nil
         waiter.continuation.resume(returning: nil)
     }
 
-    /// Drops buffered events (after a crash, the old link's leftovers mean nothing).
-    func clear() { buffer.removeAll() }
+    /// Stops the watchdog; a waiter still waiting gets nil.
+    func close() {
+        watchdog?.cancel()
+        watchdog = nil
+        if let waiter {
+            self.waiter = nil
+            waiter.continuation.resume(returning: nil)
+        }
+    }
 }

@@ -25,12 +25,18 @@ public struct ScenarioRunner: Sendable {
         public var simulationsDirectory: URL
         /// Replay the GPS log through the real gpsd (gpsfake) at real time.
         public var field: Bool
+        /// Fsync at every commit in fast mode too (see `StoreDurability`); field mode always does.
+        public var fsync: Bool
         public var progress: (@Sendable (Double) -> Void)?
         public var logger: Logger
 
-        public init(simulationsDirectory: URL, field: Bool = false, progress: (@Sendable (Double) -> Void)? = nil, logger: Logger) {
+        public init(
+            simulationsDirectory: URL, field: Bool = false, fsync: Bool = false, progress: (@Sendable (Double) -> Void)? = nil,
+            logger: Logger
+        ) {
             self.simulationsDirectory = simulationsDirectory
             self.field = field
+            self.fsync = fsync
             self.progress = progress
             self.logger = logger
         }
@@ -86,10 +92,14 @@ public struct ScenarioRunner: Sendable {
             fixes = NMEAPositionLog(text: text).fixes
         }
 
+        // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
+        // day of trace would otherwise wait on some 100,000 fsyncs (see `StoreDurability`).
+        let durable = options.field || options.fsync
         // The server, in process, on loopback.
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path), adminToken: "sim-admin"),
+                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+                durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin"),
             logger: quiet("trackme.sim.server"))
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
@@ -110,14 +120,13 @@ public struct ScenarioRunner: Sendable {
 
         let storePath = work.appendingPathComponent("agent.sqlite").path
         let device = try await SimulatedDevice(
-            scenario: scenario, storePath: storePath, credentials: credentials, transport: transport, connector: connector,
-            startMilliseconds: first.timeMilliseconds, logger: options.logger)
+            scenario: scenario, storePath: storePath, durability: durable ? .powerLoss : .processCrash, credentials: credentials,
+            transport: transport, connector: connector, startMilliseconds: first.timeMilliseconds, logger: options.logger)
         try await device.connectStrap(at: first.timeMilliseconds)
 
         var fixIndex = 0
         var fixLoopOffset: Int64 = 0
         let fixLogLength = (fixes.last?.offsetMilliseconds ?? 0) + 1000
-        var appliedMoments = Set<Int>()
         var previousFlags = FaultFlags()
         var lastSyncMs = first.timeMilliseconds
         var heartRateSeries: [(Int64, Int)] = []
@@ -129,39 +138,38 @@ public struct ScenarioRunner: Sendable {
         let realStart = ContinuousClock.now
         var fieldFixSerial = 0
 
-        for row in trace.rows {
+        // Faults, worked out per trace second in advance: the windows in force and the moments
+        // (kill, SOS, cancel, acknowledge) that come due at each row.
+        let timeline = FaultTimeline(faults: scenario.faults, rows: trace.rows)
+        let realTime = options.field || scenario.pace == .realtime
+        // Heart rate decoded ahead by the link, for the rows from `decodedFrom` on.
+        var decoded: [SimulatedDevice.DecodedReading?] = []
+        var decodedFrom = 0
+
+        for (index, row) in trace.rows.enumerated() {
             let t = row.timeMilliseconds
-            let seconds = Double(t) / 1000
-            if options.field || scenario.pace == .realtime {
+            if realTime {
                 // Real time: this trace second happens when the wall clock gets there (pacing a
                 // live run with real gpsd, not waiting for an event).
                 try await Task.sleep(until: realStart.advanced(by: .milliseconds(t - first.timeMilliseconds)), clock: .continuous)
             }
 
-            // Faults: windows in force now, and moments that have come.
-            var flags = FaultFlags()
+            // Faults: windows in force now, and moments that have come. Whatever the faults
+            // change, the batch in flight is settled first, so its fate does not depend on
+            // how fast this machine is.
+            let flags = timeline.flags[index]
+            let moments = timeline.moments[index]
+            if flags != previousFlags || !moments.isEmpty { await device.settleSync(at: t) }
             var crashThisSecond = false
-            for (index, fault) in scenario.faults.enumerated() {
+            for fault in moments {
                 switch fault.type {
-                case .networkDown: if fault.covers(seconds) { flags.networkDown = true }
-                case .serverErrors: if fault.covers(seconds) { flags.serverError = fault.status ?? 500 }
-                case .strapLinkDrop: if fault.covers(seconds) { flags.linkDropped = true }
-                case .strapSilent: if fault.covers(seconds) { flags.strapSilent = true }
-                case .contactLoss: if fault.covers(seconds) { flags.contactLoss = true }
-                case .flatline: if fault.covers(seconds) { flags.flatline = true }
-                case .gpsdStopped: if fault.covers(seconds) { flags.gpsdStopped = true }
-                case .agentCrash, .manualSOS, .cancel, .acknowledge:
-                    guard fault.fromSeconds <= seconds, !appliedMoments.contains(index) else { continue }
-                    appliedMoments.insert(index)
-                    switch fault.type {
-                    // The kill lands mid-second: after this second's readings reached the
-                    // pipeline, before their group commit.
-                    case .agentCrash: crashThisSecond = true
-                    case .manualSOS: await device.receive(.manualSOS, at: t)
-                    case .cancel: await device.receive(.cancel(fault.reason ?? .falseAlarm), at: t)
-                    case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
-                    default: break
-                    }
+                // The kill lands mid-second: after this second's readings reached the
+                // pipeline, before their group commit.
+                case .agentCrash: crashThisSecond = true
+                case .manualSOS: await device.receive(.manualSOS, at: t)
+                case .cancel: await device.receive(.cancel(fault.reason ?? .falseAlarm), at: t)
+                case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
+                default: break
                 }
             }
             faults.update {
@@ -194,20 +202,26 @@ public struct ScenarioRunner: Sendable {
                 }
             }
 
-            // Heart rate: this second's notification, over the air.
+            // Heart rate: this second's notification, over the air. In fast mode the strap
+            // sends the notifications of a stretch of seconds in which no fault changes at
+            // once, and each reaches the rules at its own trace second.
             if !flags.linkDropped && !flags.strapSilent {
-                var reading = row.reading
-                if flags.contactLoss { reading = HeartRateReading(bpm: 0, contact: .notDetected) }
-                if flags.flatline { reading = HeartRateReading(bpm: 0, contact: .detected) }
-                if let received = try await device.deliver(reading, strap: strap, at: t) {
-                    heartRateSeries.append((t, received.bpm))
+                if index >= decodedFrom + decoded.count {
+                    let end = realTime ? index + 1 : timeline.stretchEnd(from: index, limit: 32)
+                    let readings = trace.rows[index..<end].map { flags.transmitted($0.reading) }
+                    decoded = try await device.deliver(readings, strap: strap, at: t)
+                    decodedFrom = index
+                }
+                if let received = decoded[index - decodedFrom] {
+                    await device.heartRate(received, at: t)
+                    heartRateSeries.append((t, received.reading.bpm))
                 }
             }
 
             if crashThisSecond { try await device.crashAndRestart(at: t) }
 
             // Time passes: the rules' clock, the dispatch lane, the group commit, the sync lane.
-            await device.tick(at: t)
+            await device.tick(at: t, pollJournal: true)
             await device.tick(at: t + 500)
             await device.commit()
             if t - lastSyncMs >= 5000 {
@@ -224,6 +238,7 @@ public struct ScenarioRunner: Sendable {
 
         // The end: the network is back (unless the scenario ends offline), drain what is left.
         let endFlags = faults.current
+        await device.settleSync(at: last.timeMilliseconds)
         await device.commit()
         if !endFlags.networkDown && endFlags.serverErrorStatus == nil {
             await device.finalDrain(at: last.timeMilliseconds)
@@ -258,7 +273,7 @@ public struct ScenarioRunner: Sendable {
     }
 }
 
-struct FaultFlags {
+struct FaultFlags: Equatable {
     var networkDown = false
     var serverError: Int?
     var linkDropped = false
@@ -266,4 +281,57 @@ struct FaultFlags {
     var contactLoss = false
     var flatline = false
     var gpsdStopped = false
+}
+
+extension FaultFlags {
+    /// What the strap sends for a trace reading while these faults are in force.
+    func transmitted(_ reading: HeartRateReading) -> HeartRateReading {
+        if flatline { return HeartRateReading(bpm: 0, contact: .detected) }
+        if contactLoss { return HeartRateReading(bpm: 0, contact: .notDetected) }
+        return reading
+    }
+}
+
+/// The scenario's faults laid over the trace's rows: which windows are in force at each row,
+/// and which moments (kill, SOS, cancel, acknowledge) come due there (the first row at or after
+/// the moment).
+struct FaultTimeline {
+    var flags: [FaultFlags]
+    var moments: [[Scenario.Fault]]
+
+    init(faults: [Scenario.Fault], rows: [HeartRateTrace.Row]) {
+        flags = []
+        flags.reserveCapacity(rows.count)
+        moments = Array(repeating: [], count: rows.count)
+        var applied = Set<Int>()
+        for (rowIndex, row) in rows.enumerated() {
+            let seconds = Double(row.timeMilliseconds) / 1000
+            var f = FaultFlags()
+            for (index, fault) in faults.enumerated() {
+                switch fault.type {
+                case .networkDown: if fault.covers(seconds) { f.networkDown = true }
+                case .serverErrors: if fault.covers(seconds) { f.serverError = fault.status ?? 500 }
+                case .strapLinkDrop: if fault.covers(seconds) { f.linkDropped = true }
+                case .strapSilent: if fault.covers(seconds) { f.strapSilent = true }
+                case .contactLoss: if fault.covers(seconds) { f.contactLoss = true }
+                case .flatline: if fault.covers(seconds) { f.flatline = true }
+                case .gpsdStopped: if fault.covers(seconds) { f.gpsdStopped = true }
+                case .agentCrash, .manualSOS, .cancel, .acknowledge:
+                    guard fault.fromSeconds <= seconds, applied.insert(index).inserted else { continue }
+                    moments[rowIndex].append(fault)
+                }
+            }
+            flags.append(f)
+        }
+    }
+
+    /// The end (exclusive) of the stretch of rows from `start` in which nothing changes: the
+    /// same windows in force and no moment after the first row; at most `limit` rows, and a
+    /// row with a kill stands alone (the restarted agent has a new link).
+    func stretchEnd(from start: Int, limit: Int) -> Int {
+        if moments[start].contains(where: { $0.type == .agentCrash }) { return start + 1 }
+        var end = start + 1
+        while end < flags.count, end - start < limit, flags[end] == flags[start], moments[end].isEmpty { end += 1 }
+        return end
+    }
 }

@@ -21,6 +21,14 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Field mode: replay the GPS log through the real gpsd under gpsfake, at real time.")
     var field = false
 
+    @Flag(
+        help: """
+            Fast mode: fsync the agent's store and the server's database at every commit, as the \
+            agent and the server do (slower; field mode always does). Without it a commit is \
+            written but not fsynced: it survives the simulated agent kills, not a power cut.
+            """)
+    var fsync = false
+
     @Flag(help: "Log what the agent's parts do (to stderr).")
     var verbose = false
 
@@ -41,7 +49,7 @@ struct RunCommand: AsyncParsableCommand {
         let terminal = isatty(STDERR_FILENO) == 1
         let progress: (@Sendable (Double) -> Void)? = terminal ? Self.drawProgress : nil
         let runner = ScenarioRunner(
-            options: .init(simulationsDirectory: simulations, field: field, progress: progress, logger: logger))
+            options: .init(simulationsDirectory: simulations, field: field, fsync: fsync, progress: progress, logger: logger))
         let outcome = try await runner.run(loaded)
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if let report {
