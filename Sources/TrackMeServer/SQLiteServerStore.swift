@@ -155,12 +155,13 @@ final class SQLiteServerStore: ServerStore {
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
         try await pool.write { db in
             try Self.recordContact(db, batch: batch)
-            try db.execute(
-                sql: "INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            try db.cachedStatement(
+                sql: "INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+            ).execute(
                 arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds])
             if db.changesCount == 0 {
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = ? AND batch_seq = ?",
+                    db.cachedStatement(sql: "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = ? AND batch_seq = ?"),
                     arguments: [batch.deviceID, batch.batchSequence])
                 guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
                 let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
@@ -180,20 +181,22 @@ final class SQLiteServerStore: ServerStore {
                 stored += db.changesCount
             }
             let alerts = try String.fetchAll(
-                db,
-                sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id",
+                db.cachedStatement(sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id"),
                 arguments: [batch.deviceID])
             if !alerts.isEmpty {
-                try db.execute(
-                    sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0",
+                try db.cachedStatement(
+                    sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0"
+                ).execute(
                     arguments: [batch.deviceID])
             }
             let duplicates = batch.readings.count - stored
-            try db.execute(
-                sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?",
+            try db.cachedStatement(
+                sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
+            ).execute(
                 arguments: [stored, duplicates, try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
-            try db.execute(
-                sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?",
+            try db.cachedStatement(
+                sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?"
+            ).execute(
                 arguments: [batch.droppedByBudget, batch.deviceID])
             return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
         }
@@ -201,9 +204,10 @@ final class SQLiteServerStore: ServerStore {
 
     /// Any batch, a heartbeat or a replay, is contact: it moves `last_seen` and ends a silence.
     private static func recordContact(_ db: Database, batch: IncomingBatch) throws {
-        let wasSilent = try Bool.fetchOne(db, sql: "SELECT silent FROM devices WHERE device_id = ?", arguments: [batch.deviceID]) ?? false
-        try db.execute(
-            sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?",
+        let wasSilent = try Bool.fetchOne(db.cachedStatement(sql: "SELECT silent FROM devices WHERE device_id = ?"), arguments: [batch.deviceID]) ?? false
+        try db.cachedStatement(
+            sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
+        ).execute(
             arguments: [batch.receivedMilliseconds, batch.heartbeatJSON, batch.deviceID])
         if wasSilent {
             let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))

@@ -12,6 +12,7 @@ struct ServerAPI: Sendable {
     let store: any ServerStore
     let configuration: ServerConfiguration
     let authenticator: Authenticator
+    let devices: DeviceDirectory
     let notifier: FeedNotifier
     let metrics: ServerMetrics
     let logger: Logger
@@ -71,7 +72,7 @@ struct ServerAPI: Sendable {
         if let header = request.headers[.idempotencyKey], header != batch.idempotencyKey {
             throw APIError.invalid("Idempotency-Key", "header \(header) differs from idempotency_key \(batch.idempotencyKey)")
         }
-        guard let device = try await store.device(id: batch.deviceID) else {
+        guard let device = try await devices.device(id: batch.deviceID) else {
             throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
         }
         let now = configuration.wallClock()

@@ -37,7 +37,7 @@ public final class TrackMeServer: Service, Sendable {
         self.store = store
         api = ServerAPI(
             store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store),
-            notifier: FeedNotifier(), metrics: ServerMetrics(), logger: logger)
+            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(), logger: logger)
     }
 
     /// Where the data is, as logged (`sqlite:/path`, or the PostgreSQL URL without password).

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BlueZHeartRate
 import EdgeDispatch
 import EdgeStore
@@ -67,6 +68,18 @@ public struct ScenarioRunner: Sendable {
     }
 
     public func run(_ scenario: Scenario) async throws -> Outcome {
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        do {
+            let outcome = try await run(scenario, client: client)
+            try? await client.shutdown()
+            return outcome
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    private func run(_ scenario: Scenario, client: HTTPClient) async throws -> Outcome {
         let started = ContinuousClock.now
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -108,7 +121,11 @@ public struct ScenarioRunner: Sendable {
         guard let baseURL = URL(string: "http://127.0.0.1:\(port)") else { throw ScenarioError(message: "bad server URL") }
 
         let faults = FaultState()
-        let transport = FaultInjectingTransport(base: URLSessionTransport(baseURL: baseURL), faults: faults)
+        // Field mode sends through the agent's own transport; fast mode through a kept-alive
+        // SwiftNIO connection (see `AsyncHTTPClientTransport`).
+        let http: any HTTPTransport =
+            options.field ? URLSessionTransport(baseURL: baseURL) : AsyncHTTPClientTransport(baseURL: baseURL, client: client)
+        let transport = FaultInjectingTransport(base: http, faults: faults)
         let strapClock = ContinuousClock()
         let strap = SimulatedStrap(trace: trace, clock: strapClock)
         let connector = StrapConnector {
