@@ -64,12 +64,16 @@ public actor DispatchLane {
     ///   - clock: schedules retries, position updates, escalation and send timeouts.
     ///   - timestamp: stamps each update's `sent` (the agent's monotonic time with its boot id).
     ///   - tickInterval: how often the lane checks for due work; a quarter of the retry interval.
+    ///   - restored: an alert that was open before a restart, taken over (see
+    ///     `DispatchPolicy.adopt`), with the number for its next update.
     public init(
         transport: any AlertTransport, fallback: (any LocalFallback)?, clock: any Clock<Duration>,
         settings: DispatchSettings = DispatchSettings(), tickInterval: Duration = .milliseconds(250),
-        timestamp: @escaping @Sendable () -> ReadingTimestamp, logger: Logger
+        timestamp: @escaping @Sendable () -> ReadingTimestamp, restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
+        logger: Logger
     ) {
         policy = DispatchPolicy(settings: settings)
+        if let restored { policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, now: .zero) }
         self.transport = transport
         self.fallback = fallback
         self.clock = clock

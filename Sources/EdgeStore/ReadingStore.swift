@@ -579,12 +579,43 @@ public final class ReadingStore: Sendable {
                 try db.execute(
                     sql: "UPDATE alert_updates SET delivered = 1 WHERE alert_id = ? AND update_seq = ?",
                     arguments: [alertID, updateSequence])
+                // Position and escalation updates are sent, not journaled; their numbers are
+                // remembered so that a restarted agent goes on above them.
+                if updateSequence < Self.localAlertStateSequenceBase {
+                    try db.execute(
+                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+                        arguments: [MetaKey.alertDelivered(alertID), updateSequence])
+                }
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
             noteFailure(failure)
             throw failure
         }
+    }
+
+    /// Update numbers from here on are the agent's own records of an alert's state for its
+    /// restart; they never go to the server.
+    public static let localAlertStateSequenceBase = 1_000_000
+
+    /// The number for an alert's next update after a restart: above every update of it the
+    /// journal holds or the server was seen to take (the server ignores a number it already
+    /// has, so a restarted agent that numbered from 1 again would go unheard).
+    public func nextAlertUpdateSequence(alertID: String) throws(StoreError) -> Int {
+        let highest = try read { db in
+            let journaled = try Int.fetchOne(
+                db, sql: "SELECT MAX(update_seq) FROM alert_updates WHERE alert_id = ? AND update_seq < ?",
+                arguments: [alertID, Self.localAlertStateSequenceBase])
+            let delivered = try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.alertDelivered(alertID)])
+            return max(journaled ?? 0, delivered ?? 0)
+        }
+        let unrecorded = state.withLock { s in
+            s.deliveredUnrecorded.compactMap { key -> Int? in
+                guard let colon = key.lastIndex(of: ":"), key[..<colon] == alertID else { return nil }
+                return Int(key[key.index(after: colon)...]).flatMap { $0 < Self.localAlertStateSequenceBase ? $0 : nil }
+            }.max() ?? 0
+        }
+        return max(highest, unrecorded) + 1
     }
 
     /// The latest journaled update of every alert (its current state), oldest alert first.

@@ -53,4 +53,7 @@ enum MetaKey {
     static let droppedTotal = "dropped_total"
     /// The generation this file was created in (see `StoreGeneration`).
     static let generation = "generation"
+    /// The highest update number of an alert that reached the server (see
+    /// `ReadingStore.nextAlertUpdateSequence`).
+    static func alertDelivered(_ alertID: String) -> String { "alert_delivered:\(alertID)" }
 }

@@ -179,7 +179,7 @@ public actor AgentPipeline {
 
     /// Journal-only sequence numbers: the dispatch lane numbers the updates the server sees
     /// from 0; state records for restart start here and never leave the device.
-    static let localStateSequenceBase = 1_000_000
+    static let localStateSequenceBase = ReadingStore.localAlertStateSequenceBase
 
     /// Records a raised alert's later state (delivered, acknowledged, resolved, cancelled) so a
     /// restart restores what is still open and not what the wearer already cancelled. These

@@ -111,6 +111,19 @@ public struct DispatchPolicy: Sendable {
         steps = settings.escalation.sorted { $0.after < $1.after }
     }
 
+    /// Tracks an alert that was open before a restart (read back from the journal), so that
+    /// its position updates and escalation go on. `nextUpdateSequence` continues the numbering
+    /// the server has seen. Its raise, if not yet delivered, is still in the journal, where the
+    /// sync engine's alert lane sends it. Escalation starts over from `now`: after a restart
+    /// the agent cannot tell which steps already ran, and a contact told twice is better than
+    /// none.
+    public mutating func adopt(_ record: AlertRecord, nextUpdateSequence: Int, now: Duration) {
+        guard tracked[record.id] == nil, record.state.isOpen, record.state != .pending else { return }
+        var entry = Tracked(record: record, nextSequence: max(1, nextUpdateSequence), raisedAt: now, nextStepAt: steps.first.map { now + $0.after })
+        entry.acknowledged = record.state == .acknowledged
+        tracked[record.id] = entry
+    }
+
     /// Updates waiting to be sent (including the one in flight).
     public var queuedUpdates: [AlertUpdate] { queue.map(\.update) }
 

@@ -382,6 +382,10 @@ final class SimulatedDevice {
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), at: ms,
             logger: logger)
+        // As the agent does: the restored alert's position updates go on.
+        if let open = await pipeline.current.openAlert, let next = try? store.nextAlertUpdateSequence(alertID: open.id) {
+            policy.adopt(open, nextUpdateSequence: next, now: .milliseconds(ms))
+        }
         try await connectStrap(at: ms)
     }
 

@@ -72,6 +72,33 @@ import TrackMeCore
         #expect(positions.map(\.updateSequence) == [1, 2, 3, 4, 5])
     }
 
+    @Test func anAlertOpenBeforeARestartKeepsGettingPositionsNumberedAboveTheServers() {
+        var d = Driver()
+        d.policy.adopt(Self.record(state: .delivered), nextUpdateSequence: 42, now: .seconds(5))
+        #expect(d.at(5, .tick).isEmpty, "the raise is not sent again: it is in the journal if undelivered")
+        d.at(6, .engine(.positionUpdate(Self.record(state: .delivered))))
+        #expect(d.sends.map(\.type) == [.position])
+        #expect(d.sends.map(\.updateSequence) == [42])
+        d.at(6.1, .sendSucceeded(alertID: "a-1", updateSequence: 42, acknowledged: false))
+        d.at(7, .engine(.positionUpdate(Self.record(state: .delivered))))
+        #expect(d.sends.map(\.updateSequence) == [42, 43])
+        // Escalation starts over from the restart.
+        d.at(7.1, .sendSucceeded(alertID: "a-1", updateSequence: 43, acknowledged: false))
+        for second in 8...130 { d.at(Double(second), .tick) }
+        #expect(d.fallbacks.map(\.0) == [.seconds(125)])
+    }
+
+    @Test func onlyOpenRaisedAlertsAreAdopted() {
+        var d = Driver()
+        d.policy.adopt(Self.record("pending", state: .pending), nextUpdateSequence: 1, now: .zero)
+        d.policy.adopt(Self.record("cancelled", state: .cancelled), nextUpdateSequence: 1, now: .zero)
+        d.policy.adopt(Self.record("acked", state: .acknowledged), nextUpdateSequence: 3, now: .zero)
+        for id in ["pending", "cancelled", "acked"] { d.at(1, .engine(.positionUpdate(Self.record(id)))) }
+        #expect(d.sends.map(\.alert.id) == ["acked"])
+        for second in 2...1000 { d.at(Double(second), .tick) }
+        #expect(d.fallbacks.isEmpty, "an acknowledged alert does not escalate")
+    }
+
     @Test func offlinePositionsCoalesceIntoOneWaitingUpdate() {
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))

@@ -64,9 +64,18 @@ public enum AgentAssembly {
             store: store, transport: http, configuration: SyncConfiguration(deviceID: deviceID, token: token), clock: ContinuousClock(),
             heartbeat: { heartbeat.heartbeat() }, onAlertsAcknowledged: { acknowledgedSink.yield($0) },
             onEvent: { syncEventSink.yield($0) }, logger: logger)
+        // The restored alert's position updates go on, numbered above what the server has.
+        var adopted: (alert: AlertRecord, nextUpdateSequence: Int)?
+        if let restored {
+            do {
+                adopted = (restored, try store.nextAlertUpdateSequence(alertID: restored.id))
+            } catch {
+                logger.error("alert journal unreadable; the restored alert gets no position updates", metadata: ["store.error": "\(error)"])
+            }
+        }
         let lane = DispatchLane(
             transport: HTTPAlertTransport(transport: http, token: token, store: store), fallback: fallback(configuration.fallback),
-            clock: ContinuousClock(), timestamp: { timestamps.now() }, logger: logger)
+            clock: ContinuousClock(), timestamp: { timestamps.now() }, restored: adopted, logger: logger)
 
         let (settings, profile) = configuration.sos.applied(to: SOSSettings(), profile: configuration.person)
         let pipeline = AgentPipeline(
