@@ -90,6 +90,8 @@ public final class ReadingStore: Sendable {
     public let openReport: StoreOpenReport
     private let db: DatabaseQueue
     private let logger: Logger
+    /// Fixed when the file was created (WAL mode cannot change it).
+    private let pageSize: Int64
     private let state: Mutex<State>
 
     private struct State {
@@ -177,7 +179,7 @@ public final class ReadingStore: Sendable {
         var initial = State(generation: generation)
         initial.memoryFallback = fallback
         if let fallback { initial.health = Self.health(for: fallback) ?? .ioError }
-        try Self.wrap(path: path) {
+        pageSize = try Self.wrap(path: path) {
             try queue.read { db in
                 for row in try Row.fetchAll(db, sql: "SELECT id, boot_id FROM boots") {
                     if let id = row[0] as Int64?, let boot = row[1] as String? {
@@ -187,6 +189,7 @@ public final class ReadingStore: Sendable {
                 }
                 initial.rowCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings") ?? 0
                 initial.unsyncedCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings WHERE synced = 0") ?? 0
+                return try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             }
         }
         state = Mutex(initial)
@@ -269,7 +272,7 @@ public final class ReadingStore: Sendable {
                 if dropped > 0 { try addDropped(dropped, db) }
                 // Measured inside the commit's own transaction (it sees its own pages), so a
                 // commit under budget needs no second transaction for the check.
-                return (out, try Self.usedBytes(db))
+                return (out, try self.usedBytes(db))
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -607,10 +610,9 @@ public final class ReadingStore: Sendable {
     public func statistics() -> StoreStatistics {
         let figures = try? readStatement { db -> (Int64, Int64, Int) in
             let row = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT (\(Self.usedBytesSQL)), (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight)"),
+                db.cachedStatement(sql: "SELECT (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight)"),
                 arguments: [MetaKey.droppedTotal])
-            return (row?[0] as Int64? ?? 0, row?[1] as Int64? ?? 0, row?[2] as Int? ?? 0)
+            return (try self.usedBytes(db), row?[0] as Int64? ?? 0, row?[1] as Int? ?? 0)
         }
         let (used, dropped, inFlight) = figures ?? (-1, 0, 0)
         return state.withLock { s in
@@ -628,18 +630,17 @@ public final class ReadingStore: Sendable {
 
     /// Bytes of the database's live pages: (page_count - freelist_count) * page_size.
     public func usedBytes() throws(StoreError) -> Int64 {
-        try read { db in try Self.usedBytes(db) }
+        try readStatement { db in try self.usedBytes(db) }
     }
 
-    static func usedBytes(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: usedBytesSQL)) ?? 0
+    /// Inside a write transaction this counts the transaction's own pages too. Two cached PRAGMA
+    /// statements rather than one query over `pragma_page_count()`: the table-valued forms
+    /// compile their PRAGMA again on every call.
+    private func usedBytes(_ db: Database) throws -> Int64 {
+        let pages = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA page_count")) ?? 0
+        let free = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA freelist_count")) ?? 0
+        return (pages - free) * pageSize
     }
-
-    /// One expression, so that it can be a cached statement and part of another query. Inside a
-    /// write transaction it counts that transaction's own pages too.
-    static let usedBytesSQL =
-        "SELECT ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()))"
-        + " * (SELECT page_size FROM pragma_page_size())"
 
     /// Stops using the database: later calls fail with a store error. The SQLite connection
     /// itself closes when the last reference to the store goes away (closing it under a sync
@@ -736,7 +737,7 @@ public final class ReadingStore: Sendable {
                         }
                         if unsynced > 0 { try self.addDropped(Int64(unsynced), db) }
                     }
-                    return (synced, unsynced, try Self.usedBytes(db))
+                    return (synced, unsynced, try self.usedBytes(db))
                 }
                 state.withLock { s in
                     s.rowCount -= synced + unsynced
@@ -853,11 +854,21 @@ public final class ReadingStore: Sendable {
         }
     }
 
-    private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+    /// A read transaction of several statements. Not GRDB's `read`: that one sets and clears
+    /// `PRAGMA query_only` around every read, and SQLite expires every prepared statement of the
+    /// connection whenever a flag pragma changes, so each read would make all cached statements
+    /// compile again on their next use.
+    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
-            return try db.read { db in
+            return try db.unsafeRead { db in
                 try checkOpen()
-                return try body(db)
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw StoreError(code: .database, message: "read produced nothing", path: configuration.path) }
+                return result
             }
         } catch {
             throw Self.storeError(error, path: configuration.path)
