@@ -91,6 +91,8 @@ public final class ReadingStore: Sendable {
     public let openReport: StoreOpenReport
     private let db: DatabaseQueue
     private let logger: Logger
+    /// Fixed when the file was created (WAL mode cannot change it).
+    private let pageSize: Int64
     private let state: Mutex<State>
 
     private struct State {
@@ -178,7 +180,7 @@ public final class ReadingStore: Sendable {
         var initial = State(generation: generation)
         initial.memoryFallback = fallback
         if let fallback { initial.health = Self.health(for: fallback) ?? .ioError }
-        try Self.wrap(path: path) {
+        pageSize = try Self.wrap(path: path) {
             try queue.read { db in
                 for row in try Row.fetchAll(db, sql: "SELECT id, boot_id FROM boots") {
                     if let id = row[0] as Int64?, let boot = row[1] as String? {
@@ -188,6 +190,7 @@ public final class ReadingStore: Sendable {
                 }
                 initial.rowCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings") ?? 0
                 initial.unsyncedCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM readings WHERE synced = 0") ?? 0
+                return try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             }
         }
         state = Mutex(initial)
@@ -247,8 +250,9 @@ public final class ReadingStore: Sendable {
         retryMemoryAlerts()
         guard !readings.isEmpty else { return [] }
         let seqs: [Int64]
+        let used: Int64
         do {
-            seqs = try write { db -> [Int64] in
+            (seqs, used) = try write { db -> ([Int64], Int64) in
                 let statement = try db.cachedStatement(
                     sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body) VALUES (?, ?, ?, ?)")
                 var out: [Int64] = []
@@ -267,7 +271,9 @@ public final class ReadingStore: Sendable {
                     return s.pendingDroppedInMemory
                 }
                 if dropped > 0 { try addDropped(dropped, db) }
-                return out
+                // Measured inside the commit's own transaction (it sees its own pages), so a
+                // commit under budget needs no second transaction for the check.
+                return (out, try self.usedBytes(db))
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -282,7 +288,7 @@ public final class ReadingStore: Sendable {
         // The readings are committed whatever happens next: a failing eviction is recorded in
         // `health` and retried after the next commit, never reported as a failed append (the
         // caller would append the same readings again).
-        try? enforceBudget()
+        try? enforceBudget(used: used)
         return seqs
     }
 
@@ -294,17 +300,7 @@ public final class ReadingStore: Sendable {
 
     /// Readings by sequence number, in ascending order (missing ones are skipped).
     public func readings(sequences: [Int64]) throws(StoreError) -> [WireReading] {
-        try read { db in
-            var out: [WireReading] = []
-            for chunk in sequences.chunked(500) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let rows = try Row.fetchAll(
-                    db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (\(marks)) ORDER BY seq",
-                    arguments: StatementArguments(chunk))
-                for row in rows { out.append(try self.decodeReading(row)) }
-            }
-            return out.sorted { $0.sequence < $1.sequence }
-        }
+        try read { db in try self.fetchReadings(sequences, db) }
     }
 
     /// Every reading on disk with its synced flag, in sequence order (tests and tools).
@@ -331,7 +327,7 @@ public final class ReadingStore: Sendable {
             // ones get higher numbers, so the floor only moves up).
             let floor = self.state.withLock { $0.unsyncedFloor }
             let cursor = try Row.fetchCursor(
-                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq",
+                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq"),
                 arguments: [floor])
             var first = true
             while out.count < limit, let row = try cursor.next() {
@@ -356,7 +352,7 @@ public final class ReadingStore: Sendable {
             var heartRate: WireReading?
             var fix: WireReading?
             let cursor = try Row.fetchCursor(
-                db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE synced = 0 ORDER BY seq DESC")
+                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE synced = 0 ORDER BY seq DESC"))
             var scanned = 0
             // Bounded scan: the two kinds interleave at 1 Hz each, so both show up at once.
             while heartRate == nil || fix == nil, scanned < 10_000, let row = try cursor.next() {
@@ -385,17 +381,20 @@ public final class ReadingStore: Sendable {
     ) throws(StoreError) -> ReservedBatch {
         do {
             return try write { db -> ReservedBatch in
-                let batchSeq = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.nextBatchSequence]) ?? 1
-                let dropped = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedUnreported]) ?? 0
+                let metaValue = try db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?")
+                let batchSeq = try Int64.fetchOne(metaValue, arguments: [MetaKey.nextBatchSequence]) ?? 1
+                let dropped = try Int64.fetchOne(metaValue, arguments: [MetaKey.droppedUnreported]) ?? 0
                 if isLatest {
-                    try db.execute(sql: "DELETE FROM in_flight WHERE latest = 1 AND dropped = 0")
+                    try db.cachedStatement(sql: "DELETE FROM in_flight WHERE latest = 1 AND dropped = 0").execute()
                 }
-                try db.execute(sql: "UPDATE meta SET value = ? WHERE key = ?", arguments: [batchSeq + 1, MetaKey.nextBatchSequence])
-                try db.execute(sql: "UPDATE meta SET value = 0 WHERE key = ?", arguments: [MetaKey.droppedUnreported])
+                let setMeta = try db.cachedStatement(sql: "UPDATE meta SET value = ? WHERE key = ?")
+                try setMeta.execute(arguments: [batchSeq + 1, MetaKey.nextBatchSequence])
+                try setMeta.execute(arguments: [0, MetaKey.droppedUnreported])
                 let heartbeatBytes = try heartbeat.map { try WireCodec.encode($0) }
-                try db.execute(
-                    sql: "INSERT INTO in_flight (batch_seq, latest, dropped, heartbeat, seqs) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [batchSeq, isLatest ? 1 : 0, dropped, heartbeatBytes, Data(SequenceList.encode(readings.map(\.sequence)))])
+                try db.cachedStatement(sql: "INSERT INTO in_flight (batch_seq, latest, dropped, heartbeat, seqs) VALUES (?, ?, ?, ?, ?)")
+                    .execute(arguments: [
+                        batchSeq, isLatest ? 1 : 0, dropped, heartbeatBytes, Data(SequenceList.encode(readings.map(\.sequence))),
+                    ])
                 let batch = SyncBatch(
                     deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat, readings: readings)
                 return ReservedBatch(batch: batch, isLatest: isLatest)
@@ -413,9 +412,11 @@ public final class ReadingStore: Sendable {
     public func abandonBatch(batchSequence: Int64) throws(StoreError) {
         do {
             try write { db in
-                let dropped = try Int64.fetchOne(db, sql: "SELECT dropped FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence]) ?? 0
-                try db.execute(sql: "DELETE FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
-                try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
+                let droppedOf = try db.cachedStatement(sql: "SELECT dropped FROM in_flight WHERE batch_seq = ?")
+                let dropped = try Int64.fetchOne(droppedOf, arguments: [batchSequence]) ?? 0
+                try db.cachedStatement(sql: "DELETE FROM in_flight WHERE batch_seq = ?").execute(arguments: [batchSequence])
+                try db.cachedStatement(sql: "UPDATE meta SET value = value + ? WHERE key = ?")
+                    .execute(arguments: [dropped, MetaKey.droppedUnreported])
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -427,25 +428,15 @@ public final class ReadingStore: Sendable {
     /// Batches reserved but not yet acknowledged, oldest first, rebuilt exactly as reserved.
     public func inFlightBatches(deviceID: String) throws(StoreError) -> [ReservedBatch] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT batch_seq, latest, dropped, heartbeat, seqs FROM in_flight ORDER BY batch_seq").map { row in
+            let batches = try db.cachedStatement(sql: "SELECT batch_seq, latest, dropped, heartbeat, seqs FROM in_flight ORDER BY batch_seq")
+            return try Row.fetchAll(batches).map { row in
                 guard let batchSeq = row[0] as Int64?, let dropped = row[2] as Int64?, let seqBlob = row[4] as Data? else {
                     throw StoreError(code: .badRecord, message: "in_flight row with nulls", path: self.configuration.path)
                 }
                 let heartbeat = try (row[3] as Data?).map { try WireCodec.decode(DeviceHeartbeat.self, from: $0) }
-                let seqs = try SequenceList.decode(Array(seqBlob))
-                var readings: [WireReading] = []
-                for chunk in seqs.chunked(500) {
-                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                    for r in try Row.fetchAll(
-                        db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (\(marks)) ORDER BY seq",
-                        arguments: StatementArguments(chunk))
-                    {
-                        readings.append(try self.decodeReading(r))
-                    }
-                }
+                let readings = try self.fetchReadings(try SequenceList.decode(Array(seqBlob)), db)
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat,
-                    readings: readings.sorted { $0.sequence < $1.sequence })
+                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat, readings: readings)
                 return ReservedBatch(batch: batch, isLatest: (row[1] as Int64?) == 1)
             }
         }
@@ -456,17 +447,15 @@ public final class ReadingStore: Sendable {
     public func acknowledge(batchSequence: Int64) throws(StoreError) {
         do {
             let newlySynced = try writeWithoutFsync { db -> Int in
-                guard let blob = try Data.fetchOne(db, sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                guard
+                    let blob = try Data.fetchOne(
+                        db.cachedStatement(sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?"), arguments: [batchSequence])
                 else { return 0 }
                 let seqs = try SequenceList.decode(Array(blob))
-                var changed = 0
-                for chunk in seqs.chunked(500) {
-                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                    try db.execute(
-                        sql: "UPDATE readings SET synced = 1 WHERE synced = 0 AND seq IN (\(marks))", arguments: StatementArguments(chunk))
-                    changed += db.changesCount
-                }
-                try db.execute(sql: "DELETE FROM in_flight WHERE batch_seq = ?", arguments: [batchSequence])
+                try db.cachedStatement(sql: "UPDATE readings SET synced = 1 WHERE synced = 0 AND seq IN (SELECT value FROM json_each(?))")
+                    .execute(arguments: [Self.jsonArray(seqs)])
+                let changed = db.changesCount
+                try db.cachedStatement(sql: "DELETE FROM in_flight WHERE batch_seq = ?").execute(arguments: [batchSequence])
                 return changed
             }
             state.withLock { $0.unsyncedCount -= newlySynced }
@@ -507,8 +496,9 @@ public final class ReadingStore: Sendable {
             let body = try WireCodec.encode(update)
             try write { db in
                 let boot = try bootRef(update.alert.firstCritical.bootID, db)
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, ?)",
+                try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, ?)"
+                ).execute(
                     arguments: [
                         update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds), body,
                         delivered ? 1 : 0,
@@ -554,16 +544,31 @@ public final class ReadingStore: Sendable {
     /// must be sent (by alert, then update sequence).
     public func pendingAlertUpdates() -> [AlertUpdate] {
         let memory = state.withLock { $0.memoryAlerts }
-        let journaled =
-            (try? read { db in
-                try Data.fetchAll(db, sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid").compactMap {
-                    try? WireCodec.decode(AlertUpdate.self, from: $0)
-                }
+        let bodies =
+            (try? readStatement { db in
+                try Data.fetchAll(db.cachedStatement(sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid"))
             }) ?? []
+        if bodies.isEmpty, memory.isEmpty { return [] }
+        let journaled = bodies.compactMap { try? WireCodec.decode(AlertUpdate.self, from: $0) }
         var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
         for u in journaled + memory where seen.insert(Self.alertKey(u.alert.id, u.updateSequence)).inserted { out.append(u) }
         return out
+    }
+
+    /// Whether `pendingAlertUpdates()` has anything to offer, without decoding any update: cheap
+    /// enough to ask every second. (An update whose journal row cannot be decoded counts as
+    /// pending here while `pendingAlertUpdates()` skips it.)
+    public func hasPendingAlertUpdates() -> Bool {
+        let (memory, deliveredUnrecorded) = state.withLock { (!$0.memoryAlerts.isEmpty, !$0.deliveredUnrecorded.isEmpty) }
+        // Deliveries the disk has not recorded yet hide rows the journal still calls pending:
+        // only the full answer can tell (rare: the disk failed while an alert was out).
+        if deliveredUnrecorded { return !pendingAlertUpdates().isEmpty }
+        if memory { return true }
+        let exists = try? readStatement { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM alert_updates WHERE delivered = 0)"))
+        }
+        return (exists ?? nil) ?? false
     }
 
     /// Records that the server has an alert update; it is not offered again. When the disk
@@ -576,15 +581,14 @@ public final class ReadingStore: Sendable {
     private func recordDelivered(alertID: String, updateSequence: Int) throws(StoreError) {
         do {
             try write { db in
-                try db.execute(
-                    sql: "UPDATE alert_updates SET delivered = 1 WHERE alert_id = ? AND update_seq = ?",
-                    arguments: [alertID, updateSequence])
+                try db.cachedStatement(sql: "UPDATE alert_updates SET delivered = 1 WHERE alert_id = ? AND update_seq = ?")
+                    .execute(arguments: [alertID, updateSequence])
                 // Position and escalation updates are sent, not journaled; their numbers are
                 // remembered so that a restarted agent goes on above them.
                 if updateSequence < Self.localAlertStateSequenceBase {
-                    try db.execute(
-                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
-                        arguments: [MetaKey.alertDelivered(alertID), updateSequence])
+                    try db.cachedStatement(
+                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)"
+                    ).execute(arguments: [MetaKey.alertDelivered(alertID), updateSequence])
                 }
             }
         } catch {
@@ -636,14 +640,13 @@ public final class ReadingStore: Sendable {
     public var health: StoreHealth { state.withLock { $0.health } }
 
     public func statistics() -> StoreStatistics {
-        let used = (try? usedBytes()) ?? -1
-        let (dropped, inFlight) =
-            (try? read { db in
-                (
-                    try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.droppedTotal]) ?? 0,
-                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM in_flight") ?? 0
-                )
-            }) ?? (0, 0)
+        let figures = try? readStatement { db -> (Int64, Int64, Int) in
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight)"),
+                arguments: [MetaKey.droppedTotal])
+            return (try self.usedBytes(db), row?[0] as Int64? ?? 0, row?[1] as Int? ?? 0)
+        }
+        let (used, dropped, inFlight) = figures ?? (-1, 0, 0)
         return state.withLock { s in
             StoreStatistics(
                 readings: s.rowCount, unsyncedReadings: s.unsyncedCount, inFlightBatches: inFlight, usedBytes: used,
@@ -659,14 +662,16 @@ public final class ReadingStore: Sendable {
 
     /// Bytes of the database's live pages: (page_count - freelist_count) * page_size.
     public func usedBytes() throws(StoreError) -> Int64 {
-        try read { db in try Self.usedBytes(db) }
+        try readStatement { db in try self.usedBytes(db) }
     }
 
-    static func usedBytes(_ db: Database) throws -> Int64 {
-        let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-        let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
-        let size = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-        return (pages - free) * size
+    /// Inside a write transaction this counts the transaction's own pages too. Two cached PRAGMA
+    /// statements rather than one query over `pragma_page_count()`: the table-valued forms
+    /// compile their PRAGMA again on every call.
+    private func usedBytes(_ db: Database) throws -> Int64 {
+        let pages = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA page_count")) ?? 0
+        let free = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA freelist_count")) ?? 0
+        return (pages - free) * pageSize
     }
 
     /// Stops using the database: later calls fail with a store error. The SQLite connection
@@ -698,8 +703,8 @@ public final class ReadingStore: Sendable {
         try injectedFault()
         return try db.writeWithoutTransaction { db in
             try checkOpen()
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            defer { try? db.execute(sql: configuration.durability.synchronousPragma) }
+            try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
+            defer { try? db.cachedStatement(sql: configuration.durability.synchronousPragma).execute() }
             var result: T?
             try db.inTransaction {
                 result = try updates(db)
@@ -728,11 +733,12 @@ public final class ReadingStore: Sendable {
 
     // MARK: - Budget
 
-    private func enforceBudget() throws(StoreError) {
+    /// `measured`: the bytes in use as the commit that just ended saw them.
+    private func enforceBudget(used measured: Int64) throws(StoreError) {
         let budget = configuration.diskBudgetBytes
+        guard measured > budget else { return }
         do {
-            var used = try read { db in try Self.usedBytes(db) }
-            guard used > budget else { return }
+            var used = measured
             // Drop down to 95% of the budget so the next few commits do not each evict again.
             let target = budget - budget / 20
             var rounds = 0
@@ -741,7 +747,7 @@ public final class ReadingStore: Sendable {
                 let rows = state.withLock { $0.rowCount }
                 let perRow = max(16, used / Int64(max(rows, 1)))
                 let excess = Int((used - target) / perRow) + 32
-                let (synced, unsynced) = try write { db -> (Int, Int) in
+                let (synced, unsynced, usedAfter) = try write { db -> (Int, Int, Int64) in
                     let protect = try self.protectionClause(db)
                     let reserved = try self.reservedSequences(db)
                     try db.execute(
@@ -756,14 +762,14 @@ public final class ReadingStore: Sendable {
                             db, sql: "SELECT seq FROM readings WHERE synced = 0 AND NOT (\(protect.sql)) ORDER BY seq LIMIT ?",
                             arguments: protect.arguments + [excess - synced + reserved.count]
                         ).filter { !reserved.contains($0) }.prefix(excess - synced)
-                        for chunk in Array(candidates).chunked(500) {
-                            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                            try db.execute(sql: "DELETE FROM readings WHERE seq IN (\(marks))", arguments: StatementArguments(chunk))
-                            unsynced += db.changesCount
+                        if !candidates.isEmpty {
+                            try db.cachedStatement(sql: "DELETE FROM readings WHERE seq IN (SELECT value FROM json_each(?))")
+                                .execute(arguments: [Self.jsonArray(candidates)])
+                            unsynced = db.changesCount
                         }
                         if unsynced > 0 { try self.addDropped(Int64(unsynced), db) }
                     }
-                    return (synced, unsynced)
+                    return (synced, unsynced, try self.usedBytes(db))
                 }
                 state.withLock { s in
                     s.rowCount -= synced + unsynced
@@ -773,7 +779,7 @@ public final class ReadingStore: Sendable {
                     logger.info("disk budget reached, unsynced readings dropped", metadata: ["store.dropped": "\(unsynced)"])
                 }
                 if synced + unsynced == 0 { break }
-                used = try read { db in try Self.usedBytes(db) }
+                used = usedAfter
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -783,7 +789,8 @@ public final class ReadingStore: Sendable {
     }
 
     private func addDropped(_ count: Int64, _ db: Database) throws {
-        try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key IN (?, ?)", arguments: [count, MetaKey.droppedUnreported, MetaKey.droppedTotal])
+        try db.cachedStatement(sql: "UPDATE meta SET value = value + ? WHERE key IN (?, ?)")
+            .execute(arguments: [count, MetaKey.droppedUnreported, MetaKey.droppedTotal])
     }
 
     /// `(boot = ? AND mono_ns BETWEEN ? AND ?) OR ...` over every journaled alert.
@@ -804,13 +811,35 @@ public final class ReadingStore: Sendable {
 
     private func reservedSequences(_ db: Database, includingLatest: Bool = true) throws -> Set<Int64> {
         var out = Set<Int64>()
-        for blob in try Data.fetchAll(db, sql: includingLatest ? "SELECT seqs FROM in_flight" : "SELECT seqs FROM in_flight WHERE latest = 0") {
+        let sql = includingLatest ? "SELECT seqs FROM in_flight" : "SELECT seqs FROM in_flight WHERE latest = 0"
+        for blob in try Data.fetchAll(db.cachedStatement(sql: sql)) {
             out.formUnion(try SequenceList.decode(Array(blob)))
         }
         return out
     }
 
     // MARK: - Helpers
+
+    /// Readings by sequence number, ascending, missing ones skipped: one cached statement for
+    /// any number of them (the numbers travel as one JSON array argument).
+    private func fetchReadings(_ sequences: [Int64], _ db: Database) throws -> [WireReading] {
+        guard !sequences.isEmpty else { return [] }
+        let statement = try db.cachedStatement(
+            sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq")
+        return try Row.fetchAll(statement, arguments: [Self.jsonArray(sequences)]).map { try self.decodeReading($0) }
+    }
+
+    /// `[1,2,3]`: sequence numbers as a JSON array for `json_each`.
+    static func jsonArray(_ values: some Sequence<Int64>) -> String {
+        var out = "["
+        var first = true
+        for value in values {
+            if !first { out += "," }
+            first = false
+            out += String(value)
+        }
+        return out + "]"
+    }
 
     private func bootRef(_ bootID: String, _ db: Database) throws -> Int64 {
         if let id = state.withLock({ $0.bootRefs[bootID] }) { return id }
@@ -843,11 +872,35 @@ public final class ReadingStore: Sendable {
             payload: decoded.payload)
     }
 
-    private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+    /// A read of a single statement, outside a transaction: SQLite runs a lone statement on one
+    /// consistent snapshot anyway, and the BEGIN and COMMIT of `read` would cost two statements
+    /// more to parse (GRDB does not cache them) for the cheap reads asked several times a second.
+    private func readStatement<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
-            return try db.read { db in
+            return try db.unsafeRead { db in
                 try checkOpen()
                 return try body(db)
+            }
+        } catch {
+            throw Self.storeError(error, path: configuration.path)
+        }
+    }
+
+    /// A read transaction of several statements. Not GRDB's `read`: that one sets and clears
+    /// `PRAGMA query_only` around every read, and SQLite expires every prepared statement of the
+    /// connection whenever a flag pragma changes, so each read would make all cached statements
+    /// compile again on their next use.
+    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try db.unsafeRead { db in
+                try checkOpen()
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw StoreError(code: .database, message: "read produced nothing", path: configuration.path) }
+                return result
             }
         } catch {
             throw Self.storeError(error, path: configuration.path)
@@ -931,11 +984,5 @@ enum SequenceList {
             out.append(previous)
         }
         return out
-    }
-}
-
-extension Array {
-    func chunked(_ size: Int) -> [ArraySlice<Element>] {
-        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
     }
 }

@@ -274,7 +274,7 @@ final class SimulatedDevice {
         }
         // Alerts journaled before a crash go out through the sync engine's alert path, as the
         // agent's alert lane sends them after a restart.
-        guard pollJournal else { return }
+        guard pollJournal, store.hasPendingAlertUpdates() else { return }
         let pending = store.pendingAlertUpdates().filter { update in !policy.queuedUpdates.contains(update) }
         if !pending.isEmpty, await sync.sendAlertUpdates(pending) == nil {
             for update in pending where update.updateSequence == 0 {

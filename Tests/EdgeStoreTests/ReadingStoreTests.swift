@@ -182,6 +182,32 @@ struct ReadingStoreTests {
         #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 13)
     }
 
+    @Test("hasPendingAlertUpdates: false on a fresh store, true once an update is journaled, false once it is delivered")
+    func hasPendingAlertUpdates() throws {
+        let dir = try TemporaryDirectory()
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
+        #expect(!store.hasPendingAlertUpdates())
+        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5)) == .durable)
+        #expect(store.hasPendingAlertUpdates())
+        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: 1)) == .durable)
+        store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 0)
+        #expect(store.hasPendingAlertUpdates())
+        store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 1)
+        #expect(!store.hasPendingAlertUpdates())
+        #expect(store.pendingAlertUpdates().isEmpty)
+        // Held in memory while the disk refuses it: still pending.
+        try store.simulate(.diskFull)
+        guard case .memoryOnly = store.appendAlert(alertUpdate(id: "a2", at: 9)) else {
+            Issue.record("the alert journal wrote on a failing disk")
+            return
+        }
+        #expect(store.hasPendingAlertUpdates())
+        // Delivered while the disk still refuses to record it: no longer pending.
+        store.markAlertUpdateDelivered(alertID: "a2", updateSequence: 0)
+        #expect(!store.hasPendingAlertUpdates())
+        #expect(store.pendingAlertUpdates().isEmpty)
+    }
+
     @Test("a reserved batch survives a restart unchanged, and only its acknowledgement marks readings synced")
     func syncCursor() throws {
         let dir = try TemporaryDirectory()
@@ -243,6 +269,33 @@ struct ReadingStoreTests {
         let next = try store.reserveBatch(deviceID: "d", readings: [], heartbeat: nil)
         #expect(next.batch.droppedByBudget == Int64(droppedUnsynced.count))
         #expect(try store.reserveBatch(deviceID: "d", readings: [], heartbeat: nil).batch.droppedByBudget == 0)
+    }
+
+    @Test("disk budget: the commit that crosses the budget evicts before it returns; commits under it evict nothing")
+    func budgetCrossedByOneCommit() throws {
+        let dir = try TemporaryDirectory()
+        let budget: Int64 = 120_000
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget), logger: quiet)
+        var appended = 0
+        var evictedAt: Int?
+        for chunk in stride(from: 0, to: 8000, by: 100) {
+            let before = try store.usedBytes()
+            try store.append(newReadings(chunk..<chunk + 100))
+            appended += 100
+            let stats = store.statistics()
+            #expect(stats.usedBytes <= budget, "commit \(chunk / 100) left the store over budget")
+            #expect(stats.usedBytes == (try store.usedBytes()))
+            if evictedAt == nil, stats.readings < appended {
+                evictedAt = appended
+                // The first eviction comes from the commit that crossed the budget: the store
+                // was under it before, and the readings would not all have fitted.
+                #expect(before <= budget)
+            }
+            if evictedAt == nil { #expect(stats.readings == appended) }
+        }
+        #expect(evictedAt != nil)
+        #expect(store.statistics().droppedByBudgetTotal > 0)
+        #expect(try store.integrityCheck() == ["ok"])
     }
 
     @Test("a week of 1 Hz heart rate and 1 Hz GPS fits in 64 MB (measured on 40,000 readings)")
