@@ -639,6 +639,9 @@ public final class ReadingStore: Sendable {
 
     public var health: StoreHealth { state.withLock { $0.health } }
 
+    /// Readings not yet acknowledged by the server, counted in memory (no query).
+    public var unsyncedReadingCount: Int { state.withLock { $0.unsyncedCount } }
+
     public func statistics() -> StoreStatistics {
         let figures = try? readStatement { db -> (Int64, Int64, Int) in
             let row = try Row.fetchOne(

@@ -340,6 +340,11 @@ public actor SyncEngine {
             }
         }
         if let first = inFlight.first { return first }
+        // Not due and not a full batch's worth: decide before reading (and decoding) up to a
+        // batch of readings only to put them back; the idle lane asks every poll interval.
+        if !draining, !heartbeatDue, elapsedSinceBatch < configuration.sendInterval, store.unsyncedReadingCount < batchLimit {
+            return nil
+        }
         var candidates = try store.oldestUnsynced(limit: batchLimit)
         if candidates.isEmpty {
             guard heartbeatDue else { return nil }

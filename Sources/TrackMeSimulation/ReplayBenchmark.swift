@@ -15,6 +15,8 @@ public enum ReplayBenchmark {
         public var baselineReadingsPerSecond: Double
         public var ratio: Double
         public var baseline: String
+        /// The stores fsynced at every commit (`--fsync`); by default fast mode does not.
+        public var fsync: Bool
 
         enum CodingKeys: String, CodingKey {
             case traceSeconds = "trace_s"
@@ -22,18 +24,18 @@ public enum ReplayBenchmark {
             case wallSeconds = "wall_s"
             case readingsPerSecond = "readings_per_s"
             case baselineReadingsPerSecond = "baseline_readings_per_s"
-            case ratio, baseline
+            case ratio, baseline, fsync
         }
     }
 
-    public static func run(traceSeconds: Int, simulationsDirectory: URL) async throws -> Result {
+    public static func run(traceSeconds: Int, simulationsDirectory: URL, fsync: Bool = false) async throws -> Result {
         let scenario = Scenario(
             name: "bench-replay", description: nil, seed: 1, person: PersonProfile(name: "Bench", age: 69),
             heartRate: .init(trace: "traces/hr/mitdb100_normal_sinus.csv", fromSeconds: nil, toSeconds: nil, repeatUntilSeconds: Double(traceSeconds)),
             gps: .init(log: "traces/gpsd/haicom-305N.log", loop: true), pace: .fast, diskBudgetBytes: nil, faults: [],
             expectations: [.init(type: .noReadingsLost), .init(type: .allSynced)])
         let logger = Logger(label: "trackme.bench.replay", factory: { _ in SwiftLogNoOpLogHandler() })
-        let outcome = try await ScenarioRunner(options: .init(simulationsDirectory: simulationsDirectory, logger: logger)).run(scenario)
+        let outcome = try await ScenarioRunner(options: .init(simulationsDirectory: simulationsDirectory, fsync: fsync, logger: logger)).run(scenario)
         guard outcome.report.passed else {
             throw ScenarioError(message: "the replay lost readings: \(outcome.report.expectations.filter { !$0.passed }.map(\.message))")
         }
@@ -55,6 +57,6 @@ public enum ReplayBenchmark {
         return Result(
             traceSeconds: traceSeconds, readings: readings, wallSeconds: wall, readingsPerSecond: perSecond,
             baselineReadingsPerSecond: baselinePerSecond, ratio: perSecond / baselinePerSecond,
-            baseline: "the same heart-rate rows through the SOS rules alone, in memory")
+            baseline: "the same heart-rate rows through the SOS rules alone, in memory", fsync: fsync)
     }
 }

@@ -426,7 +426,7 @@ final class SimulatedDevice {
         let atServer = try await server.storedSequences(deviceID: credentials.deviceID)
         let distinct = Set(atServer)
         let stats = store.statistics()
-        let synced = try store.allReadings().filter(\.synced).count
+        let synced = stats.readings - stats.unsyncedReadings
         let dropped = Int(stats.droppedByBudgetTotal)
         let missing = committed.subtracting(distinct).count
         return SimulationReport.Readings(

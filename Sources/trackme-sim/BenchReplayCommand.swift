@@ -9,16 +9,19 @@ struct BenchReplayCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds of trace to replay (MIT-BIH 100 repeated, with GPS).") var seconds = 3600
     @Option(help: "The simulations/ folder.") var simulations = "simulations"
+    @Flag(help: "Fsync at every commit, as the agent and server do (see `trackme-sim run --fsync`).") var fsync = false
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() async throws {
-        let result = try await ReplayBenchmark.run(traceSeconds: seconds, simulationsDirectory: URL(fileURLWithPath: simulations))
+        let result = try await ReplayBenchmark.run(
+            traceSeconds: seconds, simulationsDirectory: URL(fileURLWithPath: simulations), fsync: fsync)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
-            print("pipeline: \(Int(result.readingsPerSecond)) readings/s (\(result.readings) readings, \(result.traceSeconds) s of trace in \(result.wallSeconds) s)")
+            print(
+                "pipeline: \(Int(result.readingsPerSecond)) readings/s (\(result.readings) readings, \(result.traceSeconds) s of trace in \(result.wallSeconds) s\(result.fsync ? ", fsync at every commit" : ""))")
             print("baseline: \(Int(result.baselineReadingsPerSecond)) readings/s (\(result.baseline))")
             print("ratio:    \(result.ratio) (pipeline / baseline)")
         }
