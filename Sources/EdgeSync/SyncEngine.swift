@@ -236,18 +236,24 @@ public actor SyncEngine {
                 elapsedSinceBatch += configuration.pollInterval
             case .failed(let error):
                 if error.status == 413 { continue }  // already split smaller, go again at once
-                let wait: Duration
-                if error.isRetryable {
-                    wait = configuration.backoff.delay(afterFailures: readingsFailures, retryAfter: error.retryAfter, using: &random)
-                    onEvent(.sendFailed(error, retryIn: wait))
-                } else {
-                    wait = configuration.backoff.cap
-                    onEvent(.rejected(error))
-                }
+                let wait = retryDelay(after: error)
                 do { try await clock.sleep(for: wait) } catch { return }
                 elapsedSinceBatch += wait
             }
         }
+    }
+
+    /// How long the readings lane waits after a failed step before it tries again: the backoff
+    /// with full jitter (or the server's `Retry-After`), the cap after a refusal. Public for a
+    /// caller that steps the lane itself on its own clock (the simulation's event loop).
+    public func retryDelay(after error: SyncError) -> Duration {
+        if error.isRetryable {
+            let wait = configuration.backoff.delay(afterFailures: readingsFailures, retryAfter: error.retryAfter, using: &random)
+            onEvent(.sendFailed(error, retryIn: wait))
+            return wait
+        }
+        onEvent(.rejected(error))
+        return configuration.backoff.cap
     }
 
     /// Sends until no reading is unsynced and no batch is in flight, retrying failures with

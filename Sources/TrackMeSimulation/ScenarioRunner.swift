@@ -145,7 +145,6 @@ public struct ScenarioRunner: Sendable {
         var fixLoopOffset: Int64 = 0
         let fixLogLength = (fixes.last?.offsetMilliseconds ?? 0) + 1000
         var previousFlags = FaultFlags()
-        var lastSyncMs = first.timeMilliseconds
         var heartRateSeries: [(Int64, Int)] = []
         heartRateSeries.reserveCapacity(trace.rows.count)
         let duration = max(1, last.timeMilliseconds - first.timeMilliseconds)
@@ -241,10 +240,7 @@ public struct ScenarioRunner: Sendable {
             await device.tick(at: t, pollJournal: true)
             await device.tick(at: t + 500)
             await device.commit()
-            if t - lastSyncMs >= 5000 {
-                lastSyncMs = t
-                await device.syncStep(at: t)
-            }
+            if t >= device.nextSyncVisit { await device.syncStep(at: t) }
 
             let percent = Int(Double(t - first.timeMilliseconds) / Double(duration) * 100)
             if percent != lastProgress {

@@ -89,8 +89,12 @@ final class SimulatedDevice {
     private var alertTransport: HTTPAlertTransport
     private var linkInbox = LinkInbox()
     private var linkTask: Task<Void, Never>?
-    /// The readings lane's last batch, on its way to the server while the loop goes on.
-    private var syncInFlight: Task<ReadingsStepOutcome, Never>?
+    /// The readings lane's last batch, on its way to the server while the loop goes on, and
+    /// the trace time it left.
+    private var syncInFlight: (task: Task<ReadingsStepOutcome, Never>, sentAt: Int64)?
+    /// When the readings lane next looks for work: the agent's send interval after a visit,
+    /// the engine's own backoff after a failure.
+    private(set) var nextSyncVisit: Int64
     private var alerts: [String: AlertTrack] = [:]
     private var alertOrder: [String] = []
     private var restarts = 0
@@ -108,6 +112,7 @@ final class SimulatedDevice {
         self.transport = transport
         self.connector = connector
         self.logger = logger
+        nextSyncVisit = startMilliseconds + Self.sendIntervalMilliseconds
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), at: startMilliseconds, logger: logger)
@@ -279,6 +284,9 @@ final class SimulatedDevice {
         if !pending.isEmpty, await sync.sendAlertUpdates(pending) == nil {
             for update in pending where update.updateSequence == 0 {
                 if alerts[update.alert.id]?.deliveredMilliseconds == nil { alerts[update.alert.id]?.deliveredMilliseconds = ms }
+                // As the agent's sync service tells the rules.
+                await pipeline.receive(.delivered(alertID: update.alert.id), at: ScenarioRunner.timestamp(ms))
+                for action in inbox.takeActions() { note(action, at: ms) }
             }
         }
     }
@@ -311,23 +319,40 @@ final class SimulatedDevice {
         if !seqs.isEmpty { committed.withLock { $0.append(contentsOf: seqs) } }
     }
 
-    /// One visit of the readings lane, every 5 trace seconds as the agent's lane sends: full
-    /// batches (a backlog) go at once, one after another; the last, partly filled batch (the
-    /// steady state: the readings of the last few seconds, or a heartbeat) is reserved now and
-    /// sent while the loop goes on, and settled at the next visit or before the next fault,
-    /// whichever comes first. What each batch holds is fixed when it is reserved, at a trace
-    /// time the loop decides, so the run stays deterministic.
+    /// The agent's `SyncConfiguration.sendInterval`: a partly filled batch waits this long.
+    static let sendIntervalMilliseconds: Int64 = 5000
+
+    /// One visit of the readings lane (due at `nextSyncVisit`): full batches (a backlog) go at
+    /// once, one after another; the last, partly filled batch (the steady state: the readings
+    /// of the last few seconds, or a heartbeat) is reserved now and sent while the loop goes
+    /// on, and settled at the next visit or before the next fault, whichever comes first. What
+    /// each batch holds is fixed when it is reserved, at a trace time the loop decides, so the
+    /// run stays deterministic. After a failure the next visit comes when the engine's backoff
+    /// says, as in the agent.
     func syncStep(at ms: Int64) async {
         await settleSync(at: ms)
+        guard ms >= nextSyncVisit else { return }
+        nextSyncVisit = ms + Self.sendIntervalMilliseconds
         var heartbeatDue = true
         lane: while true {
-            guard case .batch(let batch) = await sync.prepareReadingsBatch(heartbeatDue: heartbeatDue) else { break }
+            let batch: ReadingsBatch
+            switch await sync.prepareReadingsBatch(heartbeatDue: heartbeatDue) {
+            case .idle: break lane
+            case .failed(let error):
+                await scheduleRetry(after: error, from: ms)
+                break lane
+            case .batch(let prepared): batch = prepared
+            }
             heartbeatDue = false
             if batch.filled || batch.isLatest {
-                guard case .sent = await sync.send(batch) else { break lane }
+                if case .failed(let error) = await sync.send(batch) {
+                    if error.status == 413 { continue }  // split smaller: go again at once
+                    await scheduleRetry(after: error, from: ms)
+                    break lane
+                }
             } else {
                 let sync = sync
-                syncInFlight = Task { await sync.send(batch) }
+                syncInFlight = (Task { await sync.send(batch) }, ms)
                 break lane
             }
         }
@@ -336,10 +361,17 @@ final class SimulatedDevice {
 
     /// Waits for the batch in flight, if any, and hands the rules what its answer said.
     func settleSync(at ms: Int64) async {
-        guard let task = syncInFlight else { return }
+        guard let (task, sentAt) = syncInFlight else { return }
         syncInFlight = nil
-        _ = await task.value
+        if case .failed(let error) = await task.value, error.status != 413 {
+            await scheduleRetry(after: error, from: sentAt)
+        }
         await takeAcknowledgements(at: ms)
+    }
+
+    private func scheduleRetry(after error: SyncError, from ms: Int64) async {
+        let delay = await sync.retryDelay(after: error)
+        nextSyncVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(delay).rounded(.up)))
     }
 
     /// Dispatcher acknowledgements that came back with batches reach the rules.
@@ -382,6 +414,8 @@ final class SimulatedDevice {
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), at: ms,
             logger: logger)
+        // The restarted agent's readings lane starts at once (the newest readings first).
+        nextSyncVisit = ms
         // As the agent does: the restored alert's position updates go on.
         if let open = await pipeline.current.openAlert, let next = try? store.nextAlertUpdateSequence(alertID: open.id) {
             policy.adopt(open, nextUpdateSequence: next, now: .milliseconds(ms))
@@ -437,7 +471,7 @@ final class SimulatedDevice {
     }
 
     func shutdown() async {
-        _ = await syncInFlight?.value
+        _ = await syncInFlight?.task.value
         syncInFlight = nil
         await linkInbox.close()
         linkTask?.cancel()

@@ -253,8 +253,12 @@ public struct SyncService: Service {
                     case .batchAcknowledged:
                         batchesOK.increment()
                         await control.syncSucceeded(at: timestamps.now())
-                    case .alertUpdateDelivered:
-                        break
+                    case .alertUpdateDelivered(let id, let updateSequence):
+                        // A raise journaled before a restart goes out through this lane, not
+                        // the dispatch lane: the wearer's display learns it arrived here.
+                        if updateSequence == 0 {
+                            await control.observe(await pipeline.receive(.delivered(alertID: id), at: timestamps.now()))
+                        }
                     case .sendFailed(let error, _), .rejected(let error):
                         batchesFailed.increment()
                         await control.syncFailed("\(error)")
