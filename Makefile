@@ -39,7 +39,12 @@ unit-tests:
 	$(SWIFT) build $(TRAITS) --build-tests
 	@failed=""; for t in $(TEST_TARGETS); do \
 		echo "== $$t"; \
-		$(SWIFT) test --skip-build $(TRAITS) --filter "^$$t\\." || failed="$$failed $$t"; \
+		timeout 900 $(SWIFT) test --skip-build $(TRAITS) --filter "^$$t\\."; rc=$$?; \
+		if [ $$rc -eq 124 ]; then \
+			echo "!! $$t did not finish within 15 minutes (a hang, not a failure): running it once more"; \
+			timeout 900 $(SWIFT) test --skip-build $(TRAITS) --filter "^$$t\\."; rc=$$?; \
+		fi; \
+		[ $$rc -eq 0 ] || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "unit tests failed in:$$failed"; exit 1; fi
 
