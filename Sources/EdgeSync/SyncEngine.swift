@@ -243,6 +243,13 @@ public actor SyncEngine {
         }
     }
 
+    /// Time passed on the caller's clock for a caller that steps the lane itself (the
+    /// simulation's event loop): it counts towards the send and heartbeat intervals, as the
+    /// lane's own sleeps do.
+    public func timePassed(_ duration: Duration) {
+        elapsedSinceBatch += duration
+    }
+
     /// How long the readings lane waits after a failed step before it tries again: the backoff
     /// with full jitter (or the server's `Retry-After`), the cap after a refusal. Public for a
     /// caller that steps the lane itself on its own clock (the simulation's event loop).

@@ -95,6 +95,8 @@ final class SimulatedDevice {
     /// When the readings lane next looks for work: the agent's send interval after a visit,
     /// the engine's own backoff after a failure.
     private(set) var nextSyncVisit: Int64
+    /// The trace time the lane's clock has been told of (see `SyncEngine.timePassed`).
+    private var syncClock: Int64
     private var alerts: [String: AlertTrack] = [:]
     private var alertOrder: [String] = []
     private var restarts = 0
@@ -113,6 +115,7 @@ final class SimulatedDevice {
         self.connector = connector
         self.logger = logger
         nextSyncVisit = startMilliseconds + Self.sendIntervalMilliseconds
+        syncClock = startMilliseconds
         (store, committer, sync, pipeline, alertTransport) = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), at: startMilliseconds, logger: logger)
@@ -322,28 +325,28 @@ final class SimulatedDevice {
     /// The agent's `SyncConfiguration.sendInterval`: a partly filled batch waits this long.
     static let sendIntervalMilliseconds: Int64 = 5000
 
-    /// One visit of the readings lane (due at `nextSyncVisit`): full batches (a backlog) go at
-    /// once, one after another; the last, partly filled batch (the steady state: the readings
-    /// of the last few seconds, or a heartbeat) is reserved now and sent while the loop goes
-    /// on, and settled at the next visit or before the next fault, whichever comes first. What
-    /// each batch holds is fixed when it is reserved, at a trace time the loop decides, so the
-    /// run stays deterministic. After a failure the next visit comes when the engine's backoff
-    /// says, as in the agent.
+    /// One visit of the readings lane (due at `nextSyncVisit`), deciding as the agent's lane
+    /// does what is due: full batches (a backlog) go at once, one after another; the last,
+    /// partly filled batch (the steady state: the readings of the last 5 s, or a heartbeat) is
+    /// reserved now and sent while the loop goes on, and settled at the next visit or before the
+    /// next fault, whichever comes first. What each batch holds is fixed when it is reserved,
+    /// at a trace time the loop decides, so the run stays deterministic. After a failure the
+    /// next visit comes when the engine's backoff says, as in the agent.
     func syncStep(at ms: Int64) async {
         await settleSync(at: ms)
         guard ms >= nextSyncVisit else { return }
         nextSyncVisit = ms + Self.sendIntervalMilliseconds
-        var heartbeatDue = true
+        await sync.timePassed(.milliseconds(ms - syncClock))
+        syncClock = ms
         lane: while true {
             let batch: ReadingsBatch
-            switch await sync.prepareReadingsBatch(heartbeatDue: heartbeatDue) {
+            switch await sync.prepareReadingsBatch() {
             case .idle: break lane
             case .failed(let error):
                 await scheduleRetry(after: error, from: ms)
                 break lane
             case .batch(let prepared): batch = prepared
             }
-            heartbeatDue = false
             if batch.filled || batch.isLatest {
                 if case .failed(let error) = await sync.send(batch) {
                     if error.status == 413 { continue }  // split smaller: go again at once
@@ -416,6 +419,7 @@ final class SimulatedDevice {
             logger: logger)
         // The restarted agent's readings lane starts at once (the newest readings first).
         nextSyncVisit = ms
+        syncClock = ms
         // As the agent does: the restored alert's position updates go on.
         if let open = await pipeline.current.openAlert, let next = try? store.nextAlertUpdateSequence(alertID: open.id) {
             policy.adopt(open, nextUpdateSequence: next, now: .milliseconds(ms))
