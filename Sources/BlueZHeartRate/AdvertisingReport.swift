@@ -156,10 +156,17 @@ public struct DiscoveredStrap: Hashable, Sendable, Codable {
     public var address: BluetoothAddress
     public var addressType: BluetoothAddressType
     public var name: String?
-    /// Strongest RSSI seen, dBm.
+    /// Strongest RSSI seen, dBm; `rssiUnavailable` when the controller could not measure it.
     public var rssi: Int
     /// 16-bit service UUIDs advertised.
     public var services: [UInt16]
+
+    /// The RSSI an advertising report carries when the controller has none (Core spec Vol 4,
+    /// Part E, 7.7.65.2: 127 means "not available").
+    public static let rssiUnavailable = 127
+
+    /// `rssi` if the controller measured it.
+    public var signalStrength: Int? { rssi == Self.rssiUnavailable ? nil : rssi }
 
     public init(address: BluetoothAddress, addressType: BluetoothAddressType, name: String?, rssi: Int, services: [UInt16]) {
         self.address = address
@@ -188,7 +195,9 @@ public struct StrapScanResults: Sendable {
             ?? DiscoveredStrap(address: report.address, addressType: report.addressType, name: nil, rssi: report.rssi, services: [])
         if device.name == nil || report.data.localNameComplete { device.name = report.data.localName ?? device.name }
         for uuid in report.data.serviceUUIDs where !device.services.contains(uuid) { device.services.append(uuid) }
-        if report.rssi != 127 && (device.rssi == 127 || report.rssi > device.rssi) { device.rssi = report.rssi }
+        if report.rssi != DiscoveredStrap.rssiUnavailable && (device.signalStrength == nil || report.rssi > device.rssi) {
+            device.rssi = report.rssi
+        }
         if devices[report.address] == nil { order.append(report.address) }
         devices[report.address] = device
     }
@@ -204,8 +213,8 @@ public struct StrapScanResults: Sendable {
         order.compactMap { devices[$0] }
     }
 
-    /// The strap with the strongest signal.
+    /// The strap with the strongest signal (one without a measured signal comes last).
     public var strongest: DiscoveredStrap? {
-        straps.max { $0.rssi < $1.rssi }
+        straps.max { ($0.signalStrength ?? Int.min) < ($1.signalStrength ?? Int.min) }
     }
 }

@@ -10,9 +10,10 @@ public enum JSONLines {
             + "\"rr\":\(array(reading.rrIntervals.map(Int.init))),\"rr_ms\":\(array(reading.rrMilliseconds))}"
     }
 
+    /// `rssi` is null when the controller could not measure it.
     public static func strap(_ strap: DiscoveredStrap) -> String {
         "{\"address\":\(string(strap.address.description)),\"address_type\":\(string(strap.addressType.rawValue)),"
-            + "\"name\":\(strap.name.map(string) ?? "null"),\"rssi\":\(strap.rssi),"
+            + "\"name\":\(strap.name.map(string) ?? "null"),\"rssi\":\(strap.signalStrength.map(String.init) ?? "null"),"
             + "\"services\":[\(strap.services.map { string(BluetoothUUID($0).description) }.joined(separator: ","))]}"
     }
 

@@ -51,7 +51,7 @@ public enum L2CAPConnector {
         StrapConnector {
             let straps = try await HCIScanner.scan(adapter: adapter, duration: scanDuration, clock: clock)
             var results = straps
-            results.sort { $0.rssi > $1.rssi }
+            results.sort { ($0.signalStrength ?? Int.min) > ($1.signalStrength ?? Int.min) }
             guard let best = results.first else {
                 throw L2CAPConnectError(code: .notFound, detail: "no strap advertising 0x180D within \(scanDuration)")
             }

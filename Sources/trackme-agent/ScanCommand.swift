@@ -32,7 +32,7 @@ struct ScanCommand: AsyncParsableCommand {
                 FileHandleOutput.standardOutput(JSONLines.strap(strap))
             } else {
                 FileHandleOutput.standardOutput(
-                    "\(strap.address) \(strap.addressType.rawValue) rssi \(strap.rssi) dBm \(strap.name ?? "(no name)")")
+                    "\(strap.address) \(strap.addressType.rawValue) rssi \(strap.signalStrength.map { "\($0) dBm" } ?? "n/a") \(strap.name ?? "(no name)")")
             }
         }
     }

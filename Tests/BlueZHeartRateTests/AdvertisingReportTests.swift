@@ -77,6 +77,23 @@ import Testing
         #expect(results.strongest?.address == strap)
     }
 
+    @Test func aStrapWithoutAMeasuredSignalIsNeitherStrongestNorPrintedAs127() throws {
+        let near = try #require(BluetoothAddress("E8:A0:1B:3A:5C:0D"))
+        let unknown = try #require(BluetoothAddress("E8:A0:1B:3A:5C:0E"))
+        var advert = AdvertisingData()
+        advert.serviceUUIDs = [0x180D]
+        var results = StrapScanResults()
+        results.add(AdvertisingReport(eventType: 0, address: unknown, addressType: .random, data: advert, rssi: 127))
+        results.add(AdvertisingReport(eventType: 0, address: near, addressType: .random, data: advert, rssi: -80))
+        #expect(results.strongest?.address == near)
+        let line = JSONLines.strap(try #require(results.straps.first { $0.address == unknown }))
+        #expect(line.contains("\"rssi\":null"))
+        // A later report with a measured signal replaces "unavailable".
+        results.add(AdvertisingReport(eventType: 0, address: unknown, addressType: .random, data: advert, rssi: -40))
+        #expect(results.strongest?.address == unknown)
+        #expect(JSONLines.strap(try #require(results.strongest)).contains("\"rssi\":-40"))
+    }
+
     @Test func addressesParseAndPrint() throws {
         let address = try #require(BluetoothAddress("00:aa:01:01:00:01"))
         #expect(address.description == "00:AA:01:01:00:01")
