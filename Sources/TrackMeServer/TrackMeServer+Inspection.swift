@@ -1,3 +1,6 @@
+import Foundation
+public import TrackMeCore
+
 extension TrackMeServer {
     /// Every reading sequence number the store holds for a device, in order, one entry per
     /// stored row: the simulation compares it with what the device acknowledged.
@@ -10,6 +13,23 @@ extension TrackMeServer {
             guard let last = page.last else { return result }
             result += page.map(\.sequence)
             after = last.sequence
+        }
+    }
+
+    /// Every update of an alert the server took (one per update number), in the order they
+    /// arrived: tests check that a restarted agent goes on sending them, numbered above the
+    /// ones before.
+    public func alertUpdates(alertID: String) async throws -> [AlertUpdate] {
+        var result: [AlertUpdate] = []
+        var after: Int64 = 0
+        while true {
+            let page = try await store.feedEvents(after: after, limit: 500)
+            guard let last = page.last else { return result }
+            for event in page where event.kind == FeedKind.alert {
+                let update = try WireCodec.decode(AlertUpdate.self, from: Data(event.data.utf8))
+                if update.alert.id == alertID { result.append(update) }
+            }
+            after = last.id
         }
     }
 }

@@ -95,6 +95,20 @@ struct EndToEndTests {
             return last
         }
 
+        /// Polls the in-process server (as `poll` does the agent) until it has an update of the
+        /// alert numbered above `sequence` and of `type`.
+        func alertUpdate(of alertID: String, above sequence: Int, type: AlertUpdate.UpdateType) async throws -> AlertUpdate? {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: EndToEndTests.overallLimit)
+            while clock.now < deadline {
+                if let update = try await server.alertUpdates(alertID: alertID).first(where: { $0.updateSequence > sequence && $0.type == type }) {
+                    return update
+                }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            return nil
+        }
+
         func metric(_ name: String) throws -> Double? {
             let text = try String(contentsOf: URL(string: "http://127.0.0.1:\(metricsPort)/metrics").unwrap(), encoding: .utf8)
             for line in text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
@@ -172,6 +186,8 @@ struct EndToEndTests {
         #expect(atServer.count + unsynced >= all.count)
         store.close()
 
+        let before = try await rig.server.alertUpdates(alertID: alert.id).map(\.updateSequence).max() ?? 0
+
         // Restart: the raised alert is still open, with the same id.
         let (again, againLog) = try rig.startAgent(log: "agent-2.log")
         defer { if again.isRunning { again.terminate() } }
@@ -180,6 +196,13 @@ struct EndToEndTests {
         #expect(restarted.alert?.state.isOpen == true)
         let safe = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
         #expect(safe.status == 0, "\(safe.output)")
+        // The restarted agent's dispatch lane took the alert over: the server hears of the
+        // cancellation, numbered above every update it took before the restart (it ignores a
+        // number it already has).
+        let cancelled = try #require(
+            try await rig.alertUpdate(of: alert.id, above: before, type: .cancelled), "the server never heard the restored alert was cancelled")
+        #expect(cancelled.alert.cancelReason == .falseAlarm)
+        #expect(cancelled.alert.state == .cancelled)
         let noAlert = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
         #expect(noAlert.status == 1)
         #expect(noAlert.output.contains("no_open_alert"), "\(noAlert.output)")
