@@ -604,7 +604,11 @@ public final class ReadingStore: Sendable {
 
     /// The number for an alert's next update after a restart: above every update of it the
     /// journal holds or the server was seen to take (the server ignores a number it already
-    /// has, so a restarted agent that numbered from 1 again would go unheard).
+    /// has, so a restarted agent that numbered from 1 again would go unheard), skipping one:
+    /// the dispatch lane sends one update at a time, so at most one may have reached the
+    /// server without its delivery being recorded before the agent stopped. (The end-to-end
+    /// test caught exactly that: a SIGTERM during a position update, and the cancellation
+    /// after the restart took that update's number and was ignored.)
     public func nextAlertUpdateSequence(alertID: String) throws(StoreError) -> Int {
         let highest = try read { db in
             let journaled = try Int.fetchOne(
@@ -619,7 +623,7 @@ public final class ReadingStore: Sendable {
                 return Int(key[key.index(after: colon)...]).flatMap { $0 < Self.localAlertStateSequenceBase ? $0 : nil }
             }.max() ?? 0
         }
-        return max(highest, unrecorded) + 1
+        return max(highest, unrecorded) + 2
     }
 
     /// The latest journaled update of every alert (its current state), oldest alert first.

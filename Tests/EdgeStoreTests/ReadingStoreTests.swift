@@ -159,27 +159,27 @@ struct ReadingStoreTests {
         #expect(store.pendingAlertUpdates().map(\.updateSequence) == [1])
     }
 
-    @Test("after a restart an alert's next update is numbered above every one journaled or delivered, not above local state records")
+    @Test("after a restart an alert's next update is numbered above every one journaled or delivered (and one possibly sent unrecorded), not above local state records")
     func nextAlertUpdateSequence() throws {
         let dir = try TemporaryDirectory()
         do {
             let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
-            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 1)
+            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 2)
             #expect(store.appendAlert(alertUpdate(id: "a1", at: 5)) == .durable)
-            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 1)
+            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 2)
             // Position updates are sent, not journaled: only their delivery is recorded.
             for sequence in 1...7 { store.markAlertUpdateDelivered(alertID: "a1", updateSequence: sequence) }
             store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 3)
             store.markAlertUpdateDelivered(alertID: "a1", updateSequence: ReadingStore.localAlertStateSequenceBase + 1)
             store.markAlertUpdateDelivered(alertID: "a2", updateSequence: 99)
-            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 8)
+            #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 9)
             store.close()
         }
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
-        #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 8)
-        #expect(try store.nextAlertUpdateSequence(alertID: "a2") == 100)
+        #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 9)
+        #expect(try store.nextAlertUpdateSequence(alertID: "a2") == 101)
         #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: 12)) == .durable)
-        #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 13)
+        #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 14)
     }
 
     @Test("hasPendingAlertUpdates: false on a fresh store, true once an update is journaled, false once it is delivered")
