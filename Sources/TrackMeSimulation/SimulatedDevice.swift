@@ -132,7 +132,7 @@ final class SimulatedDevice {
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let sync = SyncEngine(
             store: store, transport: transport,
-            configuration: SyncConfiguration(deviceID: credentials.deviceID, token: credentials.token, maxBatchReadings: 500),
+            configuration: syncConfiguration(credentials),
             clock: ContinuousClock(), onAlertsAcknowledged: { inbox.noteAcknowledged($0) }, logger: logger,
             seed: scenario.seed ?? 1)
         let pipeline = AgentPipeline(
@@ -322,8 +322,15 @@ final class SimulatedDevice {
         if !seqs.isEmpty { committed.withLock { $0.append(contentsOf: seqs) } }
     }
 
-    /// The agent's `SyncConfiguration.sendInterval`: a partly filled batch waits this long.
-    static let sendIntervalMilliseconds: Int64 = 5000
+    /// The sync engine's settings: the agent's, with smaller batches.
+    static func syncConfiguration(_ credentials: DeviceCredentials) -> SyncConfiguration {
+        SyncConfiguration(deviceID: credentials.deviceID, token: credentials.token, maxBatchReadings: 500)
+    }
+
+    /// The agent's send interval: a partly filled batch waits this long, so the lane is visited
+    /// this often.
+    static let sendIntervalMilliseconds = Int64(
+        ScenarioRunner.milliseconds(SyncConfiguration(deviceID: "", token: "").sendInterval).rounded())
 
     /// One visit of the readings lane (due at `nextSyncVisit`), deciding as the agent's lane
     /// does what is due: full batches (a backlog) go at once, one after another; the last,
