@@ -79,7 +79,7 @@ public struct ReservedBatch: Hashable, Sendable {
 ///   reused after a power cut would be answered from the server's cache for different
 ///   readings); the acknowledgement of a batch commits without an fsync of its own (NORMAL),
 ///   because losing it only means the batch is resent, and the next FULL commit makes it durable.
-///   (`StoreDurability.processCrash` makes every commit NORMAL: for the simulation only.)
+///   (`CommitDurability.processCrash` makes every commit NORMAL: for the simulation only.)
 /// - `wal_autocheckpoint=1000` pages (SQLite's default, 4 MB): checkpoints (which fsync the
 ///   database file too) come every few minutes at 2 readings/s rather than constantly;
 ///   `journal_size_limit=4 MB` keeps the WAL file from growing beyond that after a long
@@ -103,7 +103,7 @@ public final class ReadingStore: Sendable {
         var unsyncedCount = 0
         var memoryAlerts: [AlertUpdate] = []
         /// `alert_id:update_seq` delivered to the server but not yet recorded as such on disk.
-        var deliveredUnrecorded: Set<String> = []
+        var deliveredUnrecorded: Set<AlertUpdateKey> = []
         var generation: StoreGeneration
         var pendingDroppedInMemory: Int64 = 0
         var simulatedFault: SimulatedFault = .none
@@ -198,7 +198,7 @@ public final class ReadingStore: Sendable {
             movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
     }
 
-    private static func openChecked(path: String, durability: StoreDurability) throws -> DatabaseQueue {
+    private static func openChecked(path: String, durability: CommitDurability) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(5)
         config.journalMode = .wal
@@ -491,7 +491,7 @@ public final class ReadingStore: Sendable {
     }
 
     private func writeAlert(_ update: AlertUpdate) throws(StoreError) {
-        let delivered = state.withLock { $0.deliveredUnrecorded.contains(Self.alertKey(update.alert.id, update.updateSequence)) }
+        let delivered = state.withLock { $0.deliveredUnrecorded.contains(AlertUpdateKey(update)) }
         do {
             let body = try WireCodec.encode(update)
             try write { db in
@@ -511,7 +511,20 @@ public final class ReadingStore: Sendable {
         }
     }
 
-    static func alertKey(_ id: String, _ updateSequence: Int) -> String { "\(id):\(updateSequence)" }
+    /// One update of one alert.
+    struct AlertUpdateKey: Hashable, Sendable {
+        var alertID: String
+        var updateSequence: Int
+
+        init(alertID: String, updateSequence: Int) {
+            self.alertID = alertID
+            self.updateSequence = updateSequence
+        }
+
+        init(_ update: AlertUpdate) {
+            self.init(alertID: update.alert.id, updateSequence: update.updateSequence)
+        }
+    }
 
     /// Writes alert updates held in memory, and deliveries not yet recorded, once the disk
     /// accepts writes again.
@@ -530,9 +543,8 @@ public final class ReadingStore: Sendable {
             }
         }
         for key in delivered {
-            guard let colon = key.lastIndex(of: ":"), let updateSequence = Int(key[key.index(after: colon)...]) else { continue }
             do {
-                try recordDelivered(alertID: String(key[..<colon]), updateSequence: updateSequence)
+                try recordDelivered(alertID: key.alertID, updateSequence: key.updateSequence)
                 state.withLock { _ = $0.deliveredUnrecorded.remove(key) }
             } catch {
                 return
@@ -552,7 +564,7 @@ public final class ReadingStore: Sendable {
         let journaled = bodies.compactMap { try? WireCodec.decode(AlertUpdate.self, from: $0) }
         var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
-        for u in journaled + memory where seen.insert(Self.alertKey(u.alert.id, u.updateSequence)).inserted { out.append(u) }
+        for u in journaled + memory where seen.insert(AlertUpdateKey(u)).inserted { out.append(u) }
         return out
     }
 
@@ -574,7 +586,7 @@ public final class ReadingStore: Sendable {
     /// Records that the server has an alert update; it is not offered again. When the disk
     /// cannot record it, the delivery is remembered in memory and recorded later.
     public func markAlertUpdateDelivered(alertID: String, updateSequence: Int) {
-        state.withLock { _ = $0.deliveredUnrecorded.insert(Self.alertKey(alertID, updateSequence)) }
+        state.withLock { _ = $0.deliveredUnrecorded.insert(AlertUpdateKey(alertID: alertID, updateSequence: updateSequence)) }
         retryMemoryAlerts()
     }
 
@@ -618,10 +630,8 @@ public final class ReadingStore: Sendable {
             return max(journaled ?? 0, delivered ?? 0)
         }
         let unrecorded = state.withLock { s in
-            s.deliveredUnrecorded.compactMap { key -> Int? in
-                guard let colon = key.lastIndex(of: ":"), key[..<colon] == alertID else { return nil }
-                return Int(key[key.index(after: colon)...]).flatMap { $0 < Self.localAlertStateSequenceBase ? $0 : nil }
-            }.max() ?? 0
+            s.deliveredUnrecorded.filter { $0.alertID == alertID && $0.updateSequence < Self.localAlertStateSequenceBase }
+                .map(\.updateSequence).max() ?? 0
         }
         return max(highest, unrecorded) + 2
     }

@@ -1,3 +1,5 @@
+public import TrackMeCore
+
 /// How a `ReadingStore` is set up. The defaults suit a Raspberry Pi with an SD card.
 public struct StoreConfiguration: Hashable, Sendable {
     /// The SQLite file. Its directory must exist; `-wal` and `-shm` files sit next to it.
@@ -11,11 +13,11 @@ public struct StoreConfiguration: Hashable, Sendable {
     /// observation are never dropped by the budget: they are the alert's evidence.
     public var alertWindow: Duration
     /// What a commit survives once it returns. The agent keeps the default.
-    public var durability: StoreDurability
+    public var durability: CommitDurability
 
     public init(
         path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300),
-        durability: StoreDurability = .powerLoss
+        durability: CommitDurability = .powerLoss
     ) {
         self.path = path
         self.diskBudgetBytes = diskBudgetBytes
@@ -24,16 +26,7 @@ public struct StoreConfiguration: Hashable, Sendable {
     }
 }
 
-/// What a committed transaction survives.
-public enum StoreDurability: Hashable, Sendable {
-    /// The WAL is fsynced at every commit (`synchronous=FULL`): a commit survives a power cut.
-    case powerLoss
-    /// The WAL is written at every commit but not fsynced (`synchronous=NORMAL`): a commit
-    /// survives the process being killed, not the machine losing power. For the simulation's
-    /// fast mode, which kills the agent but never the power, and where one fsync per second of
-    /// trace would make a day of trace take minutes of disk waits.
-    case processCrash
-
+extension CommitDurability {
     var synchronousPragma: String {
         switch self {
         case .powerLoss: "PRAGMA synchronous = FULL"

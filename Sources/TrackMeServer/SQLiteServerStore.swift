@@ -7,7 +7,7 @@ import TrackMeCore
 ///
 /// `synchronous = FULL`: a batch is acknowledged only after its transaction is on disk, because
 /// the device deletes its copy once acknowledged; NORMAL would be faster but could lose the last
-/// acknowledged batches on power loss. (`StorageDurability.processCrash` chooses NORMAL: the
+/// acknowledged batches on power loss. (`CommitDurability.processCrash` chooses NORMAL: the
 /// simulation only.)
 final class SQLiteServerStore: ServerStore {
     let path: String
@@ -15,7 +15,7 @@ final class SQLiteServerStore: ServerStore {
 
     var displayName: String { "sqlite:\(path)" }
 
-    init(path: String, durability: StorageDurability = .powerLoss) throws {
+    init(path: String, durability: CommitDurability = .powerLoss) throws {
         self.path = path
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {

@@ -1,4 +1,5 @@
 import Foundation
+public import TrackMeCore
 
 /// Where the server keeps its data.
 public enum StorageLocation: Hashable, Sendable, CustomStringConvertible {
@@ -51,17 +52,6 @@ public enum StorageLocation: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What a batch the server acknowledged survives (SQLite store).
-public enum StorageDurability: Hashable, Sendable {
-    /// The WAL is fsynced at every commit (`synchronous=FULL`): an acknowledged batch survives a
-    /// power cut. The default, and what a deployment uses.
-    case powerLoss
-    /// The WAL is written but not fsynced (`synchronous=NORMAL`): an acknowledged batch survives
-    /// the server process being killed, not the machine losing power. For the simulation's fast
-    /// mode, where an fsync per batch would cost more than the rest of the run.
-    case processCrash
-}
-
 /// Everything `TrackMeServer` needs; the CLI and the simulation build one of these.
 public struct ServerConfiguration: Sendable {
     public var host: String
@@ -69,7 +59,7 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     public var storage: StorageLocation
     /// What a stored batch survives, for the SQLite store (PostgreSQL keeps its own settings).
-    public var durability: StorageDurability
+    public var durability: CommitDurability
     /// The admin bearer token in clear (from `--admin-token-file` or `TRACKME_ADMIN_TOKEN`); nil
     /// disables the admin HTTP API (devices can still be enrolled through `TrackMeServer`).
     public var adminToken: String?
@@ -99,7 +89,7 @@ public struct ServerConfiguration: Sendable {
         host: String = "127.0.0.1",
         port: Int = 8080,
         storage: StorageLocation = .defaultSQLite(),
-        durability: StorageDurability = .powerLoss,
+        durability: CommitDurability = .powerLoss,
         adminToken: String? = nil,
         maxBodyBytes: Int = 1 << 20,
         silenceThreshold: Duration = .seconds(90),

@@ -135,7 +135,7 @@ public final class TrackMeServer: Service, Sendable {
         try await store.counts().readings
     }
 
-    static func openStore(_ location: StorageLocation, durability: StorageDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {
+    static func openStore(_ location: StorageLocation, durability: CommitDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {
         switch location {
         case .sqlite(let path):
             return try SQLiteServerStore(path: path, durability: durability)

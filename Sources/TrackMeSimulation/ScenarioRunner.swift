@@ -26,7 +26,7 @@ public struct ScenarioRunner: Sendable {
         public var simulationsDirectory: URL
         /// Replay the GPS log through the real gpsd (gpsfake) at real time.
         public var field: Bool
-        /// Fsync at every commit in fast mode too (see `StoreDurability`); field mode always does.
+        /// Fsync at every commit in fast mode too (see `CommitDurability`); field mode always does.
         public var fsync: Bool
         public var progress: (@Sendable (Double) -> Void)?
         public var logger: Logger
@@ -106,7 +106,7 @@ public struct ScenarioRunner: Sendable {
         }
 
         // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
-        // day of trace would otherwise wait on some 100,000 fsyncs (see `StoreDurability`).
+        // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
         let durable = options.field || options.fsync
         // The server, in process, on loopback.
         let server = try await TrackMeServer(

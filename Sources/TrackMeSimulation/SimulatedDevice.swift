@@ -73,7 +73,7 @@ final class SimulatedDevice {
 
     let scenario: Scenario
     let storePath: String
-    let durability: StoreDurability
+    let durability: CommitDurability
     let credentials: DeviceCredentials
     let transport: any HTTPTransport
     let connector: StrapConnector
@@ -104,7 +104,7 @@ final class SimulatedDevice {
     private var uncommittedAtCrash = 0
 
     init(
-        scenario: Scenario, storePath: String, durability: StoreDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
+        scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
         connector: StrapConnector, startMilliseconds: Int64, logger: Logger
     ) async throws {
         self.scenario = scenario
@@ -122,7 +122,7 @@ final class SimulatedDevice {
     }
 
     private static func build(
-        scenario: Scenario, storePath: String, durability: StoreDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
+        scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
         inbox: DispatchInbox, ids: SequentialAlertIDs, at ms: Int64, logger: Logger
     ) throws -> (ReadingStore, GroupCommitter, SyncEngine, AgentPipeline, HTTPAlertTransport) {
         let store = try ReadingStore(
