@@ -7,7 +7,7 @@ SWIFT ?= swift
 TRAITS ?= --traits PostgreSQL
 SIM = .build/debug/trackme-sim
 
-.PHONY: deps build demo test unit-tests scenarios fuzz ble-vm
+.PHONY: deps build demo test unit-tests scenarios fuzz fuzz-long soak ble-vm browser-tests
 
 deps:
 	@missing=$$(for p in $$(grep -v '^#' .ci/deps.txt); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -21,13 +21,15 @@ build: deps
 
 # The main job: the demo scenario end to end (simulated strap over a socket pair, the agent's
 # pipeline, SQLite store, sync to an in-process trackme-server on loopback), report and SVG in
-# simulations/out/.
+# simulations/out/. `make demo SERVE=300` prints the dispatcher console's URL and a sign-in,
+# starts the run when the console is open, and keeps the server up for 300 s (port PORT, 8080).
 demo: deps
 	$(SWIFT) build --product trackme-sim
 	mkdir -p simulations/out
-	.build/debug/trackme-sim run simulations/scenarios/demo.json --report simulations/out/demo.json --svg simulations/out/demo.svg
+	.build/debug/trackme-sim run simulations/scenarios/demo.json --report simulations/out/demo.json --svg simulations/out/demo.svg \
+		$(if $(SERVE),--serve $(SERVE) --port $(or $(PORT),8080))
 
-test: deps unit-tests scenarios fuzz
+test: deps unit-tests scenarios fuzz browser-tests
 
 # One process per test target: the suites start real gpsd, PostgreSQL, servers and child
 # processes, and in one process together they can starve Dispatch's small thread pool on a
@@ -61,8 +63,26 @@ scenarios:
 	echo "scenarios: $$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
 
+# Every fuzz target briefly (8 s each, about 2 min with the five builds); `fuzz-long` runs each for 10 min
+# and adds what it finds to the corpus kept in Tests/Fuzz/corpus/.
 fuzz:
-	Tests/Fuzz/run-fuzz.sh 20
+	Tests/Fuzz/run-fuzz.sh 8
+
+fuzz-long:
+	FUZZ_CORPUS_KEEP=1 Tests/Fuzz/run-fuzz.sh 600
+
+# The crash test at length: 1000 SIGKILL cycles of the store/sync child (make test runs 40).
+# Figures in simulations/RELIABILITY.md.
+soak:
+	$(SWIFT) build $(TRAITS) --build-tests
+	TRACKME_CRASH_CYCLES=1000 timeout 7200 $(SWIFT) test --skip-build $(TRAITS) --filter '^EdgeSyncTests\.CrashTests'
+
+# The dispatcher console in a real browser: Debian's chromium driven by chromium-driver over the
+# W3C WebDriver HTTP protocol (Tests/Browser/webdriver.py, no client library to install), against
+# a real trackme-server on loopback. Screenshots in simulations/out/browser/.
+browser-tests: deps
+	$(SWIFT) build $(TRAITS) --product trackme-server
+	python3 Tests/Browser/console_test.py --server .build/debug/trackme-server --out simulations/out/browser
 
 # The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual
 # LE controllers and BlueZ's btgatt-server as the strap (needs root, qemu-system-x86 and

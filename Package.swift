@@ -111,16 +111,19 @@ targets += [
     .target(
         name: "EdgeStore",
         dependencies: [
-            "TrackMeCore",
+            "TrackMeCore", "CZlib",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
     ),
+    // issue 17: one HTTPS POST through libcurl with a CA file and key pins (URLSession on Linux
+    // trusts only the system store); linked by the agent's libcurl already (FoundationNetworking).
+    .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
     .target(
         name: "EdgeSync",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "CZlib",
+            "TrackMeCore", "EdgeStore", "CZlib", "CCurlShim",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
@@ -173,12 +176,17 @@ targets += [
             "TrackMeCore",
             "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
+            // issue 17: the connection guard (child channel, deadline handler after the decoder)
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+            .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
         ],
         swiftSettings: strictSettings
     ),
@@ -197,12 +205,23 @@ targets += [
         name: "TrackMeServerTests",
         dependencies: [
             "TrackMeServer", "TrackMeCore", "CZlib",
+            // issue 17: the agent's transports against the HTTPS server.
+            "EdgeSync",
+            // issue 17: the CLI and the descriptor-limit test run the real binary.
+            "trackme-server",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ],
         swiftSettings: strictSettings
     ),
 ]
+
+// MARK: - SOS button (issue 19)
+
+// CInputShim reads `struct input_event`s from /dev/input/eventN (gpio-keys) behind a flat C API.
+targets += [.target(name: "CInputShim")]
 
 // MARK: - Agent (issue 9)
 
@@ -212,7 +231,7 @@ targets += [
     .target(
         name: "TrackMeAgent",
         dependencies: [
-            "TrackMeCore", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch",
+            "TrackMeCore", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch", "CInputShim",
             // The socket-pair strap (`strap.transport: socketpair`) for tests and demos; no NIO.
             "SimulatedStrap",
             .product(name: "Logging", package: "swift-log"),
@@ -232,7 +251,9 @@ targets += [
             "TrackMeAgent",
             "TrackMeCore",
             // The end-to-end test: a real gpsd, a loopback server, and the store reopened after.
-            "TrackMeServer", "GPSDTestSupport", "EdgeStore",
+            "TrackMeServer", "GPSDTestSupport", "EdgeStore", "EdgeSync", "EdgeBenchmarks",
+            // The button test writes real `struct input_event`s into a FIFO.
+            "CInputShim",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -287,6 +308,8 @@ targets += [
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            // issue 17: `bench server --tls`
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ],
         swiftSettings: strictSettings
     ),
@@ -316,9 +339,14 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // server
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // issue 17: NIOHTTPTypes (already in the graph through hummingbird)
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // issue 17: the server's native TLS (BoringSSL; already in the graph through hummingbird)
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // simulation: fast mode's HTTP client (keep-alive on loopback; the agent keeps URLSession)
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],

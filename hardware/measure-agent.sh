@@ -18,7 +18,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 SERVER_PORT=$(free_port)
 GPSD_PORT=$(free_port)
 echo measure-admin > "$WORK/admin-token"
-"$SERVER" --host 127.0.0.1 --port "$SERVER_PORT" --db "sqlite:$WORK/server.sqlite" --admin-token-file "$WORK/admin-token" \
+"$SERVER" serve --plain-http --host 127.0.0.1 --port "$SERVER_PORT" --db "sqlite:$WORK/server.sqlite" --admin-token-file "$WORK/admin-token" \
     2> "$WORK/server.log" &
 SERVER_PID=$!
 tries=0

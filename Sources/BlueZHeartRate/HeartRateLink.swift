@@ -50,12 +50,12 @@ public struct StrapConnector: Sendable {
 /// backoff and jitter on the injected clock.
 public struct HeartRateLink: Sendable {
     public struct Configuration: Sendable {
-        public var backoff: ReconnectBackoff
+        public var backoff: Backoff
         public var transactionTimeout: Duration
         /// ATT MTU offered in the exchange.
         public var mtu: UInt16
 
-        public init(backoff: ReconnectBackoff = ReconnectBackoff(), transactionTimeout: Duration = ATTClient.transactionTimeout, mtu: UInt16 = 185) {
+        public init(backoff: Backoff = Backoff(), transactionTimeout: Duration = ATTClient.transactionTimeout, mtu: UInt16 = 185) {
             self.backoff = backoff
             self.transactionTimeout = transactionTimeout
             self.mtu = mtu

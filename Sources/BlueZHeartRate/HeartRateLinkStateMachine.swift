@@ -1,3 +1,5 @@
+public import TrackMeCore
+
 /// The link supervisor's policy as a value: given what happened and when, what to report, whether
 /// to connect, forward readings or wait. `HeartRateLink` is the shell that performs the actions.
 public struct HeartRateLinkStateMachine: Sendable {
@@ -21,11 +23,11 @@ public struct HeartRateLinkStateMachine: Sendable {
         case wait(Duration)
     }
 
-    private var backoff: ReconnectBackoff
+    private var backoff: Backoff
     private var attempt = 0
     private var lostAt: Duration?
 
-    public init(backoff: ReconnectBackoff) {
+    public init(backoff: Backoff) {
         self.backoff = backoff
     }
 

@@ -1,4 +1,5 @@
 public import Logging
+public import TrackMeCore
 
 /// `trackme-agent hrm watch`: connect to one strap through the link supervisor and print each
 /// reading as a JSON line, and link events as JSON lines on the error stream.
@@ -11,11 +12,11 @@ public struct HeartRateWatch: Sendable {
         /// Stop after this many readings; nil runs until cancelled.
         public var count: Int?
         public var connectTimeout: Duration
-        public var backoff: ReconnectBackoff
+        public var backoff: Backoff
 
         public init(
             adapter: String?, address: BluetoothAddress?, addressType: BluetoothAddressType = .public, count: Int? = nil,
-            connectTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff()
+            connectTimeout: Duration = .seconds(10), backoff: Backoff = Backoff()
         ) {
             self.adapter = adapter
             self.address = address

@@ -119,7 +119,8 @@ public struct ExecutableFallback: LocalFallback {
 }
 
 /// The one process a fallback run owns, and the watchdog that terminates it at its time limit.
-private final class RunningProcess: Sendable {
+/// (Also the agent's feedback hook's: `package`.)
+package final class RunningProcess: Sendable {
     // Process is not Sendable; it is only touched here under the lock and by the owning `run`.
     private struct State: @unchecked Sendable {
         var process: Process
@@ -128,9 +129,9 @@ private final class RunningProcess: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ process: Process) { state = Mutex(State(process: process)) }
+    package init(_ process: Process) { state = Mutex(State(process: process)) }
 
-    func startWatchdog(clock: any Clock<Duration>, limit: Duration) {
+    package func startWatchdog(clock: any Clock<Duration>, limit: Duration) {
         let task = Task { [self] in
             do {
                 try await clock.sleep(for: limit, tolerance: nil)
@@ -143,7 +144,7 @@ private final class RunningProcess: Sendable {
     }
 
     /// Stops the watchdog; returns whether it had terminated the process.
-    func stopWatchdog() async -> Bool {
+    package func stopWatchdog() async -> Bool {
         guard let task = state.withLock({ $0.watchdog }) else { return false }
         task.cancel()
         return await task.value

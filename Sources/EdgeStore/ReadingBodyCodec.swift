@@ -105,9 +105,18 @@ public enum ReadingBodyCodec {
             if presence & 0x80 != 0 {
                 let form = try reader.byte("time form")
                 if form == 0 {
-                    time = ISOTime.format(unzigzag(try reader.varint("time ms")))
+                    // Only years 0000-9999 were ever encoded (four-digit text); anything else is
+                    // damage, and would overflow the calendar arithmetic.
+                    let ms = unzigzag(try reader.varint("time ms"))
+                    guard ISOTime.encodable.contains(ms) else {
+                        throw DecodingFailure(offset: reader.offset, expected: "a time within years 0000-9999")
+                    }
+                    time = ISOTime.format(ms)
                 } else {
-                    let length = Int(try reader.varint("time length"))
+                    // A length past Int.max would trap in Int(_:): refused like any length past the end.
+                    guard let length = Int(exactly: try reader.varint("time length")) else {
+                        throw DecodingFailure(offset: reader.offset, expected: "a time length within the body")
+                    }
                     time = String(decoding: try reader.bytes(length, "time text"), as: UTF8.self)
                 }
             }
@@ -165,7 +174,7 @@ public enum ReadingBodyCodec {
         }
 
         mutating func bytes(_ count: Int, _ what: String) throws(DecodingFailure) -> ArraySlice<UInt8> {
-            guard count >= 0, offset + count <= bytes.count else { throw DecodingFailure(offset: offset, expected: what) }
+            guard count >= 0, count <= bytes.count - offset else { throw DecodingFailure(offset: offset, expected: what) }
             defer { offset += count }
             return bytes[offset..<offset + count]
         }
@@ -201,6 +210,9 @@ public enum ReadingBodyCodec {
 /// gpsd's time text `YYYY-MM-DDTHH:MM:SS.sssZ` to and from milliseconds since the epoch,
 /// without Foundation's formatters (slow, and locale-dependent if misused).
 enum ISOTime {
+    /// The milliseconds of years 0000 to 9999, the only ones a four-digit text can carry.
+    static let encodable: Range<Int64> = (daysFromCivil(0, 1, 1) * 86_400_000)..<(daysFromCivil(10_000, 1, 1) * 86_400_000)
+
     static func milliseconds(_ text: String) -> Int64? {
         let u = Array(text.utf8)
         guard u.count == 24, u[4] == 0x2D, u[7] == 0x2D, u[10] == 0x54, u[13] == 0x3A, u[16] == 0x3A, u[19] == 0x2E,

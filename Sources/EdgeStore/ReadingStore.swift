@@ -31,6 +31,18 @@ public struct StoreStatistics: Hashable, Sendable {
     public var corruptStoresMovedAside: Int64
     /// Alert updates the journal could not write yet, held in memory.
     public var memoryOnlyAlertUpdates: Int
+    /// Readings that failed their integrity check on read, moved to the quarantine table over
+    /// the store's life (kept there, never sent).
+    public var quarantinedReadings: Int64 = 0
+    /// Set while the store runs from memory because the disk refused it at start-up: why.
+    /// Nothing written while it is set survives a restart.
+    public var memoryOnlyReason: String? = nil
+    /// Readings salvaged from stores moved aside as corrupt, and rows that could not be read.
+    public var salvagedReadings: Int64 = 0
+    public var unsalvageableRows: Int64 = 0
+
+    /// `disk` or `memory_only`: what the heartbeat and `status` call the store's state.
+    public var storeState: String { memoryOnlyReason == nil ? "disk" : "memory_only" }
 }
 
 /// What happened when the store was opened.
@@ -89,8 +101,10 @@ public struct ReservedBatch: Hashable, Sendable {
 public final class ReadingStore: Sendable {
     public let configuration: StoreConfiguration
     public let openReport: StoreOpenReport
-    private let db: DatabaseQueue
-    private let logger: Logger
+    /// The connection: replaced once when a memory-only store is reopened on disk.
+    private let connection: Mutex<DatabaseQueue>
+    private var db: DatabaseQueue { connection.withLock { $0 } }
+    let logger: Logger
     /// Fixed when the file was created (WAL mode cannot change it).
     private let pageSize: Int64
     private let state: Mutex<State>
@@ -111,7 +125,15 @@ public final class ReadingStore: Sendable {
         var memoryFallback: StoreError?
         /// No reading below this sequence number is unsynced.
         var unsyncedFloor: Int64 = 0
+        /// Rows that failed their integrity check during a read, by sequence number, with why:
+        /// moved to the quarantine table after the read.
+        var failedRows: [Int64: String] = [:]
     }
+
+    /// This file's epoch as sent in `store_epoch` (16 hex digits), fixed when the file was
+    /// created: a store that starts its numbering over has a new one (WIRE.md).
+    public var storeEpoch: String { epoch.withLock { $0 } }
+    private let epoch: Mutex<String>
 
     /// Opens the store at `configuration.path`, creating it if needed. A database found corrupt
     /// is moved aside to `PATH.corrupt-N` (with its WAL) and a fresh one created; the event is
@@ -149,11 +171,20 @@ public final class ReadingStore: Sendable {
                 return memory
             }
         }
-        db = queue
+        connection = Mutex(queue)
         // A database created where one existed before (moved aside, or deleted by hand) starts a
         // new generation so that no sequence or batch number is ever handed out twice.
         let fresh = !existed || movedAside != nil
-        let isNewFile = try Self.wrap(path: path) { try queue.read { db in try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM meta") ?? 0 } } == 0
+        let isNewFile =
+            try Self.wrap(path: path) {
+                try queue.read { db in
+                    try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = ?", arguments: [MetaKey.nextBatchSequence]) ?? 0
+                }
+            } == 0
+        // A store moved aside as corrupt is the same logical store in a new file: it keeps the
+        // old file's epoch when that can still be read, so that its salvaged readings keep their
+        // numbers and the server recognises any it already has (WIRE.md).
+        let adoptedEpoch = isNewFile && fallback == nil ? movedAside.flatMap { Self.readEpoch(ofMovedAside: $0) } : nil
         if isNewFile {
             if fallback == nil, existed || movedAside != nil || StoreGeneration.load(forStore: path) != nil {
                 generation.generation += 1
@@ -173,6 +204,9 @@ public final class ReadingStore: Sendable {
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, 0)", arguments: [MetaKey.droppedUnreported])
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, 0)", arguments: [MetaKey.droppedTotal])
                     try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?)", arguments: [MetaKey.generation, generation.generation])
+                    if let adoptedEpoch {
+                        try db.execute(sql: "UPDATE meta SET value = ? WHERE key = ?", arguments: [adoptedEpoch, MetaKey.storeEpoch])
+                    }
                 }
             }
         }
@@ -193,9 +227,19 @@ public final class ReadingStore: Sendable {
                 return try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             }
         }
+        let epoch = try Self.wrap(path: path) {
+            try queue.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.storeEpoch]) }
+        }
+        self.epoch = Mutex(Self.epochText(epoch ?? 0))
         state = Mutex(initial)
         openReport = StoreOpenReport(
             movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
+        if fallback == nil { salvageMovedAsideStores() }
+    }
+
+    static func epochText(_ value: Int64) -> String {
+        let hex = String(UInt64(bitPattern: value), radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex
     }
 
     private static func openChecked(path: String, durability: CommitDurability) throws -> DatabaseQueue {
@@ -254,16 +298,16 @@ public final class ReadingStore: Sendable {
         do {
             (seqs, used) = try write { db -> ([Int64], Int64) in
                 let statement = try db.cachedStatement(
-                    sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body) VALUES (?, ?, ?, ?)")
+                    sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?)")
                 var out: [Int64] = []
                 out.reserveCapacity(readings.count)
                 for reading in readings {
                     let boot = try bootRef(reading.timestamp.bootID, db)
                     let body = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
-                    try statement.execute(arguments: [
-                        boot, Int64(bitPattern: reading.timestamp.monotonicNanoseconds), reading.timestamp.wallClockMilliseconds,
-                        Data(body),
-                    ])
+                    let mono = Int64(bitPattern: reading.timestamp.monotonicNanoseconds)
+                    let wall = reading.timestamp.wallClockMilliseconds
+                    let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: body)
+                    try statement.execute(arguments: [boot, mono, wall, Data(body), crc])
                     out.append(db.lastInsertedRowID)
                 }
                 let dropped = state.withLock { s -> Int64 in
@@ -300,14 +344,16 @@ public final class ReadingStore: Sendable {
 
     /// Readings by sequence number, in ascending order (missing ones are skipped).
     public func readings(sequences: [Int64]) throws(StoreError) -> [WireReading] {
-        try read { db in try self.fetchReadings(sequences, db) }
+        defer { quarantineFailedRows() }
+        return try read { db in try self.fetchReadings(sequences, db) }
     }
 
     /// Every reading on disk with its synced flag, in sequence order (tests and tools).
     public func allReadings() throws(StoreError) -> [(reading: WireReading, synced: Bool)] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT seq, boot, mono_ns, wall_ms, body, synced FROM readings ORDER BY seq").map { row in
-                (try self.decodeReading(row), (row[5] as Int64?) == 1)
+        defer { quarantineFailedRows() }
+        return try read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc, synced FROM readings ORDER BY seq").compactMap { row in
+                try self.decodeReading(row).map { ($0, (row[6] as Int64?) == 1) }
             }
         }
     }
@@ -319,7 +365,10 @@ public final class ReadingStore: Sendable {
 
     /// The oldest unsynced readings that are not part of a batch in flight.
     public func oldestUnsynced(limit: Int) throws(StoreError) -> [WireReading] {
-        try read { db in
+        // A row that fails its check is skipped here (sync goes on with the next one) and
+        // moved to the quarantine table right after the read.
+        defer { quarantineFailedRows() }
+        return try read { db in
             let reserved = try self.reservedSequences(db)
             var out: [WireReading] = []
             // Start at the lowest sequence that may still be unsynced instead of scanning the
@@ -327,7 +376,7 @@ public final class ReadingStore: Sendable {
             // ones get higher numbers, so the floor only moves up).
             let floor = self.state.withLock { $0.unsyncedFloor }
             let cursor = try Row.fetchCursor(
-                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq"),
+                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq"),
                 arguments: [floor])
             var first = true
             while out.count < limit, let row = try cursor.next() {
@@ -336,8 +385,8 @@ public final class ReadingStore: Sendable {
                     first = false
                     self.state.withLock { $0.unsyncedFloor = max($0.unsyncedFloor, seq) }
                 }
-                guard !reserved.contains(seq) else { continue }
-                out.append(try self.decodeReading(row))
+                guard !reserved.contains(seq), let reading = try self.decodeReading(row) else { continue }
+                out.append(reading)
             }
             return out
         }
@@ -347,18 +396,18 @@ public final class ReadingStore: Sendable {
     /// readings of backlog batches in flight (but not of a latest batch in flight, so that an
     /// unchanged latest batch is recognised and resent rather than replaced).
     public func newestUnsynced() throws(StoreError) -> [WireReading] {
-        try read { db in
+        defer { quarantineFailedRows() }
+        return try read { db in
             let reserved = try self.reservedSequences(db, includingLatest: false)
             var heartRate: WireReading?
             var fix: WireReading?
             let cursor = try Row.fetchCursor(
-                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE synced = 0 ORDER BY seq DESC"))
+                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE synced = 0 ORDER BY seq DESC"))
             var scanned = 0
             // Bounded scan: the two kinds interleave at 1 Hz each, so both show up at once.
             while heartRate == nil || fix == nil, scanned < 10_000, let row = try cursor.next() {
                 scanned += 1
-                guard let seq = row[0] as Int64?, !reserved.contains(seq) else { continue }
-                let reading = try self.decodeReading(row)
+                guard let seq = row[0] as Int64?, !reserved.contains(seq), let reading = try self.decodeReading(row) else { continue }
                 switch reading.payload {
                 case .heartRate: if heartRate == nil { heartRate = reading }
                 case .position: if fix == nil { fix = reading }
@@ -396,7 +445,8 @@ public final class ReadingStore: Sendable {
                         batchSeq, isLatest ? 1 : 0, dropped, heartbeatBytes, Data(SequenceList.encode(readings.map(\.sequence))),
                     ])
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat, readings: readings)
+                    deviceID: deviceID, batchSequence: batchSeq, storeEpoch: storeEpoch, droppedByBudget: dropped, heartbeat: heartbeat,
+                    readings: readings)
                 return ReservedBatch(batch: batch, isLatest: isLatest)
             }
         } catch {
@@ -427,7 +477,9 @@ public final class ReadingStore: Sendable {
 
     /// Batches reserved but not yet acknowledged, oldest first, rebuilt exactly as reserved.
     public func inFlightBatches(deviceID: String) throws(StoreError) -> [ReservedBatch] {
-        try read { db in
+        defer { quarantineFailedRows() }
+        let epoch = storeEpoch
+        return try read { db in
             let batches = try db.cachedStatement(sql: "SELECT batch_seq, latest, dropped, heartbeat, seqs FROM in_flight ORDER BY batch_seq")
             return try Row.fetchAll(batches).map { row in
                 guard let batchSeq = row[0] as Int64?, let dropped = row[2] as Int64?, let seqBlob = row[4] as Data? else {
@@ -436,7 +488,8 @@ public final class ReadingStore: Sendable {
                 let heartbeat = try (row[3] as Data?).map { try WireCodec.decode(DeviceHeartbeat.self, from: $0) }
                 let readings = try self.fetchReadings(try SequenceList.decode(Array(seqBlob)), db)
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: batchSeq, droppedByBudget: dropped, heartbeat: heartbeat, readings: readings)
+                    deviceID: deviceID, batchSequence: batchSeq, storeEpoch: epoch, droppedByBudget: dropped, heartbeat: heartbeat,
+                    readings: readings)
                 return ReservedBatch(batch: batch, isLatest: (row[1] as Int64?) == 1)
             }
         }
@@ -463,6 +516,185 @@ public final class ReadingStore: Sendable {
             let failure = Self.storeError(error, path: configuration.path)
             noteFailure(failure)
             throw failure
+        }
+    }
+
+    /// Re-bases the store's numbering on the server's answer to a batch it refused with 409
+    /// (`BatchConflict`: a store that started its numbering over, or a key reused with other
+    /// content): every batch in flight is forgotten unacknowledged (its readings go back to the
+    /// backlog, its drop count to the next batch), readings are renumbered so that the lowest
+    /// is at least `sequenceFloor` (order kept), and batch numbers go on from `batchFloor`.
+    /// Nothing is marked synced. One transaction, fsynced.
+    public func rebase(sequenceFloor: Int64, batchFloor: Int64) throws(StoreError) {
+        do {
+            try write { db in
+                let dropped = try Int64.fetchOne(db, sql: "SELECT coalesce(sum(dropped), 0) FROM in_flight") ?? 0
+                try db.execute(sql: "DELETE FROM in_flight")
+                try db.execute(
+                    sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
+                if let lowest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM readings"), lowest < sequenceFloor {
+                    let delta = sequenceFloor - lowest
+                    // Through negative numbers so that no intermediate row meets another's key.
+                    try db.execute(sql: "UPDATE readings SET seq = -(seq + ?)", arguments: [delta])
+                    try db.execute(sql: "UPDATE readings SET seq = -seq")
+                }
+                let highest = max(sequenceFloor - 1, try Int64.fetchOne(db, sql: "SELECT coalesce(max(seq), 0) FROM readings") ?? 0)
+                try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'readings'")
+                try db.execute(
+                    sql: "INSERT INTO sqlite_sequence (name, seq) SELECT 'readings', max(?, coalesce((SELECT max(seq) FROM quarantine), 0))",
+                    arguments: [highest])
+                try db.execute(
+                    sql: "UPDATE meta SET value = max(value, ?) WHERE key = ?", arguments: [batchFloor, MetaKey.nextBatchSequence])
+            }
+        } catch {
+            let failure = Self.storeError(error, path: configuration.path)
+            noteFailure(failure)
+            throw failure
+        }
+        state.withLock { $0.unsyncedFloor = 0 }
+        logger.info(
+            "store numbering re-based on the server's answer",
+            metadata: ["store.seq_floor": "\(sequenceFloor)", "store.batch_floor": "\(batchFloor)"])
+    }
+
+    /// Moves the rows that failed their check during the last read to the quarantine table
+    /// (kept byte for byte, with the reason) and counts them. If the disk cannot take the move
+    /// now, the rows stay where they are, are skipped by every read, and are moved later.
+    private func quarantineFailedRows() {
+        let failed = state.withLock { s -> [Int64: String] in
+            defer { s.failedRows = [:] }
+            return s.failedRows
+        }
+        guard !failed.isEmpty else { return }
+        do {
+            let (moved, unsynced) = try write { db -> (Int, Int) in
+                var moved = 0
+                var unsynced = 0
+                for (seq, reason) in failed.sorted(by: { $0.key < $1.key }) {
+                    guard let synced = try Int64.fetchOne(db, sql: "SELECT synced FROM readings WHERE seq = ?", arguments: [seq]) else {
+                        continue
+                    }
+                    try db.execute(
+                        sql: """
+                            INSERT INTO quarantine (seq, synced, boot, mono_ns, wall_ms, body, crc, reason)
+                            SELECT seq, synced, boot, mono_ns, wall_ms, body, crc, ? FROM readings WHERE seq = ?
+                            """, arguments: [reason, seq])
+                    try db.execute(sql: "DELETE FROM readings WHERE seq = ?", arguments: [seq])
+                    moved += 1
+                    if synced == 0 { unsynced += 1 }
+                }
+                if moved > 0 {
+                    try db.execute(
+                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
+                        arguments: [MetaKey.quarantinedTotal, moved])
+                }
+                return (moved, unsynced)
+            }
+            state.withLock { s in
+                s.rowCount -= moved
+                s.unsyncedCount -= unsynced
+            }
+            for (seq, reason) in failed.sorted(by: { $0.key < $1.key }) {
+                logger.info("reading failed its integrity check, quarantined", metadata: ["store.seq": "\(seq)", "store.reason": "\(reason)"])
+            }
+        } catch {
+            noteFailure(Self.storeError(error, path: configuration.path))
+        }
+    }
+
+    /// Writes what `harvest` read from a moved-aside file, with the `salvage` row naming the
+    /// file, in one transaction; returns how many readings were new here.
+    func salvageWrite(file: String, harvest: SalvageHarvest) throws -> Int {
+        let (inserted, unsynced) = try write { db -> (Int, Int) in
+            let insert = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)")
+            var inserted = 0
+            for row in harvest.readings {
+                let boot = try bootRef(row.bootID, db)
+                let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: row.mono, wallMilliseconds: row.wall, body: row.body)
+                try insert.execute(arguments: [row.seq, boot, row.mono, row.wall, Data(row.body), crc])
+                inserted += db.changesCount
+            }
+            for update in harvest.alerts {
+                let boot = try bootRef(update.alert.firstCritical.bootID, db)
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, 0)",
+                    arguments: [
+                        update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds),
+                        try WireCodec.encode(update),
+                    ])
+            }
+            if harvest.dropped > 0 { try addDropped(harvest.dropped, db) }
+            let bump = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value"
+            try db.execute(sql: bump, arguments: [MetaKey.salvagedTotal, inserted])
+            try db.execute(sql: bump, arguments: [MetaKey.unsalvageableTotal, harvest.unreadable])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO salvage (path, salvaged, unreadable, note) VALUES (?, ?, ?, ?)",
+                arguments: [file, inserted, harvest.unreadable, harvest.notes.prefix(5).joined(separator: "; ")])
+            return (inserted, inserted)
+        }
+        state.withLock { s in
+            s.rowCount += inserted
+            s.unsyncedCount += unsynced
+            s.unsyncedFloor = 0
+        }
+        return inserted
+    }
+
+    /// For a store running from memory (`openReport.memoryFallback`): tries to open the store on
+    /// disk again and, when the disk takes it, moves everything not yet synced (readings with
+    /// their numbers, alert updates, drop counts) from memory into the disk file in one
+    /// transaction and goes on from the disk. Returns true when the store is on disk afterwards.
+    /// The agent calls it periodically while `statistics().memoryOnlyReason` is set.
+    @discardableResult
+    public func reopenIfMemoryOnly() -> Bool {
+        guard state.withLock({ $0.memoryFallback != nil }) else { return true }
+        let disk: ReadingStore
+        do {
+            disk = try ReadingStore(configuration: configuration, logger: logger)
+        } catch {
+            return false
+        }
+        guard disk.openReport.memoryFallback == nil else { return false }
+        return db.writeWithoutTransaction { memory -> Bool in
+            // Holding the memory connection: no write slips in between the copy and the switch.
+            var harvest = Self.harvest { body in try body(memory) }
+            let inMemory = state.withLock { $0.memoryAlerts }
+            harvest.alerts += inMemory
+            harvest.dropped += state.withLock { $0.pendingDroppedInMemory }
+            do {
+                _ = try disk.salvageWrite(file: "memory:\(disk.storeEpoch):\(UUID().uuidString)", harvest: harvest)
+            } catch {
+                return false
+            }
+            let adopted = disk.state.withLock { $0 }
+            state.withLock { s in
+                let delivered = s.deliveredUnrecorded
+                s = adopted
+                s.deliveredUnrecorded.formUnion(delivered)
+            }
+            connection.withLock { $0 = disk.db }
+            epoch.withLock { $0 = disk.storeEpoch }
+            logger.info(
+                "store reopened on disk; memory contents moved there",
+                metadata: ["store.path": "\(configuration.path)", "store.readings": "\(harvest.readings.count)"])
+            return true
+        }
+    }
+
+    /// Moved-aside files salvaged into this store: the file, readings salvaged, rows unreadable.
+    public func salvageRecords() throws(StoreError) -> [(path: String, salvaged: Int64, unreadable: Int64)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT path, salvaged, unreadable FROM salvage ORDER BY rowid").map {
+                ($0[0] as String? ?? "", $0[1] as Int64? ?? 0, $0[2] as Int64? ?? 0)
+            }
+        }
+    }
+
+    /// Rows in the quarantine table: sequence number and why (tests and tools).
+    public func quarantinedRows() throws(StoreError) -> [(sequence: Int64, reason: String)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, reason FROM quarantine ORDER BY rowid").map { ($0[0] as Int64? ?? 0, $0[1] as String? ?? "") }
         }
     }
 
@@ -564,7 +796,10 @@ public final class ReadingStore: Sendable {
         let journaled = bodies.compactMap { try? WireCodec.decode(AlertUpdate.self, from: $0) }
         var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
-        for u in journaled + memory where seen.insert(AlertUpdateKey(u)).inserted { out.append(u) }
+        // Local state records (numbered from `localAlertStateSequenceBase`) never leave the device.
+        for u in journaled + memory where u.updateSequence < Self.localAlertStateSequenceBase && seen.insert(AlertUpdateKey(u)).inserted {
+            out.append(u)
+        }
         return out
     }
 
@@ -657,18 +892,30 @@ public final class ReadingStore: Sendable {
     public var unsyncedReadingCount: Int { state.withLock { $0.unsyncedCount } }
 
     public func statistics() -> StoreStatistics {
-        let figures = try? readStatement { db -> (Int64, Int64, Int) in
+        let figures = try? readStatement { db -> (Int64, Int64, Int, [Int64]) in
             let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight)"),
-                arguments: [MetaKey.droppedTotal])
-            return (try self.usedBytes(db), row?[0] as Int64? ?? 0, row?[1] as Int? ?? 0)
+                db.cachedStatement(
+                    sql: """
+                        SELECT (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight),
+                            (SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?)
+                        """),
+                arguments: [MetaKey.droppedTotal, MetaKey.quarantinedTotal, MetaKey.salvagedTotal, MetaKey.unsalvageableTotal])
+            return (
+                try self.usedBytes(db), row?[0] as Int64? ?? 0, row?[1] as Int? ?? 0,
+                [row?[2] as Int64? ?? 0, row?[3] as Int64? ?? 0, row?[4] as Int64? ?? 0]
+            )
         }
-        let (used, dropped, inFlight) = figures ?? (-1, 0, 0)
+        let (used, dropped, inFlight, counters) = figures ?? (-1, 0, 0, [0, 0, 0])
         return state.withLock { s in
-            StoreStatistics(
+            var stats = StoreStatistics(
                 readings: s.rowCount, unsyncedReadings: s.unsyncedCount, inFlightBatches: inFlight, usedBytes: used,
                 droppedByBudgetTotal: dropped, health: s.health, corruptStoresMovedAside: s.generation.corruptionsMovedAside,
                 memoryOnlyAlertUpdates: s.memoryAlerts.count)
+            stats.quarantinedReadings = counters[0]
+            stats.salvagedReadings = counters[1]
+            stats.unsalvageableRows = counters[2]
+            stats.memoryOnlyReason = s.memoryFallback.map { "\($0.code): \($0.message)" }
+            return stats
         }
     }
 
@@ -740,7 +987,7 @@ public final class ReadingStore: Sendable {
         }
     }
 
-    private func write<T>(_ updates: (Database) throws -> T) throws -> T {
+    func write<T>(_ updates: (Database) throws -> T) throws -> T {
         try injectedFault()
         return try db.write { db in
             try checkOpen()
@@ -810,20 +1057,21 @@ public final class ReadingStore: Sendable {
             .execute(arguments: [count, MetaKey.droppedUnreported, MetaKey.droppedTotal])
     }
 
-    /// `(boot = ? AND mono_ns BETWEEN ? AND ?) OR ...` over every journaled alert.
+    /// Readings within `alertWindow` of a journaled alert's first critical observation (same
+    /// boot) are kept. One correlated `EXISTS` over the `alert_updates_window` index (v2), so its
+    /// size and cost per reading stay the same however many alerts the journal holds: this runs
+    /// in every commit that evicts, and it used to be an `OR` of one term per alert ever
+    /// journaled, which made a device's commits slower with every alert of its life.
     private func protectionClause(_ db: Database) throws -> (sql: String, arguments: StatementArguments) {
         let window = Int64(configuration.alertWindow.components.seconds) * 1_000_000_000
             + configuration.alertWindow.components.attoseconds / 1_000_000_000
-        let rows = try Row.fetchAll(db, sql: "SELECT DISTINCT boot, mono_ns FROM alert_updates")
-        guard !rows.isEmpty else { return ("0", []) }
-        var parts: [String] = []
-        var args: [any DatabaseValueConvertible] = []
-        for row in rows {
-            guard let boot = row[0] as Int64?, let mono = row[1] as Int64? else { continue }
-            parts.append("(boot = ? AND mono_ns BETWEEN ? AND ?)")
-            args += [boot, mono &- window, mono &+ window]
-        }
-        return (parts.isEmpty ? "0" : parts.joined(separator: " OR "), StatementArguments(args))
+        return (
+            """
+            EXISTS (SELECT 1 FROM alert_updates a WHERE a.boot = readings.boot
+                AND a.mono_ns BETWEEN readings.mono_ns - ? AND readings.mono_ns + ?)
+            """,
+            [window, window]
+        )
     }
 
     private func reservedSequences(_ db: Database, includingLatest: Bool = true) throws -> Set<Int64> {
@@ -842,8 +1090,8 @@ public final class ReadingStore: Sendable {
     private func fetchReadings(_ sequences: [Int64], _ db: Database) throws -> [WireReading] {
         guard !sequences.isEmpty else { return [] }
         let statement = try db.cachedStatement(
-            sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq")
-        return try Row.fetchAll(statement, arguments: [Self.jsonArray(sequences)]).map { try self.decodeReading($0) }
+            sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq")
+        return try Row.fetchAll(statement, arguments: [Self.jsonArray(sequences)]).compactMap { try self.decodeReading($0) }
     }
 
     /// `[1,2,3]`: sequence numbers as a JSON array for `json_each`.
@@ -873,14 +1121,34 @@ public final class ReadingStore: Sendable {
         return id
     }
 
-    private func decodeReading(_ row: Row) throws -> WireReading {
-        guard let seq = row[0] as Int64?, let boot = row[1] as Int64?, let mono = row[2] as Int64?, let body = row[4] as Data? else {
-            throw StoreError(code: .badRecord, message: "reading row with nulls", path: configuration.path)
+    /// The reading of a row `seq, boot, mono_ns, wall_ms, body, crc`, or nil when the row fails
+    /// its integrity check or cannot be decoded: the row is then noted for the quarantine
+    /// (`quarantineFailedRows`, after the read) and the caller goes on with the next one, so one
+    /// damaged row never stops sync.
+    private func decodeReading(_ row: Row) throws -> WireReading? {
+        guard let seq = row[0] as Int64? else { return nil }
+        func reject(_ reason: String) -> WireReading? {
+            state.withLock { $0.failedRows[seq] = reason }
+            return nil
+        }
+        guard let boot = row[1] as Int64?, let mono = row[2] as Int64?, let body = row[4] as Data? else {
+            return reject("reading row with nulls")
+        }
+        let bytes = Array(body)
+        if let stored = row[5] as Int64? {
+            let wall = row[3] as Int64?
+            let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: bytes)
+            guard crc == stored else { return reject("checksum mismatch (stored \(stored), computed \(crc))") }
         }
         guard let bootID = state.withLock({ $0.bootIDs[boot] }) else {
-            throw StoreError(code: .badRecord, message: "reading \(seq) names an unknown boot", path: configuration.path)
+            return reject("names an unknown boot \(boot)")
         }
-        let decoded = try ReadingBodyCodec.decode(Array(body))
+        let decoded: (payload: WireReading.Payload, wallClockTrusted: Bool)
+        do {
+            decoded = try ReadingBodyCodec.decode(bytes)
+        } catch {
+            return reject("\(error)")
+        }
         return WireReading(
             sequence: seq,
             timestamp: ReadingTimestamp(
@@ -892,7 +1160,7 @@ public final class ReadingStore: Sendable {
     /// A read of a single statement, outside a transaction: SQLite runs a lone statement on one
     /// consistent snapshot anyway, and the BEGIN and COMMIT of `read` would cost two statements
     /// more to parse (GRDB does not cache them) for the cheap reads asked several times a second.
-    private func readStatement<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func readStatement<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try db.unsafeRead { db in
                 try checkOpen()
@@ -907,7 +1175,7 @@ public final class ReadingStore: Sendable {
     /// `PRAGMA query_only` around every read, and SQLite expires every prepared statement of the
     /// connection whenever a flag pragma changes, so each read would make all cached statements
     /// compile again on their next use.
-    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try db.unsafeRead { db in
                 try checkOpen()

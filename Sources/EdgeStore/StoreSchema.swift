@@ -39,6 +39,42 @@ enum StoreSchema {
                     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
                     """)
         }
+        migrator.registerMigration("v2-alert-window-index") { db in
+            // Budget eviction asks, per reading, whether an alert's first critical observation
+            // lies within the alert window of it (same boot): an index lookup, so eviction costs
+            // the same after a year of alerts as after one.
+            try db.execute(sql: "CREATE INDEX alert_updates_window ON alert_updates (boot, mono_ns)")
+        }
+        migrator.registerMigration("v3-epoch-checksum-quarantine") { db in
+            // `store_epoch`: chosen once when this file is created (SQLite's random(), 64 bits
+            // from the OS), sent with every batch so that the server can tell a store that
+            // started its numbering over (a wiped directory, a re-flash) from a resend (WIRE.md).
+            // `crc`: CRC-32 of each reading's columns (`ReadingChecksum`), checked on every read;
+            // NULL on rows written before this migration, which are read unchecked.
+            // `quarantine`: rows that failed their check, kept byte for byte for recovery.
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO meta (key, value) VALUES ('store_epoch', random());
+                    ALTER TABLE readings ADD COLUMN crc INTEGER;
+                    CREATE TABLE quarantine (
+                        seq INTEGER NOT NULL,
+                        synced INTEGER NOT NULL,
+                        boot INTEGER,
+                        mono_ns INTEGER,
+                        wall_ms INTEGER,
+                        body BLOB,
+                        crc INTEGER,
+                        reason TEXT NOT NULL
+                    );
+                    CREATE TABLE salvage (
+                        path TEXT PRIMARY KEY,
+                        salvaged INTEGER NOT NULL,
+                        unreadable INTEGER NOT NULL,
+                        note TEXT
+                    );
+                    """)
+        }
+        DeviceStateSchema.register(in: &migrator)
         return migrator
     }
 }
@@ -53,6 +89,14 @@ enum MetaKey {
     static let droppedTotal = "dropped_total"
     /// The generation this file was created in (see `StoreGeneration`).
     static let generation = "generation"
+    /// This file's epoch (see the v3 migration and WIRE.md).
+    static let storeEpoch = "store_epoch"
+    /// Readings moved to `quarantine` over the file's life.
+    static let quarantinedTotal = "quarantined_total"
+    /// Readings salvaged from moved-aside files into this one.
+    static let salvagedTotal = "salvaged_total"
+    /// Rows of moved-aside files that could not be read during salvage.
+    static let unsalvageableTotal = "unsalvageable_total"
     /// The highest update number of an alert that reached the server (see
     /// `ReadingStore.nextAlertUpdateSequence`).
     static func alertDelivered(_ alertID: String) -> String { "alert_delivered:\(alertID)" }

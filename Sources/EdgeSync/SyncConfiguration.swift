@@ -1,3 +1,5 @@
+public import TrackMeCore
+
 /// How a device syncs.
 public struct SyncConfiguration: Hashable, Sendable {
     public var deviceID: String
@@ -16,14 +18,14 @@ public struct SyncConfiguration: Hashable, Sendable {
     /// so that a device online in steady state reserves (and fsyncs) a batch every few seconds,
     /// not every second. Full batches, the latest-first batch and alerts never wait.
     public var sendInterval: Duration
-    public var backoff: BackoffPolicy
+    public var backoff: Backoff
     /// After a failure or a restart, send the newest heart rate and fix in a small batch of
     /// their own before resuming the backlog.
     public var latestFirst: Bool
 
     public init(
         deviceID: String, token: String, maxBatchReadings: Int = 1000, maxBatchBytes: Int = 512 * 1024,
-        heartbeatInterval: Duration = .seconds(30), pollInterval: Duration = .seconds(1), sendInterval: Duration = .seconds(5), backoff: BackoffPolicy = BackoffPolicy(),
+        heartbeatInterval: Duration = .seconds(30), pollInterval: Duration = .seconds(1), sendInterval: Duration = .seconds(5), backoff: Backoff = Backoff.sync,
         latestFirst: Bool = true
     ) {
         self.deviceID = deviceID

@@ -9,6 +9,9 @@ public enum SyncEvent: Hashable, Sendable {
     case alertUpdateDelivered(alertID: String, updateSequence: Int)
     /// A send failed and will be retried after `retryIn`.
     case sendFailed(SyncError, retryIn: Duration)
+    /// The store could not reserve a batch (its disk is full or failing) and the heartbeat went
+    /// alone (`POST /v1/heartbeats`).
+    case heartbeatSentAlone
     /// The server refused (4xx other than 408/429): not retried blindly; retried only after the
     /// backoff cap, in case the operator fixes the server or the token.
     case rejected(SyncError)
@@ -75,7 +78,11 @@ public actor SyncEngine {
     private let clock: any Clock<Duration>
     private let heartbeat: @Sendable () -> DeviceHeartbeat
     private let onAlertsAcknowledged: @Sendable ([String]) -> Void
+    private let onAlertsResolved: @Sendable ([String]) -> Void
     private let onEvent: @Sendable (SyncEvent) -> Void
+    /// Corrects untrusted wall times just before a batch goes out (issue 19); given the batch's
+    /// sequence number, so that a resent batch carries what it carried the first time.
+    private let correctTimes: @Sendable (Int64, [WireReading]) -> [WireReading]
     private let logger: Logger
     private var random: SplitMix64
 
@@ -101,19 +108,27 @@ public actor SyncEngine {
     ///     depth and size.
     ///   - onAlertsAcknowledged: the `acknowledged_alerts` of every acknowledgement, for the SOS
     ///     engine (a dispatcher has acknowledged these alerts).
+    ///   - onAlertsResolved: the `resolved_alerts` of every acknowledgement (a dispatcher closed
+    ///     these alerts; the SOS engine closes them too).
+    ///   - correctTimes: applied to a batch's readings as it is sent (the agent's
+    ///     `WallClockCorrection`); the store keeps what was recorded.
     public init(
         store: ReadingStore, transport: any HTTPTransport, configuration: SyncConfiguration, clock: any Clock<Duration>,
         heartbeat: @escaping @Sendable () -> DeviceHeartbeat = { DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0) },
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
+        onAlertsResolved: @escaping @Sendable ([String]) -> Void = { _ in },
         onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in },
-        logger: Logger = Logger(label: "trackme.sync"), seed: UInt64 = UInt64.random(in: 0...UInt64.max)
+        logger: Logger = Logger(label: "trackme.sync"), seed: UInt64 = UInt64.random(in: 0...UInt64.max),
+        correctTimes: @escaping @Sendable (Int64, [WireReading]) -> [WireReading] = { $1 }
     ) {
+        self.correctTimes = correctTimes
         self.store = store
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
         self.heartbeat = heartbeat
         self.onAlertsAcknowledged = onAlertsAcknowledged
+        self.onAlertsResolved = onAlertsResolved
         self.onEvent = onEvent
         self.logger = logger
         self.random = SplitMix64(seed: seed)
@@ -173,7 +188,7 @@ public actor SyncEngine {
                     wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
                     onEvent(.sendFailed(error, retryIn: wait))
                 } else {
-                    wait = configuration.backoff.cap
+                    wait = configuration.backoff.maximum
                     onEvent(.rejected(error))
                 }
                 alertLaneBackingOff = true
@@ -235,7 +250,7 @@ public actor SyncEngine {
                 do { try await clock.sleep(for: configuration.pollInterval) } catch { return }
                 elapsedSinceBatch += configuration.pollInterval
             case .failed(let error):
-                if error.status == 413 { continue }  // already split smaller, go again at once
+                if error.status == 413 || error.code == .rebased { continue }  // split smaller or re-based: go again at once
                 let wait = retryDelay(after: error)
                 do { try await clock.sleep(for: wait) } catch { return }
                 elapsedSinceBatch += wait
@@ -260,7 +275,7 @@ public actor SyncEngine {
             return wait
         }
         onEvent(.rejected(error))
-        return configuration.backoff.cap
+        return configuration.backoff.maximum
     }
 
     /// Sends until no reading is unsynced and no batch is in flight, retrying failures with
@@ -278,7 +293,7 @@ public actor SyncEngine {
             case .failed(let error):
                 failures += 1
                 if failures >= maxFailures || (!error.isRetryable && error.status != 413) { throw error }
-                if error.status == 413 { continue }
+                if error.status == 413 || error.code == .rebased { continue }
                 let wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
                 do { try await clock.sleep(for: wait) } catch { throw SyncError(code: .transport, message: "cancelled") }
             }
@@ -302,14 +317,38 @@ public actor SyncEngine {
     /// choosing and let the network round trip overlap its other work.
     public func prepareReadingsBatch(heartbeatDue: Bool? = nil) async -> PreparedReadingsBatch {
         await waitForAlertLane()
+        let due = heartbeatDue ?? (elapsedSinceBatch >= configuration.heartbeatInterval)
         do {
-            guard let next = try nextBatch(heartbeatDue: heartbeatDue ?? (elapsedSinceBatch >= configuration.heartbeatInterval)) else {
+            guard let next = try nextBatch(heartbeatDue: due) else {
                 return .idle
             }
             return .batch(ReadingsBatch(reserved: next, filled: next.batch.readings.count >= batchLimit))
         } catch {
             logger.info("store could not prepare a batch", metadata: ["store.error": "\(error)"])
+            // A full or failing disk must not make the device look silent: the heartbeat goes
+            // alone, from memory, without a batch key.
+            if due { await sendHeartbeatAlone() }
             return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
+        }
+    }
+
+    /// `POST /v1/heartbeats` with the current heartbeat; on success the heartbeat interval
+    /// starts over. Failures are only logged: the readings lane's backoff retries.
+    public func sendHeartbeatAlone() async {
+        let message = HeartbeatMessage(deviceID: configuration.deviceID, heartbeat: currentHeartbeat())
+        guard let body = try? WireCodec.encode(message) else { return }
+        do {
+            let response = try await transport.post(
+                path: "/v1/heartbeats",
+                headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"], body: Array(body))
+            if (200..<300).contains(response.status) {
+                elapsedSinceBatch = .zero
+                onEvent(.heartbeatSentAlone)
+            } else {
+                logger.info("heartbeat refused", metadata: ["sync.status": "\(response.status)"])
+            }
+        } catch {
+            logger.info("heartbeat not delivered", metadata: ["sync.error": "\(error)"])
         }
     }
 
@@ -385,16 +424,39 @@ public actor SyncEngine {
         return try store.reserveBatch(deviceID: deviceID, readings: candidates, heartbeat: currentHeartbeat())
     }
 
+    /// The server refused the batch's key (409): nothing of it was stored and nothing is marked
+    /// synced; the store re-bases its numbering on the floors the server gave, and the readings
+    /// go again under new keys.
+    private func rebase(on conflict: BatchConflict, batch: SyncBatch) -> SyncError {
+        logger.info(
+            "server refused the batch key, re-basing the store",
+            metadata: [
+                "sync.batch_seq": "\(batch.batchSequence)", "sync.conflict": "\(conflict.error.code.rawValue)",
+                "sync.seq_floor": "\(conflict.sequenceFloor)", "sync.batch_floor": "\(conflict.batchSequenceFloor)",
+            ])
+        do {
+            try store.rebase(sequenceFloor: conflict.sequenceFloor, batchFloor: conflict.batchSequenceFloor)
+        } catch {
+            return SyncError(code: .storeUnavailable, status: 409, message: "could not re-base after \(conflict.error.code.rawValue): \(error)")
+        }
+        latestDue = false
+        return SyncError(code: .rebased, status: 409, message: "\(conflict.error.code.rawValue): \(conflict.error.message)")
+    }
+
     private func currentHeartbeat() -> DeviceHeartbeat {
         var beat = heartbeat()
         let stats = store.statistics()
         beat.storeDepth = stats.unsyncedReadings
         beat.storeBytes = stats.usedBytes
+        beat.storeState = stats.storeState
+        beat.storeProblem = stats.memoryOnlyReason ?? (stats.health == .healthy ? nil : stats.health.rawValue)
+        beat.quarantinedReadings = stats.quarantinedReadings
         return beat
     }
 
     private func post(_ reserved: ReservedBatch) async -> ReadingsStepOutcome {
-        let batch = reserved.batch
+        var batch = reserved.batch
+        batch.readings = correctTimes(batch.batchSequence, batch.readings)
         let json: [UInt8]
         let body: [UInt8]
         do {
@@ -414,6 +476,9 @@ public actor SyncEngine {
         } catch {
             logger.info("batch not delivered", metadata: ["sync.batch_seq": "\(batch.batchSequence)", "sync.error": "\(error)"])
             return .failed(error)
+        }
+        if response.status == 409, let conflict = try? WireCodec.decode(BatchConflict.self, from: Data(response.body)) {
+            return .failed(rebase(on: conflict, batch: batch))
         }
         guard (200..<300).contains(response.status) else {
             return .failed(SyncError.forStatus(response.status, retryAfter: response.retryAfter, body: response.body))
@@ -438,6 +503,7 @@ public actor SyncEngine {
         uncompressedBytesSent += json.count
         readingsSent += batch.readings.count
         if !ack.acknowledgedAlerts.isEmpty { onAlertsAcknowledged(ack.acknowledgedAlerts) }
+        if !ack.resolvedAlerts.isEmpty { onAlertsResolved(ack.resolvedAlerts) }
         onEvent(
             .batchAcknowledged(
                 batchSequence: batch.batchSequence, readings: batch.readings.count, stored: ack.stored, duplicates: ack.duplicates,

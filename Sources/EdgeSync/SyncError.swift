@@ -13,6 +13,9 @@ public struct SyncError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The store could not prepare or record a batch (disk full, read-only, I/O error);
         /// retried with backoff, as the store recovers by itself when space returns.
         public static let storeUnavailable = Code(raw: "store_unavailable")
+        /// The server refused the batch with 409 (`BatchConflict`) and the store re-based its
+        /// numbering on the floors given: sent again at once under a new key.
+        public static let rebased = Code(raw: "rebased")
         /// The request could not be built (encoding, compression).
         public static let encoding = Code(raw: "encoding")
         public var description: String { raw }
@@ -35,6 +38,7 @@ public struct SyncError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Whether sending the same request again later may succeed.
     public var isRetryable: Bool {
         code == .transport || code == .serverUnavailable || code == .badAcknowledgement || code == .storeUnavailable
+            || code == .rebased
     }
 
     public var description: String {

@@ -1,6 +1,6 @@
 public import Logging
 import Synchronization
-import TrackMeCore
+public import TrackMeCore
 
 // Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
 import Foundation
@@ -23,7 +23,7 @@ public struct GPSDReader: Sendable {
     public struct Configuration: Sendable {
         /// How long one `gps_waiting` call blocks; bounds how late the thread notices a stop.
         public var pollInterval: Duration = .milliseconds(100)
-        public var backoff = ReconnectBackoff()
+        public var backoff = Backoff.gpsdReconnect
         /// Reconnect after a failure (the agent); when false the stream finishes after the first
         /// connection ends, with a `.disconnected(_, retryIn: nil)` state (`gps dump`).
         public var reconnects = true

@@ -10,13 +10,13 @@ struct GPSDStateMachine: Sendable {
     }
 
     private(set) var state: GPSDState?
-    private var backoff: ReconnectBackoff
+    private var backoff: Backoff
     private let reconnects: Bool
     /// Whether the current connection has delivered a report; only then does the backoff reset,
     /// so something that accepts and drops connections is not hammered at the initial delay.
     private var connectionProductive = false
 
-    init(backoff: ReconnectBackoff, reconnects: Bool) {
+    init(backoff: Backoff, reconnects: Bool) {
         self.backoff = backoff
         self.reconnects = reconnects
     }

@@ -1,4 +1,5 @@
 import BlueZHeartRate
+import Foundation
 public import EdgeStore
 public import Logging
 public import TrackMeCore
@@ -37,6 +38,25 @@ public actor AgentPipeline {
         public var readingsProduced: Int
         public var malformedNotifications: Int
         public var alertsJournaledInMemoryOnly: Int
+        /// The heart-rate band in force and where each bound came from.
+        public var limits: HeartRateLimits = HeartRateLimits(profile: PersonProfile(name: "", age: 0))
+        /// The resting rate learned from this person's readings, once there is one.
+        public var learnedRestingRate: Int?
+        /// Readings the learned baseline has counted, and how many it needs for an estimate.
+        public var baselineSamples = 0
+        public var baselineSamplesNeeded = 0
+    }
+
+    /// What the agent keeps across restarts beside the journal: the learned resting rate and
+    /// whether the wearer paused monitoring (the store's `device_state`).
+    public struct DeviceState: Sendable {
+        public var baseline: RestingHeartRateEstimator
+        public var monitoringPaused: Bool
+
+        public init(baseline: RestingHeartRateEstimator = RestingHeartRateEstimator(), monitoringPaused: Bool = false) {
+            self.baseline = baseline
+            self.monitoringPaused = monitoringPaused
+        }
     }
 
     public nonisolated let configuration: Configuration
@@ -47,34 +67,68 @@ public actor AgentPipeline {
     private let dispatch: @Sendable (SOSAction) async -> Void
     private let logger: Logger
     private var snapshot: Snapshot
+    /// Learns the resting rate from every reading with contact; nil: not learning (the simulation).
+    private var baseline: RestingHeartRateEstimator?
+    private var readingsSinceBaselineSaved = 0
+    /// Whether the learned baseline and pause are kept in the store (the daemon) or not (the simulation).
+    private let keepsDeviceState: Bool
+    /// The learned baseline is written to the store after this many readings (5 minutes at
+    /// 1 Hz): a crash loses at most that much learning, which changes nothing that matters.
+    static let baselineSaveInterval = 300
 
     /// - Parameters:
     ///   - dispatch: hands an alert action to the dispatch lane (`raise`, `update`,
     ///     `positionUpdate`, `cancelled`); called after the action is journaled.
     ///   - restoring: the open alert found in the journal after a restart: it stays open.
+    ///   - deviceState: the learned baseline and pause kept across restarts (`deviceState(in:)`);
+    ///     nil neither learns nor keeps anything (the simulation's devices).
     public init(
         configuration: Configuration, store: ReadingStore, committer: GroupCommitter, ids: any AlertIDGenerator, now: ReadingTimestamp,
-        restoring openAlert: AlertRecord? = nil, dispatch: @escaping @Sendable (SOSAction) async -> Void, logger: Logger
+        restoring openAlert: AlertRecord? = nil, deviceState: DeviceState? = nil,
+        dispatch: @escaping @Sendable (SOSAction) async -> Void, logger: Logger
     ) {
         self.configuration = configuration
         self.store = store
         self.committer = committer
-        let engine = SOSEngine(
-            deviceID: configuration.deviceID, profile: configuration.profile, settings: configuration.settings, ids: ids,
-            openAlert: openAlert, now: now)
+        var engine = SOSEngine(
+            deviceID: configuration.deviceID, profile: configuration.profile, settings: configuration.settings,
+            learnedRestingRate: deviceState?.baseline.estimate, ids: ids, openAlert: openAlert, now: now)
+        // Paused before the restart: still paused (the engine only logs it, nothing to journal).
+        if deviceState?.monitoringPaused == true { _ = engine.receive(.pause, now: now) }
         self.engine = engine
+        self.baseline = deviceState?.baseline
+        self.keepsDeviceState = deviceState != nil
         self.sampling = configuration.positionSampling
         self.dispatch = dispatch
         self.logger = logger
         self.snapshot = Snapshot(
-            lastHeartRate: nil, lastFix: nil, lastFixAt: nil, openAlert: engine.openAlert, monitoring: true, readingsProduced: 0,
-            malformedNotifications: 0, alertsJournaledInMemoryOnly: 0)
+            lastHeartRate: nil, lastFix: nil, lastFixAt: nil, openAlert: engine.openAlert, monitoring: engine.isMonitoring,
+            readingsProduced: 0, malformedNotifications: 0, alertsJournaledInMemoryOnly: 0)
+    }
+
+    /// The learned baseline and pause the store kept; defaults (nothing learned, monitoring on)
+    /// when it holds none or cannot be read (logged: learning starts over, which is safe).
+    public static func deviceState(in store: ReadingStore, logger: Logger) -> DeviceState {
+        var state = DeviceState()
+        do {
+            if let data = try store.deviceState(ReadingStore.DeviceStateKey.restingHeartRate) {
+                state.baseline = try JSONDecoder().decode(RestingHeartRateEstimator.self, from: data)
+            }
+            state.monitoringPaused = try store.deviceState(ReadingStore.DeviceStateKey.monitoringPaused) == Data("1".utf8)
+        } catch {
+            logger.error("device state unreadable; the learned baseline starts over", metadata: ["store.error": "\(error)"])
+        }
+        return state
     }
 
     public var current: Snapshot {
         var s = snapshot
         s.openAlert = engine.openAlert
         s.monitoring = engine.isMonitoring
+        s.limits = engine.limits
+        s.learnedRestingRate = baseline?.estimate
+        s.baselineSamples = baseline?.sampleCount ?? 0
+        s.baselineSamplesNeeded = baseline?.minimumSamples ?? 0
         return s
     }
 
@@ -103,7 +157,44 @@ public actor AgentPipeline {
         let actions = engine.receive(.heartRate(reading), now: timestamp)
         await perform(actions, at: timestamp)
         await committer.append(.heartRate(reading), at: timestamp)
+        learn(reading)
         return actions
+    }
+
+    /// Counts the reading into the learned baseline; a new estimate reshapes the limits.
+    private func learn(_ reading: HeartRateReading) {
+        guard baseline != nil else { return }
+        // Mutated in place (no copy of its histogram per reading).
+        let before = baseline?.estimate
+        baseline?.add(reading)
+        let after = baseline?.estimate
+        if after != before {
+            engine.learnRestingRate(after)
+            logger.notice(
+                "learned resting heart rate", metadata: ["sos.resting_bpm": "\(after.map(String.init) ?? "none")", "sos.minimum_bpm": "\(engine.limits.minimum)"])
+        }
+        readingsSinceBaselineSaved += 1
+        if readingsSinceBaselineSaved >= Self.baselineSaveInterval || after != before { saveBaseline() }
+    }
+
+    /// Writes the learned baseline to the store now (also at shutdown).
+    public func saveBaseline() {
+        guard keepsDeviceState, let baseline else { return }
+        readingsSinceBaselineSaved = 0
+        do {
+            try store.setDeviceState(try JSONEncoder().encode(baseline), for: ReadingStore.DeviceStateKey.restingHeartRate)
+        } catch {
+            logger.warning("learned baseline not saved", metadata: ["store.error": "\(error)"])
+        }
+    }
+
+    private func savePaused(_ paused: Bool) {
+        guard keepsDeviceState else { return }
+        do {
+            try store.setDeviceState(Data((paused ? "1" : "0").utf8), for: ReadingStore.DeviceStateKey.monitoringPaused)
+        } catch {
+            logger.error("pause not saved; a restart would resume monitoring", metadata: ["store.error": "\(error)"])
+        }
     }
 
     /// A gpsd report: the rules always see the latest fix; the sampling policy decides what is
@@ -144,14 +235,19 @@ public actor AgentPipeline {
                 await dispatch(action)
             case .positionUpdate:
                 await dispatch(action)
+            case .kindChanged(let record):
+                logger.warning("alert kind raised", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
+                await dispatch(action)
             case .startCountdown(let record, _):
                 logger.notice("alert countdown started", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
             case .withdrawn(let record):
                 logger.info("alert countdown withdrawn", metadata: ["sos.alert_id": "\(record.id)"])
             case .logMonitoringPaused:
                 logger.notice("monitoring paused")
+                savePaused(true)
             case .logMonitoringResumed:
                 logger.notice("monitoring resumed")
+                savePaused(false)
             }
         }
     }
@@ -196,8 +292,11 @@ public actor AgentPipeline {
         }
         let type: AlertUpdate.UpdateType = record.state == .cancelled ? .cancelled : (record.state == .resolved ? .resolved : .position)
         let sequence = Self.localStateSequenceBase + ordinal
-        journal(AlertUpdate(alert: record, updateSequence: sequence, type: type, sent: timestamp))
+        // Marked delivered before it is written, so the row is journaled as delivered: the other
+        // order left a moment in which the sync engine's alert lane saw a pending row and sent
+        // a local state record to the server (found by the end-to-end test under load).
         store.markAlertUpdateDelivered(alertID: record.id, updateSequence: sequence)
+        journal(AlertUpdate(alert: record, updateSequence: sequence, type: type, sent: timestamp))
     }
 
     private func journal(_ update: AlertUpdate) {

@@ -16,6 +16,8 @@ public struct AlertStateMachine: Hashable, Sendable {
         case fire(AlertRecord, countdown: Duration)
         /// Another rule fired while an alert is pending: the countdown becomes at most
         /// `countdown` from now, and the alert takes that rule's kind if this shortens it.
+        /// While an alert is raised (open), a graver rule (higher `AlertKind.severity`) gives the
+        /// alert its kind; a rule no graver changes nothing.
         case escalate(AlertKind, countdown: Duration)
         /// The wearer confirmed during the countdown (pressed SOS): raise at once.
         case confirm
@@ -98,6 +100,12 @@ public struct AlertStateMachine: Hashable, Sendable {
             return [.startCountdown(record, deadline: deadline)]
 
         case .escalate(let kind, let countdown):
+            if case .open(var record) = state {
+                guard kind.severity > record.kind.severity else { return [] }
+                record.kind = kind
+                state = .open(record)
+                return [.kindChanged(record)]
+            }
             guard case .pending(var record, let deadline) = state else { return [] }
             let proposed = Self.advance(now, by: max(.zero, countdown))
             guard proposed.monotonicNanoseconds < deadline.monotonicNanoseconds else { return [] }

@@ -6,6 +6,8 @@ public struct AlertUpdate: Hashable, Sendable, Codable {
         case position
         case cancelled
         case resolved
+        /// A graver rule fired while the alert was open; `alert.kind` is the new kind.
+        case kindChanged = "kind_changed"
     }
 
     public var version: Int

@@ -31,13 +31,22 @@ public struct PersonProfile: Hashable, Sendable, Codable {
     /// Explicit thresholds; when nil the SOS rules derive them from age and resting rate.
     public var minimumHeartRate: Int?
     public var maximumHeartRate: Int?
+    /// Whom to call, in order (the server escalates to them; the console shows them).
+    public var contacts: [EmergencyContact]?
+    /// What the carer wants a dispatcher to know (medication, door code, ...).
+    public var notes: String?
 
-    public init(name: String, age: Int, restingHeartRate: Int? = nil, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil) {
+    public init(
+        name: String, age: Int, restingHeartRate: Int? = nil, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil,
+        contacts: [EmergencyContact]? = nil, notes: String? = nil
+    ) {
         self.name = name
         self.age = age
         self.restingHeartRate = restingHeartRate
         self.minimumHeartRate = minimumHeartRate
         self.maximumHeartRate = maximumHeartRate
+        self.contacts = contacts
+        self.notes = notes
     }
 
     enum CodingKeys: String, CodingKey {
@@ -45,5 +54,22 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         case restingHeartRate = "resting_hr"
         case minimumHeartRate = "min_hr"
         case maximumHeartRate = "max_hr"
+        case contacts, notes
+    }
+}
+
+/// Someone to call when the wearer needs help.
+public struct EmergencyContact: Hashable, Sendable, Codable {
+    public var name: String
+    /// How they relate to the wearer ("daughter", "neighbour").
+    public var relation: String?
+    public var phone: String?
+    public var email: String?
+
+    public init(name: String, relation: String? = nil, phone: String? = nil, email: String? = nil) {
+        self.name = name
+        self.relation = relation
+        self.phone = phone
+        self.email = email
     }
 }

@@ -36,6 +36,10 @@ public struct DispatchSettings: Hashable, Sendable {
     ]
     /// After the last step, it repeats this often until acknowledged; zero: no repeat.
     public var escalationRepeat: Duration = .seconds(120)
+    /// The local fallback runs (once, reason `server_unreachable`) when a raised alert is still
+    /// undelivered this long after it was raised and a send of it has failed: the agent's
+    /// `fallback.after_seconds`. Zero runs it at the first failed send.
+    public var fallbackAfter: Duration = .zero
 
     public init() {}
 }
@@ -93,6 +97,9 @@ public struct DispatchPolicy: Sendable {
         var acknowledged = false
         var closed = false
         var fallbackRan = false
+        /// The server has the raise (its send succeeded, or the engine says delivered).
+        var delivered = false
+        var sendFailed = false
         var nextStep = 0
         var nextStepAt: Duration?
         var contactsNotified = 0
@@ -105,6 +112,15 @@ public struct DispatchPolicy: Sendable {
     private var inFlight = false
     private var tracked: [String: Tracked] = [:]
     private let steps: [EscalationStep]
+    // The work an event can cause must not grow with the alerts seen: a device that has been
+    // worn for a year has many tracked alerts, and the decision path runs on every reading.
+    // So escalation is scanned only once a step may be due (the earliest `nextStepAt`, kept
+    // as a lower bound: a stale one only costs one extra scan), and position updates look only
+    // at the alerts that have a new position waiting.
+    private var earliestStepAt: Duration?
+    /// The earliest time a `server_unreachable` fallback can be due (nil: none can be).
+    private var earliestFallbackAt: Duration?
+    private var positionsWaiting: Set<String> = []
 
     public init(settings: DispatchSettings = DispatchSettings()) {
         self.settings = settings
@@ -121,7 +137,14 @@ public struct DispatchPolicy: Sendable {
         guard tracked[record.id] == nil, record.state.isOpen, record.state != .pending else { return }
         var entry = Tracked(record: record, nextSequence: max(1, nextUpdateSequence), raisedAt: now, nextStepAt: steps.first.map { now + $0.after })
         entry.acknowledged = record.state == .acknowledged
+        entry.delivered = record.state != .raised
         tracked[record.id] = entry
+        scheduleStep(at: entry.nextStepAt)
+    }
+
+    private mutating func scheduleStep(at due: Duration?) {
+        guard let due else { return }
+        earliestStepAt = min(earliestStepAt ?? due, due)
     }
 
     /// Updates waiting to be sent (including the one in flight).
@@ -136,7 +159,10 @@ public struct DispatchPolicy: Sendable {
             inFlight = false
             if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.updateSequence == sequence }) {
                 let sent = queue.remove(at: index)
-                if sent.update.updateSequence == 0 { actions.append(.delivered(alertID: id)) }
+                if sent.update.updateSequence == 0 {
+                    tracked[id]?.delivered = true
+                    actions.append(.delivered(alertID: id))
+                }
                 if sent.update.type == .cancelled || sent.update.type == .resolved { tracked[id] = nil }
             }
             if acknowledged, var entry = tracked[id], !entry.acknowledged {
@@ -149,15 +175,17 @@ public struct DispatchPolicy: Sendable {
             inFlight = false
             if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.updateSequence == sequence }) {
                 queue[index].notBefore = now + settings.retryInterval
-                if var entry = tracked[id], !entry.fallbackRan, !entry.closed {
-                    entry.fallbackRan = true
+                if var entry = tracked[id], !entry.fallbackRan, !entry.closed, !entry.delivered {
+                    entry.sendFailed = true
                     tracked[id] = entry
-                    actions.append(.runFallback(entry.record, reason: .serverUnreachable, contactIndex: nil))
+                    let due = entry.raisedAt + settings.fallbackAfter
+                    earliestFallbackAt = min(earliestFallbackAt ?? due, due)
                 }
             }
         case .tick:
             break
         }
+        fallBackIfDue(now: now, into: &actions)
         escalate(now: now, timestamp: timestamp, into: &actions)
         queuePositions(now: now, timestamp: timestamp)
         if !inFlight, let head = queue.first, head.notBefore <= now {
@@ -174,6 +202,7 @@ public struct DispatchPolicy: Sendable {
             guard tracked[record.id] == nil else { return }
             let firstStep = steps.first.map { now + $0.after }
             tracked[record.id] = Tracked(record: record, raisedAt: now, nextStepAt: firstStep)
+            scheduleStep(at: firstStep)
             // An alert goes ahead of any other update still waiting (not the one in flight).
             let at = queue.isEmpty ? 0 : (inFlight ? 1 : 0)
             queue.insert(
@@ -184,9 +213,22 @@ public struct DispatchPolicy: Sendable {
             entry.record.position = record.position
             entry.newPosition = record
             tracked[record.id] = entry
+            positionsWaiting.insert(record.id)
+        case .kindChanged(let record):
+            guard var entry = tracked[record.id], !entry.closed else { return }
+            entry.record.kind = record.kind
+            // A graver condition goes out at once, ahead of waiting positions (not of the one in flight).
+            let at = queue.isEmpty ? 0 : (inFlight ? 1 : 0)
+            queue.insert(
+                Outgoing(
+                    update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .kindChanged, sent: timestamp),
+                    notBefore: now), at: at)
+            entry.nextSequence += 1
+            tracked[record.id] = entry
         case .update(let record):
             guard var entry = tracked[record.id] else { return }
             entry.record.state = record.state
+            if record.state != .raised && record.state != .pending { entry.delivered = true }
             switch record.state {
             case .acknowledged:
                 if !entry.acknowledged {
@@ -223,10 +265,32 @@ public struct DispatchPolicy: Sendable {
         tracked[record.id] = entry
     }
 
+    /// The `server_unreachable` fallback, once per alert: undelivered for `fallbackAfter` since
+    /// the raise, and a send of it failed. The alerts are scanned only once one can be due.
+    private mutating func fallBackIfDue(now: Duration, into actions: inout [Action]) {
+        guard let earliest = earliestFallbackAt, earliest <= now else { return }
+        var next: Duration?
+        for id in tracked.keys.sorted() {
+            guard var entry = tracked[id], !entry.fallbackRan, !entry.closed, !entry.delivered, entry.sendFailed else { continue }
+            let due = entry.raisedAt + settings.fallbackAfter
+            guard due <= now else {
+                next = min(next ?? due, due)
+                continue
+            }
+            entry.fallbackRan = true
+            tracked[id] = entry
+            actions.append(.runFallback(entry.record, reason: .serverUnreachable, contactIndex: nil))
+        }
+        earliestFallbackAt = next
+    }
+
     private mutating func escalate(now: Duration, timestamp: ReadingTimestamp, into actions: inout [Action]) {
-        guard !steps.isEmpty else { return }
+        guard !steps.isEmpty, let earliest = earliestStepAt, earliest <= now else { return }
+        var nextEarliest: Duration?
+        defer { earliestStepAt = nextEarliest }
         for id in tracked.keys.sorted() {
             guard var entry = tracked[id], !entry.acknowledged, !entry.closed else { continue }
+            defer { if let next = entry.nextStepAt { nextEarliest = min(nextEarliest ?? next, next) } }
             while let due = entry.nextStepAt, due <= now {
                 let step = steps[min(entry.nextStep, steps.count - 1)]
                 switch step.action {
@@ -257,9 +321,14 @@ public struct DispatchPolicy: Sendable {
     }
 
     private mutating func queuePositions(now: Duration, timestamp: ReadingTimestamp) {
-        for id in tracked.keys.sorted() {
-            guard var entry = tracked[id], !entry.closed, let record = entry.newPosition else { continue }
+        guard !positionsWaiting.isEmpty else { return }
+        for id in positionsWaiting.sorted() {
+            guard var entry = tracked[id], !entry.closed, let record = entry.newPosition else {
+                positionsWaiting.remove(id)
+                continue
+            }
             if let last = entry.lastPositionAt, now - last < settings.positionInterval { continue }
+            positionsWaiting.remove(id)
             if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.type == .position && !$0.attempted }) {
                 // Offline: keep one waiting position, the newest, instead of a growing backlog.
                 queue[index].update.alert = record

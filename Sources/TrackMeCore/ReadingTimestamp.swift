@@ -14,12 +14,19 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
     public var wallClockMilliseconds: Int64?
     /// Whether the wall clock was synchronised (NTP or GPS) when the reading was taken.
     public var wallClockTrusted: Bool
+    /// The wall time was not trusted when the reading was taken and was corrected on the device
+    /// afterwards (`WallClockCorrection`): `wallClockMilliseconds` is the monotonic time plus the
+    /// offset a trusted time of the same boot gave, and `wallClockTrusted` is then true.
+    public var wallClockCorrected: Bool
 
-    public init(monotonicNanoseconds: UInt64, bootID: String, wallClockMilliseconds: Int64?, wallClockTrusted: Bool) {
+    public init(
+        monotonicNanoseconds: UInt64, bootID: String, wallClockMilliseconds: Int64?, wallClockTrusted: Bool, wallClockCorrected: Bool = false
+    ) {
         self.monotonicNanoseconds = monotonicNanoseconds
         self.bootID = bootID
         self.wallClockMilliseconds = wallClockMilliseconds
         self.wallClockTrusted = wallClockTrusted
+        self.wallClockCorrected = wallClockCorrected
     }
 
     enum CodingKeys: String, CodingKey {
@@ -27,6 +34,7 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
         case bootID = "boot_id"
         case wallClockMilliseconds = "wall_ms"
         case wallClockTrusted = "wall_trusted"
+        case wallClockCorrected = "wall_corrected"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -35,6 +43,7 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
         bootID = try c.decode(String.self, forKey: .bootID)
         wallClockMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .wallClockMilliseconds)
         wallClockTrusted = try c.decode(Bool.self, forKey: .wallClockTrusted)
+        wallClockCorrected = try c.decodeIfPresent(Bool.self, forKey: .wallClockCorrected) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -43,6 +52,8 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
         try c.encode(bootID, forKey: .bootID)
         try c.encode(wallClockMilliseconds, forKey: .wallClockMilliseconds)
         try c.encode(wallClockTrusted, forKey: .wallClockTrusted)
+        // Only when true: timestamps never corrected are byte for byte as before.
+        if wallClockCorrected { try c.encode(true, forKey: .wallClockCorrected) }
     }
 
     /// Milliseconds elapsed from `earlier` to `self` on the monotonic clock, or nil if the two

@@ -12,7 +12,7 @@ public struct SOSEngine: Sendable {
     public let deviceID: String
     public let profile: PersonProfile
     public let settings: SOSSettings
-    public let limits: HeartRateLimits
+    public private(set) var limits: HeartRateLimits
     /// Whether the rules are being evaluated (false while paused).
     public private(set) var isMonitoring = true
     public private(set) var lifecycle = AlertStateMachine()
@@ -58,6 +58,14 @@ public struct SOSEngine: Sendable {
 
     /// The open alert (pending, raised, delivered or acknowledged), if any.
     public var openAlert: AlertRecord? { lifecycle.alert }
+
+    /// A resting rate learned since the engine started (the agent's `RestingHeartRateEstimator`
+    /// reached an estimate, or a new one): the limits are derived again from the profile with
+    /// it. Explicit profile values still win. Episodes under way are judged by the new limits
+    /// from the next reading on.
+    public mutating func learnRestingRate(_ rate: Int?) {
+        limits = HeartRateLimits(profile: profile, learnedRestingRate: rate)
+    }
 
     public mutating func receive(_ event: SOSEvent, now: ReadingTimestamp) -> [SOSAction] {
         var actions: [SOSAction] = []

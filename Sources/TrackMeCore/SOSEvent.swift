@@ -46,6 +46,9 @@ public enum SOSAction: Hashable, Sendable {
     case update(AlertRecord)
     /// A newer last known position for the open, raised alert: hand it to the dispatch lane.
     case positionUpdate(AlertRecord)
+    /// A graver rule fired while the alert was open: the alert now has that rule's kind (state
+    /// unchanged). Hand it to the dispatch lane at once (`kind_changed`); see SOS-RULES.md.
+    case kindChanged(AlertRecord)
     /// The wearer cancelled the alert (`cancelReason` set). If `raised` is non-nil it was
     /// dispatched: journal it and tell the dispatch lane; otherwise just stop the countdown.
     case cancelled(AlertRecord)

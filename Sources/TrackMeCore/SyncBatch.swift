@@ -72,13 +72,35 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// Bytes the store occupies on disk.
     public var storeBytes: Int64
     public var batteryPercent: Int?
+    /// True while the strap's battery is below the device's warning level (issue 19); absent
+    /// when the strap reports no battery.
+    public var batteryLow: Bool?
+    /// True while the wearer has paused monitoring (`trackme-agent pause`): the SOS rules of the
+    /// signal do not run, so silence from this device is not a worry (issue 19).
+    public var monitoringPaused: Bool?
+    /// Where the strap says it sits (Body Sensor Location 0x2A38): `other`, `chest`, `wrist`,
+    /// `finger`, `hand`, `ear_lobe`, `foot`; absent until the strap answered (issue 19).
+    public var bodySensorLocation: String?
+    /// `disk`, or `memory_only` when the store could not be opened on disk and nothing it holds
+    /// survives a restart. Nil from older devices.
+    public var storeState: String?
+    /// Why the store is not well (`disk_full: ...`, `read_only: ...`), or nil.
+    public var storeProblem: String?
+    /// Readings that failed their integrity check on the device, over the store's life.
+    public var quarantinedReadings: Int64?
 
-    public init(strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil) {
+    public init(
+        strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil, batteryLow: Bool? = nil,
+        monitoringPaused: Bool? = nil, bodySensorLocation: String? = nil
+    ) {
         self.strap = strap
         self.gpsd = gpsd
         self.storeDepth = storeDepth
         self.storeBytes = storeBytes
         self.batteryPercent = batteryPercent
+        self.batteryLow = batteryLow
+        self.monitoringPaused = monitoringPaused
+        self.bodySensorLocation = bodySensorLocation
     }
 
     enum CodingKeys: String, CodingKey {
@@ -86,6 +108,12 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case storeDepth = "store_depth"
         case storeBytes = "store_bytes"
         case batteryPercent = "battery_pct"
+        case batteryLow = "battery_low"
+        case monitoringPaused = "monitoring_paused"
+        case bodySensorLocation = "body_location"
+        case storeState = "store_state"
+        case storeProblem = "store_problem"
+        case quarantinedReadings = "quarantined"
     }
 }
 
@@ -97,6 +125,9 @@ public struct SyncBatch: Hashable, Sendable, Codable {
     public var deviceID: String
     /// The device's batch counter; with the device id it forms the idempotency key.
     public var batchSequence: Int64
+    /// The epoch of the store that numbered this batch and its readings, chosen when the store
+    /// was created (WIRE.md, "Store epochs"). Nil from devices older than it.
+    public var storeEpoch: String?
     /// Readings the device had to drop to stay within its disk budget since the last batch the
     /// server acknowledged (cumulative counters are reported by the heartbeat).
     public var droppedByBudget: Int64
@@ -104,12 +135,13 @@ public struct SyncBatch: Hashable, Sendable, Codable {
     public var readings: [WireReading]
 
     public init(
-        version: Int = SyncBatch.currentVersion, deviceID: String, batchSequence: Int64, droppedByBudget: Int64 = 0,
-        heartbeat: DeviceHeartbeat? = nil, readings: [WireReading]
+        version: Int = SyncBatch.currentVersion, deviceID: String, batchSequence: Int64, storeEpoch: String? = nil,
+        droppedByBudget: Int64 = 0, heartbeat: DeviceHeartbeat? = nil, readings: [WireReading]
     ) {
         self.version = version
         self.deviceID = deviceID
         self.batchSequence = batchSequence
+        self.storeEpoch = storeEpoch
         self.droppedByBudget = droppedByBudget
         self.heartbeat = heartbeat
         self.readings = readings
@@ -126,6 +158,7 @@ public struct SyncBatch: Hashable, Sendable, Codable {
         case version
         case deviceID = "device_id"
         case batchSequence = "batch_seq"
+        case storeEpoch = "store_epoch"
         case idempotencyKey = "idempotency_key"
         case droppedByBudget = "dropped_by_budget"
         case heartbeat
@@ -146,6 +179,7 @@ public struct SyncBatch: Hashable, Sendable, Codable {
             throw DecodingError.dataCorruptedError(
                 forKey: .idempotencyKey, in: c, debugDescription: "must be device_id:batch_seq")
         }
+        storeEpoch = try c.decodeIfPresent(String.self, forKey: .storeEpoch)
         droppedByBudget = try c.decode(Int64.self, forKey: .droppedByBudget)
         heartbeat = try c.decodeIfPresent(DeviceHeartbeat.self, forKey: .heartbeat)
         readings = try c.decode([WireReading].self, forKey: .readings)
@@ -157,6 +191,7 @@ public struct SyncBatch: Hashable, Sendable, Codable {
         try c.encode(deviceID, forKey: .deviceID)
         try c.encode(batchSequence, forKey: .batchSequence)
         try c.encode(idempotencyKey, forKey: .idempotencyKey)
+        try c.encodeIfPresent(storeEpoch, forKey: .storeEpoch)
         try c.encode(droppedByBudget, forKey: .droppedByBudget)
         try c.encodeIfPresent(heartbeat, forKey: .heartbeat)
         try c.encode(readings, forKey: .readings)
@@ -174,16 +209,21 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
     /// Alerts of this device that a dispatcher acknowledged since the device last heard; the
     /// device learns of acknowledgements this way on its next sync.
     public var acknowledgedAlerts: [String]
+    /// Alerts of this device a dispatcher resolved that the device has not yet reported closed;
+    /// repeated on every acknowledgement until it does (closing twice changes nothing). Absent
+    /// from older servers: empty.
+    public var resolvedAlerts: [String]
 
     public init(
         version: Int = SyncBatch.currentVersion, idempotencyKey: String, stored: Int, duplicates: Int,
-        acknowledgedAlerts: [String] = []
+        acknowledgedAlerts: [String] = [], resolvedAlerts: [String] = []
     ) {
         self.version = version
         self.idempotencyKey = idempotencyKey
         self.stored = stored
         self.duplicates = duplicates
         self.acknowledgedAlerts = acknowledgedAlerts
+        self.resolvedAlerts = resolvedAlerts
     }
 
     enum CodingKeys: String, CodingKey {
@@ -191,5 +231,16 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
         case idempotencyKey = "idempotency_key"
         case stored, duplicates
         case acknowledgedAlerts = "acknowledged_alerts"
+        case resolvedAlerts = "resolved_alerts"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decode(Int.self, forKey: .version)
+        idempotencyKey = try c.decode(String.self, forKey: .idempotencyKey)
+        stored = try c.decode(Int.self, forKey: .stored)
+        duplicates = try c.decode(Int.self, forKey: .duplicates)
+        acknowledgedAlerts = try c.decode([String].self, forKey: .acknowledgedAlerts)
+        resolvedAlerts = try c.decodeIfPresent([String].self, forKey: .resolvedAlerts) ?? []
     }
 }

@@ -21,6 +21,9 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         public static let unsupportedMediaType = Code(rawValue: "unsupported_media_type")
         public static let internalError = Code(rawValue: "internal")
         public static let unavailable = Code(rawValue: "unavailable")
+        public static let tooManyRequests = Code(rawValue: "too_many_requests")
+        /// The database failed its integrity check at start; ingest is refused until repaired.
+        public static let databaseDamaged = Code(rawValue: "database_damaged")
     }
 
     public var status: HTTPResponse.Status
@@ -28,6 +31,8 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
     /// The field at fault, as a path (`readings[3].hr.bpm`), or nil.
     public var field: String?
     public var message: String
+    /// Sent as `Retry-After` (seconds) with a 429 or 503.
+    public var retryAfterSeconds: Int?
 
     public init(status: HTTPResponse.Status, code: Code, field: String? = nil, message: String) {
         self.status = status
@@ -58,6 +63,12 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         APIError(status: .notFound, code: .notFound, message: message)
     }
 
+    static func tooManyRequests(_ message: String, retryAfterSeconds: Int) -> APIError {
+        var error = APIError(status: .tooManyRequests, code: .tooManyRequests, message: message)
+        error.retryAfterSeconds = retryAfterSeconds
+        return error
+    }
+
     static func invalid(_ field: String, _ message: String) -> APIError {
         APIError(status: .badRequest, code: .invalidValue, field: field, message: message)
     }
@@ -82,6 +93,7 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfterSeconds { headers[.retryAfter] = "\(retryAfterSeconds)" }
         let data = (try? WireCodec.encode(body)) ?? Data()
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }

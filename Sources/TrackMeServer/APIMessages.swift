@@ -58,20 +58,25 @@ public struct AlertIntakeResponse: Codable, Hashable, Sendable {
     public var duplicate: Bool
     /// A dispatcher has acknowledged the alert.
     public var acknowledged: Bool
+    /// A dispatcher has resolved (closed) the alert: the device closes it too.
+    public var resolved: Bool
 
-    public init(version: Int = SyncBatch.currentVersion, alertID: String, updateSequence: Int, duplicate: Bool, acknowledged: Bool) {
+    public init(
+        version: Int = SyncBatch.currentVersion, alertID: String, updateSequence: Int, duplicate: Bool, acknowledged: Bool, resolved: Bool = false
+    ) {
         self.version = version
         self.alertID = alertID
         self.updateSequence = updateSequence
         self.duplicate = duplicate
         self.acknowledged = acknowledged
+        self.resolved = resolved
     }
 
     enum CodingKeys: String, CodingKey {
         case version
         case alertID = "alert_id"
         case updateSequence = "update_seq"
-        case duplicate, acknowledged
+        case duplicate, acknowledged, resolved
     }
 }
 
@@ -92,5 +97,12 @@ struct AcknowledgeResponse: Codable, Hashable, Sendable {
 }
 
 struct HealthBody: Codable, Sendable {
+    /// `ok`, or `database_damaged` (then 503) when the start-up integrity check failed.
     var status: String
+    /// What the integrity check reported, when it failed.
+    var database: String? = nil
+    /// Why the retention job last refused to delete (a wall clock that jumped), if it did.
+    var retention: String? = nil
+    /// What an operator should do.
+    var message: String? = nil
 }

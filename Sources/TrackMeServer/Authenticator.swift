@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Who made a request.
 struct Principal: Hashable, Sendable {
     var role: Role
@@ -7,19 +5,26 @@ struct Principal: Hashable, Sendable {
     var tokenID: String
     /// For a device token, the device it speaks for.
     var deviceID: String?
+    /// For a signed-in person (session cookie), their account.
+    var accountID: String? = nil
+    /// The name to record on what they do (`acknowledged_by`, notes).
+    var actor: String { accountID.map { "account:\($0)" } ?? tokenID }
 }
 
 /// Checks bearer tokens: the admin token from the configuration, device and dispatcher tokens
-/// from the store. Tokens never change once issued, so verified rows are cached (the hash, not
-/// the secret); every request still compares the presented secret's hash in constant time.
+/// from the store. The row is read on every request (one primary-key lookup), never cached: a
+/// revoked (deleted) token is refused on the next request, on every instance sharing the
+/// database. The presented secret's hash is compared in constant time.
 final class Authenticator: Sendable {
     private let adminHash: String?
-    private let store: any ServerStore
-    private let cache = Mutex<[String: StoredToken]>([:])
+    let store: any ServerStore
+    /// Judges session expiry.
+    let wallClock: @Sendable () -> Int64
 
-    init(adminToken: String?, store: any ServerStore) {
+    init(adminToken: String?, store: any ServerStore, wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock) {
         adminHash = adminToken.map(SHA256.hexHash)
         self.store = store
+        self.wallClock = wallClock
     }
 
     /// The principal for an `Authorization` header value, if the token is right and its role is
@@ -33,6 +38,11 @@ final class Authenticator: Sendable {
         return principal
     }
 
+    /// Whether the token still authenticates (a long-lived stream asks on each wake).
+    func isStillValid(_ authorization: String?, roles: Set<Role>) async -> Bool {
+        (try? await authenticate(authorization, roles: roles)) != nil
+    }
+
     private func identify(_ authorization: String?) async throws -> Principal {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { throw APIError.unauthorized() }
         let presented = String(authorization.dropFirst("bearer ".count))
@@ -40,14 +50,7 @@ final class Authenticator: Sendable {
             return Principal(role: .admin, tokenID: "admin", deviceID: nil)
         }
         guard let token = BearerToken(authorization: authorization) else { throw APIError.unauthorized() }
-        let stored: StoredToken
-        if let cached = cache.withLock({ $0[token.id] }) {
-            stored = cached
-        } else {
-            guard let fetched = try await store.token(id: token.id) else { throw APIError.unauthorized() }
-            cache.withLock { $0[token.id] = fetched }
-            stored = fetched
-        }
+        guard let stored = try await store.token(id: token.id) else { throw APIError.unauthorized() }
         guard BearerToken.digestsEqual(token.secretHash, stored.secretHash) else { throw APIError.unauthorized() }
         return Principal(role: stored.role, tokenID: stored.id, deviceID: stored.deviceID)
     }

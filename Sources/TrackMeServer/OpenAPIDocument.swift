@@ -24,7 +24,7 @@ enum OpenAPIDocument {
                 "200": {description: Serving, content: {application/json: {schema: {type: object, properties: {status: {const: ok}}}}}}
           /metrics:
             get:
-              summary: Prometheus text-format metrics (trackme_server_*)
+              summary: Prometheus text-format metrics (trackme_server_*); the admin token unless the peer is on loopback
               security: []
               responses:
                 "200": {description: Metrics, content: {text/plain: {schema: {type: string}}}}
@@ -122,6 +122,39 @@ enum OpenAPIDocument {
                 "403": {$ref: "#/components/responses/Forbidden"}
                 "413": {$ref: "#/components/responses/TooLarge"}
                 "415": {description: Content-Encoding other than gzip, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "409":
+                  description: |
+                    store_epoch_rebase (a store that started its numbering over) or idempotency_key_reused (the key
+                    with other readings). Nothing was stored; the device re-bases at or above the floors (WIRE.md).
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        required: [error, seq_floor, batch_seq_floor]
+                        properties:
+                          error: {type: object}
+                          seq_floor: {type: integer}
+                          batch_seq_floor: {type: integer}
+                "503": {description: "database_damaged: the database failed its integrity check at start", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+          /v1/heartbeats:
+            post:
+              summary: A heartbeat alone (device), when its store cannot reserve a batch
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [version, device_id, heartbeat]
+                      properties:
+                        version: {const: 1}
+                        device_id: {type: string}
+                        heartbeat: {type: object}
+              responses:
+                "200": {description: Recorded as contact}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "403": {$ref: "#/components/responses/Forbidden"}
           /v1/alerts:
             post:
               summary: An alert or alert update (device); idempotent by (alert_id, update_seq)
@@ -220,6 +253,150 @@ enum OpenAPIDocument {
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "403": {$ref: "#/components/responses/Forbidden"}
                 "404": {$ref: "#/components/responses/NotFound"}
+          /v1/tokens:
+            get:
+              summary: List tokens (admin) - ids, roles, devices, creation times; never secrets
+              description: |
+                Limits (issue 17): every endpoint may answer 429 with `Retry-After` (seconds) past
+                the per-address or per-token rate; `POST /v1/alerts` with update_seq 0 answers 429
+                past the per-device rate of new alerts, and the first refusal of a flood appends
+                one `alert_flood` event (data: {device_id, started_ms, burst, per_minute}) to the
+                feed. Identifiers (alert ids, path ids) are 1-128 bytes of UTF-8 without control
+                characters; path ids are percent-decoded. `/metrics` needs the admin token unless
+                the peer is on loopback.
+              responses:
+                "200": {description: Tokens, content: {application/json: {schema: {type: object, properties: {tokens: {type: array}}}}}}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/tokens/{id}/revoke:
+            post:
+              summary: Revoke a token (admin); refused from the next request on, on every instance
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}, description: "the part before the dot"}
+              responses:
+                "200": {description: Revoked, content: {application/json: {schema: {type: object, properties: {token_id: {type: string}, revoked: {const: true}}}}}}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/tokens/{id}/rotate:
+            post:
+              summary: Replace a token by a new one for the same role and device (admin); the old one is refused at once
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "201":
+                  description: The new token, shown only this once
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        properties:
+                          replaced_token_id: {type: string}
+                          token_id: {type: string}
+                          token: {type: string}
+                          role: {enum: [device, dispatcher]}
+                          device_id: {type: [string, "null"]}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          # The dispatcher console (issue 18). Every route below that changes state accepts a bearer
+          # token, or the session cookie plus X-CSRF-Token (403 code csrf without it).
+          /v1/session:
+            post:
+              summary: "Sign in: {username, password} -> Set-Cookie trackme_session (HttpOnly, SameSite=Strict) and {account, csrf_token, expires_ms}"
+              responses:
+                "200": {description: Signed in}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+            get:
+              summary: The current session (cookie) and its CSRF token
+              responses:
+                "200": {description: The session}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+            delete:
+              summary: Sign out (cookie and CSRF token); the session ends on every instance
+              responses:
+                "204": {description: Signed out}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/accounts:
+            post:
+              summary: "Create an account (admin): {username, password (8-72 bytes), display_name, role}"
+              responses:
+                "201": {description: "The account (never its password hash)"}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "409": {description: Username taken}
+            get:
+              summary: Every account (admin)
+              responses:
+                "200": {description: "{accounts: [...]}"}
+          /v1/accounts/{id}/disable:
+            post:
+              summary: Disable an account (admin); its sessions end
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The account}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/accounts/{id}/enable:
+            post:
+              summary: Enable an account again (admin)
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The account}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/alerts:
+            get:
+              summary: "The board (status=open: gravest, then newest first) or the history (status=closed, newest first), with each person; feed_last_id says where to follow the feed from"
+              parameters:
+                - {name: status, in: query, schema: {enum: [open, closed]}}
+                - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000}}
+              responses:
+                "200": {description: "{alerts: [...], feed_last_id}"}
+          /v1/alerts/{id}:
+            get:
+              summary: "One alert: person, timeline, notes, track since it opened, heart rate of the last 10 min, device health (AccessPolicy decides)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The alert}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/alerts/{id}/resolve:
+            post:
+              summary: "Resolve with {outcome: help_arrived | false_alarm | wearer_safe | unreachable}; the device learns it (WIRE.md)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{alert_id, device_id, outcome, already_closed}"}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/alerts/{id}/notes:
+            post:
+              summary: "Add a note {text: 1-2000 characters}; it is data, shown as text"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "201": {description: The note}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/devices:
+            get:
+              summary: Every device with its person, last seen, silence and last heartbeat (admin, dispatcher)
+              responses:
+                "200": {description: "{devices: [...]}"}
+          /contact/{token}:
+            get:
+              summary: "An emergency contact's page for an alert (signed, single-use, expiring link); 403 forged, 410 used or expired"
+              parameters:
+                - {name: token, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: HTML page}
+            post:
+              summary: Confirm receipt (once); counts as an acknowledgement
+              parameters:
+                - {name: token, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: HTML page}
+                "403": {description: Forged link}
+                "410": {description: Used or expired link}
         components:
           securitySchemes:
             bearer: {type: http, scheme: bearer}
@@ -249,6 +426,7 @@ enum OpenAPIDocument {
                 boot_id: {type: string}
                 wall_ms: {type: [integer, "null"]}
                 wall_trusted: {type: boolean}
+                wall_corrected: {type: boolean, description: "wall_ms was corrected on the device from a later trusted time of the same boot (WIRE.md)"}
             SyncBatch:
               type: object
               description: WIRE.md, "A sync batch"
@@ -267,6 +445,9 @@ enum OpenAPIDocument {
                     store_depth: {type: integer}
                     store_bytes: {type: integer}
                     battery_pct: {type: [integer, "null"]}
+                    battery_low: {type: boolean, description: "the strap's battery is below the device's warning level"}
+                    monitoring_paused: {type: boolean, description: "the wearer paused monitoring"}
+                    body_location: {enum: [other, chest, wrist, finger, hand, ear_lobe, foot]}
                 readings:
                   type: array
                   items:

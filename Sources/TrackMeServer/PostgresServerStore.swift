@@ -13,15 +13,16 @@ import TrackMeCore
 /// so feed ids become visible in order. Feed events are rare (alerts, silences), so the lock costs
 /// little; readings never take it.
 ///
-/// TLS is not configured here: connect over loopback, a Unix socket or a tunnel.
+/// TLS: `?sslmode=verify-full&sslrootcert=CA.pem` in the URL (`PostgresTLS`); without it the
+/// connection is plain, for loopback, a Unix socket or a tunnel.
 final class PostgresServerStore: ServerStore {
     private static let feedLock: Int64 = 7_270_001
     private static let migrationLock: Int64 = 7_270_002
 
     let displayName: String
-    private let client: PostgresClient
+    let client: PostgresClient
     private let runner: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
 
     init(url: String, logger: Logger) async throws {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
@@ -30,7 +31,7 @@ final class PostgresServerStore: ServerStore {
         let database = components.path.split(separator: "/").first.map(String.init)
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
-            database: database, tls: .disable)
+            database: database, tls: try PostgresTLS.setting(components))
         configuration.options.maximumConnections = 32
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -45,7 +46,7 @@ final class PostgresServerStore: ServerStore {
             try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
             let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
             // Append-only: a landed migration is never edited, a change is a new one.
-            for (name, statements) in Self.migrations where !applied.contains(name) {
+            for (name, statements) in Self.migrations + ConsoleSchema.postgres where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
@@ -94,7 +95,22 @@ final class PostgresServerStore: ServerStore {
                 """,
                 "CREATE TABLE feed (id BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL)",
             ]
-        )
+        ),
+        (
+            // Store epochs and batch digests (WIRE.md, "Store epochs and conflicts"); the last
+            // trusted wall time of the retention job.
+            "v2-epochs-digest-clock",
+            [
+                "ALTER TABLE batches ADD COLUMN store_epoch TEXT",
+                "ALTER TABLE batches ADD COLUMN digest TEXT",
+                """
+                CREATE TABLE device_epochs (
+                    device_id TEXT NOT NULL, store_epoch TEXT NOT NULL, seq_floor BIGINT NOT NULL, batch_floor BIGINT NOT NULL,
+                    first_seen_ms BIGINT NOT NULL, PRIMARY KEY (device_id, store_epoch))
+                """,
+                "CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms BIGINT NOT NULL)",
+            ]
+        ),
     ]
 
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
@@ -162,17 +178,55 @@ final class PostgresServerStore: ServerStore {
                 let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
                 try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
             }
+            // The device row is locked (above), so epochs and floors of one device are settled
+            // one batch at a time.
+            if let epoch = batch.storeEpoch {
+                var registered: (Int64, Int64)?
+                for try await floors in try await connection.query(
+                    "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)",
+                    logger: logger
+                ).decode((Int64, Int64).self) {
+                    registered = floors
+                }
+                let (seqFloor, batchFloor): (Int64, Int64)
+                if let registered {
+                    (seqFloor, batchFloor) = registered
+                } else {
+                    // The device's first epoch is taken as it is; a later new epoch must number
+                    // above everything held (as in the SQLite store).
+                    let known = try await connection.query(
+                        "SELECT 1 FROM device_epochs WHERE device_id = \(batch.deviceID) LIMIT 1", logger: logger
+                    ).collect().count
+                    (seqFloor, batchFloor) = known == 0 ? (1, 1) : try await Self.floors(connection, deviceID: batch.deviceID, logger: logger)
+                    try await connection.query(
+                        """
+                        INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms)
+                        VALUES (\(batch.deviceID), \(epoch), \(seqFloor), \(batchFloor), \(batch.receivedMilliseconds))
+                        """, logger: logger)
+                }
+                let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
+                if batch.batchSequence < batchFloor || lowest < seqFloor {
+                    return try await Self.conflict(connection, .storeEpochRebase, batch: batch, logger: logger)
+                }
+            }
             let claimed = try await connection.query(
                 """
-                INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds))
+                INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest)
+                VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.storeEpoch), \(batch.digest))
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, logger: logger
             ).collect().count
             if claimed == 0 {
                 let rows = try await connection.query(
-                    "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)",
+                    """
+                    SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches
+                    WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
+                    """,
                     logger: logger)
-                for try await (stored, duplicates, alerts) in rows.decode((Int, Int, String).self) {
+                for try await (stored, duplicates, alerts, storedEpoch, storedDigest) in rows.decode((Int, Int, String, String?, String?).self) {
+                    if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
+                        return try await Self.conflict(connection, .idempotencyKeyReused, batch: batch, logger: logger)
+                    }
                     return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: true)
                 }
                 throw StoreError(code: .inconsistent, message: "claimed batch row vanished")
@@ -220,12 +274,96 @@ final class PostgresServerStore: ServerStore {
         }
     }
 
-    private static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
+    /// Above every reading and batch number the server holds for the device, and every floor
+    /// it handed out before (as in the SQLite store).
+    private static func floors(_ connection: PostgresConnection, deviceID: String, logger: Logger) async throws -> (Int64, Int64) {
+        let rows = try await connection.query(
+            """
+            SELECT GREATEST(COALESCE((SELECT max(seq) FROM readings WHERE device_id = \(deviceID)), 0) + 1,
+                            COALESCE((SELECT max(seq_floor) FROM device_epochs WHERE device_id = \(deviceID)), 1))::BIGINT,
+                   GREATEST(COALESCE((SELECT max(batch_seq) FROM batches WHERE device_id = \(deviceID)), 0) + 1,
+                            COALESCE((SELECT max(batch_floor) FROM device_epochs WHERE device_id = \(deviceID)), 1))::BIGINT
+            """, logger: logger)
+        for try await floors in rows.decode((Int64, Int64).self) { return floors }
+        return (1, 1)
+    }
+
+    private static func conflict(
+        _ connection: PostgresConnection, _ reason: BatchConflict.Reason, batch: IncomingBatch, logger: Logger
+    ) async throws -> IngestResult {
+        let (seqFloor, batchFloor) = try await floors(connection, deviceID: batch.deviceID, logger: logger)
+        if let epoch = batch.storeEpoch {
+            try await connection.query(
+                """
+                UPDATE device_epochs SET seq_floor = \(seqFloor), batch_floor = \(batchFloor)
+                WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)
+                """, logger: logger)
+        }
+        return IngestResult(
+            stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
+            conflict: IngestConflict(reason: reason, sequenceFloor: seqFloor, batchSequenceFloor: batchFloor))
+    }
+
+    func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            var wasSilent = false
+            for try await silent in try await connection.query(
+                "SELECT silent FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger
+            ).decode(Bool.self) {
+                wasSilent = silent
+            }
+            try await connection.query(
+                """
+                UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(receivedMilliseconds)), silent = FALSE,
+                    heartbeat = \(heartbeatJSON) WHERE device_id = \(deviceID)
+                """, logger: logger)
+            if wasSilent {
+                let data = try StoreJSON.encode(DeviceEventData(deviceID: deviceID, lastSeenMilliseconds: receivedMilliseconds))
+                try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
+            }
+        }
+    }
+
+    func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?) {
+        let rows = try await client.query("SELECT heartbeat, last_seen_ms FROM devices WHERE device_id = \(id)", logger: logger)
+        for try await (heartbeat, lastSeen) in rows.decode((String?, Int64?).self) { return (heartbeat, lastSeen) }
+        return (nil, nil)
+    }
+
+    func trustedWallTime() async throws -> Int64? {
+        let rows = try await client.query("SELECT trusted_wall_ms FROM server_clock WHERE id = 1", logger: logger)
+        for try await value in rows.decode(Int64.self) { return value }
+        return nil
+    }
+
+    func setTrustedWallTime(_ milliseconds: Int64) async throws {
+        try await client.query(
+            """
+            INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, \(milliseconds))
+            ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms
+            """, logger: logger)
+    }
+
+    /// PostgreSQL checks its pages itself (checksums, when the cluster has them); this reads the
+    /// tables the server depends on once, so that a damaged relation shows at start.
+    func integrityProblem() async -> String? {
+        do {
+            _ = try await client.query(
+                "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM batches), (SELECT count(*) FROM readings)", logger: logger
+            ).collect()
+            return nil
+        } catch {
+            return "\(String(reflecting: error))"
+        }
+    }
+
+    static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
         try await connection.query("INSERT INTO feed (kind, data) VALUES (\(kind), \(data))", logger: logger)
     }
 
-    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
         let record = try StoreJSON.encode(update.alert)
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
@@ -250,11 +388,11 @@ final class PostgresServerStore: ServerStore {
                     INSERT INTO alerts (alert_id, device_id, kind, state, last_update_seq, record, created_ms, updated_ms)
                     VALUES (\(update.alert.id), \(update.alert.deviceID), \(update.alert.kind.rawValue), \(update.alert.state.rawValue),
                         \(Int64(update.updateSequence)), \(record), \(receivedMilliseconds), \(receivedMilliseconds))
-                    ON CONFLICT (alert_id) DO UPDATE SET state = excluded.state, last_update_seq = excluded.last_update_seq,
+                    ON CONFLICT (alert_id) DO UPDATE SET kind = excluded.kind, state = excluded.state, last_update_seq = excluded.last_update_seq,
                         record = excluded.record, updated_ms = excluded.updated_ms
                     WHERE excluded.last_update_seq > alerts.last_update_seq AND alerts.device_id = excluded.device_id
                     """, logger: logger)
-                try await Self.appendFeed(connection, kind: FeedKind.alert, data: body, logger: logger)
+                try await Self.appendFeed(connection, kind: FeedKind.alert, data: feedData, logger: logger)
             }
             var acknowledged = false
             for try await value in try await connection.query(
@@ -362,7 +500,7 @@ final class PostgresServerStore: ServerStore {
 }
 
 /// Every element of a row sequence.
-private func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
+func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
     var elements: [S.Element] = []
     for try await element in sequence { elements.append(element) }
     return elements

@@ -11,16 +11,13 @@ import TrackMeCore
 /// simulation only.)
 final class SQLiteServerStore: ServerStore {
     let path: String
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     var displayName: String { "sqlite:\(path)" }
 
     init(path: String, durability: CommitDurability = .powerLoss) throws {
         self.path = path
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        try PrivateFile.prepareDatabase(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -106,6 +103,25 @@ final class SQLiteServerStore: ServerStore {
                     );
                     """)
         }
+        migrator.registerMigration("v2-epochs-digest-clock") { db in
+            // Store epochs and batch digests (WIRE.md, "Store epochs and conflicts"); the last
+            // trusted wall time of the retention job (a clock that jumped is not acted on).
+            try db.execute(
+                sql: """
+                    ALTER TABLE batches ADD COLUMN store_epoch TEXT;
+                    ALTER TABLE batches ADD COLUMN digest TEXT;
+                    CREATE TABLE device_epochs (
+                        device_id TEXT NOT NULL,
+                        store_epoch TEXT NOT NULL,
+                        seq_floor INTEGER NOT NULL,
+                        batch_floor INTEGER NOT NULL,
+                        first_seen_ms INTEGER NOT NULL,
+                        PRIMARY KEY (device_id, store_epoch)
+                    );
+                    CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms INTEGER NOT NULL);
+                    """)
+        }
+        ConsoleSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 
@@ -154,16 +170,46 @@ final class SQLiteServerStore: ServerStore {
 
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
         try await pool.write { db in
-            try Self.recordContact(db, batch: batch)
+            try Self.recordContact(db, deviceID: batch.deviceID, heartbeatJSON: batch.heartbeatJSON, receivedMilliseconds: batch.receivedMilliseconds)
+            if let epoch = batch.storeEpoch {
+                let registered = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = ? AND store_epoch = ?"),
+                    arguments: [batch.deviceID, epoch])
+                let (seqFloor, batchFloor): (Int64, Int64)
+                if let registered {
+                    (seqFloor, batchFloor) = (registered[0], registered[1])
+                } else {
+                    // The device's first epoch (a new device, or one whose agent predates epochs
+                    // and resends what it had in flight) is taken as it is; a later new epoch is
+                    // a store that started over and must number above everything held.
+                    let first = try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM device_epochs WHERE device_id = ?)"),
+                        arguments: [batch.deviceID]) ?? true
+                    (seqFloor, batchFloor) = first ? (1, 1) : try Self.floors(db, deviceID: batch.deviceID)
+                    try db.execute(
+                        sql: "INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [batch.deviceID, epoch, seqFloor, batchFloor, batch.receivedMilliseconds])
+                }
+                let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
+                if batch.batchSequence < batchFloor || lowest < seqFloor {
+                    return try Self.conflict(db, .storeEpochRebase, batch: batch)
+                }
+            }
             try db.cachedStatement(
-                sql: "INSERT INTO batches (device_id, batch_seq, received_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+                sql: "INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
             ).execute(
-                arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds])
+                arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds, batch.storeEpoch, batch.digest])
             if db.changesCount == 0 {
                 let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT stored, duplicates, acknowledged_alerts FROM batches WHERE device_id = ? AND batch_seq = ?"),
+                    db.cachedStatement(
+                        sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"),
                     arguments: [batch.deviceID, batch.batchSequence])
                 guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
+                let storedEpoch: String? = row["store_epoch"]
+                let storedDigest: String? = row["digest"]
+                if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
+                    return try Self.conflict(db, .idempotencyKeyReused, batch: batch)
+                }
                 let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
                 return IngestResult(stored: row["stored"], duplicates: row["duplicates"], acknowledgedAlerts: alerts, replayed: true)
             }
@@ -202,24 +248,88 @@ final class SQLiteServerStore: ServerStore {
         }
     }
 
+    /// Above every reading and batch number the server holds for the device, and every floor
+    /// it handed out before.
+    private static func floors(_ db: Database, deviceID: String) throws -> (Int64, Int64) {
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT max(coalesce((SELECT max(seq) FROM readings WHERE device_id = ?), 0) + 1,
+                               coalesce((SELECT max(seq_floor) FROM device_epochs WHERE device_id = ?), 1)),
+                           max(coalesce((SELECT max(batch_seq) FROM batches WHERE device_id = ?), 0) + 1,
+                               coalesce((SELECT max(batch_floor) FROM device_epochs WHERE device_id = ?), 1))
+                    """),
+            arguments: [deviceID, deviceID, deviceID, deviceID])
+        return (row?[0] ?? 1, row?[1] ?? 1)
+    }
+
+    /// Nothing of the batch is stored: the device re-bases above everything the server holds
+    /// for it, and the epoch's floors move there too so that nothing numbered before the
+    /// re-base is taken afterwards.
+    private static func conflict(_ db: Database, _ reason: BatchConflict.Reason, batch: IncomingBatch) throws -> IngestResult {
+        let (seqFloor, batchFloor) = try floors(db, deviceID: batch.deviceID)
+        if let epoch = batch.storeEpoch {
+            try db.execute(
+                sql: "UPDATE device_epochs SET seq_floor = ?, batch_floor = ? WHERE device_id = ? AND store_epoch = ?",
+                arguments: [seqFloor, batchFloor, batch.deviceID, epoch])
+        }
+        return IngestResult(
+            stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
+            conflict: IngestConflict(reason: reason, sequenceFloor: seqFloor, batchSequenceFloor: batchFloor))
+    }
+
     /// Any batch, a heartbeat or a replay, is contact: it moves `last_seen` and ends a silence.
-    private static func recordContact(_ db: Database, batch: IncomingBatch) throws {
-        let wasSilent = try Bool.fetchOne(db.cachedStatement(sql: "SELECT silent FROM devices WHERE device_id = ?"), arguments: [batch.deviceID]) ?? false
+    private static func recordContact(_ db: Database, deviceID: String, heartbeatJSON: String?, receivedMilliseconds: Int64) throws {
+        let wasSilent = try Bool.fetchOne(db.cachedStatement(sql: "SELECT silent FROM devices WHERE device_id = ?"), arguments: [deviceID]) ?? false
         try db.cachedStatement(
             sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
         ).execute(
-            arguments: [batch.receivedMilliseconds, batch.heartbeatJSON, batch.deviceID])
+            arguments: [receivedMilliseconds, heartbeatJSON, deviceID])
         if wasSilent {
-            let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
+            let data = try StoreJSON.encode(DeviceEventData(deviceID: deviceID, lastSeenMilliseconds: receivedMilliseconds))
             try appendFeed(db, kind: FeedKind.deviceReturned, data: data)
         }
     }
 
-    private static func appendFeed(_ db: Database, kind: String, data: String) throws {
+    func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws {
+        try await pool.write { db in
+            try Self.recordContact(db, deviceID: deviceID, heartbeatJSON: heartbeatJSON, receivedMilliseconds: receivedMilliseconds)
+        }
+    }
+
+    func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?) {
+        try await pool.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT heartbeat, last_seen_ms FROM devices WHERE device_id = ?", arguments: [id])
+            return (row?["heartbeat"], row?["last_seen_ms"])
+        }
+    }
+
+    func trustedWallTime() async throws -> Int64? {
+        try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT trusted_wall_ms FROM server_clock WHERE id = 1") }
+    }
+
+    func setTrustedWallTime(_ milliseconds: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
+                arguments: [milliseconds])
+        }
+    }
+
+    func integrityProblem() async -> String? {
+        do {
+            let verdict = try await pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            return verdict == ["ok"] ? nil : verdict.prefix(3).joined(separator: "; ")
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    static func appendFeed(_ db: Database, kind: String, data: String) throws {
         try db.execute(sql: "INSERT INTO feed (kind, data) VALUES (?, ?)", arguments: [kind, data])
     }
 
-    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
         let record = try StoreJSON.encode(update.alert)
         return try await pool.write { db in
             let owner = try String.fetchOne(db, sql: "SELECT device_id FROM alerts WHERE alert_id = ?", arguments: [update.alert.id])
@@ -236,7 +346,7 @@ final class SQLiteServerStore: ServerStore {
                     sql: """
                         INSERT INTO alerts (alert_id, device_id, kind, state, last_update_seq, record, created_ms, updated_ms)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (alert_id) DO UPDATE SET state = excluded.state, last_update_seq = excluded.last_update_seq,
+                        ON CONFLICT (alert_id) DO UPDATE SET kind = excluded.kind, state = excluded.state, last_update_seq = excluded.last_update_seq,
                             record = excluded.record, updated_ms = excluded.updated_ms
                         WHERE excluded.last_update_seq > alerts.last_update_seq
                         """,
@@ -244,7 +354,7 @@ final class SQLiteServerStore: ServerStore {
                         update.alert.id, update.alert.deviceID, update.alert.kind.rawValue, update.alert.state.rawValue,
                         update.updateSequence, record, receivedMilliseconds, receivedMilliseconds,
                     ])
-                try Self.appendFeed(db, kind: FeedKind.alert, data: body)
+                try Self.appendFeed(db, kind: FeedKind.alert, data: feedData)
             }
             let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
             return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
@@ -341,6 +451,8 @@ final class SQLiteServerStore: ServerStore {
     }
 
     func close() async throws {
+        // A cleanly stopped server leaves one self-contained file (no WAL to copy with it).
+        _ = try? await pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         try pool.close()
     }
 }

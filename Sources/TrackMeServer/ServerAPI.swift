@@ -15,13 +15,21 @@ struct ServerAPI: Sendable {
     let devices: DeviceDirectory
     let notifier: FeedNotifier
     let metrics: ServerMetrics
+    let passwords: PasswordHasher
     let logger: Logger
+    /// New alerts per device (`ServerLimits.alertRaisesPerDevice`); nil for no limit.
+    let alertFloods: AlertFloodGuard?
+    var databaseHealth = DatabaseHealth()
 
-    func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    func makeRouter() -> Router<ServerRequestContext> {
+        let router = Router(context: ServerRequestContext.self)
         router.add(middleware: ErrorBodyMiddleware(metrics: metrics))
-        router.get("/health") { _, _ in try json(.ok, HealthBody(status: "ok")) }
-        router.get("/metrics") { _, _ in try await metricsResponse() }
+        router.add(middleware: RateLimitMiddleware(limits: configuration.limits, metrics: metrics, wallClock: configuration.wallClock))
+        router.get("/health") { _, _ in try healthResponse() }
+        router.get("/metrics") { request, context in
+            try await authorizeMetrics(request, context: context)
+            return try await metricsResponse()
+        }
         router.get("/openapi.yaml") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/yaml"
@@ -30,14 +38,20 @@ struct ServerAPI: Sendable {
         router.post("/v1/devices") { request, _ in try await enrolDevice(request) }
         router.post("/v1/dispatchers") { request, _ in try await createDispatcher(request) }
         router.post("/v1/batches") { request, _ in try await ingestBatch(request) }
+        router.post("/v1/heartbeats") { request, _ in try await ingestHeartbeat(request) }
         router.post("/v1/alerts") { request, _ in try await intakeAlert(request) }
         router.get("/v1/alerts/stream") { request, _ in try await alertStream(request) }
         router.post("/v1/alerts/:id/ack") { request, context in
-            try await acknowledgeAlert(request, id: context.parameters.get("id") ?? "")
+            try await acknowledgeAlert(request, id: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
         }
         router.get("/v1/devices/:id/readings") { request, context in
-            try await listReadings(request, deviceID: context.parameters.get("id") ?? "")
+            try await listReadings(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
         }
+        AccountRoutes(api: self).register(on: router)
+        AlertRoutes(api: self).register(on: router)
+        ConsoleRoutes(api: self).register(on: router)
+        ContactRoutes(api: self).register(on: router)
+        TokenRoutes(api: self).register(on: router)
         return router
     }
 
@@ -87,11 +101,17 @@ struct ServerAPI: Sendable {
             }
             rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
         }
+        try refuseIngestOnDamagedDatabase()
         let heartbeat = try batch.heartbeat.map { try StoreJSON.encode($0) }
         let result = try await store.ingest(
             IncomingBatch(
                 deviceID: batch.deviceID, batchSequence: batch.batchSequence, droppedByBudget: batch.droppedByBudget,
-                heartbeatJSON: heartbeat, readings: rows, receivedMilliseconds: now))
+                heartbeatJSON: heartbeat, readings: rows, receivedMilliseconds: now, storeEpoch: batch.storeEpoch,
+                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)))
+        if let conflict = result.conflict {
+            metrics.update { $0.batchesConflicting += 1 }
+            return try batchConflictResponse(conflict, batch: batch)
+        }
         metrics.update {
             $0.batches += 1
             if result.replayed {
@@ -105,7 +125,8 @@ struct ServerAPI: Sendable {
         notifier.notify()
         let ack = BatchAcknowledgement(
             idempotencyKey: batch.idempotencyKey, stored: result.stored, duplicates: result.duplicates,
-            acknowledgedAlerts: result.acknowledgedAlerts)
+            acknowledgedAlerts: result.acknowledgedAlerts,
+            resolvedAlerts: try await store.resolvedAlertsAwaitingDevice(deviceID: batch.deviceID))
         return try json(.ok, ack)
     }
 
@@ -116,10 +137,16 @@ struct ServerAPI: Sendable {
         guard update.alert.deviceID == principal.deviceID else {
             throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(update.alert.deviceID)")
         }
-        guard (1...128).contains(update.alert.id.utf8.count) else { throw APIError.invalid("alert.alert_id", "must be 1-128 characters") }
+        try Identifier.validate(update.alert.id, field: "alert.alert_id")
         guard update.updateSequence >= 0 else { throw APIError.invalid("update_seq", "must not be negative") }
+        if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
         let canonical = try StoreJSON.encode(update)
-        let outcome = try await store.recordAlertUpdate(update, body: canonical, receivedMilliseconds: configuration.wallClock())
+        // The feed names the person, so a dispatcher sees who it is without another request.
+        var feedData = canonical
+        if let device = try await devices.device(id: update.alert.deviceID), canonical.hasSuffix("}") {
+            feedData = String(canonical.dropLast()) + ",\"person\":" + (try StoreJSON.encode(device.person)) + "}"
+        }
+        let outcome = try await store.recordAlertUpdate(update, body: canonical, feedData: feedData, receivedMilliseconds: configuration.wallClock())
         switch outcome {
         case .foreignAlert:
             throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
@@ -128,19 +155,20 @@ struct ServerAPI: Sendable {
                 if result.duplicate { $0.alertUpdatesDuplicate += 1 } else { $0.alertUpdates += 1 }
             }
             if !result.duplicate { notifier.notify() }
+            let resolved = try await store.alertRow(id: update.alert.id)?.outcome != nil
             return try json(
                 .ok,
                 AlertIntakeResponse(
                     alertID: update.alert.id, updateSequence: update.updateSequence, duplicate: result.duplicate,
-                    acknowledged: result.acknowledged))
+                    acknowledged: result.acknowledged, resolved: resolved))
         }
     }
 
     // MARK: - Dispatcher
 
     func acknowledgeAlert(_ request: Request, id: String) async throws -> Response {
-        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.dispatcher])
-        switch try await store.acknowledgeAlert(id: id, by: principal.tokenID, atMilliseconds: configuration.wallClock()) {
+        let principal = try await authenticator.authenticate(request, roles: [.dispatcher])
+        switch try await store.acknowledgeAlert(id: id, by: principal.actor, atMilliseconds: configuration.wallClock()) {
         case .notFound:
             throw APIError.notFound("no alert \(id)")
         case .acknowledged(let deviceID):
@@ -153,7 +181,15 @@ struct ServerAPI: Sendable {
     }
 
     func alertStream(_ request: Request) async throws -> Response {
-        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.dispatcher])
+        let authorization = request.headers[.authorization]
+        let principal = try await authenticator.authenticate(request, roles: [.dispatcher])
+        let authenticator = self.authenticator
+        // A stream lasts as long as what opened it: a revoked token, or a browser session that
+        // expired, was signed out or whose account was disabled, gets nothing more.
+        let stillValid: @Sendable () async -> Bool = {
+            if principal.accountID != nil { return (try? await authenticator.session(of: request)) != nil }
+            return await authenticator.isStillValid(authorization, roles: [.dispatcher])
+        }
         let resumeText = request.headers[.lastEventID] ?? request.uri.queryParameters.get("last_event_id")
         var start: Int64 = 0
         if let resumeText, !resumeText.isEmpty {
@@ -194,6 +230,7 @@ struct ServerAPI: Sendable {
                                 if events.count == page { continue }
                             }
                             guard let wake = await iterator.next() else { break }
+                            guard await stillValid() else { break }
                             if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
                         }
                     } onGracefulShutdown: {
@@ -248,11 +285,29 @@ struct ServerAPI: Sendable {
 
     // MARK: - Plumbing
 
+    /// `/health`: 200 `ok`, or 503 naming what is wrong with the database and what to do.
+    func healthResponse() throws -> Response {
+        let retention = databaseHealth.retentionRefusal
+        if let problem = databaseHealth.databaseProblem {
+            return try json(
+                .serviceUnavailable,
+                HealthBody(status: "database_damaged", database: problem, retention: retention, message: DatabaseHealth.whatToDo))
+        }
+        return try json(.ok, HealthBody(status: "ok", retention: retention))
+    }
+
+    func refuseIngestOnDamagedDatabase() throws {
+        guard let problem = databaseHealth.databaseProblem else { return }
+        throw APIError(status: .serviceUnavailable, code: .databaseDamaged, message: "\(DatabaseHealth.whatToDo) (\(problem))")
+    }
+
     func metricsResponse() async throws -> Response {
         let counts = try? await store.counts()
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4"
-        let text = metrics.render(store: counts, sseClients: notifier.subscriberCount)
+        let text = metrics.render(
+            store: counts, sseClients: notifier.subscriberCount, databaseDamaged: databaseHealth.databaseProblem != nil,
+            retentionRefused: databaseHealth.retentionRefusal != nil)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
@@ -322,7 +377,7 @@ extension HTTPField.Name {
 /// Turns every error into the WIRE.md error body (Hummingbird's own 404s and 500s included)
 /// and counts responses by status.
 struct ErrorBodyMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = ServerRequestContext
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

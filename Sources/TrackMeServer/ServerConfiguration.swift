@@ -84,6 +84,13 @@ public struct ServerConfiguration: Sendable {
     public var clock: any Clock<Duration>
     /// The server's wall time in ms since the epoch: stamps receipt, judges device wall times.
     public var wallClock: @Sendable () -> Int64
+    /// Timeouts, connection caps and rate limits (`Security/`).
+    public var limits: ServerLimits
+    /// HTTPS with this certificate and key; nil serves plain HTTP, which the server allows only
+    /// on a loopback address (behind a reverse proxy on the same host, or for tests).
+    public var tls: ServerTLS?
+    /// Sessions, passwords and the map of the dispatcher console.
+    public var console: ConsoleConfiguration = ConsoleConfiguration()
 
     public init(
         host: String = "127.0.0.1",
@@ -100,7 +107,9 @@ public struct ServerConfiguration: Sendable {
         maxPageSize: Int = 1000,
         backlog: Int = 4096,
         clock: any Clock<Duration> = ContinuousClock(),
-        wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock
+        wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock,
+        limits: ServerLimits = ServerLimits(),
+        tls: ServerTLS? = nil
     ) {
         self.host = host
         self.port = port
@@ -117,6 +126,13 @@ public struct ServerConfiguration: Sendable {
         self.backlog = backlog
         self.clock = clock
         self.wallClock = wallClock
+        self.limits = limits
+        self.tls = tls
+    }
+
+    /// Whether `host` only reaches this machine (`localhost`, 127.0.0.0/8, `::1`).
+    public static func isLoopback(host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 }
 

@@ -13,7 +13,14 @@ final class ServerMetrics: Sendable {
         var alertsAcknowledged = 0
         var devicesSilenced = 0
         var readingsDeletedByRetention = 0
+        var batchesConflicting = 0
+        var retentionRefusals = 0
         var responsesByStatus: [Int: Int] = [:]
+        var rateLimited = 0
+        var alertRaisesRefused = 0
+        var alertFloods = 0
+        var connectionsRefused = 0
+        var connectionsTimedOut = 0
     }
 
     private let counters = Mutex(Counters())
@@ -24,7 +31,7 @@ final class ServerMetrics: Sendable {
 
     var snapshot: Counters { counters.withLock { $0 } }
 
-    func render(store: StoreCounts?, sseClients: Int) -> String {
+    func render(store: StoreCounts?, sseClients: Int, databaseDamaged: Bool = false, retentionRefused: Bool = false) -> String {
         let c = snapshot
         var out = ""
         func counter(_ name: String, _ help: String, _ value: Int) {
@@ -42,6 +49,15 @@ final class ServerMetrics: Sendable {
         counter("alerts_acknowledged_total", "Alerts acknowledged by a dispatcher.", c.alertsAcknowledged)
         counter("devices_silenced_total", "Device-silent events raised.", c.devicesSilenced)
         counter("readings_retention_deleted_total", "Readings deleted by the retention job.", c.readingsDeletedByRetention)
+        counter("rate_limited_total", "Requests refused with 429 by the per-address or per-token limit.", c.rateLimited)
+        counter("alert_raises_refused_total", "New alerts refused with 429 by the per-device limit.", c.alertRaisesRefused)
+        counter("alert_floods_total", "Alert floods (one alert_flood feed event each).", c.alertFloods)
+        counter("connections_refused_total", "Connections closed at accept: too many from one address.", c.connectionsRefused)
+        counter("connections_timed_out_total", "Connections closed for an idle, slow-header or slow-body timeout.", c.connectionsTimedOut)
+        counter("batches_conflict_total", "Batches refused with 409: a store epoch to re-base or a key reused with other content.", c.batchesConflicting)
+        counter("retention_refused_total", "Retention passes refused because the wall clock jumped ahead.", c.retentionRefusals)
+        gauge("database_damaged", "1 when the database failed its integrity check at start (ingest refused).", databaseDamaged ? 1 : 0)
+        gauge("retention_refusing", "1 while the retention job refuses to act on a wall clock that jumped.", retentionRefused ? 1 : 0)
         out += "# HELP trackme_server_responses_total HTTP responses by status.\n# TYPE trackme_server_responses_total counter\n"
         for (status, count) in c.responsesByStatus.sorted(by: { $0.key < $1.key }) {
             out += "trackme_server_responses_total{status=\"\(status)\"} \(count)\n"

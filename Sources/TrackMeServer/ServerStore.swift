@@ -1,10 +1,19 @@
 import TrackMeCore
 
-/// Who a bearer token belongs to.
-public enum Role: String, Hashable, Sendable, Codable {
+/// What a principal is: who a bearer token or an account belongs to.
+public enum Role: String, Hashable, Sendable, Codable, CaseIterable {
     case admin
     case device
     case dispatcher
+    /// The person wearing a device (Data4Help).
+    case wearer
+    /// Someone the wearer asked to look after them.
+    case carer
+    /// An organisation the wearer consented to (Data4Help third party).
+    case thirdParty = "third_party"
+    /// A race organiser (Track4Run).
+    case organiser
+    case fleetOperator = "fleet_operator"
 }
 
 /// A token as stored: its public id, the SHA-256 of its secret, and what it may do.
@@ -56,6 +65,17 @@ struct IncomingBatch: Sendable {
     var heartbeatJSON: String?
     var readings: [ReadingRow]
     var receivedMilliseconds: Int64
+    /// The device store's epoch (WIRE.md, "Store epochs and conflicts"); nil from older devices.
+    var storeEpoch: String? = nil
+    /// `BatchDigest` of the batch's content: a key replayed with another digest is a conflict.
+    var digest: String? = nil
+}
+
+/// Why a batch was refused with 409, and the floors the device must re-base to.
+struct IngestConflict: Hashable, Sendable {
+    var reason: BatchConflict.Reason
+    var sequenceFloor: Int64
+    var batchSequenceFloor: Int64
 }
 
 /// What the store did with a batch; a replay returns what the first delivery stored.
@@ -65,6 +85,8 @@ struct IngestResult: Hashable, Sendable {
     var acknowledgedAlerts: [String]
     /// The same idempotency key had been processed before; nothing was stored now.
     var replayed: Bool
+    /// Set when nothing was stored because the key or the epoch conflicts (answered with 409).
+    var conflict: IngestConflict? = nil
 }
 
 /// What the store did with an alert update.
@@ -137,7 +159,7 @@ struct StoreCounts: Hashable, Sendable {
 /// whole or not at all, and a feed event is appended in the transaction of the change it
 /// reports, so the feed never tells of something that was rolled back and never misses what
 /// was committed.
-protocol ServerStore: Sendable {
+protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, Sendable {
     /// A short name for logs: `sqlite:/path` or `postgres://host:port/db`.
     var displayName: String { get }
 
@@ -156,8 +178,9 @@ protocol ServerStore: Sendable {
     /// `device_returned`); hands over the acknowledged alerts the device was not yet told of.
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult
 
-    /// Stores an alert update once per `(alert_id, update_seq)` and appends it to the feed.
-    func recordAlertUpdate(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
+    /// Stores an alert update (`body`) once per `(alert_id, update_seq)` and appends `feedData`
+    /// (the update with the person it concerns) to the feed.
+    func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
 
     func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
 
@@ -171,6 +194,21 @@ protocol ServerStore: Sendable {
 
     /// Deletes readings filed before the cutoff; alerts are kept. Returns how many went.
     func deleteReadings(placedBefore cutoff: Int64) async throws -> Int
+
+    /// The last wall time the retention job trusted (kept across restarts), or nil.
+    func trustedWallTime() async throws -> Int64?
+    func setTrustedWallTime(_ milliseconds: Int64) async throws
+
+    /// The database's own consistency check (`PRAGMA quick_check`, or a catalogue and table scan
+    /// on PostgreSQL): nil when healthy, else what is wrong.
+    func integrityProblem() async -> String?
+
+    /// Records contact and the heartbeat of a device whose store cannot reserve a batch (its
+    /// disk is full): `POST /v1/heartbeats`.
+    func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws
+
+    /// The device's last heartbeat (JSON as received) and when it was last heard from.
+    func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?)
 
     func counts() async throws -> StoreCounts
 

@@ -16,6 +16,13 @@ extension TrackMeServer {
         }
     }
 
+    /// The device's last heartbeat as the server keeps it, and when it was last heard from.
+    public func deviceContact(deviceID: String) async throws -> (heartbeat: DeviceHeartbeat?, lastSeenMilliseconds: Int64?) {
+        let (json, lastSeen) = try await store.deviceContact(id: deviceID)
+        let heartbeat = try json.map { try WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8)) }
+        return (heartbeat, lastSeen)
+    }
+
     /// Every update of an alert the server took (one per update number), in the order they
     /// arrived: tests check that a restarted agent goes on sending them, numbered above the
     /// ones before.

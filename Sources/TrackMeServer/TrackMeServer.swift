@@ -3,6 +3,7 @@ public import ServiceLifecycle
 public import TrackMeCore
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 import Synchronization
 
@@ -22,11 +23,26 @@ public final class TrackMeServer: Service, Sendable {
     let api: ServerAPI
     let logger: Logger
     private let announcement = PortAnnouncement()
+    /// The certificate new connections get; nil for plain HTTP on loopback.
+    let certificates: TLSCertificates?
+    /// Monotonic time on the injected clock since the server's start, for the retention job's
+    /// clock guard.
+    private let stopwatch: Stopwatch
+    private let retentionGuard: Mutex<RetentionClockGuard>
 
     /// Opens (creating if needed) and migrates the store. Nothing listens until `run()`.
     public init(configuration: ServerConfiguration, logger: Logger) async throws {
         self.configuration = configuration
         self.logger = logger
+        if let tls = configuration.tls {
+            certificates = try TLSCertificates(tls)
+        } else {
+            guard ServerConfiguration.isLoopback(host: configuration.host) else {
+                throw ServerConfigurationError(
+                    message: "plain HTTP is served only on loopback, not on \(configuration.host): configure a TLS certificate and key")
+            }
+            certificates = nil
+        }
         let store = try await Self.openStore(configuration.storage, durability: configuration.durability, logger: logger)
         do {
             try await store.migrate()
@@ -35,9 +51,25 @@ public final class TrackMeServer: Service, Sendable {
             throw error
         }
         self.store = store
+        stopwatch = Stopwatch(configuration.clock)
+        // A damaged database is reported below rather than stopping the start here.
+        let persisted = (try? await store.trustedWallTime()) ?? nil
+        let wallAtStart = configuration.wallClock()
+        if persisted == nil { try? await store.setTrustedWallTime(wallAtStart) }
+        retentionGuard = Mutex(RetentionClockGuard(trustedWall: persisted ?? wallAtStart, restarted: persisted != nil, monotonicNow: .zero))
         api = ServerAPI(
-            store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store),
-            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(), logger: logger)
+            store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
+            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(),
+            passwords: PasswordHasher(cost: configuration.console.bcryptCost), logger: logger,
+            alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:)))
+        // A database that opens and migrates may still be damaged inside (a flipped page):
+        // checked once at start, reported by /health and /metrics, and ingest is refused.
+        if let problem = await store.integrityProblem() {
+            api.databaseHealth.databaseProblem = problem
+            logger.error(
+                "database failed its integrity check; ingest refused",
+                metadata: ["server.store": "\(store.displayName)", "server.problem": "\(problem)", "server.todo": "\(DatabaseHealth.whatToDo)"])
+        }
     }
 
     /// Where the data is, as logged (`sqlite:/path`, or the PostgreSQL URL without password).
@@ -49,7 +81,8 @@ public final class TrackMeServer: Service, Sendable {
         let announcement = self.announcement
         let storeDescription = self.storeDescription
         let api = self.api
-        let jobs: [any Service] = [
+        let scheme = certificates == nil ? "http" : "https"
+        var jobs: [any Service] = [
             PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
                 _ = try await checkSilence()
             },
@@ -62,17 +95,27 @@ public final class TrackMeServer: Service, Sendable {
                 api.notifier.notify(.tick)
             },
         ]
+        if configuration.console.contactNotifierCommand != nil {
+            jobs.append(
+                PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
+                    _ = try await escalateToContacts()
+                })
+        }
         let application = Application(
             router: api.makeRouter(),
+            server: ServerChannels.builder(limits: configuration.limits, metrics: api.metrics, tls: certificates),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil, backlog: configuration.backlog),
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil, backlog: configuration.backlog,
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.limits.maxConnections, logger: logger)),
             services: jobs,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 announcement.announce(port)
                 logger.info(
                     "trackme-server listening",
-                    metadata: ["server.address": "http://\(configuration.host):\(port)", "server.store": "\(storeDescription)"])
+                    metadata: [
+                        "server.address": "\(scheme)://\(configuration.host):\(port)", "server.store": "\(storeDescription)",
+                    ])
             },
             logger: logger)
         do {
@@ -86,6 +129,15 @@ public final class TrackMeServer: Service, Sendable {
         announcement.fail(CancellationError())
         api.notifier.finishAll()
         try await store.close()
+    }
+
+    /// Reads the TLS certificate and key files again (the CLI calls this on SIGHUP): new
+    /// connections get the new certificate, open ones keep theirs. On failure the old one stays
+    /// and the error is thrown. Without TLS it does nothing.
+    public func reloadCertificates() throws {
+        guard let certificates else { return }
+        try certificates.reload()
+        logger.notice("TLS certificate reloaded", metadata: ["server.certificate": "\(certificates.files.certificateChainPath)"])
     }
 
     /// The port the server listens on, once it does (useful with `port: 0`).
@@ -121,7 +173,21 @@ public final class TrackMeServer: Service, Sendable {
     /// One pass of the retention job: deletes readings filed more than `retention` ago.
     @discardableResult
     public func applyRetention() async throws -> Int {
-        let cutoff = configuration.wallClock() - configuration.retention.milliseconds
+        let wall = configuration.wallClock()
+        let monotonic = stopwatch.elapsed()
+        let decision = retentionGuard.withLock { $0.decide(wallMilliseconds: wall, monotonicNow: monotonic) }
+        switch decision {
+        case .refuse(let ahead):
+            let reason = "wall clock \(ahead / 1000) s ahead of the last trusted time; retention deletes nothing until it is corrected"
+            api.databaseHealth.retentionRefusal = reason
+            api.metrics.update { $0.retentionRefusals += 1 }
+            logger.warning("retention refused: the wall clock jumped ahead", metadata: ["server.ahead_ms": "\(ahead)"])
+            return 0
+        case .act:
+            api.databaseHealth.retentionRefusal = nil
+            try await store.setTrustedWallTime(wall)
+        }
+        let cutoff = wall - configuration.retention.milliseconds
         let deleted = try await store.deleteReadings(placedBefore: cutoff)
         if deleted > 0 {
             api.metrics.update { $0.readingsDeletedByRetention += deleted }

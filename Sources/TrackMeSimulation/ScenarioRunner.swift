@@ -30,6 +30,10 @@ public struct ScenarioRunner: Sendable {
         public var fsync: Bool
         public var progress: (@Sendable (Double) -> Void)?
         public var logger: Logger
+        /// Keep the server up for people to watch (`trackme-sim run --serve`).
+        public var serve: Serve?
+        /// The server's port; 0 picks a free one.
+        public var port: Int = 0
 
         public init(
             simulationsDirectory: URL, field: Bool = false, fsync: Bool = false, progress: (@Sendable (Double) -> Void)? = nil,
@@ -40,6 +44,19 @@ public struct ScenarioRunner: Sendable {
             self.fsync = fsync
             self.progress = progress
             self.logger = logger
+        }
+    }
+
+    /// Watching a run in the dispatcher console: a console account is created and `announce`d
+    /// (URL, username, password); the run waits up to `seconds` for a console to follow the
+    /// feed, then runs, and the server stays up until `seconds` after the announcement.
+    public struct Serve: Sendable {
+        public var seconds: Int
+        public var announce: @Sendable (_ url: String, _ username: String, _ password: String) -> Void
+
+        public init(seconds: Int, announce: @escaping @Sendable (_ url: String, _ username: String, _ password: String) -> Void) {
+            self.seconds = seconds
+            self.announce = announce
         }
     }
 
@@ -111,14 +128,28 @@ public struct ScenarioRunner: Sendable {
         // The server, in process, on loopback.
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
-                durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin"),
+                host: "127.0.0.1", port: options.port, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+                durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin",
+                // The rate limits count wall time, and fast mode replays a day in seconds.
+                limits: .withoutRateLimits),
             logger: quiet("trackme.sim.server"))
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
         let credentials = try await server.enrolDevice(deviceID: Self.deviceID, person: scenario.person)
         guard let baseURL = URL(string: "http://127.0.0.1:\(port)") else { throw ScenarioError(message: "bad server URL") }
+        var serveUntil: ContinuousClock.Instant?
+        if let serve = options.serve {
+            let password = String(UUID().uuidString.prefix(18))
+            try await server.createAccount(username: "demo", password: password, displayName: "Demo dispatcher")
+            let until = ContinuousClock.now + .seconds(serve.seconds)
+            serveUntil = until
+            serve.announce("http://127.0.0.1:\(port)/", "demo", password)
+            // A person watching: start once their console follows the feed, so they see the alert arrive.
+            while server.feedFollowers == 0, ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
 
         let faults = FaultState()
         // Field mode sends through the agent's own transport; fast mode through a kept-alive
@@ -257,6 +288,10 @@ public struct ScenarioRunner: Sendable {
             await device.finalDrain(at: last.timeMilliseconds)
         }
 
+        if let serveUntil, ContinuousClock.now < serveUntil {
+            // The run is over; the console stays up for whoever is watching.
+            try? await Task.sleep(until: serveUntil)
+        }
         let readings = try await device.readingCounts(server: server)
         var alerts = await device.alertReport()
         alerts.sort { $0.firstCriticalMilliseconds < $1.firstCriticalMilliseconds }

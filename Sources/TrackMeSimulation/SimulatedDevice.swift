@@ -152,7 +152,7 @@ final class SimulatedDevice {
         if linkTask == nil {
             let link = HeartRateLink(
                 connector: connector,
-                configuration: HeartRateLink.Configuration(backoff: ReconnectBackoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
+                configuration: HeartRateLink.Configuration(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
                 clock: ContinuousClock(), logger: logger)
             let inbox = linkInbox
             linkTask = Task {
@@ -297,7 +297,7 @@ final class SimulatedDevice {
     private func note(_ action: SOSAction, at ms: Int64) {
         let record: AlertRecord
         switch action {
-        case .raise(let r), .update(let r), .positionUpdate(let r), .cancelled(let r): record = r
+        case .raise(let r), .update(let r), .positionUpdate(let r), .cancelled(let r), .kindChanged(let r): record = r
         case .startCountdown, .withdrawn, .logMonitoringPaused, .logMonitoringResumed: return
         }
         if alerts[record.id] == nil {

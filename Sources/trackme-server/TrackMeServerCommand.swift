@@ -5,13 +5,36 @@ import ServiceLifecycle
 import TrackMeServer
 import UnixSignals
 
-/// `trackme-server [--host 127.0.0.1] [--port 8080] [--db sqlite:PATH | --db postgres://...]
+/// `trackme-server [serve] [--host 127.0.0.1] [--port 8080] [--db sqlite:PATH | --db postgres://...]
 /// [--admin-token-file F]`: serves the TrackMe API until SIGTERM or SIGINT.
+/// `trackme-server token list|revoke ID|rotate ID [--db ...]`: token lifecycle on the database.
 @main
 struct TrackMeServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trackme-server",
         abstract: "Serve the TrackMe API: batch ingest, alerts, and the dispatcher feed.",
+        subcommands: [Serve.self, TokenCommand.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Where the data is, for every verb.
+struct StorageOptions: ParsableArguments {
+    @Option(help: "sqlite:PATH, or postgres://user:password@host:port/database (needs a build with --traits PostgreSQL).")
+    var db: String?
+
+    var location: StorageLocation { db.map(StorageLocation.init(argument:)) ?? .defaultSQLite() }
+}
+
+func makeLogger() -> Logger {
+    LoggingSystem.bootstrap(StreamLogHandler.standardError)
+    var logger = Logger(label: "trackme-server")
+    logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    return logger
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the API (the default verb).",
         discussion: """
             With no --db the data is kept in $XDG_DATA_HOME/trackme/server.sqlite (or \
             ~/.local/share/trackme/server.sqlite). The admin token comes from --admin-token-file or \
@@ -21,11 +44,19 @@ struct TrackMeServerCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
+    @Option(help: "PEM certificate chain (leaf first) for HTTPS; reloaded on SIGHUP.")
+    var tlsCert: String?
+
+    @Option(help: "PEM private key of --tls-cert; reloaded on SIGHUP.")
+    var tlsKey: String?
+
+    @Flag(help: "Serve plain HTTP instead of HTTPS: allowed only on a loopback --host (a reverse proxy on this host, tests).")
+    var plainHttp = false
+
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 8080
 
-    @Option(help: "sqlite:PATH, or postgres://user:password@host:port/database (needs a build with --traits PostgreSQL).")
-    var db: String?
+    @OptionGroup var storage: StorageOptions
 
     @Option(help: "File holding the admin bearer token (first line).")
     var adminTokenFile: String?
@@ -39,11 +70,62 @@ struct TrackMeServerCommand: AsyncParsableCommand {
     @Option(help: "Largest request body in bytes (compressed and inflated).")
     var maxBodyBytes = 1 << 20
 
-    func run() async throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var logger = Logger(label: "trackme-server")
-        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    @Option(help: "Seconds a connection may wait for a complete request head (idle keep-alive and slow headers).")
+    var idleTimeoutSeconds: Double = 30
 
+    @Option(help: "Seconds a console sign-in lasts.")
+    var sessionSeconds = 12 * 3600
+
+    @Flag(help: "Mark the console's session cookie Secure (set when clients reach the server over TLS).")
+    var secureCookies = false
+
+    @Option(help: "bcrypt cost for console passwords (4-31).")
+    var bcryptCost = 12
+
+    @Option(help: "Map tile URL template for the console (https://host/{z}/{x}/{y}.png); without it the track is drawn on a plain grid.")
+    var tileURL: String?
+
+    @Option(help: "Executable run once per emergency contact to tell of an unacknowledged alert (an SMS gateway's CLI); see ConsoleConfiguration.")
+    var contactNotifier: String?
+
+    @Option(help: "File holding the key contact links are signed with (first line; share it between instances).")
+    var contactLinkKeyFile: String?
+
+    @Option(help: "How contacts reach this server, for their links (https://console.example).")
+    var publicURL: String?
+
+    @Option(help: "Seconds from a request's head to the end of its body.")
+    var bodyTimeoutSeconds: Double = 30
+
+    @Option(help: "Open connections allowed from one address.")
+    var maxConnectionsPerAddress = 32
+
+    @Option(help: "Open connections allowed in all (keep under the file-descriptor limit).")
+    var maxConnections = 1024
+
+    @Option(help: "Requests per second from one address (0: no limit); the burst is 6 s worth.")
+    var ratePerAddress: Double = 100
+
+    @Option(help: "Requests per second with one token (0: no limit); the burst is 6 s worth.")
+    var ratePerToken: Double = 20
+
+    @Option(help: "New alerts per minute from one device (0: no limit); the burst is 10.")
+    var alertsPerMinute: Double = 10
+
+    func validate() throws {
+        switch (tlsCert, tlsKey, plainHttp) {
+        case (.some, .some, false), (nil, nil, true): break
+        case (.some, .some, true): throw ValidationError("--plain-http and --tls-cert/--tls-key exclude each other")
+        case (nil, nil, false): throw ValidationError("give --tls-cert and --tls-key for HTTPS, or --plain-http (loopback only)")
+        default: throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        if plainHttp, !ServerConfiguration.isLoopback(host: host) {
+            throw ValidationError("--plain-http is allowed only on a loopback --host, not \(host)")
+        }
+    }
+
+    func run() async throws {
+        let logger = makeLogger()
         var adminToken = ProcessInfo.processInfo.environment["TRACKME_ADMIN_TOKEN"]
         if let adminTokenFile {
             let text = try String(contentsOfFile: adminTokenFile, encoding: .utf8)
@@ -52,13 +134,102 @@ struct TrackMeServerCommand: AsyncParsableCommand {
         if let token = adminToken, token.isEmpty { adminToken = nil }
         if adminToken == nil { logger.warning("no admin token: the admin endpoints are disabled") }
 
-        let configuration = ServerConfiguration(
-            host: host, port: port, storage: db.map(StorageLocation.init(argument:)) ?? .defaultSQLite(), adminToken: adminToken,
-            maxBodyBytes: maxBodyBytes, silenceThreshold: .seconds(silenceSeconds), retention: .seconds(retentionDays * 24 * 3600))
+        func rate(_ perSecond: Double) -> RateLimit? {
+            perSecond > 0 ? RateLimit(burst: max(1, Int(perSecond * 6)), perSecond: perSecond) : nil
+        }
+        let limits = ServerLimits(
+            idleTimeout: .milliseconds(Int64(idleTimeoutSeconds * 1000)), bodyTimeout: .milliseconds(Int64(bodyTimeoutSeconds * 1000)),
+            maxConnectionsPerAddress: maxConnectionsPerAddress, maxConnections: maxConnections,
+            requestsPerAddress: rate(ratePerAddress), requestsPerToken: rate(ratePerToken),
+            alertRaisesPerDevice: alertsPerMinute > 0 ? RateLimit(burst: 10, perSecond: alertsPerMinute / 60) : nil)
+        guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4-31") }
+        guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
+        var configuration = ServerConfiguration(
+            host: host, port: port, storage: storage.location, adminToken: adminToken,
+            maxBodyBytes: maxBodyBytes, silenceThreshold: .seconds(silenceSeconds), retention: .seconds(retentionDays * 24 * 3600),
+            limits: limits, tls: tlsCert.flatMap { cert in tlsKey.map { ServerTLS(certificateChainPath: cert, privateKeyPath: $0) } })
+        configuration.console = ConsoleConfiguration(
+            sessionLifetime: .seconds(sessionSeconds), secureCookies: secureCookies, bcryptCost: UInt8(bcryptCost), tileURL: tileURL)
+        // Under TLS the session cookie is Secure whether or not the flag was given.
+        configuration.console.secureCookies = secureCookies || configuration.tls != nil
+        configuration.console.contactNotifierCommand = contactNotifier
+        configuration.console.publicURL = publicURL
+        if let contactLinkKeyFile {
+            let key = try String(contentsOfFile: contactLinkKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            guard key.utf8.count >= 16 else { throw ValidationError("--contact-link-key-file: the key must be at least 16 bytes") }
+            configuration.console.contactLinkKey = Array(key.utf8)
+        }
         logger.info("trackme-server starting", metadata: ["server.store": "\(configuration.storage)"])
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
+        // Trapped before anything listens, so a SIGHUP never finds the default action (exit).
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let group = ServiceGroup(
-            configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(
+                services: [server, CertificateReloader(server: server, hangups: hangups, logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
+    }
+}
+
+/// `trackme-server token list|revoke|rotate`: works on the database directly, so it needs no
+/// admin token, only access to the database; a running server refuses a revoked token on its
+/// next request (it reads the token on every request).
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "List, revoke or rotate bearer tokens.", subcommands: [List.self, Revoke.self, Rotate.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List tokens (id, role, device, created); never secrets.")
+        @OptionGroup var storage: StorageOptions
+
+        func run() async throws {
+            let tokens = try await TokenAdministrator.with(storage.location, logger: makeLogger()) { try await $0.tokens() }
+            for token in tokens {
+                print("\(token.tokenID)\t\(token.role.rawValue)\t\(token.deviceID ?? "-")\t\(token.createdMilliseconds)")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a token: refused from the next request on.")
+        @Argument(help: "The token id (the part before the dot).") var tokenID: String
+        @OptionGroup var storage: StorageOptions
+
+        func run() async throws {
+            try await TokenAdministrator.with(storage.location, logger: makeLogger()) { try await $0.revoke(tokenID: tokenID) }
+            print("revoked \(tokenID)")
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace a token by a new one for the same role and device; prints the new token once.")
+        @Argument(help: "The token id (the part before the dot).") var tokenID: String
+        @OptionGroup var storage: StorageOptions
+
+        func run() async throws {
+            let rotated = try await TokenAdministrator.with(storage.location, logger: makeLogger()) { try await $0.rotate(tokenID: tokenID) }
+            print(rotated.token)
+        }
+    }
+}
+
+/// Reloads the TLS certificate and key on SIGHUP, keeping open connections; a bad file is
+/// logged and the old certificate stays.
+struct CertificateReloader: Service {
+    let server: TrackMeServer
+    let hangups: UnixSignalsSequence
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            for await _ in hangups {
+                do {
+                    try server.reloadCertificates()
+                } catch {
+                    logger.error("TLS certificate reload failed; the old one stays", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 }

@@ -32,6 +32,12 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Log what the agent's parts do (to stderr).")
     var verbose = false
 
+    @Option(help: "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs.")
+    var serve: Int?
+
+    @Option(help: "The in-process server's port (0 picks a free one).")
+    var port = 0
+
     @Sendable static func drawProgress(_ fraction: Double) {
         let width = 40
         let filled = Int(fraction * Double(width))
@@ -48,8 +54,22 @@ struct RunCommand: AsyncParsableCommand {
         logger.logLevel = verbose ? .info : .critical
         let terminal = isatty(STDERR_FILENO) == 1
         let progress: (@Sendable (Double) -> Void)? = terminal ? Self.drawProgress : nil
-        let runner = ScenarioRunner(
-            options: .init(simulationsDirectory: simulations, field: field, fsync: fsync, progress: progress, logger: logger))
+        var options = ScenarioRunner.Options(simulationsDirectory: simulations, field: field, fsync: fsync, progress: progress, logger: logger)
+        options.port = port
+        if let serve {
+            guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }
+            options.serve = ScenarioRunner.Serve(seconds: serve) { url, username, password in
+                // Written at once (not buffered): whoever reads the output needs it now.
+                FileHandle.standardOutput.write(
+                    Data(
+                        """
+                        console:  \(url)  (sign in as \(username), password \(password))
+                                  the run starts when the console is open; the server stays up for \(serve) s
+
+                        """.utf8))
+            }
+        }
+        let runner = ScenarioRunner(options: options)
         let outcome = try await runner.run(loaded)
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if let report {

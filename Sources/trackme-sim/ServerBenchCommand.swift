@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 import TrackMeCore
 import TrackMeServer
@@ -35,10 +36,13 @@ struct ServerBenchCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object.")
     var json = false
 
+    @Flag(help: "Serve HTTPS (a certificate made with openssl for this run) and connect over TLS.")
+    var tls = false
+
     func run() async throws {
         let result = try await ServerBenchmark(
             devices: devices, batchesPerDevice: batches, readingsPerBatch: readings, healthRequestsPerDevice: healthRequests,
-            storage: db.map(StorageLocation.init(argument:))
+            storage: db.map(StorageLocation.init(argument:)), tls: tls
         ).run()
         if json {
             print(String(decoding: try result.jsonData(), as: UTF8.self))
@@ -117,6 +121,16 @@ struct ServerBenchmark {
     var readingsPerBatch: Int
     var healthRequestsPerDevice: Int
     var storage: StorageLocation?
+    var tls = false
+
+    /// The production timeouts; every device on one loopback address, so no rate limits and a
+    /// connection cap that admits them all.
+    var benchLimits: ServerLimits {
+        var limits = ServerLimits.withoutRateLimits
+        limits.maxConnectionsPerAddress = devices + 64
+        limits.maxConnections = max(limits.maxConnections, devices + 64)
+        return limits
+    }
 
     func run() async throws -> ServerBenchmarkResult {
         var logger = Logger(label: "trackme-sim.bench.server")
@@ -124,9 +138,12 @@ struct ServerBenchmark {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = self.storage ?? .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
+        let certificate = tls ? try BenchCertificate.make(in: directory) : nil
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: storage, silenceThreshold: .seconds(3600), maxPageSize: 1000),
+                host: "127.0.0.1", port: 0, storage: storage, silenceThreshold: .seconds(3600), maxPageSize: 1000,
+                limits: benchLimits,
+                tls: certificate.map { ServerTLS(certificateChainPath: $0.certificate, privateKeyPath: $0.key) }),
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         return try await withThrowingTaskGroup(of: ServerBenchmarkResult?.self) { tasks in
@@ -136,7 +153,8 @@ struct ServerBenchmark {
             }
             do {
                 let port = try await server.boundPort()
-                let result = try await measure(server: server, port: port, storeName: storage.description)
+                let client = try certificate.map { try BenchCertificate.clientContext(trusting: $0.certificate) }
+                let result = try await measure(server: server, port: port, storeName: storage.description, tls: client)
                 await group.triggerGracefulShutdown()
                 for try await _ in tasks {}
                 return result
@@ -147,7 +165,7 @@ struct ServerBenchmark {
         }
     }
 
-    private func measure(server: TrackMeServer, port: Int, storeName: String) async throws -> ServerBenchmarkResult {
+    private func measure(server: TrackMeServer, port: Int, storeName: String, tls: NIOSSLContext?) async throws -> ServerBenchmarkResult {
         // Enrolment and encoding happen before the clock starts.
         let runID = UUID().uuidString.prefix(8)
         var plans: [DevicePlan] = []
@@ -181,7 +199,7 @@ struct ServerBenchmark {
         let clock = ContinuousClock()
         // Baseline: the same number of connections, each sending GET /health back to back.
         let healthStart = clock.now
-        let healthLatencies = try await runAll(plans, port: port) { plan, connection in
+        let healthLatencies = try await runAll(plans, port: port, tls: tls) { plan, connection in
             var latencies: [Duration] = []
             for _ in 0..<healthRequestsPerDevice {
                 latencies.append(try await connection.request(method: .GET, uri: "/health", headers: [], body: nil, expect: 200))
@@ -191,7 +209,7 @@ struct ServerBenchmark {
         let healthSeconds = seconds(healthStart.duration(to: clock.now))
 
         let ingestStart = clock.now
-        let batchLatencies = try await runAll(plans, port: port) { plan, connection in
+        let batchLatencies = try await runAll(plans, port: port, tls: tls) { plan, connection in
             var latencies: [Duration] = []
             for (index, body) in plan.batches.enumerated() {
                 let headers = [
@@ -228,12 +246,13 @@ struct ServerBenchmark {
 
     /// Runs `body` for every device at once, each on a connection of its own.
     private func runAll(
-        _ plans: [DevicePlan], port: Int, _ body: @escaping @Sendable (DevicePlan, BenchHTTPConnection) async throws -> [Duration]
+        _ plans: [DevicePlan], port: Int, tls: NIOSSLContext?,
+        _ body: @escaping @Sendable (DevicePlan, BenchHTTPConnection) async throws -> [Duration]
     ) async throws -> [Duration] {
         try await withThrowingTaskGroup(of: [Duration].self) { group in
             for plan in plans {
                 group.addTask {
-                    try await BenchHTTPConnection.with(port: port) { connection in try await body(plan, connection) }
+                    try await BenchHTTPConnection.with(port: port, tls: tls) { connection in try await body(plan, connection) }
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }
@@ -269,11 +288,14 @@ struct BenchHTTPConnection {
         init(_ iterator: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator) { self.iterator = iterator }
     }
 
-    static func with<T: Sendable>(port: Int, _ body: (BenchHTTPConnection) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(port: Int, tls: NIOSSLContext?, _ body: (BenchHTTPConnection) async throws -> T) async throws -> T {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(120))
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                    }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
                 }
@@ -305,5 +327,36 @@ struct BenchHTTPConnection {
         }
         guard status == expect else { throw Failure(description: "\(method) \(uri): \(status) \(responseBody)") }
         return start.duration(to: clock.now)
+    }
+}
+
+/// A self-signed certificate for `localhost`/127.0.0.1 made with Debian's openssl for one
+/// benchmark run, and a client context that trusts exactly it.
+enum BenchCertificate {
+    static func make(in directory: URL) throws -> (certificate: String, key: String) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificate = directory.appendingPathComponent("bench.pem").path
+        let key = directory.appendingPathComponent("bench.key").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", certificate,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ServerBenchmark.Failure(description: "openssl could not make the benchmark certificate (apt-get install openssl)")
+        }
+        return (certificate, key)
+    }
+
+    static func clientContext(trusting certificate: String) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = .file(certificate)
+        configuration.certificateVerification = .fullVerification
+        return try NIOSSLContext(configuration: configuration)
     }
 }

@@ -27,6 +27,7 @@ struct BenchCommand: AsyncParsableCommand {
             ServerBenchCommand.self,
             BenchSOSLatencyCommand.self,
             BenchReplayCommand.self,
+            BenchAlertToConsoleCommand.self,
         ]
     )
 }

@@ -20,7 +20,7 @@ import TrackMeCore
         }
         let link = HeartRateLink(
             connector: connector,
-            configuration: .init(backoff: ReconnectBackoff(initial: .seconds(1), maximum: .seconds(4), jitter: 0.2)),
+            configuration: .init(backoff: Backoff(initial: .seconds(1), maximum: .seconds(4), jitter: 0.2)),
             clock: clock, logger: Logger(label: "test.backoff"), random: { 0.5 })
         var events = link.events().makeAsyncIterator()
 

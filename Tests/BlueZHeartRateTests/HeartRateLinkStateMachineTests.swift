@@ -1,10 +1,11 @@
+import TrackMeCore
 import BlueZHeartRate
 import Testing
 
 @Suite struct HeartRateLinkStateMachineTests {
     @Test func connectLoseAndReconnect() throws {
         let address = try #require(BluetoothAddress("00:AA:01:00:00:00"))
-        var machine = HeartRateLinkStateMachine(backoff: ReconnectBackoff(initial: .seconds(1), maximum: .seconds(8), jitter: 0.5))
+        var machine = HeartRateLinkStateMachine(backoff: Backoff(initial: .seconds(1), maximum: .seconds(8), jitter: 0.5))
         #expect(machine.receive(.start, now: .zero, random: 0) == [.report(.searching(attempt: 1)), .connect])
         #expect(machine.receive(.connectFailed(reason: "not found", notFound: true), now: .seconds(10), random: 0)
             == [.report(.unreachable(reason: "not found", notFound: true, retryIn: .seconds(1))), .wait(.seconds(1))])

@@ -21,7 +21,7 @@ import TrackMeCore
             strap = SimulatedStrap(trace: trace, clock: strapClock)
             let link = HeartRateLink(
                 connector: strap.connector,
-                configuration: .init(backoff: ReconnectBackoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
+                configuration: .init(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
                 clock: ContinuousClock(), logger: Logger(label: "test.link"), random: { 0.5 })
             events = link.events().makeAsyncIterator()
             let first = await nextLinkState()

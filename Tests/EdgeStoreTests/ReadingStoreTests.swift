@@ -73,6 +73,20 @@ struct ReadingBodyCodecTests {
             }
         }
     }
+
+    /// Found by the reading-body fuzzer (issue 16): a fix whose time text length is a varint past
+    /// Int.max trapped in Int(_:), and a time far outside years 0-9999 overflowed, instead of
+    /// throwing.
+    @Test("a time length past Int.max or a time past year 9999 throws instead of trapping")
+    func hugeTimeLength() {
+        let bytes: [UInt8] = [0xb5, 0x90, 0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x06]
+        #expect(throws: ReadingBodyCodec.DecodingFailure.self) { try ReadingBodyCodec.decode(bytes) }
+        let longText: [UInt8] = [0xb5, 0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]
+        #expect(throws: ReadingBodyCodec.DecodingFailure.self) { try ReadingBodyCodec.decode(longText) }
+        // And a time in milliseconds near Int64.min overflowed the calendar arithmetic.
+        let farTime: [UInt8] = [0xb5, 0x90, 0x20, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7d, 0x00, 0x06]
+        #expect(throws: ReadingBodyCodec.DecodingFailure.self) { try ReadingBodyCodec.decode(farTime) }
+    }
 }
 
 @Suite("Reading store")
@@ -180,6 +194,17 @@ struct ReadingStoreTests {
         #expect(try store.nextAlertUpdateSequence(alertID: "a2") == 101)
         #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: 12)) == .durable)
         #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 14)
+    }
+
+    @Test("a local state record (numbered from localAlertStateSequenceBase) is never offered to the server, even if journaled before its delivery was marked")
+    func localStateRecordsNeverLeaveTheDevice() throws {
+        let dir = try TemporaryDirectory()
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
+        defer { store.close() }
+        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5)) == .durable)
+        let local = ReadingStore.localAlertStateSequenceBase + 1
+        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: local)) == .durable)
+        #expect(store.pendingAlertUpdates().map(\.updateSequence) == [0])
     }
 
     @Test("hasPendingAlertUpdates: false on a fresh store, true once an update is journaled, false once it is delivered")
@@ -364,7 +389,8 @@ struct ReadingStoreTests {
         #expect(FileManager.default.fileExists(atPath: moved))
         #expect(store.openReport.createdFresh)
         #expect(store.statistics().corruptStoresMovedAside == 1)
-        #expect(store.statistics().readings == 0)
+        // What is still readable of the old file's unsynced readings is salvaged (issue 16).
+        #expect(Int64(store.statistics().readings) == store.statistics().salvagedReadings)
         let fresh = try store.append(newReadings(0..<3))
         #expect(try #require(fresh.first) > (oldSeqs.last ?? .max))
         #expect(try store.reserveBatch(deviceID: "d", readings: [], heartbeat: nil).batch.batchSequence > oldBatch)

@@ -65,8 +65,15 @@ func runAndKill(child: URL, arguments: [String], target: Int) throws -> ChildRun
 
 @Suite("Crash and restart")
 struct CrashTests {
-    @Test("SIGKILL at random moments, 50 times: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once")
-    func killFiftyTimes() async throws {
+    /// Cycles of the kill test: 40 in `make test`, `TRACKME_CRASH_CYCLES` (1000 in `make soak`).
+    static var cycles: Int {
+        ProcessInfo.processInfo.environment["TRACKME_CRASH_CYCLES"].flatMap(Int.init).map { max($0, 20) } ?? 40
+    }
+
+    @Test("SIGKILL at random moments, during start-up, batches and salvage: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once")
+    func killRepeatedly() async throws {
+        let cycles = Self.cycles
+        let started = ContinuousClock.now
         let child = try crashChildURL()
         let f = try SyncFixture()
         f.store.close()
@@ -81,9 +88,26 @@ struct CrashTests {
                 var runs: [ChildRun] = []
                 var failures: [String] = []
                 do {
-                    for index in 0..<50 {
-                        // Mostly mid-stream, sometimes right at start-up (open, migration, recovery).
-                        let target = index % 10 == 3 ? 0 : Int.random(in: 1...3000, using: &generator)
+                    for index in 0..<cycles {
+                        // Every 25th run starts with a moved-aside copy of the store to salvage
+                        // (a snapshot of the store as the last check left it): the child is killed
+                        // at once or early, during salvage, which must be all or nothing.
+                        let salvaging = index % 25 == 12
+                        if salvaging {
+                            let aside = storePath + ".corrupt-\(1000 + index)"
+                            try FileManager.default.copyItem(atPath: storePath, toPath: aside)
+                            if FileManager.default.fileExists(atPath: storePath + "-wal") {
+                                try FileManager.default.copyItem(atPath: storePath + "-wal", toPath: aside + "-wal")
+                            }
+                        }
+                        // Mostly mid-stream, sometimes right at start-up (open, migration,
+                        // recovery, salvage).
+                        // A long soak takes fewer readings per run, so that a thousand runs stay
+                        // within the disk budget (eviction would remove synced readings the
+                        // check expects) and each check stays quick.
+                        let target =
+                            index % 10 == 3 || salvaging
+                            ? Int.random(in: 0...2, using: &generator) : Int.random(in: 1...(cycles > 100 ? 400 : 3000), using: &generator)
                         let run = try runAndKill(
                             child: child, arguments: [storePath, url, deviceID, "secret", String(index)], target: target)
                         runs.append(run)
@@ -99,6 +123,15 @@ struct CrashTests {
                         if !missing.isEmpty { failures.append("run \(index): \(missing.count) acknowledged readings missing") }
                         let journaled = Set(try store.alertStates().map { "\($0.alert.id):\($0.updateSequence)" })
                         if !alerts.isSubset(of: journaled) { failures.append("run \(index): acknowledged alert missing") }
+                        if salvaging {
+                            // Opening the store above finished the salvage if the child did not.
+                            let aside = storePath + ".corrupt-\(1000 + index)"
+                            if try store.salvageRecords().contains(where: { $0.path == aside }) != true {
+                                failures.append("run \(index): the copy beside the store was not salvaged")
+                            }
+                            try? FileManager.default.removeItem(atPath: aside)
+                            try? FileManager.default.removeItem(atPath: aside + "-wal")
+                        }
                     }
                     done.resume(returning: .success((acknowledged.count, runs, failures)))
                 } catch {
@@ -108,7 +141,7 @@ struct CrashTests {
         }
         let (acknowledgedCount, runs, failures) = try outcome.get()
         #expect(failures.isEmpty, "\(failures)")
-        #expect(runs.count == 50)
+        #expect(runs.count == cycles)
         #expect(runs.allSatisfy { $0.killedBySignal })
         #expect(acknowledgedCount > 1000)
         // The children synced while they ran (and were killed mid-batch).
@@ -122,6 +155,11 @@ struct CrashTests {
         try await engine.drain()
         #expect(await engine.sendAlertUpdates(store.pendingAlertUpdates()) == nil)
         try f.expectExactlyOnce()
+        // The figures for simulations/RELIABILITY.md.
+        print(
+            "crash test: \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
+                + "\(acknowledgedCount) readings acknowledged by the store, \(f.server.readings(deviceID: deviceID).count) at the server "
+                + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)")
         let journaledAlerts = try store.alertStates().map(\.alert.id)
         #expect(Set(f.server.alertUpdates.keys) == Set(journaledAlerts))
     }

@@ -49,7 +49,7 @@ final class SyncFixture {
             store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: timeout),
             configuration: SyncConfiguration(
                 deviceID: deviceID, token: token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
-                pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(40))),
+                pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)),
             clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42)
     }
 
@@ -90,7 +90,7 @@ struct GzipBackoffTests {
 
     @Test("backoff grows exponentially to the cap with full jitter, and Retry-After wins")
     func backoff() {
-        let policy = BackoffPolicy(base: .milliseconds(100), cap: .seconds(2), retryAfterCap: .seconds(60))
+        let policy = Backoff(initial: .milliseconds(100), maximum: .seconds(2), jitter: 1, retryAfterCap: .seconds(60))
         #expect(policy.ceiling(afterFailures: 1) == .milliseconds(100))
         #expect(policy.ceiling(afterFailures: 3) == .milliseconds(400))
         #expect(policy.ceiling(afterFailures: 50) == .seconds(2))

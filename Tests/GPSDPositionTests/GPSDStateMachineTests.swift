@@ -9,7 +9,7 @@ struct GPSDStateMachineTests {
 
     @Test("backoff doubles up to the cap and resets after a productive connection")
     func backoff() {
-        var machine = GPSDStateMachine(backoff: ReconnectBackoff(initial: .seconds(1), maximum: .seconds(5)), reconnects: true)
+        var machine = GPSDStateMachine(backoff: Backoff(initial: .seconds(1), maximum: .seconds(5)), reconnects: true)
         let delays = (0..<5).map { _ in machine.receive(.connectionEnded(Self.error), now: .zero).retryIn }
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5)])
         _ = machine.receive(.connected, now: .zero)
@@ -23,7 +23,7 @@ struct GPSDStateMachineTests {
 
     @Test("states change only on transitions; fixes pass through; no fix carries its start time")
     func transitions() {
-        var machine = GPSDStateMachine(backoff: ReconnectBackoff(), reconnects: true)
+        var machine = GPSDStateMachine(backoff: Backoff.gpsdReconnect, reconnects: true)
         var all: [GPSDEvent] = []
         func feed(_ input: GPSDStateMachine.Input, _ seconds: Int) {
             all += machine.receive(input, now: .seconds(seconds)).events
@@ -50,7 +50,7 @@ struct GPSDStateMachineTests {
 
     @Test("receiver unplugged and replugged: no device, then no fix since the replug, then fix")
     func replug() {
-        var machine = GPSDStateMachine(backoff: ReconnectBackoff(), reconnects: true)
+        var machine = GPSDStateMachine(backoff: Backoff.gpsdReconnect, reconnects: true)
         var all: [GPSDEvent] = []
         func feed(_ input: GPSDStateMachine.Input, _ seconds: Int) {
             all += machine.receive(input, now: .seconds(seconds)).events
@@ -73,7 +73,7 @@ struct GPSDStateMachineTests {
 
     @Test("a one-shot machine does not ask to reconnect")
     func oneShot() {
-        var machine = GPSDStateMachine(backoff: ReconnectBackoff(), reconnects: false)
+        var machine = GPSDStateMachine(backoff: Backoff.gpsdReconnect, reconnects: false)
         let (events, retryIn) = machine.receive(.connectionEnded(Self.error), now: .zero)
         #expect(retryIn == nil)
         #expect(events == [.state(.disconnected(Self.error, retryIn: nil))])

@@ -18,7 +18,7 @@ struct GPSFakeTests {
         // gpsfake listens a moment after it starts; the reader's own backoff covers that, on the
         // real clock with short delays (nothing here waits on time: the loop waits on events).
         var configuration = GPSDReader.Configuration()
-        configuration.backoff = ReconnectBackoff(initial: .milliseconds(50), maximum: .milliseconds(200))
+        configuration.backoff = Backoff(initial: .milliseconds(50), maximum: .milliseconds(200))
         let reader = GPSDReader(port: gpsfake.port, logger: .test, configuration: configuration)
         var events = reader.events().makeAsyncIterator()
         // gpsd may have no receiver when we connect (gpsfake adds it through the control socket),

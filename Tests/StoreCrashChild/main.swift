@@ -32,7 +32,7 @@ let engine = SyncEngine(
     store: store, transport: URLSessionTransport(baseURL: serverURL, timeout: .seconds(5)),
     configuration: SyncConfiguration(
         deviceID: deviceID, token: arguments[4], maxBatchReadings: 150, heartbeatInterval: .seconds(1), pollInterval: .milliseconds(5), sendInterval: .zero,
-        backoff: BackoffPolicy(base: .milliseconds(5), cap: .milliseconds(50))),
+        backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 1)),
     clock: ContinuousClock())
 
 let alert = AlertRecord(

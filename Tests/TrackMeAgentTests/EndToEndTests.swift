@@ -199,8 +199,13 @@ struct EndToEndTests {
         // The restarted agent's dispatch lane took the alert over: the server hears of the
         // cancellation, numbered above every update it took before the restart (it ignores a
         // number it already has).
-        let cancelled = try #require(
-            try await rig.alertUpdate(of: alert.id, above: before, type: .cancelled), "the server never heard the restored alert was cancelled")
+        let heard = try await rig.alertUpdate(of: alert.id, above: before, type: .cancelled)
+        if heard == nil {
+            let atServer = try await rig.server.alertUpdates(alertID: alert.id).map { "\($0.updateSequence):\($0.type.rawValue)" }
+            let agentLog = (try? String(contentsOfFile: againLog, encoding: .utf8)) ?? ""
+            Issue.record("server has \(atServer) (before the restart: up to \(before)); restarted agent's log:\n\(agentLog.suffix(6000))")
+        }
+        let cancelled = try #require(heard, "the server never heard the restored alert was cancelled")
         #expect(cancelled.alert.cancelReason == .falseAlarm)
         #expect(cancelled.alert.state == .cancelled)
         let noAlert = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])

@@ -196,3 +196,45 @@ import TrackMeCore
         #expect(AlertStateMachine(restoring: pending).isNormal)
     }
 }
+
+/// A graver rule while an alert is open updates that alert instead of being dropped.
+@Suite struct AlertKindEscalationTests {
+    /// An acknowledged `heart_rate_high` alert (`a-1`): 180 bpm from 0 s, raised after its
+    /// 30 s persistence and 10 s countdown.
+    static func acknowledgedHighAlert() throws -> SOSHarness {
+        var h = SOSHarness()
+        h.readings(from: 0, through: 45_000, bpm: 180)
+        let raised = try #require(h.first { $0.raised })
+        #expect(raised.record.kind == .heartRateHigh)
+        #expect(h.send(.acknowledged(alertID: "a-1"), at: 46_000).first?.updated?.state == .acknowledged)
+        return h
+    }
+
+    @Test func noPulseDuringAnOpenHighHeartRateAlertRaisesItsKind() throws {
+        var h = try Self.acknowledgedHighAlert()
+        let actions = h.readings(from: 47_000, through: 52_000, bpm: 0)
+        let changed = actions.compactMap { if case .kindChanged(let r) = $0 { r } else { nil } }
+        #expect(changed.count == 1, "one kind change, not one per reading")
+        #expect(changed.first?.id == "a-1")
+        #expect(changed.first?.kind == .noPulse)
+        #expect(changed.first?.state == .acknowledged, "the state stays as it was")
+        #expect(h.engine.openAlert?.kind == .noPulse)
+        #expect(!actions.contains { $0.raised != nil }, "no second alert")
+    }
+
+    @Test func aRuleNoGraverChangesNothing() throws {
+        var h = try Self.acknowledgedHighAlert()
+        // The strap goes quiet: strap_silent (severity 1) fires during the open alert.
+        let actions = h.ticks(from: 46_250, through: 120_000)
+        #expect(!actions.contains { if case .kindChanged = $0 { true } else { false } })
+        #expect(h.engine.openAlert?.kind == .heartRateHigh)
+    }
+
+    @Test func severityOrdersEveryKind() {
+        #expect(AlertKind.noPulse.severity > AlertKind.manual.severity)
+        #expect(AlertKind.manual.severity > AlertKind.heartRateLow.severity)
+        #expect(AlertKind.heartRateLow.severity == AlertKind.heartRateHigh.severity)
+        #expect(AlertKind.heartRateHigh.severity > AlertKind.contactLost.severity)
+        #expect(AlertKind.contactLost.severity > AlertKind.strapSilent.severity)
+    }
+}

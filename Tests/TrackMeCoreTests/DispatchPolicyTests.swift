@@ -173,4 +173,122 @@ import TrackMeCore
         #expect(d.at(0, .engine(.cancelled(pending))).isEmpty)
         #expect(d.at(0, .engine(.startCountdown(Self.record(state: .pending), deadline: Self.stamp))).isEmpty)
     }
+
+    /// The policy scans escalation only once a step can be due, keeping the earliest step time
+    /// as a lower bound. An alert acknowledged before its step must not hide the step of another
+    /// alert raised later, and steps still fire at their own times after the bound moved on.
+    @Test func escalationOfOneAlertIsNotHiddenByAnotherAcknowledgedFirst() {
+        var settings = DispatchSettings()
+        settings.escalation = [EscalationStep(after: .seconds(10), action: .runFallback)]
+        settings.escalationRepeat = .zero
+        var d = Driver(settings: settings)
+        d.at(0, .engine(.raise(Self.record("a-1"))))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: true))
+        d.at(5, .engine(.raise(Self.record("a-2"))))
+        d.at(5.1, .sendSucceeded(alertID: "a-2", updateSequence: 0, acknowledged: false))
+        d.at(10.5, .tick)
+        #expect(d.fallbacks.isEmpty, "a-1 was acknowledged; a-2's step is at 15 s")
+        d.at(14.9, .tick)
+        #expect(d.fallbacks.isEmpty)
+        d.at(15.0, .tick)
+        #expect(d.fallbacks.map(\.1) == [.escalation])
+        d.at(40, .tick)
+        #expect(d.fallbacks.count == 1, "no repeat configured")
+    }
+
+    /// Thousands of acknowledged, still-open alerts (a year of a device's alerts with nobody
+    /// closing them) leave a tick with nothing to do: no sends, no fallbacks, no positions.
+    @Test func manyAcknowledgedAlertsLeaveATickWithNothingToDo() {
+        var d = Driver()
+        for index in 0..<2_000 {
+            let id = "a-\(index)"
+            d.at(Double(index), .engine(.raise(Self.record(id))))
+            d.at(Double(index) + 0.1, .sendSucceeded(alertID: id, updateSequence: 0, acknowledged: true))
+        }
+        #expect(d.at(5_000, .tick).isEmpty)
+        #expect(d.fallbacks.isEmpty)
+    }
+}
+
+/// `fallback.after_seconds`: the local fallback waits until the raise has gone undelivered this long.
+@Suite struct DispatchFallbackDelayTests {
+    static func settings(after seconds: Int64) -> DispatchSettings {
+        var settings = DispatchSettings()
+        settings.fallbackAfter = .seconds(seconds)
+        return settings
+    }
+
+    @Test func theFallbackWaitsForItsDelayAfterTheRaise() {
+        var d = DispatchPolicyTests.Driver(settings: Self.settings(after: 30))
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(3, .sendFailed(alertID: "a-1", updateSequence: 0))
+        #expect(d.fallbacks.isEmpty, "a failed send alone does not run it before 30 s")
+        for second in 4..<30 {
+            d.at(Double(second), .tick)
+            if let last = d.sends.last, d.log.last.map({ if case .send = $0.1 { true } else { false } }) == true {
+                d.at(Double(second) + 0.5, .sendFailed(alertID: "a-1", updateSequence: last.updateSequence))
+            }
+        }
+        #expect(d.fallbacks.isEmpty)
+        d.at(30, .tick)
+        #expect(d.fallbacks.count == 1)
+        #expect(d.fallbacks.first?.0 == .seconds(30))
+        #expect(d.fallbacks.first?.1 == .serverUnreachable)
+        d.at(31, .tick)
+        #expect(d.fallbacks.count == 1, "once")
+    }
+
+    @Test func aDeliveredAlertNeverRunsTheDelayedFallback() {
+        var d = DispatchPolicyTests.Driver(settings: Self.settings(after: 30))
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(3, .sendFailed(alertID: "a-1", updateSequence: 0))
+        d.at(4, .tick)
+        d.at(4.5, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(40, .tick)
+        #expect(d.fallbacks.isEmpty)
+    }
+
+    @Test func deliveredThroughTheEngineCountsToo() {
+        // A raise delivered by the sync lane (after a restart) reaches the policy as the engine's update.
+        var d = DispatchPolicyTests.Driver(settings: Self.settings(after: 10))
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        d.at(2, .engine(.update(DispatchPolicyTests.record(state: .delivered))))
+        d.at(20, .tick)
+        #expect(d.fallbacks.isEmpty)
+    }
+
+    @Test func zeroDelayRunsItAtTheFirstFailedSendAsBefore() {
+        var d = DispatchPolicyTests.Driver(settings: Self.settings(after: 0))
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        #expect(d.fallbacks.isEmpty, "not before a send failed")
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        #expect(d.fallbacks.count == 1)
+    }
+}
+
+@Suite struct DispatchPolicyKindChangeTests {
+    @Test func kindChangeGoesOutAtOnceWithTheNextSequence() {
+        var d = DispatchPolicyTests.Driver()
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        var graver = DispatchPolicyTests.record(state: .delivered)
+        graver.kind = .noPulse
+        d.at(5, .engine(.kindChanged(graver)))
+        let update = d.sends.last
+        #expect(update?.type == .kindChanged)
+        #expect(update?.updateSequence == 1)
+        #expect(update?.alert.kind == .noPulse)
+        #expect(d.sends.count == 2)
+    }
+
+    @Test func aClosedAlertSendsNoKindChange() {
+        var d = DispatchPolicyTests.Driver()
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(1, .engine(.cancelled(DispatchPolicyTests.record(state: .cancelled))))
+        let before = d.sends.count
+        d.at(2, .engine(.kindChanged(DispatchPolicyTests.record(state: .raised))))
+        #expect(d.sends.count == before)
+    }
 }

@@ -42,3 +42,43 @@ import TrackMeCore
         #expect(copy.estimate == 58)
     }
 }
+
+/// Issue 19's scenario: an athlete sleeps at 36-38 bpm. The age default (40 bpm) raises a
+/// false heart_rate_low alarm in the night; the resting rate learned from their own days
+/// (about 50 bpm: minimum 30) does not. A real emergency below 30 still raises.
+@Suite struct LearnedBaselineNightTests {
+    static func raises(_ harness: SOSHarness) -> Bool {
+        harness.first { if case .raise(let record) = $0, record.kind == .heartRateLow { record } else { nil } } != nil
+    }
+
+    /// Ten minutes of sleep at 36-38 bpm, one notification a second.
+    static func night(_ harness: inout SOSHarness) {
+        for minute in 0..<10 {
+            let start = Int64(minute) * 60_000
+            harness.readings(from: start, through: start + 59_000, bpm: 36 + minute % 3)
+        }
+    }
+
+    @Test func theAgeDefaultRaisesAFalseAlarmAtNight() {
+        var harness = SOSHarness(profile: PersonProfile(name: "Runner", age: 34))
+        Self.night(&harness)
+        #expect(harness.engine.limits.minimumSource == .extremeBradycardia)
+        #expect(Self.raises(harness), "40 bpm default: a sleeping athlete looks bradycardic")
+    }
+
+    @Test func theLearnedBaselinePreventsIt() {
+        var estimator = RestingHeartRateEstimator(minimumSamples: 600)
+        // Days of the person's own readings: mostly 48-70 at rest and about.
+        for i in 0..<3000 { estimator.add(HeartRateReading(bpm: 48 + i % 23, contact: .detected)) }
+        let learned = estimator.estimate
+        #expect(learned.map { (48...52).contains($0) } == true)
+        var harness = SOSHarness(profile: PersonProfile(name: "Runner", age: 34))
+        harness.engine.learnRestingRate(learned)
+        #expect(harness.engine.limits.minimum == 30)
+        Self.night(&harness)
+        #expect(!Self.raises(harness))
+        // A real emergency still raises: 25 bpm for a minute.
+        harness.readings(from: 700_000, through: 760_000, bpm: 25)
+        #expect(Self.raises(harness))
+    }
+}

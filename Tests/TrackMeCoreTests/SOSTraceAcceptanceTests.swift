@@ -72,7 +72,7 @@ import TrackMeCore
                 #expect(!record.triggeringReadings.isEmpty, "an alert carries the readings that made the rule true")
             case .withdrawn(let record), .cancelled(let record):
                 other.append("\(record.kind.rawValue) countdown stopped at \(step.timeMilliseconds) ms")
-            case .update, .positionUpdate, .logMonitoringPaused, .logMonitoringResumed:
+            case .update, .positionUpdate, .kindChanged, .logMonitoringPaused, .logMonitoringResumed:
                 break
             }
         }

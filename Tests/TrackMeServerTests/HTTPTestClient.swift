@@ -26,6 +26,9 @@ struct HTTPTestClient: Sendable {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 120
         configuration.httpMaximumConnectionsPerHost = 64
+        // Cookies are sent and read explicitly by the tests that use them.
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
         session = URLSession(configuration: configuration)
     }
 

@@ -46,24 +46,34 @@ final class TestServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    static func start(_ backend: Backend, maxBodyBytes: Int = 1 << 20) async throws -> TestServer {
+    /// `limits` default to the production ones with no rate limits (each test that is about
+    /// limits sets its own); `storage` shares another server's database (two instances).
+    static func start(
+        _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
+        storage sharedStorage: StorageLocation? = nil, console: (inout ConsoleConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let storage: StorageLocation
-        switch backend {
-        case .sqlite:
+        switch (backend, sharedStorage) {
+        case (_, .some(let shared)):
+            storage = shared
+        case (.sqlite, nil):
             storage = .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
-        case .postgres:
+        case (.postgres, nil):
             storage = .postgres(url: try await PostgresFixture.shared.createDatabase())
         }
         let clock = VirtualClock()
         let wall = ManualWallClock(startWall)
         var logger = Logger(label: "test.server")
         logger.logLevel = .warning
-        let configuration = ServerConfiguration(
-            host: "127.0.0.1", port: 0, storage: storage, adminToken: adminToken, maxBodyBytes: maxBodyBytes,
+        var configuration = ServerConfiguration(
+            host: host, port: 0, storage: storage, adminToken: adminToken, maxBodyBytes: maxBodyBytes,
             silenceThreshold: .seconds(90), silenceCheckInterval: .seconds(5), retention: .seconds(60 * 24 * 3600),
-            retentionInterval: .seconds(3600), clock: clock, wallClock: { wall.now })
+            retentionInterval: .seconds(3600), clock: clock, wallClock: { wall.now }, limits: limits)
+        // bcrypt's least cost keeps sign-in tests fast; the server's default is 12.
+        configuration.console = ConsoleConfiguration(sessionLifetime: .seconds(3600), bcryptCost: 4)
+        console(&configuration.console)
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         let task = Task { try await group.run() }
@@ -94,8 +104,12 @@ final class TestServer: Sendable {
     }
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
-    static func with<T>(_ backend: Backend, maxBodyBytes: Int = 1 << 20, _ body: (TestServer) async throws -> T) async throws -> T {
-        let server = try await start(backend, maxBodyBytes: maxBodyBytes)
+    static func with<T>(
+        _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
+        console: (inout ConsoleConfiguration) -> Void = { _ in },
+        _ body: (TestServer) async throws -> T
+    ) async throws -> T {
+        let server = try await start(backend, maxBodyBytes: maxBodyBytes, limits: limits, host: host, console: console)
         do {
             let result = try await body(server)
             await server.stop()

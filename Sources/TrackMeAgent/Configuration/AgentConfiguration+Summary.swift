@@ -41,6 +41,18 @@ extension AgentConfiguration {
         } else {
             lines.append("fallback    none")
         }
+        var outputs: [String] = []
+        if let led = feedback.led { outputs.append("LED \(LEDClassDevice(led).directory)") }
+        if let command = feedback.command {
+            outputs.append("hook \(command.joined(separator: " ")) (killed after \(YAMLSection.format(feedback.commandTimeoutSeconds)) s)")
+        }
+        lines.append("feedback    " + (outputs.isEmpty ? "none" : outputs.joined(separator: "; ")))
+        if let device = button.device {
+            lines.append("button      key \(button.keyCode) on \(device), long press \(YAMLSection.format(button.longPressSeconds)) s = SOS")
+        } else {
+            lines.append("button      none")
+        }
+        lines.append("battery     warn below \(strap.batteryWarningPercent)%")
         lines.append("status      \(status.socketPath)")
         lines.append("metrics     " + (metrics.enabled ? "http://127.0.0.1:\(metrics.port)/metrics" : "off"))
         lines.append("logging     \(logging.level)")

@@ -17,6 +17,10 @@ public struct AgentConfiguration: Hashable, Sendable {
     public var metrics: MetricsConfiguration
     public var logging: LoggingConfiguration
     public var shutdown: ShutdownConfiguration
+    /// What the wearer sees and hears: an LED, a command hook (issue 19).
+    public var feedback: FeedbackConfiguration = .init()
+    /// The SOS button (issue 19).
+    public var button: ButtonConfiguration = .init()
 
     public init(
         person: PersonProfile,
@@ -75,17 +79,23 @@ public struct StrapConfiguration: Hashable, Sendable {
     /// The HCI adapter, e.g. `hci0`.
     public var adapter: String
     public var transport: Transport
+    /// Below this battery level (percent) the wearer and the server are warned.
+    public var batteryWarningPercent: Int
+
+    public static let defaultBatteryWarningPercent = 15
 
     public init(
         selection: Selection = .nearest,
         addressType: AddressType = .public,
         adapter: String = "hci0",
-        transport: Transport = .l2cap
+        transport: Transport = .l2cap,
+        batteryWarningPercent: Int = Self.defaultBatteryWarningPercent
     ) {
         self.selection = selection
         self.addressType = addressType
         self.adapter = adapter
         self.transport = transport
+        self.batteryWarningPercent = batteryWarningPercent
     }
 }
 
@@ -133,6 +143,10 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var deviceID: String
     /// A file holding the device's bearer token (kept out of the config file; mode 0640, root:trackme).
     public var tokenFile: String
+    /// A PEM file of the CA(s) to trust for an https:// server instead of the system store.
+    public var caFile: String?
+    /// Base64 SHA-256 pins of the server's public key; any one must match (with the CA check).
+    public var pinSHA256: [String] = []
 
     public init(url: String, deviceID: String, tokenFile: String = "/etc/trackme/device-token") {
         self.url = url
@@ -233,5 +247,46 @@ public struct ShutdownConfiguration: Hashable, Sendable {
 
     public init(graceSeconds: Double = 10) {
         self.graceSeconds = graceSeconds
+    }
+}
+
+/// The wearer's feedback outputs: each `FeedbackState` drives an LED pattern and/or a hook.
+public struct FeedbackConfiguration: Hashable, Sendable {
+    /// An LED-class device: a name under `/sys/class/leds` or an absolute path to its directory.
+    public var led: String?
+    /// Patterns that differ from `LEDPattern.defaults`.
+    public var patterns: [FeedbackState: LEDPattern]
+    /// A program and arguments (no shell) run with the state appended, or nil.
+    public var command: [String]?
+    /// A hook still running after this long is killed.
+    public var commandTimeoutSeconds: Double
+    /// How long `resolved` shows before the device goes back to idle.
+    public var resolvedShownSeconds: Double
+
+    public init(
+        led: String? = nil, patterns: [FeedbackState: LEDPattern] = [:], command: [String]? = nil, commandTimeoutSeconds: Double = 5,
+        resolvedShownSeconds: Double = 30
+    ) {
+        self.led = led
+        self.patterns = patterns
+        self.command = command
+        self.commandTimeoutSeconds = commandTimeoutSeconds
+        self.resolvedShownSeconds = resolvedShownSeconds
+    }
+}
+
+/// A push button read through the kernel's input layer (`gpio-keys`: `/dev/input/eventN`).
+public struct ButtonConfiguration: Hashable, Sendable {
+    /// The event device, or nil for no button.
+    public var device: String?
+    /// The key code it reports (`linux/input-event-codes.h`); gpio-key's default is KEY_POWER (116).
+    public var keyCode: Int
+    /// Held this long: a manual SOS.
+    public var longPressSeconds: Double
+
+    public init(device: String? = nil, keyCode: Int = 116, longPressSeconds: Double = 2) {
+        self.device = device
+        self.keyCode = keyCode
+        self.longPressSeconds = longPressSeconds
     }
 }

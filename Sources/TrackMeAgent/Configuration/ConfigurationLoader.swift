@@ -10,7 +10,8 @@ import Yams
 public enum ConfigurationLoader {
     /// Top-level sections, in the order the example file documents them.
     static let sections = [
-        "person", "strap", "gpsd", "store", "server", "sos", "fallback", "status", "metrics", "logging", "shutdown",
+        "person", "strap", "gpsd", "store", "server", "sos", "fallback", "feedback", "button", "status", "metrics", "logging",
+        "shutdown",
     ]
 
     /// Reads and checks the file at `path`.
@@ -63,6 +64,8 @@ public enum ConfigurationLoader {
         let server = reader.server(document.section("server"))
         let sos = reader.sos(document.section("sos"))
         let fallback = reader.fallback(document.section("fallback"))
+        let feedback = reader.feedback(document.section("feedback"))
+        let button = reader.button(document.section("button"))
         let status = reader.status(document.section("status"))
         let metrics = reader.metrics(document.section("metrics"))
         let logging = reader.logging(document.section("logging"))
@@ -72,7 +75,7 @@ public enum ConfigurationLoader {
         guard issues.issues.isEmpty, let person, let server else {
             throw ConfigurationError(code: .invalid, path: nil, issues: issues.sorted)
         }
-        return AgentConfiguration(
+        var configuration = AgentConfiguration(
             person: person,
             server: server,
             strap: strap,
@@ -85,6 +88,9 @@ public enum ConfigurationLoader {
             logging: logging,
             shutdown: shutdown
         )
+        configuration.feedback = feedback
+        configuration.button = button
+        return configuration
     }
 
     private static func syntaxIssue(_ error: any Error) -> ConfigurationIssue {
@@ -152,7 +158,7 @@ private struct Reader {
     }
 
     func strap(_ s: YAMLSection) -> StrapConfiguration {
-        defer { s.finish(known: ["address", "address_type", "adapter", "transport", "trace", "pace"]) }
+        defer { s.finish(known: ["address", "address_type", "adapter", "transport", "trace", "pace", "battery_warning_percent"]) }
         var strap = StrapConfiguration()
         if let address = s.string("address") {
             if address == "nearest" {
@@ -173,6 +179,7 @@ private struct Reader {
                 s.report(s.node("adapter"), "adapter", "expected an HCI adapter name like hci0, got \"\(adapter)\"")
             }
         }
+        if let level = s.int("battery_warning_percent", in: 0...100) { strap.batteryWarningPercent = level }
         let simulated = s.choice("transport", [("l2cap", false), ("socketpair", true), ("simulated", true)]) ?? false
         let trace = absolutePath(s, "trace")
         let pace = s.double("pace", in: 0.01...10_000)
@@ -225,7 +232,7 @@ private struct Reader {
     }
 
     func server(_ s: YAMLSection) -> ServerConfiguration? {
-        defer { s.finish(known: ["url", "device_id", "token_file"]) }
+        defer { s.finish(known: ["url", "device_id", "token_file", "ca_file", "pin_sha256"]) }
         let url = s.requiredString("url")
         if let url, !Self.isServerURL(url) {
             s.report(s.node("url"), "url", "expected an http:// or https:// URL with a host, got \"\(url)\"")
@@ -235,9 +242,20 @@ private struct Reader {
             s.report(s.node("device_id"), "device_id", "expected 1-64 characters of A-Z a-z 0-9 . _ -, got \"\(deviceID)\"")
         }
         let tokenFile = absolutePath(s, "token_file")
+        // issue 17: whom to trust for https:// (a self-hosted server's CA, pinned keys).
+        let caFile = absolutePath(s, "ca_file")
+        let pins = s.stringList("pin_sha256") ?? []
+        for pin in pins where Data(base64Encoded: pin)?.count != 32 {
+            s.report(s.node("pin_sha256"), "pin_sha256", "expected base64 SHA-256 digests (44 characters), got \"\(pin)\"")
+        }
+        if let url, url.hasPrefix("http://"), caFile != nil || !pins.isEmpty {
+            s.report(s.node("url"), "url", "ca_file and pin_sha256 need an https:// url")
+        }
         guard let url, Self.isServerURL(url), let deviceID, DeviceIdentity.isValid(deviceID) else { return nil }
         var server = ServerConfiguration(url: url, deviceID: deviceID)
         if let tokenFile { server.tokenFile = tokenFile }
+        server.caFile = caFile
+        server.pinSHA256 = pins
         return server
     }
 
@@ -290,6 +308,48 @@ private struct Reader {
         }
         if let after = s.double("after_seconds", in: 0...86_400) { fallback.afterSeconds = after }
         return fallback
+    }
+
+    func feedback(_ s: YAMLSection) -> FeedbackConfiguration {
+        defer { s.finish(known: ["led", "patterns", "command", "command_timeout_seconds", "resolved_seconds"]) }
+        var feedback = FeedbackConfiguration()
+        if let led = s.string("led") {
+            if led.isEmpty || (!led.hasPrefix("/") && led.contains("/")) {
+                s.report(s.node("led"), "led", "expected an LED name under /sys/class/leds or an absolute path, got \"\(led)\"")
+            } else {
+                feedback.led = led
+            }
+        }
+        let patterns = s.section("patterns")
+        let names = FeedbackState.allCases.map(\.rawValue)
+        for state in FeedbackState.allCases {
+            guard let text = patterns.string(state.rawValue) else { continue }
+            if let pattern = LEDPattern(text: text) {
+                feedback.patterns[state] = pattern
+            } else {
+                patterns.report(patterns.node(state.rawValue), state.rawValue, "expected off, on or \"blink ON_MS OFF_MS\" (1-60000 ms), got \"\(text)\"")
+            }
+        }
+        patterns.finish(known: names)
+        if let command = s.stringList("command") {
+            if let program = command.first, !program.isEmpty {
+                feedback.command = [resolve(program)] + command.dropFirst()
+            } else {
+                s.report(s.node("command"), "command", "expected a program and its arguments")
+            }
+        }
+        if let timeout = s.double("command_timeout_seconds", in: 0.1...600) { feedback.commandTimeoutSeconds = timeout }
+        if let shown = s.double("resolved_seconds", in: 0...86_400) { feedback.resolvedShownSeconds = shown }
+        return feedback
+    }
+
+    func button(_ s: YAMLSection) -> ButtonConfiguration {
+        defer { s.finish(known: ["device", "key_code", "long_press_seconds"]) }
+        var button = ButtonConfiguration()
+        if let device = absolutePath(s, "device") { button.device = device }
+        if let code = s.int("key_code", in: 1...0x2ff) { button.keyCode = code }
+        if let long = s.double("long_press_seconds", in: 0.2...30) { button.longPressSeconds = long }
+        return button
     }
 
     func status(_ s: YAMLSection) -> StatusConfiguration {

@@ -15,6 +15,10 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     public var sync: SyncStatus
     /// The person's one open alert, if any.
     public var alert: AlertStatus?
+    /// The heart-rate limits the SOS rules use now, and why (absent from an agent without a pipeline).
+    public var limits: LimitsStatus?
+    /// What the wearer's LED and hook show now (`FeedbackState`), if feedback is wired.
+    public var feedback: FeedbackState?
 
     public init(
         deviceID: String,
@@ -24,7 +28,9 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         gpsd: GPSDStatus = .init(),
         store: StoreStatus = .init(),
         sync: SyncStatus = .init(),
-        alert: AlertStatus? = nil
+        alert: AlertStatus? = nil,
+        limits: LimitsStatus? = nil,
+        feedback: FeedbackState? = nil
     ) {
         self.deviceID = deviceID
         self.uptimeSeconds = uptimeSeconds
@@ -34,13 +40,15 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         self.store = store
         self.sync = sync
         self.alert = alert
+        self.limits = limits
+        self.feedback = feedback
     }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
         case uptimeSeconds = "uptime_s"
         case monitoringPaused = "monitoring_paused"
-        case strap, gpsd, store, sync, alert
+        case strap, gpsd, store, sync, alert, limits, feedback
     }
 }
 
@@ -62,18 +70,29 @@ public struct StrapStatus: Hashable, Sendable, Codable {
     /// Battery Service (0x180F) level, 0-100, if the strap has one.
     public var batteryPercent: Int?
     public var lastHeartRate: LastHeartRate?
+    /// The battery is below the warning level (`strap.battery_warning_percent`).
+    public var batteryLow: Bool?
+    /// Where the strap says it sits (Body Sensor Location), as in the heartbeat.
+    public var bodyLocation: String?
 
-    public init(link: LinkState = .notStarted, address: String? = nil, batteryPercent: Int? = nil, lastHeartRate: LastHeartRate? = nil) {
+    public init(
+        link: LinkState = .notStarted, address: String? = nil, batteryPercent: Int? = nil, lastHeartRate: LastHeartRate? = nil,
+        batteryLow: Bool? = nil, bodyLocation: String? = nil
+    ) {
         self.link = link
         self.address = address
         self.batteryPercent = batteryPercent
         self.lastHeartRate = lastHeartRate
+        self.batteryLow = batteryLow
+        self.bodyLocation = bodyLocation
     }
 
     enum CodingKeys: String, CodingKey {
         case link, address
         case batteryPercent = "battery_pct"
         case lastHeartRate = "last_hr"
+        case batteryLow = "battery_low"
+        case bodyLocation = "body_location"
     }
 }
 
@@ -126,6 +145,13 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     /// Bytes the store uses on disk.
     public var bytes: Int
     public var budgetBytes: Int
+    /// `disk`, or `memory_only` when the store could not be opened on disk: nothing it holds
+    /// survives a restart, and the agent keeps trying to reopen it.
+    public var state: String?
+    /// Why the store is not well (`disk_full: ...`), or nil.
+    public var problem: String?
+    /// Readings that failed their integrity check, kept aside and not sent.
+    public var quarantined: Int64?
 
     public init(depth: Int = 0, bytes: Int = 0, budgetBytes: Int = 0) {
         self.depth = depth
@@ -136,6 +162,7 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     enum CodingKeys: String, CodingKey {
         case depth, bytes
         case budgetBytes = "budget_bytes"
+        case state, problem, quarantined
     }
 }
 
@@ -195,5 +222,79 @@ public struct AlertStatus: Hashable, Sendable, Codable {
         case kind, state
         case countdownRemainingSeconds = "countdown_remaining_s"
         case cancelReason = "cancel_reason"
+    }
+}
+
+/// The heart-rate band in force and where each bound comes from.
+public struct LimitsStatus: Hashable, Sendable, Codable {
+    public var minimumBPM: Int
+    /// `profile`, `resting_rate`, `extreme_bradycardia` (`HeartRateLimits.Source`).
+    public var minimumSource: String
+    public var maximumBPM: Int
+    /// `profile` or `tanaka_age_predicted`.
+    public var maximumSource: String
+    /// The resting rate learned from the wearer's readings, once there is one.
+    public var learnedRestingBPM: Int?
+    /// Readings the learning has counted, and how many it needs before it has an estimate.
+    public var learnedSamples: Int
+    public var learnedSamplesNeeded: Int
+    /// In words: which limits are in force and why.
+    public var why: String
+
+    public init(
+        minimumBPM: Int, minimumSource: String, maximumBPM: Int, maximumSource: String, learnedRestingBPM: Int?, learnedSamples: Int,
+        learnedSamplesNeeded: Int, why: String
+    ) {
+        self.minimumBPM = minimumBPM
+        self.minimumSource = minimumSource
+        self.maximumBPM = maximumBPM
+        self.maximumSource = maximumSource
+        self.learnedRestingBPM = learnedRestingBPM
+        self.learnedSamples = learnedSamples
+        self.learnedSamplesNeeded = learnedSamplesNeeded
+        self.why = why
+    }
+
+    /// The limits of `profile` with what the agent learned.
+    public init(limits: HeartRateLimits, profile: PersonProfile, learnedRestingRate: Int?, learnedSamples: Int, learnedSamplesNeeded: Int) {
+        var reasons: [String] = []
+        switch limits.minimumSource {
+        case .profile:
+            reasons.append("minimum \(limits.minimum) bpm set in the profile (min_hr)")
+        case .restingRate:
+            if let resting = profile.restingHeartRate {
+                reasons.append("minimum \(limits.minimum) bpm from the profile's resting rate \(resting) bpm")
+            } else {
+                reasons.append("minimum \(limits.minimum) bpm from the resting rate \(learnedRestingRate ?? 0) bpm learned from \(learnedSamples) readings")
+            }
+        case .extremeBradycardia:
+            reasons.append(
+                "minimum \(limits.minimum) bpm, the extreme-bradycardia default (no resting rate yet: \(learnedSamples) of \(learnedSamplesNeeded) readings learned)")
+        case .tanakaAgePredicted:
+            reasons.append("minimum \(limits.minimum) bpm")
+        }
+        switch limits.maximumSource {
+        case .profile:
+            reasons.append("maximum \(limits.maximum) bpm set in the profile (max_hr)")
+        case .tanakaAgePredicted:
+            reasons.append("maximum \(limits.maximum) bpm predicted from age \(profile.age) (208 - 0.7 x age)")
+        case .restingRate, .extremeBradycardia:
+            reasons.append("maximum \(limits.maximum) bpm")
+        }
+        self.init(
+            minimumBPM: limits.minimum, minimumSource: limits.minimumSource.rawValue, maximumBPM: limits.maximum,
+            maximumSource: limits.maximumSource.rawValue, learnedRestingBPM: learnedRestingRate, learnedSamples: learnedSamples,
+            learnedSamplesNeeded: learnedSamplesNeeded, why: reasons.joined(separator: "; "))
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case minimumBPM = "min_bpm"
+        case minimumSource = "min_source"
+        case maximumBPM = "max_bpm"
+        case maximumSource = "max_source"
+        case learnedRestingBPM = "learned_resting_bpm"
+        case learnedSamples = "learned_samples"
+        case learnedSamplesNeeded = "learned_samples_needed"
+        case why
     }
 }

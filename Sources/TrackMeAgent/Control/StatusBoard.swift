@@ -14,6 +14,8 @@ public struct StatusBoard: Hashable, Sendable {
     public var strapLink: StrapStatus.LinkState = .notStarted
     public var strapAddress: String?
     public var strapBatteryPercent: Int?
+    public var strapBatteryLow: Bool?
+    public var strapBodyLocation: String?
     public var lastHeartRate: TimedHeartRate?
 
     public var gpsdConnection: GPSDStatus.ConnectionState = .notStarted
@@ -28,6 +30,8 @@ public struct StatusBoard: Hashable, Sendable {
     public var openAlert: AlertRecord?
     /// When a pending alert's countdown ends.
     public var countdownDeadline: ReadingTimestamp?
+    public var limits: LimitsStatus?
+    public var feedback: FeedbackState?
 
     public init(deviceID: String, started: ReadingTimestamp, storeBudgetBytes: Int) {
         self.deviceID = deviceID
@@ -83,7 +87,9 @@ public struct StatusBoard: Hashable, Sendable {
             deviceID: deviceID,
             uptimeSeconds: uptime,
             monitoringPaused: monitoringPaused,
-            strap: StrapStatus(link: strapLink, address: strapAddress, batteryPercent: strapBatteryPercent, lastHeartRate: heartRate),
+            strap: StrapStatus(
+                link: strapLink, address: strapAddress, batteryPercent: strapBatteryPercent, lastHeartRate: heartRate,
+                batteryLow: strapBatteryLow, bodyLocation: strapBodyLocation),
             gpsd: GPSDStatus(
                 connection: gpsdConnection,
                 lastFix: lastFix,
@@ -94,7 +100,9 @@ public struct StatusBoard: Hashable, Sendable {
                 lastSuccessAgeMilliseconds: lastSyncSuccess.flatMap { now.milliseconds(since: $0) }.map { max(0, $0) },
                 lastError: lastSyncError
             ),
-            alert: alert
+            alert: alert,
+            limits: limits,
+            feedback: feedback
         )
     }
 }

@@ -8,7 +8,8 @@ public enum StatusReport {
 
         var strapDetail: [String] = []
         if let address = status.strap.address { strapDetail.append(address) }
-        if let battery = status.strap.batteryPercent { strapDetail.append("battery \(battery)%") }
+        if let battery = status.strap.batteryPercent { strapDetail.append("battery \(battery)%" + (status.strap.batteryLow == true ? " LOW" : "")) }
+        if let location = status.strap.bodyLocation { strapDetail.append("on the \(location.split(separator: "_").joined(separator: " "))") }
         rows.append(("strap", status.strap.link.rawValue, strapDetail.joined(separator: ", ")))
 
         if let hr = status.strap.lastHeartRate {
@@ -35,7 +36,11 @@ public enum StatusReport {
         }
 
         let percent = status.store.budgetBytes > 0 ? " (\(status.store.bytes * 100 / status.store.budgetBytes)% of budget)" : ""
-        rows.append(("store", "\(status.store.depth) pending", "\(status.store.bytes) bytes\(percent)"))
+        var storeDetail = "\(status.store.bytes) bytes\(percent)"
+        if status.store.state == "memory_only" { storeDetail += "; MEMORY ONLY, nothing survives a restart" }
+        if let problem = status.store.problem { storeDetail += "; \(problem)" }
+        if let quarantined = status.store.quarantined, quarantined > 0 { storeDetail += "; \(quarantined) damaged readings quarantined" }
+        rows.append(("store", "\(status.store.depth) pending", storeDetail))
 
         if let ms = status.sync.lastSuccessAgeMilliseconds {
             rows.append(("sync", "ok", "last success \(age(ms))" + (status.sync.lastError.map { "; last error: \($0)" } ?? "")))
@@ -49,6 +54,13 @@ public enum StatusReport {
             rows.append(("alert", alert.state.rawValue.uppercased(), detail))
         } else {
             rows.append(("alert", "none", ""))
+        }
+
+        if let limits = status.limits {
+            rows.append(("limits", "\(limits.minimumBPM)-\(limits.maximumBPM) bpm", limits.why))
+        }
+        if let feedback = status.feedback {
+            rows.append(("feedback", feedback.rawValue, ""))
         }
 
         let first = rows.map(\.0.count).max() ?? 0

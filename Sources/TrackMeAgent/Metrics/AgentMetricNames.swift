@@ -28,6 +28,10 @@ public enum AgentMetricNames {
     public static let storeDepth = "trackme_store_depth"
     /// Gauge: store size on disk, bytes.
     public static let storeBytes = "trackme_store_bytes"
+    /// Gauge: 1 while the store runs from memory (the disk refused it at start), else 0.
+    public static let storeMemoryOnly = "trackme_store_memory_only"
+    /// Gauge: readings that failed their integrity check and were quarantined, over the store's life.
+    public static let storeQuarantined = "trackme_store_quarantined_readings"
     /// Counter: batches the server acknowledged; dimension `result` for failures too.
     public static let syncBatches = "trackme_sync_batches_total"
     /// Counter: alerts raised, dimension `kind` (`AlertKind` raw value).

@@ -22,6 +22,9 @@ public enum AgentAssembly {
         /// In start order: the store first (it stops last), then the consumers.
         public var services: [any Service]
         public var control: PipelineControl
+        /// What the sync heartbeat tells the server about the device.
+        var heartbeat: HeartbeatState
+        var dispatchSettings: DispatchSettings
     }
 
     /// Start-up failures, naming what and where.
@@ -50,20 +53,38 @@ public enum AgentAssembly {
             throw StartError(description: "store.path: cannot open \(configuration.store.path): \(error)")
         }
         let restored = AgentPipeline.openAlert(in: store, logger: logger)
+        let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
+        restoreClockAnchors(from: store, into: timestamps.corrections, logger: logger)
+        // A batch in flight may have gone out before the restart: anchors not yet in force
+        // apply only above it, so its resend carries what it carried then.
+        if let inFlight = try? store.inFlightBatches(deviceID: deviceID).map(\.batch.batchSequence).max() {
+            timestamps.corrections.noteSent(upTo: inFlight)
+        }
         if let restored {
             logger.notice("open alert restored from the journal", metadata: ["sos.alert_id": "\(restored.id)", "sos.state": "\(restored.state)"])
         }
         let committed = Counter(label: AgentMetricNames.readingsCommitted)
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), onCommit: { committed.increment(by: $0.count) })
 
-        let http = URLSessionTransport(baseURL: baseURL)
-        let heartbeat = HeartbeatState()
+        // A configured CA or pins need libcurl directly (URLSession on Linux trusts only the
+        // system store); without them URLSession, as before.
+        let http: any HTTPTransport =
+            configuration.server.caFile != nil || !configuration.server.pinSHA256.isEmpty
+            ? CurlTransport(
+                baseURL: baseURL, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
+            : URLSessionTransport(baseURL: baseURL)
+        let heartbeat = HeartbeatState(batteryWarningPercent: configuration.strap.batteryWarningPercent)
+        heartbeat.paused(deviceState.monitoringPaused)
         let (syncEvents, syncEventSink) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
-        let (acknowledged, acknowledgedSink) = AsyncStream.makeStream(of: [String].self, bufferingPolicy: .bufferingNewest(256))
+        // What dispatchers decided (acknowledged, resolved), in the order the server said it.
+        let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
         let sync = SyncEngine(
             store: store, transport: http, configuration: SyncConfiguration(deviceID: deviceID, token: token), clock: ContinuousClock(),
-            heartbeat: { heartbeat.heartbeat() }, onAlertsAcknowledged: { acknowledgedSink.yield($0) },
-            onEvent: { syncEventSink.yield($0) }, logger: logger)
+            heartbeat: { heartbeat.heartbeat() },
+            onAlertsAcknowledged: { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } },
+            onAlertsResolved: { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } },
+            onEvent: { syncEventSink.yield($0) }, logger: logger,
+            correctTimes: { timestamps.corrections.corrected($1, batchSequence: $0) })
         // The restored alert's position updates go on, numbered above what the server has.
         var adopted: (alert: AlertRecord, nextUpdateSequence: Int)?
         if let restored {
@@ -73,14 +94,16 @@ public enum AgentAssembly {
                 logger.error("alert journal unreadable; the restored alert gets no position updates", metadata: ["store.error": "\(error)"])
             }
         }
+        let dispatchSettings = dispatchSettings(configuration.fallback)
         let lane = DispatchLane(
             transport: HTTPAlertTransport(transport: http, token: token, store: store), fallback: fallback(configuration.fallback),
-            clock: ContinuousClock(), timestamp: { timestamps.now() }, restored: adopted, logger: logger)
+            clock: ContinuousClock(), settings: dispatchSettings, timestamp: { timestamps.now() }, restored: adopted, logger: logger)
 
         let (settings, profile) = configuration.sos.applied(to: SOSSettings(), profile: configuration.person)
         let pipeline = AgentPipeline(
             configuration: AgentPipeline.Configuration(deviceID: deviceID, profile: profile, settings: settings),
             store: store, committer: committer, ids: RandomAlertIDs(), now: timestamps.now(), restoring: restored,
+            deviceState: deviceState,
             dispatch: { action in
                 if case .raise(let record) = action {
                     Counter(label: AgentMetricNames.alertsRaised, dimensions: [("kind", record.kind.rawValue)]).increment()
@@ -89,8 +112,14 @@ public enum AgentAssembly {
                 sync.alertJournaled()
             },
             logger: logger)
+        let feedback = FeedbackDriver(
+            machine: FeedbackMachine(resolvedShownFor: .milliseconds(Int64(configuration.feedback.resolvedShownSeconds * 1000))),
+            clock: ContinuousClock())
+        // An alert still open from before the restart shows again.
+        if let restored { feedback.receive(.engine(.update(restored))) }
         let control = PipelineControl(
-            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps)
+            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
+            feedback: feedback, heartbeat: heartbeat)
 
         let connector: StrapConnector
         if let simulated {
@@ -101,18 +130,64 @@ public enum AgentAssembly {
         let link = HeartRateLink(connector: connector, clock: ContinuousClock(), logger: logger)
         let reader = GPSDReader(host: configuration.gpsd.host, port: configuration.gpsd.port, clock: ContinuousClock(), logger: logger)
 
-        let services: [any Service] = [
-            StoreService(committer: committer, store: store, logger: logger),
+        var services: [any Service] = [
+            StoreService(committer: committer, store: store, pipeline: pipeline, logger: logger),
+            feedbackService(configuration.feedback, driver: feedback, logger: logger),
             DispatchService(lane: lane, pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             SyncService(
-                engine: sync, events: syncEvents, acknowledged: acknowledged, pipeline: pipeline, control: control, timestamps: timestamps),
-            TickerService(pipeline: pipeline, control: control, timestamps: timestamps),
+                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps),
+            TickerService(pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             HeartRateService(
                 link: link, simulated: simulated, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps,
                 logger: logger),
             GPSService(reader: reader, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps, logger: logger),
         ]
-        return Parts(services: services, control: control)
+        if let device = configuration.button.device {
+            let reader = ButtonReader(path: device, keyCode: configuration.button.keyCode, logger: logger)
+            services.append(
+                ButtonService(
+                    reader: reader, longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)), control: control,
+                    clock: ContinuousClock(), logger: logger))
+        }
+        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings)
+    }
+
+    static func restoreClockAnchors(from store: ReadingStore, into anchors: WallClockAnchors, logger: Logger) {
+        do {
+            if let data = try store.deviceState(ReadingStore.DeviceStateKey.wallClockAnchors) {
+                anchors.restore(try JSONDecoder().decode(WallClockCorrection.self, from: data))
+            }
+        } catch {
+            logger.warning("wall clock anchors unreadable; readings of earlier runs stay uncorrected", metadata: ["store.error": "\(error)"])
+        }
+    }
+
+    /// Saves the wall-clock anchors if they changed (the ticker calls it every second).
+    static func saveClockAnchors(_ anchors: WallClockAnchors, to store: ReadingStore, logger: Logger) {
+        guard let changed = anchors.takeChanged() else { return }
+        do {
+            try store.setDeviceState(try JSONEncoder().encode(changed), for: ReadingStore.DeviceStateKey.wallClockAnchors)
+        } catch {
+            logger.warning("wall clock anchors not saved", metadata: ["store.error": "\(error)"])
+        }
+    }
+
+    /// `fallback.after_seconds` becomes the lane's fallback delay.
+    static func dispatchSettings(_ fallback: FallbackConfiguration) -> DispatchSettings {
+        var settings = DispatchSettings()
+        settings.fallbackAfter = .milliseconds(Int64((fallback.afterSeconds * 1000).rounded()))
+        return settings
+    }
+
+    static func feedbackService(_ configuration: FeedbackConfiguration, driver: FeedbackDriver, logger: Logger) -> FeedbackService {
+        var patterns = LEDPattern.defaults
+        patterns.merge(configuration.patterns) { _, configured in configured }
+        return FeedbackService(
+            driver: driver, led: configuration.led.map(LEDClassDevice.init), patterns: patterns,
+            hook: configuration.command.map {
+                FeedbackHook(command: $0, timeLimit: .milliseconds(Int64(configuration.commandTimeoutSeconds * 1000)))
+            },
+            clock: ContinuousClock(), logger: logger)
     }
 
     static func readToken(_ path: String) throws -> String {

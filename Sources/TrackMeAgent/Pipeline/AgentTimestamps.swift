@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import TrackMeCore
 
 #if canImport(Glibc)
@@ -16,6 +17,9 @@ import Glibc
 /// fake-hwclock, which is plausible and wrong.
 public struct AgentTimestamps: Sendable {
     public let bootID: String
+    /// Every trusted timestamp teaches this boot's wall-clock offset, so readings stamped before
+    /// the clock was synchronised can be corrected before they are synced.
+    let corrections = WallClockAnchors()
 
     public init() {
         let raw = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
@@ -32,9 +36,11 @@ public struct AgentTimestamps: Sendable {
         clock_gettime(CLOCK_REALTIME, &wall)
         let mono = UInt64(max(0, boot.tv_sec)) * 1_000_000_000 + UInt64(max(0, boot.tv_nsec))
         let wallMilliseconds = Int64(wall.tv_sec) * 1000 + Int64(wall.tv_nsec) / 1_000_000
-        return ReadingTimestamp(
+        let timestamp = ReadingTimestamp(
             monotonicNanoseconds: mono, bootID: bootID, wallClockMilliseconds: wallMilliseconds,
             wallClockTrusted: Self.wallClockSynchronised())
+        if timestamp.wallClockTrusted { corrections.learn(timestamp) }
+        return timestamp
     }
 
     /// Whether the kernel considers the system clock synchronised: a read-only `adjtimex`
@@ -52,3 +58,64 @@ public struct AgentTimestamps: Sendable {
 
 @_silgen_name("adjtimex")
 private func systemAdjtimex(_ timex: UnsafeMutableRawPointer) -> Int32
+
+/// The agent's `WallClockCorrection`, shared by the timestamps (which teach it), the sync
+/// engine (which applies it to each batch) and the ticker (which saves it when it changed).
+final class WallClockAnchors: Sendable {
+    private struct State {
+        var correction = WallClockCorrection()
+        var changed = false
+    }
+
+    private let state = Mutex(State())
+
+    func learn(_ timestamp: ReadingTimestamp) {
+        state.withLock { s in
+            if s.correction.learn(timestamp) { s.changed = true }
+        }
+    }
+
+    /// Anchors saved by an earlier run (of this boot or others); what this run learned wins.
+    func restore(_ saved: WallClockCorrection) {
+        state.withLock { s in
+            var merged = saved
+            for anchor in s.correction.anchors {
+                if merged.learn(
+                    ReadingTimestamp(
+                        monotonicNanoseconds: 0, bootID: anchor.bootID, wallClockMilliseconds: anchor.offsetMilliseconds, wallClockTrusted: true))
+                {
+                    s.changed = true
+                }
+            }
+            merged.noteSent(upTo: s.correction.highestBatchSent)
+            s.correction = merged
+        }
+    }
+
+    /// Batch `batchSequence`'s readings as they are to be sent; anchors that come into force
+    /// here are saved by the next `takeChanged`.
+    func corrected(_ readings: [WireReading], batchSequence: Int64) -> [WireReading] {
+        state.withLock { s in
+            let pending = s.correction.anchors.contains { $0.fromBatch == nil }
+            let result = s.correction.corrected(readings, batchSequence: batchSequence)
+            if pending { s.changed = true }
+            return result
+        }
+    }
+
+    /// The in-flight batches found at start may have been sent before the restart.
+    func noteSent(upTo batchSequence: Int64) {
+        state.withLock { $0.correction.noteSent(upTo: batchSequence) }
+    }
+
+    /// The anchors if they changed since the last call (to be saved), else nil.
+    func takeChanged() -> WallClockCorrection? {
+        state.withLock { s in
+            guard s.changed else { return nil }
+            s.changed = false
+            return s.correction
+        }
+    }
+
+    var current: WallClockCorrection { state.withLock { $0.correction } }
+}

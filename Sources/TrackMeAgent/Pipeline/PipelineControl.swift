@@ -7,14 +7,29 @@ public import TrackMeCore
 /// the shared `AgentPipeline`.
 public actor PipelineControl: AgentControl {
     private var board: StatusBoard
-    private let pipeline: AgentPipeline
+    nonisolated let pipeline: AgentPipeline
     private let timestamps: AgentTimestamps
     private let storeDepth = Gauge(label: AgentMetricNames.storeDepth)
     private let storeBytes = Gauge(label: AgentMetricNames.storeBytes)
+    private let storeMemoryOnly = Gauge(label: AgentMetricNames.storeMemoryOnly)
+    private let storeQuarantined = Gauge(label: AgentMetricNames.storeQuarantined)
+    /// The wearer's LED and hook; nil when none is wired (tests of the control alone).
+    private let feedback: FeedbackDriver?
+    /// The sync heartbeat's view of pause (the server learns the wearer paused).
+    private let heartbeat: HeartbeatState?
 
     public init(pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps) {
+        self.init(pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: nil)
+    }
+
+    init(
+        pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, feedback: FeedbackDriver?,
+        heartbeat: HeartbeatState?
+    ) {
         self.pipeline = pipeline
         self.timestamps = timestamps
+        self.feedback = feedback
+        self.heartbeat = heartbeat
         board = StatusBoard(deviceID: deviceID, started: timestamps.now(), storeBudgetBytes: storeBudgetBytes)
     }
 
@@ -25,7 +40,16 @@ public actor PipelineControl: AgentControl {
         if let address { board.strapAddress = address }
     }
 
-    func strapBattery(_ percent: Int) { board.strapBatteryPercent = percent }
+    func strapBattery(_ percent: Int, low: Bool) {
+        board.strapBatteryPercent = percent
+        if board.strapBatteryLow != low { feedback?.receive(.batteryLow(low)) }
+        board.strapBatteryLow = low
+    }
+
+    func strapBodyLocation(_ location: String) { board.strapBodyLocation = location }
+
+    /// Something the dispatch lane or the server said about the alert, for the wearer's feedback.
+    func feedback(_ event: FeedbackMachine.Event) { feedback?.receive(event) }
 
     func heartRate(_ reading: HeartRateReading, at time: ReadingTimestamp) { board.record(heartRate: reading, at: time) }
 
@@ -40,11 +64,16 @@ public actor PipelineControl: AgentControl {
     /// Notes countdown deadlines from the actions the engine returned (the only place they appear).
     func observe(_ actions: [SOSAction]) {
         for action in actions {
+            feedback?.receive(.engine(action))
             switch action {
             case .startCountdown(let record, let deadline): board.record(alert: record, countdownDeadline: deadline)
-            case .raise(let record), .update(let record), .positionUpdate(let record), .cancelled(let record), .withdrawn(let record):
+            case .raise(let record), .update(let record), .positionUpdate(let record), .cancelled(let record), .withdrawn(let record),
+                .kindChanged(let record):
                 board.record(alert: record)
-            case .logMonitoringPaused, .logMonitoringResumed: break
+            case .logMonitoringPaused:
+                heartbeat?.paused(true)
+            case .logMonitoringResumed:
+                heartbeat?.paused(false)
             }
         }
     }
@@ -53,8 +82,13 @@ public actor PipelineControl: AgentControl {
     func refreshStore(_ statistics: StoreStatistics) {
         board.store.depth = statistics.unsyncedReadings
         board.store.bytes = Int(max(0, statistics.usedBytes))
+        board.store.state = statistics.storeState
+        board.store.problem = statistics.memoryOnlyReason ?? (statistics.health == .healthy ? nil : statistics.health.rawValue)
+        board.store.quarantined = statistics.quarantinedReadings
         storeDepth.record(statistics.unsyncedReadings)
         storeBytes.record(max(0, statistics.usedBytes))
+        storeMemoryOnly.record(statistics.memoryOnlyReason == nil ? 0 : 1)
+        storeQuarantined.record(statistics.quarantinedReadings)
     }
 
     // MARK: AgentControl
@@ -63,6 +97,10 @@ public actor PipelineControl: AgentControl {
         refreshStore(pipeline.store.statistics())
         let current = await pipeline.current
         board.monitoringPaused = !current.monitoring
+        board.limits = LimitsStatus(
+            limits: current.limits, profile: pipeline.configuration.profile, learnedRestingRate: current.learnedRestingRate,
+            learnedSamples: current.baselineSamples, learnedSamplesNeeded: current.baselineSamplesNeeded)
+        board.feedback = feedback?.shown
         if let open = current.openAlert {
             board.record(alert: open, countdownDeadline: board.openAlert?.id == open.id ? board.countdownDeadline : nil)
         } else {

@@ -15,15 +15,40 @@ import TrackMeCore
 public struct StoreService: Service {
     let committer: GroupCommitter
     let store: ReadingStore
+    /// Its learned baseline is saved before the store closes.
+    let pipeline: AgentPipeline
     let logger: Logger
+    /// While the store runs from memory, how often to try it on disk again.
+    var reopenInterval: Duration = .seconds(30)
+    var clock: any Clock<Duration> = ContinuousClock()
 
     public func run() async {
-        await cancelWhenGracefulShutdown { await committer.run() }
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await committer.run() }
+                group.addTask { await reopenWhileMemoryOnly() }
+            }
+        }
+        await pipeline.saveBaseline()
         // `run()` committed the rest when it was cancelled; anything still buffered failed to commit.
         let left = await committer.bufferedCount
         if left > 0 { logger.error("readings not committed at shutdown", metadata: ["store.buffered": "\(left)"]) }
         store.close()
         logger.info("store closed")
+    }
+}
+
+extension StoreService {
+    /// A store that fell back to memory at start is tried on disk again every `reopenInterval`
+    /// until the disk takes it (`ReadingStore.reopenIfMemoryOnly`).
+    func reopenWhileMemoryOnly() async {
+        while !Task.isCancelled, store.statistics().memoryOnlyReason != nil {
+            do { try await clock.sleep(for: reopenInterval) } catch { return }
+            if store.reopenIfMemoryOnly() {
+                logger.info("store back on disk")
+                return
+            }
+        }
     }
 }
 
@@ -33,16 +58,51 @@ final class HeartbeatState: Sendable {
         var strap = "searching"
         var gpsd = "no_device"
         var battery: Int?
+        var paused = false
+        var bodyLocation: String?
     }
 
     private let state = Mutex(State())
+    /// The strap's battery below this many percent is low (`strap.battery_warning_percent`).
+    let batteryWarningPercent: Int
+
+    init(batteryWarningPercent: Int = StrapConfiguration.defaultBatteryWarningPercent) {
+        self.batteryWarningPercent = batteryWarningPercent
+    }
 
     func strap(_ value: String) { state.withLock { $0.strap = value } }
     func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
-    func battery(_ value: Int) { state.withLock { $0.battery = value } }
+    /// Records the level; returns whether it is low.
+    @discardableResult
+    func battery(_ value: Int) -> Bool {
+        state.withLock { $0.battery = value }
+        return value < batteryWarningPercent
+    }
+    func paused(_ value: Bool) { state.withLock { $0.paused = value } }
+    func bodyLocation(_ value: String) { state.withLock { $0.bodyLocation = value } }
 
     func heartbeat() -> DeviceHeartbeat {
-        state.withLock { DeviceHeartbeat(strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery) }
+        let threshold = batteryWarningPercent
+        return state.withLock {
+            DeviceHeartbeat(
+                strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery,
+                batteryLow: $0.battery.map { $0 < threshold }, monitoringPaused: $0.paused, bodySensorLocation: $0.bodyLocation)
+        }
+    }
+}
+
+extension BodySensorLocation {
+    /// The heartbeat's and status's spelling (WIRE.md).
+    var wireName: String {
+        switch self {
+        case .other: "other"
+        case .chest: "chest"
+        case .wrist: "wrist"
+        case .finger: "finger"
+        case .hand: "hand"
+        case .earLobe: "ear_lobe"
+        case .foot: "foot"
+        }
     }
 }
 
@@ -106,10 +166,11 @@ public struct HeartRateService: Service {
                 await control.strapLink(.disconnected)
             case .battery(let percent):
                 battery.record(percent)
-                heartbeat.battery(percent)
-                await control.strapBattery(percent)
-            case .bodySensorLocation:
-                break
+                let low = heartbeat.battery(percent)
+                await control.strapBattery(percent, low: low)
+            case .bodySensorLocation(let location):
+                heartbeat.bodyLocation(location.wireName)
+                await control.strapBodyLocation(location.wireName)
             case .malformed(let raw, let error):
                 logger.info("malformed heart rate notification ignored", metadata: ["ble.error": "\(error)", "ble.bytes": "\(raw.count)"])
             }
@@ -167,11 +228,13 @@ public struct GPSService: Service {
 }
 
 /// Time for the SOS engine (countdowns, strap silent, contact lost): a tick every 250 ms, and
-/// the store's depth and size for `status` and the gauges every second.
+/// the store's depth and size for `status` and the gauges every second, and the wall-clock
+/// anchors saved when a trusted time taught a new one.
 public struct TickerService: Service {
     let pipeline: AgentPipeline
     let control: PipelineControl
     let timestamps: AgentTimestamps
+    let logger: Logger
 
     public func run() async {
         await cancelWhenGracefulShutdown {
@@ -183,7 +246,10 @@ public struct TickerService: Service {
                 do { try await clock.sleep(until: deadline, tolerance: .milliseconds(20)) } catch { return }
                 await control.observe(await pipeline.receive(.tick, at: timestamps.now()))
                 count += 1
-                if count % 4 == 0 { await control.refreshStore(pipeline.store.statistics()) }
+                if count % 4 == 0 {
+                    await control.refreshStore(pipeline.store.statistics())
+                    AgentAssembly.saveClockAnchors(timestamps.corrections, to: pipeline.store, logger: logger)
+                }
             }
         }
     }
@@ -214,8 +280,10 @@ public struct DispatchService: Service {
                         logger.error("local fallback failed", metadata: ["sos.alert_id": "\(id)", "dispatch.error": "\(error)"])
                     case .fallbackSucceeded(let id, _):
                         logger.notice("local fallback ran", metadata: ["sos.alert_id": "\(id)"])
-                    case .showAcknowledgement, .sent:
-                        break
+                    case .showAcknowledgement(let id, let acknowledged):
+                        await control.feedback(.acknowledgement(alertID: id, acknowledged: acknowledged))
+                    case .sent(let update):
+                        await control.feedback(.sent(update))
                     }
                     if Task.isCancelled { break }
                 }
@@ -225,12 +293,13 @@ public struct DispatchService: Service {
     }
 }
 
-/// Sync: readings batches and the alert lane to the server; acknowledgements from dispatchers
-/// go back into the SOS engine.
+/// Sync: readings batches and the alert lane to the server; acknowledgements and resolutions
+/// from dispatchers go back into the SOS engine.
 public struct SyncService: Service {
     let engine: SyncEngine
     let events: AsyncStream<SyncEvent>
-    let acknowledged: AsyncStream<[String]>
+    /// `.acknowledged` and `.resolved` as the batch acknowledgements report them.
+    let fromDispatchers: AsyncStream<SOSEvent>
     let pipeline: AgentPipeline
     let control: PipelineControl
     let timestamps: AgentTimestamps
@@ -242,10 +311,8 @@ public struct SyncService: Service {
             await withDiscardingTaskGroup { group in
                 group.addTask { await engine.run() }
                 group.addTask {
-                    for await ids in acknowledged {
-                        for id in ids {
-                            await control.observe(await pipeline.receive(.acknowledged(alertID: id), at: timestamps.now()))
-                        }
+                    for await event in fromDispatchers {
+                        await control.observe(await pipeline.receive(event, at: timestamps.now()))
                     }
                 }
                 for await event in events {
@@ -262,6 +329,8 @@ public struct SyncService: Service {
                     case .sendFailed(let error, _), .rejected(let error):
                         batchesFailed.increment()
                         await control.syncFailed("\(error)")
+                    case .heartbeatSentAlone:
+                        break
                     }
                     if Task.isCancelled { break }
                 }

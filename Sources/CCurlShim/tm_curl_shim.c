@@ -1,0 +1,98 @@
+#include "tm_curl_shim.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *data;
+    size_t length;
+    int failed;
+} tm_buffer;
+
+static size_t tm_append(char *data, size_t size, size_t count, void *user) {
+    tm_buffer *buffer = user;
+    size_t add = size * count;
+    char *grown = realloc(buffer->data, buffer->length + add + 1);
+    if (grown == NULL) {
+        buffer->failed = 1;
+        return 0;
+    }
+    memcpy(grown + buffer->length, data, add);
+    buffer->length += add;
+    grown[buffer->length] = 0;
+    buffer->data = grown;
+    return add;
+}
+
+void tm_curl_global_init(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int tm_curl_post(const char *url, const char *const *header_lines, size_t header_count, const void *body, size_t body_length,
+                 const char *ca_file, const char *pinned_public_key, long timeout_ms, tm_curl_result *result) {
+    memset(result, 0, sizeof(*result));
+    CURL *curl = curl_easy_init();
+    if (curl == NULL) return -1;
+    struct curl_slist *headers = NULL;
+    for (size_t i = 0; i < header_count; i++) {
+        struct curl_slist *next = curl_slist_append(headers, header_lines[i]);
+        if (next == NULL) {
+            curl_slist_free_all(headers);
+            curl_easy_cleanup(curl);
+            return -1;
+        }
+        headers = next;
+    }
+    tm_buffer head = {0}, content = {0};
+    char error[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(curl, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (ca_file != NULL) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
+    if (pinned_public_key != NULL) curl_easy_setopt(curl, CURLOPT_PINNEDPUBLICKEY, pinned_public_key);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, tm_append);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &head);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, tm_append);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &content);
+    CURLcode code = curl_easy_perform(curl);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result->status);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    if (head.failed || content.failed) {
+        free(head.data);
+        free(content.data);
+        return -1;
+    }
+    result->curl_code = (int)code;
+    switch (code) {
+    case CURLE_OK: result->failure_kind = 0; break;
+    case CURLE_PEER_FAILED_VERIFICATION: result->failure_kind = 1; break;
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH: result->failure_kind = 2; break;
+    case CURLE_SSL_CACERT_BADFILE: result->failure_kind = 3; break;
+    default: result->failure_kind = 4; break;
+    }
+    const char *message = error[0] != 0 ? error : (code != CURLE_OK ? curl_easy_strerror(code) : "");
+    strncpy(result->error, message, sizeof(result->error) - 1);
+    result->headers = head.data;
+    result->headers_length = head.length;
+    result->body = content.data;
+    result->body_length = content.length;
+    return 0;
+}
+
+void tm_curl_result_free(tm_curl_result *result) {
+    free(result->headers);
+    free(result->body);
+    result->headers = NULL;
+    result->body = NULL;
+}

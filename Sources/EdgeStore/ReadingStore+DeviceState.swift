@@ -1,0 +1,42 @@
+public import Foundation
+import GRDB
+
+/// Small values the agent keeps across restarts beside its readings (issue 19): the learned
+/// resting heart rate (`RestingHeartRateEstimator`, as JSON) and whether the wearer paused
+/// monitoring. One row per key, replaced on every write; never synced, never evicted.
+extension ReadingStore {
+    /// Keys the agent uses.
+    public enum DeviceStateKey {
+        public static let restingHeartRate = "resting_heart_rate_estimator"
+        public static let monitoringPaused = "monitoring_paused"
+        /// The wall-clock offsets learned per boot (`WallClockCorrection`, as JSON).
+        public static let wallClockAnchors = "wall_clock_anchors"
+    }
+
+    /// The value stored under `key`, or nil if there is none.
+    public func deviceState(_ key: String) throws(StoreError) -> Data? {
+        try read { db in try Data.fetchOne(db, sql: "SELECT value FROM device_state WHERE key = ?", arguments: [key]) }
+    }
+
+    /// Stores `value` under `key` (a durable commit of its own).
+    public func setDeviceState(_ value: Data, for key: String) throws(StoreError) {
+        do {
+            try write { db in
+                try db.execute(
+                    sql: "INSERT INTO device_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
+            }
+        } catch {
+            throw Self.storeError(error, path: configuration.path)
+        }
+    }
+}
+
+/// The `device_state` table, in its own append-only migration.
+enum DeviceStateSchema {
+    static func register(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v4-device-state") { db in
+            try db.execute(sql: "CREATE TABLE device_state (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        }
+    }
+}

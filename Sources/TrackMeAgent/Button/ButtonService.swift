@@ -1,0 +1,73 @@
+import Logging
+public import ServiceLifecycle
+import TrackMeCore
+
+/// The SOS button: the reader's presses and a tick every 100 ms (so a hold raises the SOS the
+/// moment it reaches the long-press time) go through `ButtonMachine`; its SOS events go to the
+/// pipeline through `PipelineControl`, as `trackme-agent sos` and `safe` do.
+public struct ButtonService: Service {
+    let reader: ButtonReader
+    let handler: ButtonHandler
+    let clock: any Clock<Duration>
+
+    init(reader: ButtonReader, longPress: Duration, control: PipelineControl, clock: any Clock<Duration>, logger: Logger) {
+        self.reader = reader
+        self.handler = ButtonHandler(machine: ButtonMachine(longPress: longPress), control: control, clock: clock, logger: logger)
+        self.clock = clock
+    }
+
+    public func run() async {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await clock.sleep(for: .milliseconds(100), tolerance: .milliseconds(20)) } catch { return }
+                        await handler.receive(.tick)
+                    }
+                }
+                for await event in reader.events() {
+                    switch event {
+                    case .down: await handler.receive(.down)
+                    case .up: await handler.receive(.up)
+                    case .unavailable: break  // logged by the reader
+                    }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+}
+
+/// Owns the press machine; performs what it decides.
+actor ButtonHandler {
+    private var machine: ButtonMachine
+    private let control: PipelineControl
+    private let elapsed: @Sendable () -> Duration
+    private let logger: Logger
+
+    init(machine: ButtonMachine, control: PipelineControl, clock: any Clock<Duration>, logger: Logger) {
+        self.machine = machine
+        self.control = control
+        self.elapsed = Self.stopwatch(clock)
+        self.logger = logger
+    }
+
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
+    }
+
+    func receive(_ event: ButtonMachine.Event) async {
+        if event == .tick && !machine.isPressed { return }
+        let alert = await control.pipeline.current.openAlert?.state
+        guard let sos = machine.receive(event, now: elapsed(), alert: alert) else { return }
+        switch sos {
+        case .manualSOS:
+            logger.notice("button held: manual SOS")
+            _ = try? await control.triggerSOS()
+        case .cancel(let reason):
+            logger.notice("button pressed: countdown cancelled", metadata: ["sos.cancel_reason": "\(reason.rawValue)"])
+            _ = try? await control.markSafe(reason: reason)
+        }
+    }
+}

@@ -1,0 +1,152 @@
+public import TrackMeCore
+
+/// What the wearer's device shows (an LED pattern, a hook's sound): one state at a time.
+public enum FeedbackState: String, Hashable, Sendable, CaseIterable, Codable {
+    /// Nothing to say: monitoring as usual.
+    case idle
+    /// An alert's countdown runs: cancel now if it is a mistake (`safe`, a short button press).
+    case countdown
+    /// The alert is raised and on its way; the server has not confirmed it yet (offline, retrying).
+    case raised
+    /// The server has the alert.
+    case sent
+    /// A person (a dispatcher) acknowledged it: help knows.
+    case acknowledged
+    /// The alert was resolved; shown for a while, then idle.
+    case resolved
+    /// No alert, but the strap's battery is below its warning level.
+    case batteryLow = "battery_low"
+}
+
+/// Turns the pipeline's events into the one `FeedbackState` the outputs show. Pure: time is the
+/// caller's clock offset `now`; `receive` returns the state to show when it changed (or when an
+/// escalation step asks to remind the wearer that nobody has acknowledged yet), else nil.
+///
+/// The alert's phase wins over the battery warning; a resolved alert is shown for
+/// `resolvedShownFor`, then the device goes back to idle (or the battery warning).
+public struct FeedbackMachine: Sendable {
+    public enum Event: Hashable, Sendable {
+        /// An action of the SOS engine (countdown started, raised, delivered, acknowledged,
+        /// resolved, cancelled, withdrawn).
+        case engine(SOSAction)
+        /// The dispatch lane sent this update and the server accepted it.
+        case sent(AlertUpdate)
+        /// The dispatch lane says the alert is (or is still not) acknowledged.
+        case acknowledgement(alertID: String, acknowledged: Bool)
+        /// The alert was resolved on the server (issue 18's resolve reaching the device comes in
+        /// here, as does the engine's `.update` of a resolved record).
+        case resolved(alertID: String)
+        /// The strap's battery is below (or back above) its warning level.
+        case batteryLow(Bool)
+        /// Time passed.
+        case tick
+    }
+
+    fileprivate enum Phase: Hashable, Sendable {
+        case none
+        case countdown(String)
+        case raised(String)
+        case sent(String)
+        case acknowledged(String)
+        case resolved(String, until: Duration)
+    }
+
+    public let resolvedShownFor: Duration
+    private var phase: Phase = .none
+    private var batteryLow = false
+    public private(set) var shown: FeedbackState = .idle
+
+    public init(resolvedShownFor: Duration = .seconds(30)) {
+        self.resolvedShownFor = resolvedShownFor
+    }
+
+    public mutating func receive(_ event: Event, now: Duration) -> FeedbackState? {
+        var remind = false
+        switch event {
+        case .engine(let action):
+            switch action {
+            case .startCountdown(let record, _):
+                phase = .countdown(record.id)
+            case .raise(let record):
+                phase = .raised(record.id)
+            case .update(let record):
+                apply(record.state, id: record.id, now: now)
+            case .cancelled(let record), .withdrawn(let record):
+                if phase.alertID == record.id || phase.alertID == nil { phase = .none }
+            case .positionUpdate, .kindChanged, .logMonitoringPaused, .logMonitoringResumed:
+                // A graver kind keeps the alert as it is shown (raised, sent or acknowledged).
+                break
+            }
+        case .sent(let update):
+            if update.type == .raised, case .raised(let id) = phase, id == update.alert.id { phase = .sent(id) }
+        case .acknowledgement(let id, let acknowledged):
+            if acknowledged {
+                apply(.acknowledged, id: id, now: now)
+            } else if phase.alertID == id {
+                // An escalation step: nobody has acknowledged yet; say so again.
+                remind = true
+            }
+        case .resolved(let id):
+            apply(.resolved, id: id, now: now)
+        case .batteryLow(let low):
+            batteryLow = low
+        case .tick:
+            break
+        }
+        if case .resolved(_, let until) = phase, now >= until { phase = .none }
+        let state = phase.state ?? (batteryLow ? .batteryLow : .idle)
+        guard state != shown || remind else { return nil }
+        shown = state
+        return state
+    }
+
+    /// An alert record's new state: only forward (a late "delivered" does not undo "acknowledged").
+    private mutating func apply(_ state: AlertState, id: String, now: Duration) {
+        guard phase.alertID == id || phase.alertID == nil else { return }
+        switch state {
+        case .pending:
+            break
+        case .raised:
+            if phase.rank < 2 { phase = .raised(id) }
+        case .delivered:
+            if phase.rank < 3 { phase = .sent(id) }
+        case .acknowledged:
+            if phase.rank < 4 { phase = .acknowledged(id) }
+        case .resolved:
+            if phase.rank < 5 { phase = .resolved(id, until: now + resolvedShownFor) }
+        case .cancelled:
+            phase = .none
+        }
+    }
+}
+
+extension FeedbackMachine.Phase {
+    var alertID: String? {
+        switch self {
+        case .none: nil
+        case .countdown(let id), .raised(let id), .sent(let id), .acknowledged(let id), .resolved(let id, _): id
+        }
+    }
+
+    var rank: Int {
+        switch self {
+        case .none: 0
+        case .countdown: 1
+        case .raised: 2
+        case .sent: 3
+        case .acknowledged: 4
+        case .resolved: 5
+        }
+    }
+
+    var state: FeedbackState? {
+        switch self {
+        case .none: nil
+        case .countdown: .countdown
+        case .raised: .raised
+        case .sent: .sent
+        case .acknowledged: .acknowledged
+        case .resolved: .resolved
+        }
+    }
+}

@@ -1,0 +1,58 @@
+/// A person who signs in: an admin, a dispatcher, and later wearers, carers, third parties,
+/// race organisers and fleet operators. One model for all of them; what each may see is decided
+/// by `AccessPolicy`, not by separate account kinds.
+struct Account: Hashable, Sendable {
+    var id: String
+    /// What the person types to sign in: 1-64 of `A-Z a-z 0-9 . _ - @`.
+    var username: String
+    /// Shown on pages (any text; pages render it as text, never as markup).
+    var displayName: String
+    var role: Role
+    /// bcrypt (`$2b$...`); the password itself is never stored.
+    var passwordHash: String
+    var disabled: Bool
+    var createdMilliseconds: Int64
+
+    static func isValidUsername(_ text: String) -> Bool {
+        guard (1...64).contains(text.utf8.count) else { return false }
+        return text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "@"): true
+            default: false
+            }
+        }
+    }
+}
+
+/// A signed-in browser: the cookie carries `ID.SECRET` (the `BearerToken` shape); only the
+/// secret's SHA-256 is stored. The CSRF token is handed to the page and must come back in
+/// `X-CSRF-Token` with every state change made with the cookie.
+struct Session: Hashable, Sendable {
+    var id: String
+    var secretHash: String
+    var accountID: String
+    var csrfToken: String
+    var createdMilliseconds: Int64
+    var expiresMilliseconds: Int64
+}
+
+/// Accounts and sessions, on both backends. Sessions live in the database, so any server
+/// instance sharing it knows them, and signing out or disabling an account ends them everywhere.
+protocol AccountStore: Sendable {
+    /// False if the username is taken.
+    func insertAccount(_ account: Account) async throws -> Bool
+    func account(id: String) async throws -> Account?
+    func account(username: String) async throws -> Account?
+    func accounts() async throws -> [Account]
+    /// Sets `disabled`; a disabled account's sessions are deleted in the same transaction.
+    /// False if there is no such account.
+    func setAccountDisabled(id: String, disabled: Bool) async throws -> Bool
+
+    func insertSession(_ session: Session) async throws
+    /// The session with its account, if both exist.
+    func session(id: String) async throws -> (Session, Account)?
+    func deleteSession(id: String) async throws
+    /// Deletes sessions that expired before `now`; returns how many.
+    func deleteExpiredSessions(now: Int64) async throws -> Int
+}

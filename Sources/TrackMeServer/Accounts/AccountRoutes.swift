@@ -1,0 +1,157 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TrackMeCore
+
+/// Sign-in, sign-out, the current session, and the admin's accounts API.
+struct AccountRoutes: Sendable {
+    let api: ServerAPI
+
+    var store: any ServerStore { api.store }
+    var authenticator: Authenticator { api.authenticator }
+    var console: ConsoleConfiguration { api.configuration.console }
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.post("/v1/session") { request, _ in try await signIn(request) }
+        router.get("/v1/session") { request, _ in try await current(request) }
+        router.delete("/v1/session") { request, _ in try await signOut(request) }
+        router.post("/v1/accounts") { request, _ in try await createAccount(request) }
+        router.get("/v1/accounts") { request, _ in try await listAccounts(request) }
+        router.post("/v1/accounts/:id/disable") { request, context in
+            try await setDisabled(request, id: context.parameters.get("id") ?? "", disabled: true)
+        }
+        router.post("/v1/accounts/:id/enable") { request, context in
+            try await setDisabled(request, id: context.parameters.get("id") ?? "", disabled: false)
+        }
+    }
+
+    func signIn(_ request: Request) async throws -> Response {
+        // Login CSRF: a page elsewhere must not sign a browser in to an account of its choosing.
+        // Browsers send Origin with every cross-site POST; it must name this server.
+        if let origin = request.headers[.origin], let host = request.head.authority {
+            let named = URLComponents(string: origin).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") }
+            guard named == host else { throw APIError.forbidden("sign-in from another site (Origin \(origin))") }
+        }
+        let body = try api.decode(SignInRequest.self, try await api.readBody(request))
+        let hasher = api.passwords
+        let account = try await store.account(username: body.username)
+        // An unknown name costs one bcrypt too, so timing does not tell names apart.
+        let verified = await hasher.verify(body.password, hash: account?.passwordHash ?? hasher.decoyHash)
+        guard let account, verified, !account.disabled else {
+            throw APIError(status: .unauthorized, code: .unauthorized, message: "wrong username or password, or the account is disabled")
+        }
+        let now = api.configuration.wallClock()
+        let token = BearerToken.generate()
+        let session = Session(
+            id: token.id, secretHash: token.secretHash, accountID: account.id, csrfToken: BearerToken.generate().secret,
+            createdMilliseconds: now, expiresMilliseconds: now + console.sessionLifetime.milliseconds)
+        _ = try? await store.deleteExpiredSessions(now: now)
+        try await store.insertSession(session)
+        var response = try json(.ok, SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds))
+        response.setCookie(SessionCookie.make(token.text, maxAgeSeconds: Int(console.sessionLifetime.milliseconds / 1000), secure: console.secureCookies))
+        return response
+    }
+
+    func current(_ request: Request) async throws -> Response {
+        let (session, account) = try await authenticator.session(of: request)
+        return try json(.ok, SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds))
+    }
+
+    func signOut(_ request: Request) async throws -> Response {
+        let principal = try await authenticator.authenticate(request, roles: Set(Role.allCases))
+        guard principal.tokenID.hasPrefix("session:") else { throw APIError.forbidden("sign-out ends a browser session, not a token") }
+        try await store.deleteSession(id: String(principal.tokenID.dropFirst("session:".count)))
+        var response = Response(status: .noContent)
+        response.setCookie(SessionCookie.cleared(secure: console.secureCookies))
+        return response
+    }
+
+    func createAccount(_ request: Request) async throws -> Response {
+        _ = try await authenticator.authenticate(request, roles: [.admin])
+        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
+        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
+        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
+            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
+        }
+        let displayName = body.displayName ?? body.username
+        guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
+        guard body.role != .device else { throw APIError.invalid("role", "devices are enrolled with POST /v1/devices") }
+        let account = Account(
+            id: BearerToken.generate().id, username: body.username, displayName: displayName, role: body.role,
+            passwordHash: await api.passwords.hash(body.password), disabled: false, createdMilliseconds: api.configuration.wallClock())
+        guard try await store.insertAccount(account) else {
+            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
+        }
+        return try json(.created, AccountBody(account))
+    }
+
+    func listAccounts(_ request: Request) async throws -> Response {
+        _ = try await authenticator.authenticate(request, roles: [.admin])
+        return try json(.ok, AccountList(accounts: try await store.accounts().map(AccountBody.init)))
+    }
+
+    func setDisabled(_ request: Request, id: String, disabled: Bool) async throws -> Response {
+        let principal = try await authenticator.authenticate(request, roles: [.admin])
+        guard principal.accountID != id else { throw APIError.forbidden("an admin may not disable their own account") }
+        guard try await store.setAccountDisabled(id: id, disabled: disabled), let account = try await store.account(id: id) else {
+            throw APIError.notFound("no account \(id)")
+        }
+        return try json(.ok, AccountBody(account))
+    }
+}
+
+struct SignInRequest: Codable, Sendable {
+    var username: String
+    var password: String
+}
+
+struct CreateAccountRequest: Codable, Sendable {
+    var username: String
+    var password: String
+    var displayName: String?
+    var role: Role
+
+    enum CodingKeys: String, CodingKey {
+        case username, password, role
+        case displayName = "display_name"
+    }
+}
+
+/// An account as the API shows it (never the hash).
+struct AccountBody: Codable, Hashable, Sendable {
+    var id: String
+    var username: String
+    var displayName: String
+    var role: Role
+    var disabled: Bool
+
+    init(_ account: Account) {
+        id = account.id
+        username = account.username
+        displayName = account.displayName
+        role = account.role
+        disabled = account.disabled
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, username, role, disabled
+        case displayName = "display_name"
+    }
+}
+
+struct AccountList: Codable, Sendable {
+    var accounts: [AccountBody]
+}
+
+struct SessionBody: Codable, Sendable {
+    var account: AccountBody
+    var csrfToken: String
+    var expiresMilliseconds: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case account
+        case csrfToken = "csrf_token"
+        case expiresMilliseconds = "expires_ms"
+    }
+}

@@ -1,0 +1,85 @@
+import GRDB
+
+extension SQLiteServerStore {
+    func insertAccount(_ account: Account) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO accounts (id, username, display_name, role, password_hash, disabled, created_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [
+                    account.id, account.username, account.displayName, account.role.rawValue, account.passwordHash, account.disabled,
+                    account.createdMilliseconds,
+                ])
+            return db.changesCount == 1
+        }
+    }
+
+    func account(id: String) async throws -> Account? {
+        try await pool.read { db in try Self.account(db, where: "id = ?", id) }
+    }
+
+    func account(username: String) async throws -> Account? {
+        try await pool.read { db in try Self.account(db, where: "username = ?", username) }
+    }
+
+    func accounts() async throws -> [Account] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM accounts ORDER BY username").compactMap(Self.account(from:))
+        }
+    }
+
+    func setAccountDisabled(id: String, disabled: Bool) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE id = ?", arguments: [disabled, id])
+            guard db.changesCount == 1 else { return false }
+            if disabled { try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [id]) }
+            return true
+        }
+    }
+
+    func insertSession(_ session: Session) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO sessions (id, secret_hash, account_id, csrf_token, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    session.id, session.secretHash, session.accountID, session.csrfToken, session.createdMilliseconds, session.expiresMilliseconds,
+                ])
+        }
+    }
+
+    func session(id: String) async throws -> (Session, Account)? {
+        try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]),
+                let account = try Self.account(db, where: "id = ?", row["account_id"] as String)
+            else { return nil }
+            let session = Session(
+                id: id, secretHash: row["secret_hash"], accountID: row["account_id"], csrfToken: row["csrf_token"],
+                createdMilliseconds: row["created_ms"], expiresMilliseconds: row["expires_ms"])
+            return (session, account)
+        }
+    }
+
+    func deleteSession(id: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id]) }
+    }
+
+    func deleteExpiredSessions(now: Int64) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM sessions WHERE expires_ms <= ?", arguments: [now])
+            return db.changesCount
+        }
+    }
+
+    private static func account(_ db: Database, where condition: String, _ value: String) throws -> Account? {
+        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE \(condition)", arguments: [value]).flatMap(account(from:))
+    }
+
+    private static func account(from row: Row) -> Account? {
+        guard let role = Role(rawValue: row["role"]) else { return nil }
+        return Account(
+            id: row["id"], username: row["username"], displayName: row["display_name"], role: role, passwordHash: row["password_hash"],
+            disabled: row["disabled"], createdMilliseconds: row["created_ms"])
+    }
+}

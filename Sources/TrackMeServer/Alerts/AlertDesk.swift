@@ -1,0 +1,114 @@
+/// How a dispatcher closed an alert.
+enum AlertOutcome: String, Codable, Hashable, Sendable, CaseIterable {
+    case helpArrived = "help_arrived"
+    case falseAlarm = "false_alarm"
+    case wearerSafe = "wearer_safe"
+    /// Nobody could reach the wearer.
+    case unreachable
+}
+
+/// An alert as the dispatcher's desk reads it: the device's latest record plus what people did.
+struct AlertDeskRow: Hashable, Sendable {
+    var alertID: String
+    var deviceID: String
+    /// The latest record the device sent (WireCodec JSON of `AlertRecord`).
+    var record: String
+    /// The device's state of the alert (`raised`, ..., `resolved`, `cancelled`).
+    var state: String
+    var createdMilliseconds: Int64
+    var updatedMilliseconds: Int64
+    var acknowledgedMilliseconds: Int64?
+    var acknowledgedBy: String?
+    var outcome: AlertOutcome?
+    var resolvedMilliseconds: Int64?
+    var resolvedBy: String?
+    /// The person wearing the device (WireCodec JSON of `PersonProfile`).
+    var person: String
+
+    /// Open until a dispatcher resolves it or the device closes it.
+    var isOpen: Bool { outcome == nil && state != "resolved" && state != "cancelled" }
+}
+
+/// One stored update of an alert, for the timeline and the track.
+struct AlertUpdateRow: Hashable, Sendable {
+    var updateSequence: Int64
+    var type: String
+    var body: String
+    var receivedMilliseconds: Int64
+}
+
+struct AlertNote: Codable, Hashable, Sendable {
+    var id: Int64
+    var alertID: String
+    var author: String
+    var text: String
+    var createdMilliseconds: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case alertID = "alert_id"
+        case author, text
+        case createdMilliseconds = "created_ms"
+    }
+}
+
+/// A device as the devices list shows it.
+struct DeviceStatusRow: Hashable, Sendable {
+    var deviceID: String
+    var person: String
+    var enrolledMilliseconds: Int64
+    var lastSeenMilliseconds: Int64?
+    var silent: Bool
+    /// The last heartbeat (WireCodec JSON of `DeviceHeartbeat`), if any.
+    var heartbeat: String?
+}
+
+enum ResolveResult: Hashable, Sendable {
+    case resolved(deviceID: String)
+    /// Closed before (resolved by someone, or cancelled on the device).
+    case alreadyClosed(deviceID: String)
+    case notFound
+}
+
+/// What the dispatcher's desk reads and changes, on both backends. Every change appends its feed
+/// event in the same transaction (`alert_resolved`, `alert_note`).
+protocol AlertDeskStore: Sendable {
+    /// Open alerts (all of them) or closed ones (newest first, at most `limit`).
+    func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow]
+    func alertRow(id: String) async throws -> AlertDeskRow?
+    /// Every update of the alert in `update_seq` order.
+    func alertUpdates(alertID: String) async throws -> [AlertUpdateRow]
+    func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult
+    /// Nil if there is no such alert.
+    func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote?
+    func notes(alertID: String) async throws -> [AlertNote]
+    func deviceRows() async throws -> [DeviceStatusRow]
+    /// Alerts of the device a dispatcher resolved that the device has not yet closed: the batch
+    /// acknowledgement carries them (`resolved_alerts`) until the device reports them closed.
+    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String]
+    /// The id of the feed's newest event (0 if none): a page that reads the board after this
+    /// and then follows the feed from it misses nothing and replays no old history.
+    func feedHead() async throws -> Int64
+}
+
+extension FeedKind {
+    static let alertResolved = "alert_resolved"
+    static let alertNote = "alert_note"
+}
+
+/// `data` of `alert_resolved`.
+struct AlertResolvedData: Codable, Hashable, Sendable {
+    var alertID: String
+    var deviceID: String
+    var outcome: AlertOutcome
+    var resolvedMilliseconds: Int64
+    var resolvedBy: String
+
+    enum CodingKeys: String, CodingKey {
+        case alertID = "alert_id"
+        case deviceID = "device_id"
+        case outcome
+        case resolvedMilliseconds = "resolved_ms"
+        case resolvedBy = "resolved_by"
+    }
+}

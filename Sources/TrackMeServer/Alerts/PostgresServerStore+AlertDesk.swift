@@ -1,0 +1,125 @@
+#if PostgreSQL
+import PostgresNIO
+
+extension PostgresServerStore {
+    private typealias DeskColumns = (String, String, String, String, Int64, Int64, Int64?, String?, String?, Int64?, String?, String)
+
+    func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow] {
+        let rows =
+            open
+            ? try await client.query(
+                """
+                SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                    a.outcome, a.resolved_ms, a.resolved_by, d.person
+                FROM alerts a JOIN devices d ON d.device_id = a.device_id
+                WHERE a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled') ORDER BY a.created_ms DESC
+                """, logger: logger)
+            : try await client.query(
+                """
+                SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                    a.outcome, a.resolved_ms, a.resolved_by, d.person
+                FROM alerts a JOIN devices d ON d.device_id = a.device_id
+                WHERE NOT (a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled')) ORDER BY a.updated_ms DESC LIMIT \(Int64(max(1, limit)))
+                """, logger: logger)
+        return try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:))
+    }
+
+    func alertRow(id: String) async throws -> AlertDeskRow? {
+        try await Self.deskRow(client, id: id, logger: logger)
+    }
+
+    private static func deskRow(_ client: PostgresClient, id: String, logger: Logger) async throws -> AlertDeskRow? {
+        let rows = try await client.query(
+            """
+            SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                a.outcome, a.resolved_ms, a.resolved_by, d.person
+            FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.alert_id = \(id)
+            """, logger: logger)
+        return try await collect(rows.decode(DeskColumns.self)).map(deskRow(from:)).first
+    }
+
+    func alertUpdates(alertID: String) async throws -> [AlertUpdateRow] {
+        let rows = try await client.query(
+            "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = \(alertID) ORDER BY update_seq", logger: logger)
+        return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
+            AlertUpdateRow(updateSequence: $0.0, type: $0.1, body: $0.2, receivedMilliseconds: $0.3)
+        }
+    }
+
+    func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            var found: (String, String, String?)?
+            for try await row in try await connection.query(
+                "SELECT device_id, state, outcome FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger
+            ).decode((String, String, String?).self) {
+                found = row
+            }
+            guard let (deviceID, state, existing) = found else { return .notFound }
+            guard existing == nil, state != "resolved", state != "cancelled" else { return .alreadyClosed(deviceID: deviceID) }
+            try await connection.query(
+                "UPDATE alerts SET outcome = \(outcome.rawValue), resolved_ms = \(atMilliseconds), resolved_by = \(actor) WHERE alert_id = \(id)",
+                logger: logger)
+            let data = try StoreJSON.encode(
+                AlertResolvedData(alertID: id, deviceID: deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
+            try await Self.appendFeed(connection, kind: FeedKind.alertResolved, data: data, logger: logger)
+            return .resolved(deviceID: deviceID)
+        }
+    }
+
+    func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote? {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            let exists = try await connection.query("SELECT 1 FROM alerts WHERE alert_id = \(alertID)", logger: logger).collect().count
+            guard exists == 1 else { return nil }
+            var id: Int64 = 0
+            for try await value in try await connection.query(
+                "INSERT INTO alert_notes (alert_id, author, text, created_ms) VALUES (\(alertID), \(author), \(text), \(atMilliseconds)) RETURNING id",
+                logger: logger
+            ).decode(Int64.self) {
+                id = value
+            }
+            let note = AlertNote(id: id, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
+            try await Self.appendFeed(connection, kind: FeedKind.alertNote, data: try StoreJSON.encode(note), logger: logger)
+            return note
+        }
+    }
+
+    func notes(alertID: String) async throws -> [AlertNote] {
+        let rows = try await client.query(
+            "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = \(alertID) ORDER BY id", logger: logger)
+        return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
+            AlertNote(id: $0.0, alertID: alertID, author: $0.1, text: $0.2, createdMilliseconds: $0.3)
+        }
+    }
+
+    func deviceRows() async throws -> [DeviceStatusRow] {
+        let rows = try await client.query(
+            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id", logger: logger)
+        return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).map {
+            DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
+        }
+    }
+
+    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT alert_id FROM alerts WHERE device_id = \(deviceID) AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled')
+            ORDER BY alert_id
+            """, logger: logger)
+        return try await collect(rows.decode(String.self))
+    }
+
+    func feedHead() async throws -> Int64 {
+        // Under the feed lock's discipline ids become visible in order, so max(id) has no gaps below it.
+        try await collect(client.query("SELECT coalesce(max(id), 0)::BIGINT FROM feed", logger: logger).decode(Int64.self)).first ?? 0
+    }
+
+    private static func deskRow(from c: DeskColumns) -> AlertDeskRow {
+        AlertDeskRow(
+            alertID: c.0, deviceID: c.1, record: c.2, state: c.3, createdMilliseconds: c.4, updatedMilliseconds: c.5,
+            acknowledgedMilliseconds: c.6, acknowledgedBy: c.7, outcome: c.8.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: c.9,
+            resolvedBy: c.10, person: c.11)
+    }
+}
+#endif

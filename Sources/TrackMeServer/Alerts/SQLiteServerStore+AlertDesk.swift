@@ -1,0 +1,102 @@
+import GRDB
+
+extension SQLiteServerStore {
+    private static let deskColumns = """
+        a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+        a.outcome, a.resolved_ms, a.resolved_by, d.person
+        """
+    private static let openCondition = "a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled')"
+
+    func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow] {
+        let sql =
+            open
+            ? "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE \(Self.openCondition) ORDER BY a.created_ms DESC"
+            : "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE NOT (\(Self.openCondition)) ORDER BY a.updated_ms DESC LIMIT \(max(1, limit))"
+        return try await pool.read { db in try Row.fetchAll(db, sql: sql).map(Self.deskRow(from:)) }
+    }
+
+    func alertRow(id: String) async throws -> AlertDeskRow? {
+        try await pool.read { db in try Self.deskRow(db, id: id) }
+    }
+
+    func alertUpdates(alertID: String) async throws -> [AlertUpdateRow] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? ORDER BY update_seq", arguments: [alertID]
+            ).map {
+                AlertUpdateRow(updateSequence: $0["update_seq"], type: $0["type"], body: $0["body"], receivedMilliseconds: $0["received_ms"])
+            }
+        }
+    }
+
+    func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult {
+        try await pool.write { db in
+            guard let row = try Self.deskRow(db, id: id) else { return .notFound }
+            guard row.isOpen else { return .alreadyClosed(deviceID: row.deviceID) }
+            try db.execute(
+                sql: "UPDATE alerts SET outcome = ?, resolved_ms = ?, resolved_by = ? WHERE alert_id = ?",
+                arguments: [outcome.rawValue, atMilliseconds, actor, id])
+            let data = try StoreJSON.encode(
+                AlertResolvedData(alertID: id, deviceID: row.deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
+            try Self.appendFeed(db, kind: FeedKind.alertResolved, data: data)
+            return .resolved(deviceID: row.deviceID)
+        }
+    }
+
+    func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote? {
+        try await pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM alerts WHERE alert_id = ?", arguments: [alertID]) != nil else { return nil }
+            try db.execute(
+                sql: "INSERT INTO alert_notes (alert_id, author, text, created_ms) VALUES (?, ?, ?, ?)",
+                arguments: [alertID, author, text, atMilliseconds])
+            let note = AlertNote(id: db.lastInsertedRowID, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
+            try Self.appendFeed(db, kind: FeedKind.alertNote, data: try StoreJSON.encode(note))
+            return note
+        }
+    }
+
+    func notes(alertID: String) async throws -> [AlertNote] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = ? ORDER BY id", arguments: [alertID]).map {
+                AlertNote(id: $0["id"], alertID: alertID, author: $0["author"], text: $0["text"], createdMilliseconds: $0["created_ms"])
+            }
+        }
+    }
+
+    func deviceRows() async throws -> [DeviceStatusRow] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id").map {
+                DeviceStatusRow(
+                    deviceID: $0["device_id"], person: $0["person"], enrolledMilliseconds: $0["enrolled_ms"], lastSeenMilliseconds: $0["last_seen_ms"],
+                    silent: $0["silent"], heartbeat: $0["heartbeat"])
+            }
+        }
+    }
+
+    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled') ORDER BY alert_id",
+                arguments: [deviceID])
+        }
+    }
+
+    func feedHead() async throws -> Int64 {
+        try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM feed") ?? 0 }
+    }
+
+    private static func deskRow(_ db: Database, id: String) throws -> AlertDeskRow? {
+        try Row.fetchOne(db, sql: "SELECT \(deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.alert_id = ?", arguments: [id])
+            .map(deskRow(from:))
+    }
+
+    private static func deskRow(from row: Row) -> AlertDeskRow {
+        let outcome: String? = row["outcome"]
+        return AlertDeskRow(
+            alertID: row["alert_id"], deviceID: row["device_id"], record: row["record"], state: row["state"], createdMilliseconds: row["created_ms"],
+            updatedMilliseconds: row["updated_ms"], acknowledgedMilliseconds: row["acknowledged_ms"], acknowledgedBy: row["acknowledged_by"],
+            outcome: outcome.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: row["resolved_ms"], resolvedBy: row["resolved_by"],
+            person: row["person"])
+    }
+}

@@ -1,0 +1,41 @@
+public import TrackMeCore
+
+/// Settings of the pages for people: sessions, password hashing, the map, emergency contacts.
+public struct ConsoleConfiguration: Sendable {
+    /// A session ends this long after sign-in.
+    public var sessionLifetime: Duration
+    /// Mark the session cookie `Secure` (set when the server is reached over TLS).
+    public var secureCookies: Bool
+    /// bcrypt cost (log2 rounds): 12 in service; tests use 4, bcrypt's least.
+    public var bcryptCost: UInt8
+    /// A tile URL template for the map (`https://tile.example/{z}/{x}/{y}.png`); nil draws the
+    /// track on a plain grid with a scale (an air-gapped control room).
+    public var tileURL: String?
+    /// Where Debian's `libjs-leaflet` installs Leaflet; served under `/assets/leaflet/`.
+    public var leafletDirectory: String
+    /// An executable run once per contact to tell (an SMS gateway's CLI, a mailer), with
+    /// `TRACKME_CONTACT_NAME`, `TRACKME_CONTACT_PHONE`, `TRACKME_CONTACT_EMAIL`, `TRACKME_PERSON`,
+    /// `TRACKME_ALERT_ID`, `TRACKME_ALERT_KIND` and `TRACKME_LINK` in its environment; nil: no
+    /// contact escalation.
+    public var contactNotifierCommand: String?
+    /// When contacts are told: the `notifyNextContact` step and `escalationRepeat`.
+    public var contactSchedule: DispatchSettings = DispatchSettings()
+    /// A contact's link works this long, once.
+    public var contactLinkLifetime: Duration = .seconds(3600)
+    /// The key links are signed with; instances sharing a database must share it. Random per
+    /// process unless set.
+    public var contactLinkKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
+    /// How contacts reach this server (`https://console.example`); default `http://HOST:PORT`.
+    public var publicURL: String?
+
+    public init(
+        sessionLifetime: Duration = .seconds(12 * 3600), secureCookies: Bool = false, bcryptCost: UInt8 = 12, tileURL: String? = nil,
+        leafletDirectory: String = "/usr/share/javascript/leaflet"
+    ) {
+        self.sessionLifetime = sessionLifetime
+        self.secureCookies = secureCookies
+        self.bcryptCost = bcryptCost
+        self.tileURL = tileURL
+        self.leafletDirectory = leafletDirectory
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The dispatcher console: one page at `/`, its script and style, Leaflet from Debian's
+/// `libjs-leaflet` when installed, and the page's settings. Everything is served by this server;
+/// nothing comes from a CDN. The Content-Security-Policy allows scripts and styles from this
+/// origin only, so even a name that slipped through as markup could not run.
+struct ConsoleRoutes: Sendable {
+    let api: ServerAPI
+
+    var console: ConsoleConfiguration { api.configuration.console }
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.get("/") { _, _ in page(ConsoleAssets.html, type: "text/html; charset=utf-8") }
+        router.get("/assets/console.js") { _, _ in page(ConsoleAssets.script, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/console.css") { _, _ in page(ConsoleAssets.style, type: "text/css; charset=utf-8") }
+        router.get("/assets/leaflet/**") { _, context in try leaflet(context.parameters.getCatchAll().joined(separator: "/")) }
+        router.get("/v1/console/config") { _, _ in
+            try json(.ok, ConsoleSettings(tileURL: console.tileURL, leaflet: leafletAvailable))
+        }
+    }
+
+    var leafletAvailable: Bool { FileManager.default.fileExists(atPath: console.leafletDirectory + "/leaflet.js") }
+
+    /// The tile server's origin, which the page's policy must let images come from.
+    var tileOrigin: String? {
+        guard let tileURL = console.tileURL, let components = URLComponents(string: tileURL.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+            let scheme = components.scheme, let host = components.host
+        else { return nil }
+        return "\(scheme)://\(host)\(components.port.map { ":\($0)" } ?? "")"
+    }
+
+    func page(_ text: String, type: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.cacheControl] = "no-cache"
+        headers[.contentSecurityPolicy] =
+            "default-src 'self'; img-src 'self' data:\(tileOrigin.map { " " + $0 } ?? ""); style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+        headers[.xContentTypeOptions] = "nosniff"
+        headers[.referrerPolicy] = "no-referrer"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A file of the Leaflet distribution: only plain relative names (no `..`, no hidden files).
+    func leaflet(_ path: String) throws -> Response {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        let plain = !parts.isEmpty && parts.allSatisfy { part in
+            !part.isEmpty && !part.hasPrefix(".") && part.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+                case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+                default: false
+                }
+            }
+        }
+        guard plain, let data = FileManager.default.contents(atPath: console.leafletDirectory + "/" + path) else {
+            throw APIError.notFound("no asset \(path)")
+        }
+        let type: String =
+            switch (path as NSString).pathExtension {
+            case "js": "text/javascript; charset=utf-8"
+            case "css": "text/css; charset=utf-8"
+            case "png": "image/png"
+            case "svg": "image/svg+xml"
+            default: "application/octet-stream"
+            }
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.cacheControl] = "max-age=3600"
+        headers[.xContentTypeOptions] = "nosniff"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+struct ConsoleSettings: Codable, Sendable {
+    var tileURL: String?
+    var leaflet: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case tileURL = "tile_url"
+        case leaflet
+    }
+}
+
+extension HTTPField.Name {
+    static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options") ?? .contentLocation
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy") ?? .contentLocation
+}

@@ -1,0 +1,83 @@
+import Foundation
+import TrackMeCore
+
+/// When an unacknowledged alert reaches its emergency contacts: the first at the time of the
+/// `notifyNextContact` step of `DispatchSettings`, each next one `escalationRepeat` later, in the
+/// person's order. Pure.
+enum ContactSchedule {
+    /// How many contacts should have been told by `now` for an alert opened at `opened`.
+    static func due(settings: DispatchSettings, openedMilliseconds opened: Int64, nowMilliseconds now: Int64, contacts: Int) -> Int {
+        guard contacts > 0, let first = settings.escalation.first(where: { $0.action == .notifyNextContact })?.after.milliseconds else { return 0 }
+        let elapsed = now - opened
+        guard elapsed >= first else { return 0 }
+        let repeatEvery = settings.escalationRepeat.milliseconds
+        guard repeatEvery > 0 else { return 1 }
+        return min(contacts, Int((elapsed - first) / repeatEvery) + 1)
+    }
+}
+
+/// A link a contact opens to confirm they received an alert: `PAYLOAD.MAC`, where PAYLOAD is
+/// base64url of `alert_id \n contact_index \n expires_ms \n nonce` and MAC the hex HMAC-SHA256
+/// of PAYLOAD under the server's link key. Signed (a changed alert, index or expiry is refused),
+/// expiring, and single-use: the nonce is stored with the notification and cleared by the first
+/// confirmation.
+struct ContactLink: Hashable, Sendable {
+    var alertID: String
+    var contactIndex: Int
+    var expiresMilliseconds: Int64
+    var nonce: String
+
+    func token(key: [UInt8]) -> String {
+        let payload = Self.base64url(Array("\(alertID)\n\(contactIndex)\n\(expiresMilliseconds)\n\(nonce)".utf8))
+        return payload + "." + Self.hex(HMAC.sha256(key: key, message: Array(payload.utf8)))
+    }
+
+    /// The link a token names, if its MAC is right; nil for anything forged or malformed.
+    init?(token: String, key: [UInt8]) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count <= 1024 else { return nil }
+        let expected = Self.hex(HMAC.sha256(key: key, message: Array(parts[0].utf8)))
+        guard BearerToken.digestsEqual(expected, String(parts[1])), let bytes = Self.unbase64url(String(parts[0])) else { return nil }
+        let fields = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard fields.count == 4, let index = Int(fields[1]), let expires = Int64(fields[2]) else { return nil }
+        self.init(alertID: String(fields[0]), contactIndex: index, expiresMilliseconds: expires, nonce: String(fields[3]))
+    }
+
+    init(alertID: String, contactIndex: Int, expiresMilliseconds: Int64, nonce: String) {
+        self.alertID = alertID
+        self.contactIndex = contactIndex
+        self.expiresMilliseconds = expiresMilliseconds
+        self.nonce = nonce
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return text
+    }
+
+    static func base64url(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func unbase64url(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
+    }
+}
+
+/// HMAC (RFC 2104) over the server's SHA-256.
+enum HMAC {
+    static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var block = key.count > 64 ? SHA256.hash(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hash(block.map { $0 ^ 0x5C } + inner)
+    }
+}

@@ -1,0 +1,50 @@
+#if PostgreSQL
+import Logging
+import PostgresNIO
+
+extension PostgresServerStore {
+    func tokens() async throws -> [TokenSummary] {
+        var result: [TokenSummary] = []
+        let rows = try await client.query("SELECT id, role, device_id, created_ms FROM tokens ORDER BY created_ms, id", logger: logger)
+        for try await (id, role, deviceID, created) in rows.decode((String, String, String?, Int64).self) {
+            guard let role = Role(rawValue: role) else { continue }
+            result.append(TokenSummary(tokenID: id, role: role, deviceID: deviceID, createdMilliseconds: created))
+        }
+        return result
+    }
+
+    func deleteToken(id: String) async throws -> Bool {
+        let rows = try await client.query("DELETE FROM tokens WHERE id = \(id) RETURNING 1", logger: logger)
+        var deleted = 0
+        for try await _ in rows.decode(Int.self) { deleted += 1 }
+        return deleted == 1
+    }
+
+    func replaceToken(id: String, with replacement: StoredToken, createdMilliseconds: Int64) async throws -> StoredToken? {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection -> StoredToken? in
+            var old: StoredToken?
+            for try await (hash, role, deviceID) in try await connection.query(
+                "SELECT secret_hash, role, device_id FROM tokens WHERE id = \(id) FOR UPDATE", logger: logger
+            ).decode((String, String, String?).self) {
+                old = Role(rawValue: role).map { StoredToken(id: id, secretHash: hash, role: $0, deviceID: deviceID) }
+            }
+            guard let old else { return nil }
+            try await connection.query(
+                """
+                INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
+                VALUES (\(replacement.id), \(replacement.secretHash), \(old.role.rawValue), \(old.deviceID), \(createdMilliseconds))
+                """, logger: logger)
+            try await connection.query("DELETE FROM tokens WHERE id = \(id)", logger: logger)
+            return old
+        }
+    }
+
+    func appendFeedEvent(kind: String, data: String) async throws {
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            try await Self.appendFeed(connection, kind: kind, data: data, logger: logger)
+        }
+    }
+}
+#endif

@@ -1,0 +1,39 @@
+import GRDB
+
+extension SQLiteServerStore {
+    func tokens() async throws -> [TokenSummary] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
+                guard let role = Role(rawValue: row["role"]) else { return nil }
+                return TokenSummary(tokenID: row["id"], role: role, deviceID: row["device_id"], createdMilliseconds: row["created_ms"])
+            }
+        }
+    }
+
+    func deleteToken(id: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tokens WHERE id = ?", arguments: [id])
+            return db.changesCount == 1
+        }
+    }
+
+    func replaceToken(id: String, with replacement: StoredToken, createdMilliseconds: Int64) async throws -> StoredToken? {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT secret_hash, role, device_id FROM tokens WHERE id = ?", arguments: [id]),
+                let role = Role(rawValue: row["role"])
+            else { return nil }
+            let old = StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"])
+            try db.execute(
+                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
+                arguments: [replacement.id, replacement.secretHash, old.role.rawValue, old.deviceID, createdMilliseconds])
+            try db.execute(sql: "DELETE FROM tokens WHERE id = ?", arguments: [id])
+            return old
+        }
+    }
+
+    func appendFeedEvent(kind: String, data: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO feed (kind, data) VALUES (?, ?)", arguments: [kind, data])
+        }
+    }
+}

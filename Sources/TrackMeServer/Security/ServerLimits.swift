@@ -1,0 +1,65 @@
+/// How many requests a key (a peer address, a token, a device's new alerts) may make: a bucket
+/// of `burst` requests, refilled at `perSecond`.
+public struct RateLimit: Hashable, Sendable {
+    public var burst: Int
+    public var perSecond: Double
+
+    public init(burst: Int, perSecond: Double) {
+        self.burst = burst
+        self.perSecond = perSecond
+    }
+}
+
+/// What one connection, one peer and one token may take of the server. The defaults suit a
+/// server facing the Internet directly; every value is a `trackme-server` option.
+///
+/// Behind a reverse proxy every request comes from the proxy's address: raise or switch off
+/// (`nil`) the per-address limits there and let the proxy limit per client.
+public struct ServerLimits: Hashable, Sendable {
+    /// A connection with no request in progress (new, or kept alive after a response) is closed
+    /// when no complete request head arrived for this long. Bounds a slowloris header too: the
+    /// clock does not restart with each byte, only with each request.
+    public var idleTimeout: Duration
+    /// From a request's head to the end of its body: a body trickled in slowly is cut off here.
+    public var bodyTimeout: Duration
+    /// Open connections from one address; more are closed as soon as they are accepted.
+    public var maxConnectionsPerAddress: Int
+    /// Open connections in all; past this the server stops accepting until one closes (the
+    /// kernel's backlog holds the rest). Keep it under the process's file-descriptor limit.
+    public var maxConnections: Int
+    /// Requests from one peer address; `nil` for none.
+    public var requestsPerAddress: RateLimit?
+    /// Requests with one bearer token id; `nil` for none.
+    public var requestsPerToken: RateLimit?
+    /// New alerts (`update_seq` 0) from one device. Past it the device is told to retry later
+    /// (429, which it honours) and the flood is one `alert_flood` event on the feed.
+    public var alertRaisesPerDevice: RateLimit?
+
+    public init(
+        idleTimeout: Duration = .seconds(30),
+        bodyTimeout: Duration = .seconds(30),
+        maxConnectionsPerAddress: Int = 32,
+        maxConnections: Int = 1024,
+        requestsPerAddress: RateLimit? = RateLimit(burst: 600, perSecond: 100),
+        requestsPerToken: RateLimit? = RateLimit(burst: 120, perSecond: 20),
+        alertRaisesPerDevice: RateLimit? = RateLimit(burst: 10, perSecond: 1.0 / 6)
+    ) {
+        self.idleTimeout = idleTimeout
+        self.bodyTimeout = bodyTimeout
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.maxConnections = maxConnections
+        self.requestsPerAddress = requestsPerAddress
+        self.requestsPerToken = requestsPerToken
+        self.alertRaisesPerDevice = alertRaisesPerDevice
+    }
+
+    /// No rate limits (timeouts and connection caps stay): for the simulation, which replays a
+    /// day in seconds, and for benchmarks that hammer one loopback address on purpose.
+    public static var withoutRateLimits: ServerLimits {
+        var limits = ServerLimits()
+        limits.requestsPerAddress = nil
+        limits.requestsPerToken = nil
+        limits.alertRaisesPerDevice = nil
+        return limits
+    }
+}

@@ -1,0 +1,28 @@
+public import Hummingbird
+public import NIOCore
+
+/// The request context of every route: Hummingbird's basic one plus the peer's address, which
+/// the per-address rate limit and the loopback rule of `/metrics` need.
+public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The peer's IP address without the port ("?" when unknown).
+    var peerKey: String { PeerConnections.key(remoteAddress) }
+
+    /// Whether the peer is this machine.
+    var peerIsLoopback: Bool { Self.isLoopback(remoteAddress) }
+
+    /// 127.0.0.0/8, ::1, an IPv4-mapped 127.x address, or a Unix socket.
+    static func isLoopback(_ address: SocketAddress?) -> Bool {
+        guard let address else { return false }
+        if address.pathname != nil { return true }
+        guard let ip = address.ipAddress else { return false }
+        return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+}

@@ -1,0 +1,82 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// A rotated token: the new one, shown only this once, and what it speaks for.
+public struct RotatedToken: Codable, Hashable, Sendable {
+    public var replacedTokenID: String
+    public var tokenID: String
+    public var token: String
+    public var role: Role
+    public var deviceID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case replacedTokenID = "replaced_token_id"
+        case tokenID = "token_id"
+        case token, role
+        case deviceID = "device_id"
+    }
+}
+
+struct RevokedToken: Codable, Hashable, Sendable {
+    var tokenID: String
+    var revoked: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case tokenID = "token_id"
+        case revoked
+    }
+}
+
+/// Revocation and rotation, one code path for the admin API and the `trackme-server token` CLI.
+extension ServerAdministration {
+    func tokens() async throws -> [TokenSummary] {
+        try await store.tokens()
+    }
+
+    /// Refused from the next request on, on every instance (the authenticator reads the store).
+    func revokeToken(id: String) async throws {
+        guard try await store.deleteToken(id: id) else { throw APIError.notFound("no token \(id)") }
+    }
+
+    /// A new token for the same role and device; the old one is refused from now on.
+    func rotateToken(id: String) async throws -> RotatedToken {
+        let token = BearerToken.generate()
+        let replacement = StoredToken(id: token.id, secretHash: token.secretHash, role: .device, deviceID: nil)
+        guard let old = try await store.replaceToken(id: id, with: replacement, createdMilliseconds: wallClock()) else {
+            throw APIError.notFound("no token \(id)")
+        }
+        return RotatedToken(replacedTokenID: id, tokenID: token.id, token: token.text, role: old.role, deviceID: old.deviceID)
+    }
+}
+
+/// `GET /v1/tokens`, `POST /v1/tokens/{id}/revoke`, `POST /v1/tokens/{id}/rotate` (admin).
+struct TokenRoutes: Sendable {
+    let api: ServerAPI
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.get("/v1/tokens") { request, _ in
+            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+            return try json(.ok, ["tokens": try await administration.tokens()])
+        }
+        router.post("/v1/tokens/:id/revoke") { request, context in
+            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+            let id = try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+            try await administration.revokeToken(id: id)
+            api.logger.notice("token revoked", metadata: ["server.token": "\(id)"])
+            return try json(.ok, RevokedToken(tokenID: id, revoked: true))
+        }
+        router.post("/v1/tokens/:id/rotate") { request, context in
+            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+            let id = try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+            let rotated = try await administration.rotateToken(id: id)
+            api.logger.notice("token rotated", metadata: ["server.token": "\(id)", "server.new_token": "\(rotated.tokenID)"])
+            return try json(.created, rotated)
+        }
+    }
+
+    private var administration: ServerAdministration {
+        ServerAdministration(store: api.store, wallClock: api.configuration.wallClock)
+    }
+}

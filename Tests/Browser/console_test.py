@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""The dispatcher console in a real browser: Debian's chromium through chromium-driver (W3C
+WebDriver over HTTP), against a real trackme-server on loopback, with a device speaking the real
+HTTP API. Run by `make browser-tests` (part of `make test`); screenshots go to
+simulations/out/browser/.
+
+Usage: console_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webdriver import Chromium, WebDriverError, free_port, wait_for  # noqa: E402
+
+ADMIN = "browser-test-admin-token"
+HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">Ada <b>Lovelace</b>'
+HOSTILE_NOTE = "<script>window.__pwned=2</script><b>son</b> is on the way"
+
+
+def http(base, method, path, body=None, token=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read()
+            return response.status, (json.loads(raw) if raw else None)
+    except urllib.error.HTTPError as error:
+        raw = error.read()
+        try:
+            return error.code, json.loads(raw)
+        except ValueError:
+            return error.code, raw.decode(errors="replace")
+
+
+class Server:
+    def __init__(self, binary, workdir, *extra):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
+        env = dict(os.environ, TRACKME_ADMIN_TOKEN=ADMIN)
+        self.process = subprocess.Popen(
+            [binary, "--plain-http", "--port", str(self.port), "--db", os.path.join(workdir, f"server-{self.port}.sqlite"), "--bcrypt-cost", "10", *extra],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(self._up, timeout=30, what="trackme-server /health")
+
+    def _up(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"trackme-server exited with {self.process.returncode}")
+        try:
+            return http(self.base, "GET", "/health")[0] == 200
+        except OSError:
+            return False
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+class Device:
+    """A wearer's device over the real HTTP API: alert updates and batches, as the agent sends them."""
+
+    def __init__(self, server, device_id, person):
+        status, body = http(server.base, "POST", "/v1/devices", {"device_id": device_id, "person": person}, token=ADMIN)
+        assert status == 201, (status, body)
+        self.server, self.id, self.token = server, device_id, body["token"]
+        self.batch_seq = 0
+        self.reading_seq = 0
+        self.boot = str(uuid.uuid4())
+
+    def stamp(self, mono_s):
+        return {"boot_id": self.boot, "mono_ns": int(mono_s * 1e9), "wall_ms": int(time.time() * 1000), "wall_trusted": True}
+
+    def alert(self, alert_id, seq, kind="no_pulse", kind_type="raised", lat=45.4642, lon=9.19, state="raised"):
+        t = self.stamp(100 + seq)
+        update = {
+            "version": 1, "update_seq": seq, "type": kind_type, "sent": t,
+            "alert": {
+                "alert_id": alert_id, "device_id": self.id, "kind": kind, "state": state, "first_critical": self.stamp(95), "raised": self.stamp(100),
+                "triggering_readings": [{"hr": {"bpm": 0, "contact": "detected", "rr": []}, "t": self.stamp(95)}],
+                "position": {"age_ms": 700, "fix": {"mode": 3, "lat": lat, "lon": lon}},
+            },
+        }
+        status, body = http(self.server.base, "POST", "/v1/alerts", update, token=self.token)
+        assert status == 200, (status, body)
+        return body
+
+    def batch(self, bpm=0):
+        self.batch_seq += 1
+        self.reading_seq += 1
+        body = {
+            "version": 1, "device_id": self.id, "batch_seq": self.batch_seq, "idempotency_key": f"{self.id}:{self.batch_seq}",
+            "dropped_by_budget": 0,
+            "heartbeat": {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, "battery_pct": 64},
+            "readings": [{"seq": self.reading_seq, "kind": "hr", "t": self.stamp(self.reading_seq), "hr": {"bpm": bpm, "contact": "detected", "rr": []}}],
+        }
+        status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
+        assert status == 200, (status, ack)
+        return ack
+
+
+class ConsoleTest:
+    def __init__(self, binary, out):
+        self.binary = binary
+        self.out = out
+        self.workdir = tempfile.mkdtemp(prefix="trackme-browser-")
+        self.results = []
+
+    def shot(self, browser, name):
+        browser.screenshot(os.path.join(self.out, f"{name}.png"))
+
+    def check(self, name, function):
+        started = time.monotonic()
+        try:
+            function()
+            self.results.append((name, True, ""))
+            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
+        except Exception as error:  # noqa: BLE001 - report every failure and go on
+            self.results.append((name, False, str(error)))
+            print(f"FAIL {name}: {error}", flush=True)
+            traceback.print_exc()
+
+    def sign_in(self, browser, base, username, password):
+        browser.get(base + "/")
+        wait_for(lambda: browser.find("#signin").displayed(), what="the sign-in form")
+        browser.find("#username").send_keys(username)
+        browser.find("#password").send_keys(password)
+        browser.find("#signin-button").click()
+
+    def card(self, browser, alert_id):
+        found = browser.find_all(f'article.alert-card[data-alert-id="{alert_id}"]')
+        return found[0] if found else None
+
+    def run(self):
+        server = Server(self.binary, self.workdir)
+        browser = Chromium()
+        try:
+            self.main_flow(server, browser)
+        finally:
+            browser.quit()
+            server.stop()
+        short = Server(self.binary, self.workdir, "--session-seconds", "8", "--silence-seconds", "1")
+        browser = Chromium()
+        try:
+            self.check("an expired session returns to sign-in; a silent device is marked", lambda: self.expiry_flow(short, browser))
+        finally:
+            browser.quit()
+            short.stop()
+        failed = [r for r in self.results if not r[1]]
+        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
+        return 1 if failed else 0
+
+    def main_flow(self, server, browser):
+        status, _ = http(server.base, "POST", "/v1/accounts",
+                         {"username": "dana", "password": "correct horse battery", "display_name": "Dana <i>D.</i>", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        ada = Device(server, "pi-0001", {
+            "name": HOSTILE_NAME, "age": 81, "resting_hr": 62, "min_hr": 40, "max_hr": 150,
+            "notes": "Door code 4711 <script>window.__pwned=3</script>",
+            "contacts": [{"name": "Ben", "relation": "son", "phone": "+39 555 0101"}]})
+        bo = Device(server, "pi-0002", {"name": "Bo Jansen", "age": 74})
+        ada.batch(bpm=71)
+        state = {}
+
+        def signs_in():
+            self.sign_in(browser, server.base, "dana", "wrong password")
+            wait_for(lambda: "wrong" in browser.find("#signin-message").text, what="the refusal")
+            browser.find("#password").clear()
+            browser.find("#password").send_keys("correct horse battery")
+            browser.find("#signin-button").click()
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            assert browser.find("#whoami").text.startswith("Dana <i>D.</i>"), browser.find("#whoami").text
+            wait_for(lambda: browser.find("#feed-status").text == "live", what="the live feed")
+            cookie = [c for c in browser.cookies() if c["name"] == "trackme_session"][0]
+            assert cookie["httpOnly"] and cookie.get("sameSite") == "Strict", cookie
+            assert browser.script("return document.cookie") == "", "the session cookie must not be readable by scripts"
+            state["cookie"] = cookie["value"]
+        self.check("sign in (a wrong password is refused; the cookie is HttpOnly and SameSite=Strict)", signs_in)
+
+        def alert_appears():
+            ada.alert("alert-ada", 0)
+            card = wait_for(lambda: self.card(browser, "alert-ada"), what="the alert card")
+            wait_for(lambda: card.find(".person-name").text == HOSTILE_NAME, what="the person's name as text")
+            assert "45.46420, 9.19000" in card.find(".alert-position").text, card.find(".alert-position").text
+            assert card.find(".alert-kind").text == "no pulse"
+            assert "Ben (son) +39 555 0101" in card.find(".contacts").text
+            assert card.find(".person-notes").text == "Door code 4711 <script>window.__pwned=3</script>"
+            assert "[object" not in card.text and "undefined" not in card.text, card.text
+            assert browser.title.startswith("(1)"), browser.title
+            for seq in range(1, 4):
+                ada.alert("alert-ada", seq, kind_type="position", lat=45.4642 + seq * 0.0002, lon=9.19 + seq * 0.0001)
+            wait_for(lambda: len(browser.find_all('article[data-alert-id="alert-ada"] .grid-map polyline')) == 1
+                     and "45.46480" in self.card(browser, "alert-ada").find(".alert-position").text, what="the track")
+            wait_for(lambda: "delivered" in self.card(browser, "alert-ada").find(".timeline").text, what="the timeline")
+            self.shot(browser, "01-board-new-alert")
+        self.check("a device's alert appears with the person's name, position, track and timeline", alert_appears)
+
+        def markup_is_text():
+            assert browser.script("return window.__pwned === undefined"), "markup from data ran as script"
+            assert browser.find_all("article.alert-card .person-name img") == [], "a name became an element"
+            card = self.card(browser, "alert-ada")
+            card.find(".note-text").send_keys(HOSTILE_NOTE)
+            card.find(".note-add").click()
+            wait_for(lambda: [n.text for n in self.card(browser, "alert-ada").find_all(".note-body")] == [HOSTILE_NOTE], what="the note as text")
+            assert browser.script("return window.__pwned === undefined"), "a note ran as script"
+            assert browser.find_all("article.alert-card .notes b") == [], "a note became markup"
+        self.check("markup in a name, carer notes and a dispatcher note renders as text", markup_is_text)
+
+        def acknowledge():
+            self.card(browser, "alert-ada").find(".ack").click()
+            wait_for(lambda: "acknowledged" in self.card(browser, "alert-ada").attribute("class"), what="the card acknowledged")
+            assert not browser.title.startswith("("), browser.title
+            ack = ada.batch()
+            assert ack["acknowledged_alerts"] == ["alert-ada"], ack
+        self.check("acknowledge: the page shows it and the device's next batch reply carries it", acknowledge)
+
+        def csrf():
+            cookie = {"Cookie": "trackme_session=" + state["cookie"]}
+            status, body = http(server.base, "POST", "/v1/alerts/alert-ada/notes", {"text": "forged"}, headers=cookie)
+            assert status == 403 and body["error"]["code"] == "csrf", (status, body)
+            # The same from the page's own origin, without the header the page adds.
+            result = browser.async_script(
+                "const done = arguments[arguments.length - 1];"
+                "fetch('/v1/alerts/alert-ada/resolve', {method: 'POST', credentials: 'same-origin', headers: {'Content-Type': 'application/json'},"
+                " body: JSON.stringify({outcome: 'false_alarm'})}).then(r => done(r.status));")
+            assert result == 403, result
+            status, detail = http(server.base, "GET", "/v1/alerts/alert-ada", headers=cookie)
+            assert status == 200 and detail["alert"]["open"] and [n["text"] for n in detail["notes"]] == [HOSTILE_NOTE], detail
+        self.check("a state change without the CSRF token is 403 and changes nothing", csrf)
+
+        def no_event_missed():
+            before = browser.script("return window.trackmeConsole.lastEventId()")
+            browser.script("window.trackmeConsole.dropStream()")
+            wait_for(lambda: browser.find("#feed-status").text == "offline", what="the feed dropped")
+            bo.alert("alert-bo", 0, kind="heart_rate_high", lat=45.47, lon=9.2)
+            ada.alert("alert-ada", 4, kind_type="position", lat=45.4652, lon=9.1906)
+            status, _ = http(server.base, "POST", "/v1/alerts/alert-ada/notes", {"text": "neighbour has a key"}, token=dispatcher_token(server))
+            assert status == 201
+            browser.script("window.trackmeConsole.resumeStream()")
+            wait_for(lambda: self.card(browser, "alert-bo"), what="the alert raised while the feed was down")
+            wait_for(lambda: "neighbour has a key" in self.card(browser, "alert-ada").find(".notes").text, what="the note added while down")
+            seen = wait_for(lambda: (lambda ids: ids if len([i for i in ids if i > before]) >= 3 else None)(
+                browser.script("return window.trackmeConsole.seenEventIds()")), what="the missed events")
+            assert seen == list(range(seen[0], seen[-1] + 1)), f"a gap in the feed ids the page saw: {seen}"
+            board = [c.attribute("data-alert-id") for c in browser.find_all("article.alert-card")]
+            assert board == ["alert-ada", "alert-bo"], board  # no pulse is graver than a high heart rate
+            self.shot(browser, "02-board-two-alerts")
+        self.check("drop the live feed: it resumes after the last event id and nothing is missed", no_event_missed)
+
+        def resolve():
+            card = self.card(browser, "alert-ada")
+            card.find('.resolve-outcome option[value="help_arrived"]').click()
+            card.find(".resolve").click()
+            wait_for(lambda: self.card(browser, "alert-ada") is None, what="the card to leave the board")
+            ack = ada.batch()
+            assert ack["resolved_alerts"] == ["alert-ada"], ack
+            reply = ada.alert("alert-ada", 5, kind_type="position")
+            assert reply["resolved"] is True, reply
+            browser.find('.tab[data-tab="history"]').click()
+            # The history re-renders as events arrive: find the entry afresh at every look.
+            entry = lambda: browser.find('.history-item[data-alert-id="alert-ada"]')  # noqa: E731
+            wait_for(lambda: entry().find(".outcome").text == "help arrived", what="the history entry with its outcome")
+            wait_for(lambda: "by Dana <i>D.</i>" in entry().text, what="who resolved it, by name, as text")
+
+            def expanded():
+                if "resolved — help_arrived" in entry().find(".history-detail").text:
+                    return True
+                entry().find(".history-show").click()
+                return False
+            wait_for(expanded, what="the history timeline")
+            self.shot(browser, "03-history")
+            browser.find('.tab[data-tab="devices"]').click()
+            wait_for(lambda: browser.find_all('tr[data-device-id="pi-0001"]'), what="the devices list")
+            assert "64%" in browser.find('tr[data-device-id="pi-0001"]').text
+            browser.find('.tab[data-tab="board"]').click()
+        self.check("resolve with an outcome: the alert closes, the device is told, history keeps it", resolve)
+
+        def sign_out():
+            browser.find("#signout").click()
+            wait_for(lambda: browser.find("#signin").displayed(), what="the sign-in form")
+            status, _ = http(server.base, "GET", "/v1/session", headers={"Cookie": "trackme_session=" + state["cookie"]})
+            assert status == 401, status
+        self.check("sign out ends the session on the server", sign_out)
+
+    def expiry_flow(self, server, browser):
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "eve", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        device = Device(server, "pi-0009", {"name": "Cy", "age": 70})
+        device.batch(bpm=70)
+        self.sign_in(browser, server.base, "eve", "correct horse battery")
+        wait_for(lambda: browser.find("#console").displayed(), what="the console")
+        browser.find('.tab[data-tab="devices"]').click()
+        wait_for(lambda: "SILENT" in browser.find('tr[data-device-id="pi-0009"]').text, timeout=30, what="the device marked silent")
+        self.shot(browser, "04-devices-silent")
+        # The session lasts 8 s; the feed ends at the next tick after expiry and the page asks to sign in.
+        wait_for(lambda: browser.find("#signin").displayed(), timeout=30, what="sign-in after the session expired")
+        assert "sign in again" in browser.find("#signin-message").text.lower(), browser.find("#signin-message").text
+
+
+_dispatcher_tokens = {}
+
+
+def dispatcher_token(server):
+    if server.base not in _dispatcher_tokens:
+        status, body = http(server.base, "POST", "/v1/dispatchers", {}, token=ADMIN)
+        assert status == 201, (status, body)
+        _dispatcher_tokens[server.base] = body["token"]
+    return _dispatcher_tokens[server.base]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", default=".build/debug/trackme-server")
+    parser.add_argument("--out", default="simulations/out/browser")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    return ConsoleTest(os.path.abspath(args.server), args.out).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""A small W3C WebDriver client over plain HTTP (urllib): enough to drive Debian's chromium
+through chromium-driver without a client library to install."""
+import base64
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+class WebDriverError(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout=15.0, interval=0.05, what="condition"):
+    """Polls `predicate` until it returns a truthy value (returned) or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except WebDriverError as error:  # e.g. a stale element while the page re-renders
+            last_error = error
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
+
+
+class Element:
+    def __init__(self, driver, ref):
+        self.driver = driver
+        self.ref = ref
+
+    def _call(self, method, path, body=None):
+        return self.driver._call(method, f"/element/{self.ref}{path}", body)
+
+    def click(self):
+        self._call("POST", "/click", {})
+
+    def send_keys(self, text):
+        self._call("POST", "/value", {"text": text})
+
+    def clear(self):
+        self._call("POST", "/clear", {})
+
+    @property
+    def text(self):
+        return self._call("GET", "/text")
+
+    def attribute(self, name):
+        return self._call("GET", f"/attribute/{name}")
+
+    def property(self, name):
+        return self._call("GET", f"/property/{name}")
+
+    def displayed(self):
+        return self._call("GET", "/displayed")
+
+    def find(self, css):
+        return Element(self.driver, self._call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT])
+
+    def find_all(self, css):
+        return [Element(self.driver, e[ELEMENT]) for e in self._call("POST", "/elements", {"using": "css selector", "value": css})]
+
+
+class Chromium:
+    """chromium-driver on a free port with headless chromium; one session."""
+
+    def __init__(self, window=(1500, 1100)):
+        self.port = free_port()
+        self.process = subprocess.Popen(["chromedriver", f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{self.port}"
+        wait_for(self._ready, timeout=20, what="chromedriver")
+        args = ["--headless=new", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}",
+                "--autoplay-policy=no-user-gesture-required"]
+        binary = "/usr/bin/chromium"
+        options = {"args": args}
+        if os.path.exists(binary):
+            options["binary"] = binary
+        value = self._raw("POST", "/session", {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": options}}})
+        self.session = value["sessionId"]
+
+    def _ready(self):
+        try:
+            return self._raw("GET", "/status").get("ready")
+        except (urllib.error.URLError, ConnectionError, WebDriverError):
+            return False
+
+    def _raw(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                payload = json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            payload = json.loads(error.read() or b"{}")
+            value = payload.get("value", {})
+            raise WebDriverError(f"{method} {path}: {value.get('error')}: {value.get('message', '')[:300]}") from None
+        return payload.get("value")
+
+    def _call(self, method, path, body=None):
+        return self._raw(method, f"/session/{self.session}{path}", body)
+
+    def get(self, url):
+        self._call("POST", "/url", {"url": url})
+
+    @property
+    def title(self):
+        return self._call("GET", "/title")
+
+    def find(self, css):
+        return Element(self, self._call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT])
+
+    def find_all(self, css):
+        return [Element(self, e[ELEMENT]) for e in self._call("POST", "/elements", {"using": "css selector", "value": css})]
+
+    def script(self, source, *args):
+        return self._call("POST", "/execute/sync", {"script": source, "args": list(args)})
+
+    def async_script(self, source, *args):
+        return self._call("POST", "/execute/async", {"script": source, "args": list(args)})
+
+    def cookies(self):
+        return self._call("GET", "/cookie")
+
+    def screenshot(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self._call("GET", "/screenshot")))
+
+    def quit(self):
+        try:
+            self._call("DELETE", "")
+        except Exception:
+            pass
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
