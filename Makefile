@@ -79,10 +79,12 @@ soak:
 
 # The dispatcher console in a real browser: Debian's chromium driven by chromium-driver over the
 # W3C WebDriver HTTP protocol (Tests/Browser/webdriver.py, no client library to install), against
-# a real trackme-server on loopback. Screenshots in simulations/out/browser/.
+# a real trackme-server on loopback, and the real trackme-agent (simulated strap, gpsd under
+# gpsfake) whose alert the dispatcher handles. Screenshots in simulations/out/browser/.
 browser-tests: deps
 	$(SWIFT) build $(TRAITS) --product trackme-server
-	python3 Tests/Browser/console_test.py --server .build/debug/trackme-server --out simulations/out/browser
+	$(SWIFT) build $(TRAITS) --product trackme-agent
+	python3 Tests/Browser/console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent --out simulations/out/browser
 
 # The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual
 # LE controllers and BlueZ's btgatt-server as the strap (needs root, qemu-system-x86 and

@@ -94,6 +94,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How contacts reach this server, for their links (https://console.example).")
     var publicURL: String?
 
+    @Option(help: "Seconds after an alert opened, unacknowledged, that its first emergency contact is told.")
+    var contactAfterSeconds: Int = 180
+
+    @Option(help: "Seconds between telling one contact and the next while nobody acknowledges.")
+    var contactRepeatSeconds: Int = 120
+
     @Option(help: "Seconds from a request's head to the end of its body.")
     var bodyTimeoutSeconds: Double = 30
 
@@ -154,6 +160,10 @@ struct Serve: AsyncParsableCommand {
         configuration.console.secureCookies = secureCookies || configuration.tls != nil
         configuration.console.contactNotifierCommand = contactNotifier
         configuration.console.publicURL = publicURL
+        guard contactAfterSeconds >= 0, contactRepeatSeconds >= 0 else {
+            throw ValidationError("--contact-after-seconds and --contact-repeat-seconds must not be negative")
+        }
+        configuration.console.scheduleContacts(first: .seconds(contactAfterSeconds), repeatEvery: .seconds(contactRepeatSeconds))
         if let contactLinkKeyFile {
             let key = try String(contentsOfFile: contactLinkKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             guard key.utf8.count >= 16 else { throw ValidationError("--contact-link-key-file: the key must be at least 16 bytes") }

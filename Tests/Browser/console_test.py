@@ -4,7 +4,11 @@ WebDriver over HTTP), against a real trackme-server on loopback, with a device s
 HTTP API. Run by `make browser-tests` (part of `make test`); screenshots go to
 simulations/out/browser/.
 
-Usage: console_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
+Besides a device speaking the HTTP API from this script, one flow runs the real agent
+(`trackme-agent run` with the simulated strap replaying a heart-rate trace and a real gpsd
+under gpsfake): its alert reaches the board, the dispatcher's clicks reach the agent's status.
+
+Usage: console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent [--out simulations/out/browser]
 """
 import argparse
 import json
@@ -117,9 +121,79 @@ class Device:
         return ack
 
 
-class ConsoleTest:
-    def __init__(self, binary, out):
+class Agent:
+    """The real `trackme-agent run`: the simulated strap (ATT over a socket pair) replaying a
+    trace that goes from a normal heart rate to one over the wearer's limit and then to a flat
+    line, a real gpsd under gpsfake looping a receiver capture, the real HTTP sync and dispatch."""
+
+    PERSON = "Grace Hopper"
+
+    def __init__(self, binary, server, workdir):
         self.binary = binary
+        self.dir = os.path.join(workdir, "agent")
+        os.makedirs(self.dir)
+        status, body = http(server.base, "POST", "/v1/devices", {"device_id": "pi-0100", "person": {
+            "name": self.PERSON, "age": 80, "max_hr": 120, "contacts": [{"name": "Hal", "relation": "son", "phone": "+39 555 0199"}]}}, token=ADMIN)
+        assert status == 201, (status, body)
+        with open(os.path.join(self.dir, "token"), "w") as f:
+            f.write(body["token"])
+        trace = os.path.join(self.dir, "trace.csv")
+        with open(trace, "w") as f:
+            f.write("t_ms,bpm,rr_ms,contact\n")
+            for second in range(1, 900):
+                bpm = 72 if second < 20 else 160 if second < 100 else 0
+                rr = "" if bpm == 0 else str(round(60000 / bpm))
+                f.write(f"{second * 1000},{bpm},{rr},yes\n")
+        self.gps_port = free_port()
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.gpsfake = subprocess.Popen(
+            ["gpsfake", "-q", "-n", "-P", str(self.gps_port), os.path.join(root, "simulations/traces/gpsd/neo-m8n.log")],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "gpsfake.log"), "w"), cwd=self.dir)
+        self.socket = os.path.join(self.dir, "agent.sock")
+        config = os.path.join(self.dir, "agent.yaml")
+        with open(config, "w") as f:
+            f.write(f"""person: {{name: {self.PERSON}, age: 80, max_hr: 120}}
+server: {{url: "{server.base}", device_id: pi-0100, token_file: token}}
+strap:
+  transport: socketpair
+  trace: {trace}
+  pace: 2
+gpsd: {{host: 127.0.0.1, port: {self.gps_port}}}
+store: {{path: data/agent.sqlite}}
+sos: {{countdown_seconds: 0}}
+status: {{socket: agent.sock}}
+metrics: {{enabled: false}}
+""")
+        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM")}
+        self.log = open(os.path.join(self.dir, "agent.log"), "w")
+        self.process = subprocess.Popen([binary, "run", "--config", config], env=env, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def status(self):
+        if self.process.poll() is not None:
+            raise AssertionError(f"trackme-agent exited with {self.process.returncode} (log: {self.dir}/agent.log)")
+        result = subprocess.run([self.binary, "status", "--json", "--socket", self.socket], capture_output=True, timeout=10)
+        return json.loads(result.stdout) if result.returncode == 0 else {}
+
+    def alert(self):
+        return self.status().get("alert") or {}
+
+    def alert_id(self):
+        return self.alert().get("alert_id")
+
+    def stop(self):
+        for process in (self.process, self.gpsfake):
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.log.close()
+
+
+class ConsoleTest:
+    def __init__(self, binary, agent, out):
+        self.binary = binary
+        self.agent = agent
         self.out = out
         self.workdir = tempfile.mkdtemp(prefix="trackme-browser-")
         self.results = []
@@ -164,6 +238,25 @@ class ConsoleTest:
         finally:
             browser.quit()
             short.stop()
+        contact = Server(self.binary, self.workdir, "--contact-notifier", self.notifier_script(),
+                         "--contact-after-seconds", "1", "--contact-repeat-seconds", "600")
+        browser = Chromium()
+        try:
+            self.contact_flow(contact, browser)
+        finally:
+            browser.quit()
+            contact.stop()
+        fielded = Server(self.binary, self.workdir)
+        browser = Chromium()
+        agent = None
+        try:
+            agent = Agent(self.agent, fielded, self.workdir)
+            self.agent_flow(fielded, browser, agent)
+        finally:
+            if agent:
+                agent.stop()
+            browser.quit()
+            fielded.stop()
         failed = [r for r in self.results if not r[1]]
         print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
         return 1 if failed else 0
@@ -300,6 +393,122 @@ class ConsoleTest:
             assert status == 401, status
         self.check("sign out ends the session on the server", sign_out)
 
+    def notifier_script(self):
+        """The operator's notifier (an SMS gateway's CLI in service): here it writes each
+        contact's link to a file the test reads."""
+        self.links = os.path.join(self.workdir, "contact-links.txt")
+        script = os.path.join(self.workdir, "notify-contact.sh")
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\nprintf \'%s\\t%s\\t%s\\n\' "$TRACKME_CONTACT_NAME" "$TRACKME_ALERT_ID" "$TRACKME_LINK" >> ' + self.links + "\n")
+        os.chmod(script, 0o755)
+        return script
+
+    def contact_links(self):
+        if not os.path.exists(self.links):
+            return []
+        with open(self.links) as f:
+            return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+    def contact_flow(self, server, browser):
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "finn", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        cy = Device(server, "pi-0003", {"name": "Cy <b>Twombly</b>", "age": 77, "contacts": [
+            {"name": "Ben", "relation": "son", "phone": "+39 555 0101"}, {"name": "Cleo", "relation": "neighbour", "phone": "+39 555 0102"}]})
+        cy.alert("alert-cy", 0, kind="manual")
+        state = {}
+
+        def first_contact_told():
+            links = wait_for(lambda: self.contact_links(), timeout=30, what="the notifier to run for the first contact")
+            assert [(name, alert) for name, alert, _ in links] == [("Ben", "alert-cy")], links
+            state["link"] = links[0][2]
+        self.check("an alert nobody acknowledges reaches the first emergency contact with a link", first_contact_told)
+
+        def confirms_once():
+            link = state["link"]
+            assert link.startswith(server.base + "/contact/"), link
+            browser.get(link)
+            wait_for(lambda: browser.find_all("#confirm"), what="the contact's page")
+            page = browser.find("body").text
+            assert "Cy <b>Twombly</b>" in page, page
+            assert browser.find_all("body b") == [], "the person's name became markup on the contact's page"
+            self.shot(browser, "05-contact-link")
+            browser.find("#confirm").click()
+            wait_for(lambda: browser.find_all("#confirmed"), what="the confirmation")
+            status, detail = http(server.base, "GET", "/v1/alerts/alert-cy", token=dispatcher_token(server))
+            assert status == 200 and detail["alert"]["acknowledged_by"].startswith("contact:Ben"), detail
+            # The same link again: used; through the page and straight at the endpoint.
+            browser.get(link)
+            wait_for(lambda: "already confirmed" in browser.find("h1").text, what="the used link refused")
+            assert browser.find_all("#confirm") == []
+            status, _ = http(server.base, "POST", link[len(server.base):])
+            assert status == 410, status
+            ack = cy.batch()
+            assert ack["acknowledged_alerts"] == ["alert-cy"], ack
+        self.check("the contact's link confirms receipt once and only once; that counts as the acknowledgement", confirms_once)
+
+        def forged_refused():
+            link = state["link"]
+            forged = link[:-1] + ("0" if link[-1] != "0" else "1")
+            browser.get(forged)
+            wait_for(lambda: "not valid" in browser.find("h1").text, what="the forged link refused")
+            status, _ = http(server.base, "POST", forged[len(server.base):])
+            assert status == 403, status
+            # Another alert's id in a link signed for this one.
+            status, _ = http(server.base, "GET", "/contact/" + "x" * 40 + "." + "0" * 64)
+            assert status == 403, status
+        self.check("a forged contact link is refused", forged_refused)
+
+    def agent_flow(self, server, browser, agent):
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "gus", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        state = {}
+
+        def agent_alert_appears():
+            self.sign_in(browser, server.base, "gus", "correct horse battery")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            card = wait_for(lambda: self.card(browser, agent.alert_id()), timeout=120, what="the agent's alert on the board")
+            state["alert"] = agent.alert_id()
+            wait_for(lambda: card.find(".person-name").text == Agent.PERSON, what="the wearer's name")
+            assert card.find(".alert-kind").text == "heart rate high", card.find(".alert-kind").text
+            fix = wait_for(lambda: agent.status().get("gpsd", {}).get("last_fix"), what="the agent's fix")
+            expected = f"{fix['lat']:.3f}"[:-1]
+            wait_for(lambda: expected in self.card(browser, state["alert"]).find(".alert-position").text,
+                     what=f"the agent's position ({fix['lat']:.5f}) on the card")
+            self.shot(browser, "06-agent-alert")
+        self.check("the real agent: a heart rate over the wearer's limit appears on the board with name and position", agent_alert_appears)
+
+        def acknowledge_reaches_agent():
+            self.card(browser, state["alert"]).find(".ack").click()
+            wait_for(lambda: "acknowledged" in self.card(browser, state["alert"]).attribute("class"), what="the card acknowledged")
+            wait_for(lambda: agent.alert().get("state") == "acknowledged", timeout=30, what="the agent's status to show it acknowledged")
+            assert agent.alert()["alert_id"] == state["alert"], agent.alert()
+        self.check("the real agent: acknowledge on the page, and the agent's status shows it acknowledged", acknowledge_reaches_agent)
+
+        def harder_rule_updates():
+            # The trace turns into a flat line: no pulse, graver than a high heart rate.
+            wait_for(lambda: self.card(browser, state["alert"]).find(".alert-kind").text == "no pulse", timeout=120,
+                     what="the open alert's kind to rise to no pulse")
+            assert len(browser.find_all("article.alert-card")) == 1, "a harder rule opened a second alert instead of updating the first"
+            assert agent.alert()["alert_id"] == state["alert"] and agent.alert()["kind"] == "no_pulse", agent.alert()
+            wait_for(lambda: "heart rate high → no pulse" in self.card(browser, state["alert"]).find('.timeline li[data-event="kind_changed"]').text,
+                     what="the kind change in the timeline")
+            self.shot(browser, "07-agent-kind-changed")
+        self.check("the real agent: a harder rule updates the open alert on the page", harder_rule_updates)
+
+        def resolve_closes_on_device():
+            card = self.card(browser, state["alert"])
+            card.find('.resolve-outcome option[value="help_arrived"]').click()
+            card.find(".resolve").click()
+            wait_for(lambda: self.card(browser, state["alert"]) is None, what="the card to leave the board")
+
+            def closed_on_device():
+                alert = agent.alert()
+                return alert.get("alert_id") != state["alert"] or alert.get("state") == "resolved"
+            wait_for(closed_on_device, timeout=30, what="the agent to close the alert")
+            journaled = agent.status()
+            assert journaled.get("alert") is None or journaled["alert"]["alert_id"] != state["alert"] or journaled["alert"]["state"] == "resolved", journaled
+        self.check("the real agent: resolve on the page, and the device's alert is closed", resolve_closes_on_device)
+
     def expiry_flow(self, server, browser):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "eve", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
         assert status == 201
@@ -329,10 +538,11 @@ def dispatcher_token(server):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", default=".build/debug/trackme-server")
+    parser.add_argument("--agent", default=".build/debug/trackme-agent")
     parser.add_argument("--out", default="simulations/out/browser")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    return ConsoleTest(os.path.abspath(args.server), args.out).run()
+    return ConsoleTest(os.path.abspath(args.server), os.path.abspath(args.agent), args.out).run()
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ extension ConsoleAssets {
         }
         const clock = (ms) => new Date(ms).toLocaleTimeString();
         const label = (kind) => (kind || 'unknown').replace(/_/g, ' ');
+        // A timeline entry's detail: kinds (first critical, raised, kind changed) read as words, the rest as given.
+        const detailText = (t) => (!t.detail ? '' : ' — ' + (t.event === 'first_critical' || t.event === 'raised' || t.event === 'kind_changed' ? t.detail.replace(/_/g, ' ') : t.detail));
 
         // ---- HTTP ----
         async function api(method, path, body) {
@@ -289,7 +291,7 @@ extension ConsoleAssets {
           fill(card.parts.chart, hrChart(detail.heart_rate || []));
           fill(card.parts.story, 
             el('h3', {}, 'Timeline'),
-            el('ol', { class: 'timeline' }, (detail.timeline || []).map((t) => el('li', { dataset: { event: t.event } }, clock(t.at_ms), ' ', label(t.event), t.detail ? ' — ' + t.detail : ''))),
+            el('ol', { class: 'timeline' }, (detail.timeline || []).map((t) => el('li', { dataset: { event: t.event } }, clock(t.at_ms), ' ', label(t.event), detailText(t)))),
             el('h3', {}, 'Notes'),
             el('ul', { class: 'plain notes' }, (detail.notes || []).map((n) => el('li', {}, el('span', { class: 'muted' }, n.author + ', ' + clock(n.created_ms) + ': '), el('span', { class: 'note-body' }, n.text)))));
           return card.node;
@@ -401,7 +403,7 @@ extension ConsoleAssets {
             try {
               const d = await api('GET', '/v1/alerts/' + encodeURIComponent(alert.alert_id));
               fill(body,
-                el('ol', { class: 'timeline' }, d.timeline.map((t) => el('li', {}, clock(t.at_ms), ' ', label(t.event), t.detail ? ' — ' + t.detail : ''))),
+                el('ol', { class: 'timeline' }, d.timeline.map((t) => el('li', {}, clock(t.at_ms), ' ', label(t.event), detailText(t)))),
                 el('ul', { class: 'plain notes' }, d.notes.map((n) => el('li', {}, n.author + ': ', el('span', { class: 'note-body' }, n.text)))));
             } catch (e) { body.textContent = String(e.message || e); }
           } }, 'Timeline');

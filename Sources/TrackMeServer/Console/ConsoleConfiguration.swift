@@ -28,6 +28,15 @@ public struct ConsoleConfiguration: Sendable {
     /// How contacts reach this server (`https://console.example`); default `http://HOST:PORT`.
     public var publicURL: String?
 
+    /// Tells the first contact `first` after an unacknowledged alert opened and each next one
+    /// `repeatEvery` later (`--contact-after-seconds`, `--contact-repeat-seconds`).
+    public mutating func scheduleContacts(first: Duration, repeatEvery: Duration) {
+        contactSchedule.escalation = contactSchedule.escalation.map { step in
+            step.action == .notifyNextContact ? EscalationStep(after: first, action: step.action) : step
+        }
+        contactSchedule.escalationRepeat = repeatEvery
+    }
+
     public init(
         sessionLifetime: Duration = .seconds(12 * 3600), secureCookies: Bool = false, bcryptCost: UInt8 = 12, tileURL: String? = nil,
         leafletDirectory: String = "/usr/share/javascript/leaflet"
