@@ -51,6 +51,11 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         APIError(status: .unauthorized, code: .unauthorized, message: "missing or wrong bearer token")
     }
 
+    /// A right token past its expiry (dispatcher tokens): 401, saying what to do.
+    static func expiredToken() -> APIError {
+        APIError(status: .unauthorized, code: .unauthorized, message: "this token has expired; an admin rotates it for a new one")
+    }
+
     static func forbidden(_ message: String) -> APIError {
         APIError(status: .forbidden, code: .forbidden, message: message)
     }

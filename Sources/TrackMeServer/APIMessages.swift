@@ -14,6 +14,13 @@ struct EnrolDeviceRequest: Codable, Sendable {
 /// `POST /v1/dispatchers` body (optional).
 struct CreateDispatcherRequest: Codable, Sendable {
     var name: String?
+    /// Overrides the server's dispatcher token lifetime for this token (1-3650).
+    var expiresInDays: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case name
+        case expiresInDays = "expires_in_days"
+    }
 }
 
 /// A device's credentials, shown once at enrolment.
@@ -37,15 +44,19 @@ public struct DeviceCredentials: Codable, Hashable, Sendable {
 public struct DispatcherCredentials: Codable, Hashable, Sendable {
     public var dispatcherID: String
     public var token: String
+    /// When the token stops working (wall ms); nil: until revoked.
+    public var expiresMilliseconds: Int64?
 
-    public init(dispatcherID: String, token: String) {
+    public init(dispatcherID: String, token: String, expiresMilliseconds: Int64? = nil) {
         self.dispatcherID = dispatcherID
         self.token = token
+        self.expiresMilliseconds = expiresMilliseconds
     }
 
     enum CodingKeys: String, CodingKey {
         case dispatcherID = "dispatcher_id"
         case token
+        case expiresMilliseconds = "expires_ms"
     }
 }
 

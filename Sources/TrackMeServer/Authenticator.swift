@@ -52,6 +52,9 @@ final class Authenticator: Sendable {
         guard let token = BearerToken(authorization: authorization) else { throw APIError.unauthorized() }
         guard let stored = try await store.token(id: token.id) else { throw APIError.unauthorized() }
         guard BearerToken.digestsEqual(token.secretHash, stored.secretHash) else { throw APIError.unauthorized() }
+        if let expires = stored.expiresMilliseconds, expires <= wallClock() {
+            throw APIError.expiredToken()
+        }
         return Principal(role: stored.role, tokenID: stored.id, deviceID: stored.deviceID)
     }
 }

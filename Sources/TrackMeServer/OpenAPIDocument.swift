@@ -76,7 +76,11 @@ enum OpenAPIDocument {
                 required: false
                 content:
                   application/json:
-                    schema: {type: object, properties: {name: {type: [string, "null"]}}}
+                    schema:
+                      type: object
+                      properties:
+                        name: {type: [string, "null"]}
+                        expires_in_days: {type: integer, minimum: 1, maximum: 3650, description: "Instead of the server's --dispatcher-token-days"}
               responses:
                 "201":
                   description: Created; the token is shown only this once
@@ -85,7 +89,8 @@ enum OpenAPIDocument {
                       schema:
                         type: object
                         required: [dispatcher_id, token]
-                        properties: {dispatcher_id: {type: string}, token: {type: string}}
+                        properties: {dispatcher_id: {type: string}, token: {type: string}, expires_ms: {type: [integer, "null"]}}
+                "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "403": {$ref: "#/components/responses/Forbidden"}
           /v1/batches:
@@ -293,6 +298,7 @@ enum OpenAPIDocument {
                           replaced_token_id: {type: string}
                           token_id: {type: string}
                           token: {type: string}
+                          expires_ms: {type: [integer, "null"], description: "dispatcher tokens: a full lifetime from now"}
                           role: {enum: [device, dispatcher]}
                           device_id: {type: [string, "null"]}
                 "401": {$ref: "#/components/responses/Unauthorized"}

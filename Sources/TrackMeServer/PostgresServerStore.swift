@@ -111,21 +111,23 @@ final class PostgresServerStore: ServerStore {
                 "CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms BIGINT NOT NULL)",
             ]
         ),
+        // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+        ("v3-token-expiry", ["ALTER TABLE tokens ADD COLUMN expires_ms BIGINT"]),
     ]
 
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
         try await client.query(
             """
-            INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
-            VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(createdMilliseconds))
+            INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms)
+            VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(createdMilliseconds), \(token.expiresMilliseconds))
             """, logger: logger)
     }
 
     func token(id: String) async throws -> StoredToken? {
-        let rows = try await client.query("SELECT secret_hash, role, device_id FROM tokens WHERE id = \(id)", logger: logger)
-        for try await (hash, role, deviceID) in rows.decode((String, String, String?).self) {
+        let rows = try await client.query("SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = \(id)", logger: logger)
+        for try await (hash, role, deviceID, expires) in rows.decode((String, String, String?, Int64?).self) {
             guard let role = Role(rawValue: role) else { return nil }
-            return StoredToken(id: id, secretHash: hash, role: role, deviceID: deviceID)
+            return StoredToken(id: id, secretHash: hash, role: role, deviceID: deviceID, expiresMilliseconds: expires)
         }
         return nil
     }

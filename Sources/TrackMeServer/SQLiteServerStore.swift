@@ -121,6 +121,10 @@ final class SQLiteServerStore: ServerStore {
                     CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms INTEGER NOT NULL);
                     """)
         }
+        migrator.registerMigration("v3-token-expiry") { db in
+            // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+            try db.execute(sql: "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER")
+        }
         ConsoleSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
@@ -128,17 +132,18 @@ final class SQLiteServerStore: ServerStore {
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
-                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, createdMilliseconds])
+                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, createdMilliseconds, token.expiresMilliseconds])
         }
     }
 
     func token(id: String) async throws -> StoredToken? {
         try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT secret_hash, role, device_id FROM tokens WHERE id = ?", arguments: [id]),
+            guard
+                let row = try Row.fetchOne(db, sql: "SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = ?", arguments: [id]),
                 let role = Role(rawValue: row["role"])
             else { return nil }
-            return StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"])
+            return StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"], expiresMilliseconds: row["expires_ms"])
         }
     }
 

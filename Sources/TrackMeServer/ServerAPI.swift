@@ -69,8 +69,11 @@ struct ServerAPI: Sendable {
     func createDispatcher(_ request: Request) async throws -> Response {
         _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
         let body = try await readBody(request)
-        let name = body.isEmpty ? nil : try decode(CreateDispatcherRequest.self, body).name
-        let credentials = try await ServerAdministration(store: store, wallClock: configuration.wallClock).createDispatcher(name: name)
+        let request = body.isEmpty ? CreateDispatcherRequest() : try decode(CreateDispatcherRequest.self, body)
+        if let days = request.expiresInDays, !(1...3650).contains(days) { throw APIError.invalid("expires_in_days", "must be 1-3650") }
+        let credentials = try await ServerAdministration(
+            store: store, wallClock: configuration.wallClock, dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
+        ).createDispatcher(name: request.name, lifetime: request.expiresInDays.map { .seconds($0 * 24 * 3600) })
         return try json(.created, credentials)
     }
 

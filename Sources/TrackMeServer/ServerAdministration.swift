@@ -6,6 +6,8 @@ import HTTPTypes
 struct ServerAdministration: Sendable {
     let store: any ServerStore
     let wallClock: @Sendable () -> Int64
+    /// How long a new (or rotated) dispatcher token works; nil: until revoked.
+    var dispatcherTokenLifetime: Duration? = nil
 
     func enrolDevice(deviceID: String, person: PersonProfile) async throws -> DeviceCredentials {
         guard DeviceIdentity.isValid(deviceID) else {
@@ -23,10 +25,15 @@ struct ServerAdministration: Sendable {
         return DeviceCredentials(deviceID: deviceID, token: token.text)
     }
 
-    func createDispatcher(name: String?) async throws -> DispatcherCredentials {
+    /// A dispatcher's bearer token (for programs; people sign in to the console), working for
+    /// `lifetime` or else the configured `dispatcherTokenLifetime`.
+    func createDispatcher(name: String?, lifetime: Duration? = nil) async throws -> DispatcherCredentials {
         let token = BearerToken.generate()
+        let now = wallClock()
+        let expires = (lifetime ?? dispatcherTokenLifetime).map { now + $0.milliseconds }
         try await store.insertToken(
-            StoredToken(id: token.id, secretHash: token.secretHash, role: .dispatcher, deviceID: nil), createdMilliseconds: wallClock())
-        return DispatcherCredentials(dispatcherID: token.id, token: token.text)
+            StoredToken(id: token.id, secretHash: token.secretHash, role: .dispatcher, deviceID: nil, expiresMilliseconds: expires),
+            createdMilliseconds: now)
+        return DispatcherCredentials(dispatcherID: token.id, token: token.text, expiresMilliseconds: expires)
     }
 }

@@ -91,6 +91,10 @@ public struct ServerConfiguration: Sendable {
     public var tls: ServerTLS?
     /// Sessions, passwords and the map of the dispatcher console.
     public var console: ConsoleConfiguration = ConsoleConfiguration()
+    /// How long a dispatcher's bearer token works after it is made or rotated; nil: until
+    /// revoked. Device tokens never expire (a device cannot be re-enrolled unattended).
+    public var dispatcherTokenLifetime: Duration? = ServerConfiguration.defaultDispatcherTokenLifetime
+    public static let defaultDispatcherTokenLifetime: Duration = .seconds(90 * 24 * 3600)
 
     public init(
         host: String = "127.0.0.1",

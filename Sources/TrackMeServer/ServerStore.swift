@@ -23,6 +23,8 @@ struct StoredToken: Hashable, Sendable {
     var role: Role
     /// The device a device token speaks for; nil for other roles.
     var deviceID: String?
+    /// Refused from this wall time on (dispatcher tokens); nil: until revoked (devices).
+    var expiresMilliseconds: Int64? = nil
 }
 
 /// An enrolled device as the server keeps it.

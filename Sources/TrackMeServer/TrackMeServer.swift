@@ -152,7 +152,9 @@ public final class TrackMeServer: Service, Sendable {
 
     /// Creates a dispatcher token (as `POST /v1/dispatchers` does).
     public func createDispatcher(name: String? = nil) async throws -> DispatcherCredentials {
-        try await ServerAdministration(store: store, wallClock: configuration.wallClock).createDispatcher(name: name)
+        try await ServerAdministration(
+            store: store, wallClock: configuration.wallClock, dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
+        ).createDispatcher(name: name)
     }
 
     /// One pass of the silence job: devices not heard from for `silenceThreshold` get a

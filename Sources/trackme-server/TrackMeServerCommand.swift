@@ -94,6 +94,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How contacts reach this server, for their links (https://console.example).")
     var publicURL: String?
 
+    @Option(help: "Days a dispatcher's bearer token works after it is made or rotated (0: until revoked).")
+    var dispatcherTokenDays = 90
+
     @Option(help: "Seconds after an alert opened, unacknowledged, that its first emergency contact is told.")
     var contactAfterSeconds: Int = 180
 
@@ -163,6 +166,8 @@ struct Serve: AsyncParsableCommand {
         guard contactAfterSeconds >= 0, contactRepeatSeconds >= 0 else {
             throw ValidationError("--contact-after-seconds and --contact-repeat-seconds must not be negative")
         }
+        guard dispatcherTokenDays >= 0 else { throw ValidationError("--dispatcher-token-days must not be negative") }
+        configuration.dispatcherTokenLifetime = dispatcherTokenDays == 0 ? nil : .seconds(dispatcherTokenDays * 24 * 3600)
         configuration.console.scheduleContacts(first: .seconds(contactAfterSeconds), repeatEvery: .seconds(contactRepeatSeconds))
         if let contactLinkKeyFile {
             let key = try String(contentsOfFile: contactLinkKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""

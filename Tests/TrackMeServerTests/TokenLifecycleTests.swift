@@ -52,6 +52,53 @@ struct TokenLifecycleTests {
         }
     }
 
+    @Test("a dispatcher token stops working at its expiry (401 saying so); rotating gives a full lifetime; device tokens never expire", arguments: Backend.enabled)
+    func dispatcherTokenExpiry(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let device = try await s.enrol("pi-0001")
+            let day: Int64 = 24 * 3600 * 1000
+            // The server's default lifetime (90 days), and a shorter one asked for.
+            let standard = try await s.client.send("POST", "/v1/dispatchers", token: TestServer.adminToken, body: Data())
+            #expect(standard.status == 201)
+            #expect((standard.object["expires_ms"] as? NSNumber)?.int64Value == s.wall.now + 90 * day)
+            let made = try await s.client.send("POST", "/v1/dispatchers", token: TestServer.adminToken, json: ["expires_in_days": 1])
+            #expect(made.status == 201)
+            #expect((made.object["expires_ms"] as? NSNumber)?.int64Value == s.wall.now + day)
+            let short = try #require(made.object["token"] as? String)
+            for days in [0, 3651] {
+                #expect(try await s.client.send("POST", "/v1/dispatchers", token: TestServer.adminToken, json: ["expires_in_days": days]).status == 400)
+            }
+
+            #expect(try await s.client.send("GET", "/v1/devices", token: short).status == 200)
+            s.wall.advance(milliseconds: day - 1)
+            #expect(try await s.client.send("GET", "/v1/devices", token: short).status == 200)
+            s.wall.advance(milliseconds: 1)
+            let expired = try await s.client.send("GET", "/v1/devices", token: short)
+            #expect(expired.status == 401)
+            #expect(expired.text.contains("expired"))
+            let listed = try await s.client.send("GET", "/v1/tokens", token: TestServer.adminToken)
+            let rows = try #require(listed.object["tokens"] as? [[String: Any]])
+            let row = try #require(rows.first { $0["token_id"] as? String == Self.tokenID(short) })
+            #expect((row["expires_ms"] as? NSNumber)?.int64Value == TestServer.startWall + day)
+            #expect(rows.first { $0["role"] as? String == "device" }?["expires_ms"] == nil)
+
+            // Rotated, the dispatcher works again for a full (default) lifetime.
+            let rotated = try await s.client.send("POST", "/v1/tokens/\(Self.tokenID(short))/rotate", token: TestServer.adminToken)
+            #expect(rotated.status == 201)
+            #expect((rotated.object["expires_ms"] as? NSNumber)?.int64Value == s.wall.now + 90 * day)
+            let fresh = try #require(rotated.object["token"] as? String)
+            #expect(try await s.client.send("GET", "/v1/devices", token: fresh).status == 200)
+
+            // A device's token a year on still works, and rotating it gives no expiry.
+            s.wall.advance(milliseconds: 365 * day)
+            #expect(try await s.send(Sample.batch("pi-0001", seq: 1, readings: []), token: device).status == 200)
+            let rotatedDevice = try await s.client.send("POST", "/v1/tokens/\(Self.tokenID(device))/rotate", token: TestServer.adminToken)
+            #expect(rotatedDevice.status == 201)
+            #expect(rotatedDevice.object["expires_ms"] == nil)
+            #expect(try await s.client.send("GET", "/v1/devices", token: fresh).status == 401)
+        }
+    }
+
     @Test("a dispatcher's open feed stream ends when its token is revoked, before the next event", arguments: Backend.enabled)
     func revokedStream(backend: Backend) async throws {
         try await TestServer.with(backend) { s in

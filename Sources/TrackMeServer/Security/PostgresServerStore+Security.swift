@@ -5,10 +5,11 @@ import PostgresNIO
 extension PostgresServerStore {
     func tokens() async throws -> [TokenSummary] {
         var result: [TokenSummary] = []
-        let rows = try await client.query("SELECT id, role, device_id, created_ms FROM tokens ORDER BY created_ms, id", logger: logger)
-        for try await (id, role, deviceID, created) in rows.decode((String, String, String?, Int64).self) {
+        let rows = try await client.query(
+            "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id", logger: logger)
+        for try await (id, role, deviceID, created, expires) in rows.decode((String, String, String?, Int64, Int64?).self) {
             guard let role = Role(rawValue: role) else { continue }
-            result.append(TokenSummary(tokenID: id, role: role, deviceID: deviceID, createdMilliseconds: created))
+            result.append(TokenSummary(tokenID: id, role: role, deviceID: deviceID, createdMilliseconds: created, expiresMilliseconds: expires))
         }
         return result
     }
@@ -30,10 +31,11 @@ extension PostgresServerStore {
                 old = Role(rawValue: role).map { StoredToken(id: id, secretHash: hash, role: $0, deviceID: deviceID) }
             }
             guard let old else { return nil }
+            let expires = old.role == .dispatcher ? replacement.expiresMilliseconds : nil
             try await connection.query(
                 """
-                INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
-                VALUES (\(replacement.id), \(replacement.secretHash), \(old.role.rawValue), \(old.deviceID), \(createdMilliseconds))
+                INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms)
+                VALUES (\(replacement.id), \(replacement.secretHash), \(old.role.rawValue), \(old.deviceID), \(createdMilliseconds), \(expires))
                 """, logger: logger)
             try await connection.query("DELETE FROM tokens WHERE id = \(id)", logger: logger)
             return old

@@ -3,9 +3,11 @@ import GRDB
 extension SQLiteServerStore {
     func tokens() async throws -> [TokenSummary] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
+            try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
                 guard let role = Role(rawValue: row["role"]) else { return nil }
-                return TokenSummary(tokenID: row["id"], role: role, deviceID: row["device_id"], createdMilliseconds: row["created_ms"])
+                return TokenSummary(
+                    tokenID: row["id"], role: role, deviceID: row["device_id"], createdMilliseconds: row["created_ms"],
+                    expiresMilliseconds: row["expires_ms"])
             }
         }
     }
@@ -24,8 +26,11 @@ extension SQLiteServerStore {
             else { return nil }
             let old = StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"])
             try db.execute(
-                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
-                arguments: [replacement.id, replacement.secretHash, old.role.rawValue, old.deviceID, createdMilliseconds])
+                sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    replacement.id, replacement.secretHash, old.role.rawValue, old.deviceID, createdMilliseconds,
+                    old.role == .dispatcher ? replacement.expiresMilliseconds : nil,
+                ])
             try db.execute(sql: "DELETE FROM tokens WHERE id = ?", arguments: [id])
             return old
         }

@@ -10,12 +10,15 @@ public struct RotatedToken: Codable, Hashable, Sendable {
     public var token: String
     public var role: Role
     public var deviceID: String?
+    /// When the new token stops working (dispatcher tokens); nil: until revoked.
+    public var expiresMilliseconds: Int64?
 
     enum CodingKeys: String, CodingKey {
         case replacedTokenID = "replaced_token_id"
         case tokenID = "token_id"
         case token, role
         case deviceID = "device_id"
+        case expiresMilliseconds = "expires_ms"
     }
 }
 
@@ -43,11 +46,16 @@ extension ServerAdministration {
     /// A new token for the same role and device; the old one is refused from now on.
     func rotateToken(id: String) async throws -> RotatedToken {
         let token = BearerToken.generate()
-        let replacement = StoredToken(id: token.id, secretHash: token.secretHash, role: .device, deviceID: nil)
-        guard let old = try await store.replaceToken(id: id, with: replacement, createdMilliseconds: wallClock()) else {
+        let now = wallClock()
+        // A dispatcher's new token gets a full lifetime from now; a device's has no expiry.
+        let expires = dispatcherTokenLifetime.map { now + $0.milliseconds }
+        let replacement = StoredToken(id: token.id, secretHash: token.secretHash, role: .dispatcher, deviceID: nil, expiresMilliseconds: expires)
+        guard let old = try await store.replaceToken(id: id, with: replacement, createdMilliseconds: now) else {
             throw APIError.notFound("no token \(id)")
         }
-        return RotatedToken(replacedTokenID: id, tokenID: token.id, token: token.text, role: old.role, deviceID: old.deviceID)
+        return RotatedToken(
+            replacedTokenID: id, tokenID: token.id, token: token.text, role: old.role, deviceID: old.deviceID,
+            expiresMilliseconds: old.role == .dispatcher ? expires : nil)
     }
 }
 
@@ -77,6 +85,6 @@ struct TokenRoutes: Sendable {
     }
 
     private var administration: ServerAdministration {
-        ServerAdministration(store: api.store, wallClock: api.configuration.wallClock)
+        ServerAdministration(store: api.store, wallClock: api.configuration.wallClock, dispatcherTokenLifetime: api.configuration.dispatcherTokenLifetime)
     }
 }

@@ -4,12 +4,15 @@ public struct TokenSummary: Codable, Hashable, Sendable {
     public var role: Role
     public var deviceID: String?
     public var createdMilliseconds: Int64
+    /// When it stops working (dispatcher tokens); nil: until revoked.
+    public var expiresMilliseconds: Int64? = nil
 
     enum CodingKeys: String, CodingKey {
         case tokenID = "token_id"
         case role
         case deviceID = "device_id"
         case createdMilliseconds = "created_ms"
+        case expiresMilliseconds = "expires_ms"
     }
 }
 
