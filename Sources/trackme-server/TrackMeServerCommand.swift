@@ -194,13 +194,14 @@ struct TokenCommand: AsyncParsableCommand {
         commandName: "token", abstract: "List, revoke or rotate bearer tokens.", subcommands: [List.self, Revoke.self, Rotate.self])
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List tokens (id, role, device, created); never secrets.")
+        static let configuration = CommandConfiguration(abstract: "List tokens (id, role, device, created, expires); never secrets.")
         @OptionGroup var storage: StorageOptions
 
         func run() async throws {
             let tokens = try await TokenAdministrator.with(storage.location, logger: makeLogger()) { try await $0.tokens() }
             for token in tokens {
-                print("\(token.tokenID)\t\(token.role.rawValue)\t\(token.deviceID ?? "-")\t\(token.createdMilliseconds)")
+                let expires = token.expiresMilliseconds.map { "\($0)" } ?? "never"
+                print("\(token.tokenID)\t\(token.role.rawValue)\t\(token.deviceID ?? "-")\t\(token.createdMilliseconds)\t\(expires)")
             }
         }
     }
@@ -221,9 +222,15 @@ struct TokenCommand: AsyncParsableCommand {
             abstract: "Replace a token by a new one for the same role and device; prints the new token once.")
         @Argument(help: "The token id (the part before the dot).") var tokenID: String
         @OptionGroup var storage: StorageOptions
+        @Option(help: "Days a rotated dispatcher token works (0: until revoked); device tokens never expire.")
+        var dispatcherTokenDays = 90
 
         func run() async throws {
-            let rotated = try await TokenAdministrator.with(storage.location, logger: makeLogger()) { try await $0.rotate(tokenID: tokenID) }
+            guard dispatcherTokenDays >= 0 else { throw ValidationError("--dispatcher-token-days must not be negative") }
+            let lifetime: Duration? = dispatcherTokenDays == 0 ? nil : .seconds(dispatcherTokenDays * 24 * 3600)
+            let rotated = try await TokenAdministrator.with(storage.location, logger: makeLogger(), dispatcherTokenLifetime: lifetime) {
+                try await $0.rotate(tokenID: tokenID)
+            }
             print(rotated.token)
         }
     }

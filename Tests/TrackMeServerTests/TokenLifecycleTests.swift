@@ -145,7 +145,7 @@ struct TokenLifecycleTests {
         }
         let listed = try await run(["token", "list", "--db", database])
         #expect(listed.status == 0)
-        #expect(listed.output.split(separator: "\n").contains { $0.hasPrefix("\(id)\tdevice\tpi-0001\t") }, "\(listed.output)")
+        #expect(listed.output.split(separator: "\n").contains { $0.hasPrefix("\(id)\tdevice\tpi-0001\t") && $0.hasSuffix("\tnever") }, "\(listed.output)")
         let rotated = try await run(["token", "rotate", id, "--db", database])
         #expect(rotated.status == 0)
         let newToken = try #require(rotated.output.split(separator: "\n").last { $0.contains(".") && !$0.contains(" ") })
