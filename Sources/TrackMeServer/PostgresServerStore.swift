@@ -363,7 +363,12 @@ final class PostgresServerStore: ServerStore {
     static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
         try await connection.query("INSERT INTO feed (kind, data) VALUES (\(kind), \(data))", logger: logger)
+        // Delivered to every instance's `FeedListener` when (and only if) this transaction commits.
+        try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(feedChannel)"), logger: logger)
     }
+
+    /// The channel feed appends are announced on (`LISTEN`/`NOTIFY`).
+    static let feedChannel = "trackme_feed"
 
     func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
         let record = try StoreJSON.encode(update.alert)
@@ -506,5 +511,16 @@ func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
     var elements: [S.Element] = []
     for try await element in sequence { elements.append(element) }
     return elements
+}
+
+extension PostgresServerStore: FeedFollowing {
+    /// Holds one pooled connection for as long as it listens.
+    func followFeedAppends(_ changed: @escaping @Sendable () -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.feedChannel) { notifications in
+                for try await _ in notifications { changed() }
+            }
+        }
+    }
 }
 #endif

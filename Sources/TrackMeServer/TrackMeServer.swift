@@ -95,6 +95,11 @@ public final class TrackMeServer: Service, Sendable {
                 api.notifier.notify(.tick)
             },
         ]
+        // Several instances on one PostgreSQL: another instance's append wakes this one's
+        // streams through the database's notifications, not the 5 s tick.
+        if let following = store as? any FeedFollowing {
+            jobs.append(FeedListener(store: following, notifier: api.notifier, clock: ContinuousClock(), logger: logger))
+        }
         if configuration.console.contactNotifierCommand != nil {
             jobs.append(
                 PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
