@@ -307,6 +307,11 @@ struct BenchHTTPConnection {
 
     /// Sends one request and reads its whole response; returns the time it took.
     func request(method: HTTPMethod, uri: String, headers: [(String, String)], body: ByteBuffer?, expect: Int) async throws -> Duration {
+        try await requestWithBody(method: method, uri: uri, headers: headers, body: body, expect: expect).0
+    }
+
+    /// The same, with the response body.
+    func requestWithBody(method: HTTPMethod, uri: String, headers: [(String, String)], body: ByteBuffer?, expect: Int) async throws -> (Duration, String) {
         let clock = ContinuousClock()
         let start = clock.now
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: uri)
@@ -326,7 +331,7 @@ struct BenchHTTPConnection {
             }
         }
         guard status == expect else { throw Failure(description: "\(method) \(uri): \(status) \(responseBody)") }
-        return start.duration(to: clock.now)
+        return (start.duration(to: clock.now), responseBody)
     }
 }
 

@@ -28,6 +28,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchSOSLatencyCommand.self,
             BenchReplayCommand.self,
             BenchAlertToConsoleCommand.self,
+            LoadBenchCommand.self,
         ]
     )
 }
