@@ -16,6 +16,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The YAML configuration file.")
     var config: String = "/etc/trackme/agent.yaml"
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A file of seconds added to the wall clock the readings see, read again every second: rehearses a clock that jumps.",
+            visibility: .hidden))
+    var wallClockOffsetFile: String?
+
     func run() async throws {
         let configuration: AgentConfiguration
         do {
@@ -40,7 +47,7 @@ struct RunCommand: AsyncParsableCommand {
         )
         let pipeline: Pipeline.Parts
         do {
-            pipeline = try Pipeline.make(configuration: configuration, logger: logger)
+            pipeline = try Pipeline.make(configuration: configuration, timestamps: AgentTimestamps(wallClockOffsetFile: wallClockOffsetFile), logger: logger)
         } catch {
             logger.error("cannot start", metadata: ["error": "\(error)"])
             ControlCall.printError("\(error)")
@@ -70,8 +77,8 @@ enum Pipeline {
         var control: any AgentControl
     }
 
-    static func make(configuration: AgentConfiguration, logger: Logger) throws -> Parts {
-        let parts = try AgentAssembly.make(configuration: configuration, logger: logger)
+    static func make(configuration: AgentConfiguration, timestamps: AgentTimestamps, logger: Logger) throws -> Parts {
+        let parts = try AgentAssembly.make(configuration: configuration, timestamps: timestamps, logger: logger)
         return Parts(services: parts.services, control: parts.control)
     }
 }

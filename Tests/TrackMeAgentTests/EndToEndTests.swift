@@ -25,7 +25,8 @@ struct EndToEndTests {
         let storePath: String
         let metricsPort: Int
 
-        init() async throws {
+        /// `trace`: the heart-rate trace the simulated strap replays (default: normal sinus rhythm).
+        init(trace: String = Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv")) async throws {
             self.directory = try TemporaryDirectory()
             let directory = self.directory.path + "/"
             let server = try await TrackMeServer(
@@ -47,7 +48,7 @@ struct EndToEndTests {
             server: {url: "http://127.0.0.1:\(port)", device_id: \(EndToEndTests.deviceID), token_file: token}
             strap:
               transport: socketpair
-              trace: \(Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv"))
+              trace: \(trace)
               pace: 10
             gpsd: {host: 127.0.0.1, port: \(gpsd.port)}
             store: {path: data/agent.sqlite}
@@ -59,10 +60,10 @@ struct EndToEndTests {
         }
 
         /// The agent's stderr goes to a file (a pipe nobody drains could block its logging).
-        func startAgent(log name: String) throws -> (Process, String) {
+        func startAgent(log name: String, arguments extraArguments: [String] = []) throws -> (Process, String) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try ExecutableTests.agentBinary())
-            process.arguments = ["run", "--config", config]
+            process.arguments = ["run", "--config", config] + extraArguments
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
             process.environment = environment

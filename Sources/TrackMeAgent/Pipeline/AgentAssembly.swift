@@ -32,8 +32,9 @@ public enum AgentAssembly {
         public var description: String
     }
 
-    public static func make(configuration: AgentConfiguration, logger: Logger) throws -> Parts {
-        let timestamps = AgentTimestamps()
+    /// `timestamps`: the daemon's clock source (a wall-clock offset file for a rehearsal of a
+    /// clock jump, `trackme-agent run --wall-clock-offset-file`).
+    public static func make(configuration: AgentConfiguration, timestamps: AgentTimestamps = AgentTimestamps(), logger: Logger) throws -> Parts {
         let deviceID = configuration.server.deviceID
         let token = try readToken(configuration.server.tokenFile)
         guard let baseURL = URL(string: configuration.server.url) else {

@@ -20,12 +20,17 @@ public struct AgentTimestamps: Sendable {
     /// Every trusted timestamp teaches this boot's wall-clock offset, so readings stamped before
     /// the clock was synchronised can be corrected before they are synced.
     let corrections = WallClockAnchors()
+    /// Moves the wall clock the readings see (`trackme-agent run --wall-clock-offset-file`): a
+    /// rehearsal of a clock that jumps, on a real device or in a test, without touching the
+    /// system clock. Nil in service.
+    let wallOffset: WallClockOffsetFile?
 
-    public init() {
+    public init(wallClockOffsetFile: String? = nil) {
         let raw = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         // Without /proc (a container without it) a per-process id keeps ages within this run right.
         bootID = trimmed.isEmpty ? "process-\(UUID().uuidString.lowercased())" : trimmed
+        wallOffset = wallClockOffsetFile.map(WallClockOffsetFile.init(path:))
     }
 
     /// Now, on both clocks.
@@ -35,7 +40,7 @@ public struct AgentTimestamps: Sendable {
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let mono = UInt64(max(0, boot.tv_sec)) * 1_000_000_000 + UInt64(max(0, boot.tv_nsec))
-        let wallMilliseconds = Int64(wall.tv_sec) * 1000 + Int64(wall.tv_nsec) / 1_000_000
+        let wallMilliseconds = Int64(wall.tv_sec) * 1000 + Int64(wall.tv_nsec) / 1_000_000 + (wallOffset?.milliseconds(now: mono) ?? 0)
         let timestamp = ReadingTimestamp(
             monotonicNanoseconds: mono, bootID: bootID, wallClockMilliseconds: wallMilliseconds,
             wallClockTrusted: Self.wallClockSynchronised())
@@ -53,6 +58,28 @@ public struct AgentTimestamps: Sendable {
         buffer.initializeMemory(as: UInt8.self, repeating: 0, count: 256)
         let result = systemAdjtimex(buffer)
         return result >= 0 && result != 5
+    }
+}
+
+/// A file holding a number of seconds (`31536000`, `-31536000`, `0`) added to the system wall
+/// clock, read again at most once a second, so that a test or a field rehearsal can move the
+/// agent's wall clock mid-run. A missing or unreadable file counts as 0.
+final class WallClockOffsetFile: Sendable {
+    let path: String
+    private let cached = Mutex<(readAt: UInt64, milliseconds: Int64)?>(nil)
+
+    init(path: String) {
+        self.path = path
+    }
+
+    /// The offset now (`monotonic` is the caller's monotonic time, in ns, for the cache).
+    func milliseconds(now monotonic: UInt64) -> Int64 {
+        if let cached = cached.withLock({ $0 }), monotonic &- cached.readAt < 1_000_000_000 { return cached.milliseconds }
+        let text = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let seconds = Double(text) ?? 0
+        let value = seconds.isFinite ? Int64((seconds * 1000).rounded()) : 0
+        cached.withLock { $0 = (monotonic, value) }
+        return value
     }
 }
 
