@@ -207,6 +207,8 @@ targets += [
             "TrackMeServer", "TrackMeCore", "CZlib",
             // issue 17: the agent's transports against the HTTPS server.
             "EdgeSync",
+            // issue 22: the group-commit tests reach into the SQLite store.
+            .product(name: "GRDB", package: "GRDB.swift"),
             // issue 17: the CLI and the descriptor-limit test run the real binary.
             "trackme-server",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -12,6 +12,7 @@ import TrackMeCore
 final class SQLiteServerStore: ServerStore {
     let path: String
     let pool: DatabasePool
+    let groupCommit: IngestGroupCommit
 
     var displayName: String { "sqlite:\(path)" }
 
@@ -27,6 +28,7 @@ final class SQLiteServerStore: ServerStore {
             }
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        groupCommit = IngestGroupCommit(pool: pool)
     }
 
     func migrate() async throws {
@@ -173,8 +175,16 @@ final class SQLiteServerStore: ServerStore {
         return DeviceRow(deviceID: id, person: person, enrolledMilliseconds: found.enrolled)
     }
 
+    /// Batches from many devices arriving together are written in one transaction, one fsync
+    /// for all of them (`IngestGroupCommit`); each in a savepoint of its own, so that one that
+    /// fails is rolled back alone and the others are stored.
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
-        try await pool.write { db in
+        try await groupCommit.ingest(batch)
+    }
+
+    /// One batch inside the group's transaction.
+    static func ingest(_ batch: IncomingBatch, in db: Database) throws -> IngestResult {
+        do {
             try Self.recordContact(db, deviceID: batch.deviceID, heartbeatJSON: batch.heartbeatJSON, receivedMilliseconds: batch.receivedMilliseconds)
             if let epoch = batch.storeEpoch {
                 let registered = try Row.fetchOne(

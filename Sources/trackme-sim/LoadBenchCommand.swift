@@ -344,15 +344,7 @@ struct LoadBenchmark {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    static func seconds(_ d: Duration) -> Double {
-        let (s, atto) = d.components
-        return Double(s) + Double(atto) / 1e18
-    }
+    static func seconds(_ d: Duration) -> Double { BenchFigures.seconds(d) }
 
-    static func percentile(_ values: [Duration], _ p: Double) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))
-        return seconds(sorted[index]) * 1000
-    }
+    static func percentile(_ values: [Duration], _ p: Double) -> Double { BenchFigures.percentile(values, p) }
 }

@@ -259,17 +259,9 @@ struct ServerBenchmark {
         }
     }
 
-    private func seconds(_ d: Duration) -> Double {
-        let (s, atto) = d.components
-        return Double(s) + Double(atto) / 1e18
-    }
+    private func seconds(_ d: Duration) -> Double { BenchFigures.seconds(d) }
 
-    private func percentile(_ values: [Duration], _ p: Double) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
-        return seconds(sorted[max(index, 0)]) * 1000
-    }
+    private func percentile(_ values: [Duration], _ p: Double) -> Double { BenchFigures.percentile(values, p) }
 }
 
 /// One keep-alive HTTP/1.1 connection (SwiftNIO, already built with the server), requests one at
@@ -363,5 +355,21 @@ enum BenchCertificate {
         configuration.trustRoots = .file(certificate)
         configuration.certificateVerification = .fullVerification
         return try NIOSSLContext(configuration: configuration)
+    }
+}
+
+/// The figures the server-side benchmarks report, computed one way.
+enum BenchFigures {
+    static func seconds(_ d: Duration) -> Double {
+        let (s, atto) = d.components
+        return Double(s) + Double(atto) / 1e18
+    }
+
+    /// The `p` quantile (nearest rank) in milliseconds; 0 for no values.
+    static func percentile(_ values: [Duration], _ p: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))
+        return seconds(sorted[index]) * 1000
     }
 }

@@ -1,0 +1,80 @@
+import GRDB
+import Synchronization
+
+/// Group commit across devices for the SQLite store (issue 22): batches that arrive while a
+/// write is in progress wait for it and then go together in the next transaction, so a thousand
+/// devices sending at once cost a few fsyncs rather than a thousand. Nothing waits on a timer:
+/// the first batch of a quiet moment is written at once, alone. Each batch runs in a savepoint
+/// of its own inside the group's transaction: one that throws is rolled back alone and its
+/// caller gets the error; the others commit. A batch is acknowledged (its caller resumed) only
+/// after the group's transaction is on disk.
+final class IngestGroupCommit: Sendable {
+    private struct Waiting {
+        var batch: IncomingBatch
+        var continuation: CheckedContinuation<IngestResult, any Error>
+    }
+
+    private struct State {
+        var waiting: [Waiting] = []
+        var writing = false
+        var transactions = 0
+    }
+
+    /// At most this many batches in one transaction (bounds one transaction's time and memory).
+    let maxGroup: Int
+    private let pool: DatabasePool
+    private let state = Mutex(State())
+
+    /// Transactions written so far (each holds one group).
+    var transactions: Int { state.withLock { $0.transactions } }
+
+    init(pool: DatabasePool, maxGroup: Int = 512) {
+        self.pool = pool
+        self.maxGroup = maxGroup
+    }
+
+    func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let startWriter = state.withLock { state -> Bool in
+                state.waiting.append(Waiting(batch: batch, continuation: continuation))
+                guard !state.writing else { return false }
+                state.writing = true
+                return true
+            }
+            if startWriter { Task { await self.writeWhileWaiting() } }
+        }
+    }
+
+    /// Writes groups until nobody waits.
+    private func writeWhileWaiting() async {
+        while true {
+            let group = state.withLock { state -> [Waiting] in
+                let group = Array(state.waiting.prefix(maxGroup))
+                state.waiting.removeFirst(group.count)
+                if group.isEmpty { state.writing = false } else { state.transactions += 1 }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            do {
+                let results = try await pool.write { db -> [Result<IngestResult, any Error>] in
+                    group.map { waiting in
+                        var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
+                        do {
+                            try db.inSavepoint {
+                                outcome = .success(try SQLiteServerStore.ingest(waiting.batch, in: db))
+                                return .commit
+                            }
+                        } catch {
+                            outcome = .failure(error)
+                        }
+                        return outcome
+                    }
+                }
+                for (waiting, result) in zip(group, results) { waiting.continuation.resume(with: result) }
+            } catch {
+                // The transaction itself failed (disk full, I/O error): nothing of the group is stored.
+                for waiting in group { waiting.continuation.resume(throwing: error) }
+            }
+        }
+    }
+}
