@@ -100,6 +100,12 @@ struct StoreKeyAssemblyTests {
         #expect(StatusReport.render(status).contains("wrong_key"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: configuration.store.path)) == before)
         #expect(!FileManager.default.fileExists(atPath: configuration.store.path + ".corrupt-1"))
+        // With the token file gone (sealed in the store after the first start), a wrong key
+        // still starts the agent: local SOS goes on, sync is refused until the key is fixed.
+        try FileManager.default.removeItem(atPath: directory.file("etc/token"))
+        let tokenless = try AgentAssembly.make(configuration: configuration, logger: quietLogger, environment: [:])
+        #expect(await tokenless.control.status().store.problem?.hasPrefix("wrong_key") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: configuration.store.path)) == before)
     }
 
     @Test("configuration: encryption modes, a credential name, a key file not beside the database")

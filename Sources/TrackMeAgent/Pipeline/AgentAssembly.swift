@@ -230,6 +230,17 @@ public enum AgentAssembly {
             logger.info("device token taken from the encrypted store", metadata: ["server.token_file": "\(path)"])
             return stored
         }
+        if !FileManager.default.fileExists(atPath: path), let problem = store.openReport.memoryFallback,
+            problem.code == .wrongKey || problem.code == .keyMissing
+        {
+            // The token is sealed in a store we cannot open: the agent still starts, so that the
+            // wearer keeps local SOS and the fallback; the server refuses the empty token (401 in
+            // `status`) until the right key is back.
+            logger.error(
+                "device token sealed in a store whose key is missing or wrong; syncing is refused until the key is fixed",
+                metadata: ["server.token_file": "\(path)", "store.error": "\(problem)"])
+            return ""
+        }
         let token = try readToken(path)
         if store.isEncrypted, store.openReport.memoryFallback == nil, token != stored {
             do {
