@@ -267,12 +267,15 @@ public final class ReadingStore: Sendable {
             try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
         }
         do {
-            // The key first, through a connection that changes nothing (no journal mode set:
-            // GRDB's WAL set-up creates and drops a table, which rewrites the file's header):
-            // a store sealed under another key, or under a key not given, is left byte for byte
-            // as it is, and not moved aside either.
+            // The key first, through a read-only connection that changes nothing: GRDB's WAL
+            // set-up (below) creates and drops a table, which rewrites the file's header, and a
+            // read-write connection closing last checkpoints and deletes the WAL (the crash test
+            // caught that as lost commits when it raced a killed writer's WAL). A store sealed
+            // under another key, or under a key not given, is left byte for byte as it is, and
+            // not moved aside either.
             if FileManager.default.fileExists(atPath: path) {
                 var plain = Configuration()
+                plain.readonly = true
                 plain.busyMode = .timeout(5)
                 let probe = try DatabaseQueue(path: path, configuration: plain)
                 defer { try? probe.close() }
