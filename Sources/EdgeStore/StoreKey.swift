@@ -75,10 +75,8 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
     /// `id` as 16 hexadecimal digits, as logs, `status` and STORE-KEY.md show it.
     public var idText: String { Self.idText(id) }
 
-    static func idText(_ id: UInt64) -> String {
-        let hex = String(id, radix: 16)
-        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex
-    }
+    /// 16 hex digits, as the store epoch is written.
+    static func idText(_ id: UInt64) -> String { ReadingStore.epochText(Int64(bitPattern: id)) }
 
     public var description: String { "store key \(idText)" }
 
@@ -86,23 +84,13 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     private static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
-        out.reserveCapacity(32)
-        var high: UInt8?
-        for c in text.utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if let h = high {
-                out.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
+        out.reserveCapacity(digits.count / 2)
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
         }
         return out
     }
