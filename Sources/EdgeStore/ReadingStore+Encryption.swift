@@ -52,6 +52,12 @@ extension ReadingStore {
     /// STORE-KEY.md says to provision the key before the first start.)
     static func adoptKey(_ queue: DatabaseQueue, key: StoreKey, logger: Logger) throws {
         let cipher = RowCipher(key: key)
+        // Every open of an encrypted store passes here: a read, not a write transaction, when the
+        // key is already recorded (`openChecked` checked it is this one).
+        let recorded = try queue.read { db in
+            try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.storeKeyID])
+        }
+        if recorded != nil { return }
         let sealed = try queue.write { db -> Int in
             let stored = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.storeKeyID])
             if stored != nil { return 0 }
