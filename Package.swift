@@ -113,6 +113,8 @@ targets += [
         dependencies: [
             "TrackMeCore", "CZlib",
             .product(name: "GRDB", package: "GRDB.swift"),
+            // issue 17: ChaChaPoly over each row body (readings, alert journal, device token).
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
@@ -303,6 +305,8 @@ targets += [
             "TrackMeSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             "EdgeBenchmarks",
+            // issue 17: `bench store --encryption` makes its StoreKey
+            "EdgeStore",
             // server benchmark (issue 7)
             "TrackMeServer", "TrackMeCore",
             .product(name: "Logging", package: "swift-log"),
@@ -336,6 +340,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // issue 17: the store's per-row AEAD (no NIO; BoringSSL's C compiled in, as on the server)
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // MARK: server-side packages
         // MARK: agent (issue 9): Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),

@@ -86,7 +86,35 @@ if [[ ! -e /etc/trackme/device-token ]]; then
     echo "install.sh: put the device token in /etc/trackme/device-token (mode 0640, root:trackme)"
 fi
 
-# 5. The unit, with ExecStart pointing at the installed binary.
+# 5. The store key (hardware/STORE-KEY.md), made once per device and never overwritten: 32 random
+#    bytes as hex, sealed by systemd-creds (TPM2 where there is one, else the host key) for the
+#    unit's LoadCredentialEncrypted=. Without systemd-creds (systemd < 250): a root-only key file
+#    and a drop-in that hands it over with LoadCredential= instead.
+credential=/etc/credstore.encrypted/trackme-store-key
+key_file=/etc/trackme-key/store.key
+dropin=/etc/systemd/system/trackme-agent.service.d/store-key.conf
+if [[ -e "$credential" ]]; then
+    echo "install.sh: keeping the store key credential $credential"
+elif [[ -e "$key_file" ]]; then
+    echo "install.sh: keeping the store key file $key_file"
+elif [[ $dry_run -eq 1 ]]; then
+    printf '+ %s\n' "install -d -m 0700 /etc/credstore.encrypted" \
+        "head -c 32 /dev/urandom | od -An -tx1 -v | tr -d ' \\n' | systemd-creds encrypt --name=trackme-store-key - $credential"
+elif command -v systemd-creds >/dev/null; then
+    install -d -m 0700 /etc/credstore.encrypted
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 -v | tr -d ' \n' | systemd-creds encrypt --name=trackme-store-key - "$credential")
+    chmod 0400 "$credential"
+    echo "install.sh: made the store key credential $credential (systemd-creds; key id: trackme-agent status)"
+else
+    install -d -m 0700 /etc/trackme-key
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 -v | tr -d ' \n' > "$key_file")
+    chmod 0400 "$key_file"
+    install -d -m 0755 "$(dirname "$dropin")"
+    printf '[Service]\nLoadCredentialEncrypted=\nLoadCredential=trackme-store-key:%s\n' "$key_file" > "$dropin"
+    echo "install.sh: no systemd-creds: made the root-only key file $key_file and $dropin"
+fi
+
+# 6. The unit, with ExecStart pointing at the installed binary.
 if [[ $dry_run -eq 1 ]]; then
     printf '+ install -m 0644 %s %s (ExecStart=%s)\n' "$unit_source" "$unit_path" "$bin_path"
 else
@@ -96,7 +124,7 @@ else
 fi
 run systemctl daemon-reload
 
-# 6. Check the configuration before anything starts.
+# 7. Check the configuration before anything starts.
 if [[ -e /etc/trackme/agent.yaml || $dry_run -eq 1 ]]; then
     run "$bin_path" config check /etc/trackme/agent.yaml || {
         echo "install.sh: fix /etc/trackme/agent.yaml, then: systemctl enable --now trackme-agent" >&2

@@ -9,6 +9,7 @@
 #
 #   simulations/bench-load.sh sqlite "5000 10000 20000"         # devices to try, in order
 #   SECONDS_EACH=60 BIN=.build-release/release simulations/bench-load.sh three "2000 5000"
+#   PG_EXTRA="-c commit_delay=1000" simulations/bench-load.sh postgres   # PostgreSQL settings to try
 #
 # Needs a release build with PostgreSQL (swift build -c release --traits PostgreSQL
 # --scratch-path .build-release), Debian's postgresql and haproxy, openssl; root (PostgreSQL
@@ -40,7 +41,7 @@ start_postgres() {
 	runuser -u postgres -- "$PG_BIN/initdb" -D "$WORK/pg/data" -A trust -U postgres >/dev/null
 	PG_PORT=$(free_port)
 	runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
-		-o "-p $PG_PORT -k $WORK/pg -c listen_addresses=127.0.0.1 -c max_connections=500" start >/dev/null
+		-o "-p $PG_PORT -k $WORK/pg -c listen_addresses=127.0.0.1 -c max_connections=500 ${PG_EXTRA:-}" start >/dev/null
 }
 
 # start_server DB LOG: starts one in the background; SERVER_PORT once it listens

@@ -1,5 +1,5 @@
 import Foundation
-import EdgeStore
+public import EdgeStore
 import GRDB
 import TrackMeCore
 
@@ -26,6 +26,8 @@ public enum StoreBenchmark {
         public var corruptRecoveryMilliseconds: Double
         /// Opening the same store when healthy (quick_check included), in milliseconds.
         public var healthyOpenMilliseconds: Double
+        /// Whether the store sealed its rows (ChaCha20-Poly1305, issue 17). The baseline never does.
+        public var encrypted: Bool
 
         enum CodingKeys: String, CodingKey {
             case readings
@@ -40,17 +42,21 @@ public enum StoreBenchmark {
             case synchronous
             case corruptRecoveryMilliseconds = "corrupt_recovery_ms"
             case healthyOpenMilliseconds = "healthy_open_ms"
+            case encrypted
         }
     }
 
-    public static func run(readings: Int = 100_000, groupSize: Int = 500, directory: String? = nil) async throws -> Result {
+    /// - encryptionKey: seal the store's rows under this key (`--encryption on`); nil: in clear.
+    public static func run(
+        readings: Int = 100_000, groupSize: Int = 500, directory: String? = nil, encryptionKey: StoreKey? = nil
+    ) async throws -> Result {
         let dir = directory ?? NSTemporaryDirectory() + "trackme-bench-store-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { if directory == nil { try? FileManager.default.removeItem(atPath: dir) } }
         let inputs = (0..<readings).map { SyntheticReadings.reading($0) }
 
         // Through the store: append, group commits of `groupSize`, a final flush.
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir + "/store.sqlite", diskBudgetBytes: 1 << 40))
+        let store = try ReadingStore(configuration: StoreConfiguration(path: dir + "/store.sqlite", diskBudgetBytes: 1 << 40, encryptionKey: encryptionKey))
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600), maxGroupSize: groupSize)
         let storeStart = ContinuousClock.now
         for (timestamp, payload) in inputs { await committer.append(payload, at: timestamp) }
@@ -87,7 +93,7 @@ public enum StoreBenchmark {
 
         // Start-up on the full store, healthy and then corrupt.
         let storePath = dir + "/store.sqlite"
-        let healthy = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40))
+        let healthy = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40, encryptionKey: encryptionKey))
         let healthyOpen = healthy.openReport.openDuration
         healthy.close()
         if let handle = FileHandle(forWritingAtPath: storePath) {
@@ -95,7 +101,7 @@ public enum StoreBenchmark {
             handle.write(Data(repeating: 0xA5, count: 65_536))
             try handle.close()
         }
-        let recovered = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40))
+        let recovered = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 1 << 40, encryptionKey: encryptionKey))
         let recovery = recovered.openReport.openDuration
         guard recovered.openReport.movedAsidePath != nil else { throw BenchmarkFailure(description: "the scribbled store was not detected") }
         recovered.close()
@@ -108,7 +114,8 @@ public enum StoreBenchmark {
             storeReadingsPerSecond: Double(readings) / storeSeconds, baselineSeconds: baselineSeconds,
             baselineReadingsPerSecond: Double(readings) / baselineSeconds, ratio: baselineSeconds / storeSeconds,
             bytesPerReading: perReading, weekMebibytes: perReading * 2 * 7 * 86_400 / 1_048_576, synchronous: "FULL",
-            corruptRecoveryMilliseconds: seconds(recovery) * 1000, healthyOpenMilliseconds: seconds(healthyOpen) * 1000)
+            corruptRecoveryMilliseconds: seconds(recovery) * 1000, healthyOpenMilliseconds: seconds(healthyOpen) * 1000,
+            encrypted: encryptionKey != nil)
     }
 
     struct BenchmarkFailure: Error, CustomStringConvertible {

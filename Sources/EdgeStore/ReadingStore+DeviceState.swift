@@ -11,20 +11,28 @@ extension ReadingStore {
         public static let monitoringPaused = "monitoring_paused"
         /// The wall-clock offsets learned per boot (`WallClockCorrection`, as JSON).
         public static let wallClockAnchors = "wall_clock_anchors"
+        /// The device's bearer token (issue 17), kept here only in an encrypted store: the agent
+        /// takes it from its credential or token file and keeps it sealed, so that the file can
+        /// be removed after the first start (STORE-KEY.md).
+        public static let deviceToken = "device_token"
     }
 
-    /// The value stored under `key`, or nil if there is none.
+    /// The value stored under `key`, or nil if there is none. In an encrypted store a value that
+    /// fails authentication (altered, or moved from another key) is a `badRecord` error.
     public func deviceState(_ key: String) throws(StoreError) -> Data? {
-        try read { db in try Data.fetchOne(db, sql: "SELECT value FROM device_state WHERE key = ?", arguments: [key]) }
+        let stored = try read { db in try Data.fetchOne(db, sql: "SELECT value FROM device_state WHERE key = ?", arguments: [key]) }
+        guard let stored else { return nil }
+        return try deviceStateValue(stored, key: key)
     }
 
     /// Stores `value` under `key` (a durable commit of its own).
     public func setDeviceState(_ value: Data, for key: String) throws(StoreError) {
         do {
+            let stored = try storedDeviceState(value, key: key)
             try write { db in
                 try db.execute(
                     sql: "INSERT INTO device_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    arguments: [key, value])
+                    arguments: [key, stored])
             }
         } catch {
             throw Self.storeError(error, path: configuration.path)

@@ -51,7 +51,7 @@ extension ReadingStore {
         return (try? queue.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store_epoch'") }) ?? nil
     }
 
-    static func harvest(_ file: String) -> SalvageHarvest {
+    static func harvest(_ file: String, cipher: RowCipher?) -> SalvageHarvest {
         let queue: DatabaseQueue
         do {
             queue = try DatabaseQueue(path: file)
@@ -62,15 +62,31 @@ extension ReadingStore {
             return harvest
         }
         defer { try? queue.close() }
-        return harvest { body in try queue.read(body) }
+        return harvest(cipher: cipher) { body in try queue.read(body) }
     }
 
     /// What can be read of a store's unsynced readings, undelivered alert updates and
     /// unreported drop count. `access` runs a block on the database (a read of a queue, or a
-    /// connection already held).
-    static func harvest(_ access: ((Database) throws -> Void) throws -> Void) -> SalvageHarvest {
+    /// connection already held). `cipher`: this store's; a file sealed under another key has
+    /// every sealed row counted unreadable.
+    static func harvest(cipher given: RowCipher?, _ access: ((Database) throws -> Void) throws -> Void) -> SalvageHarvest {
         var harvest = SalvageHarvest()
         var boots: [Int64: String] = [:]
+        var storedKeyID: Int64?
+        try? access { db in
+            storedKeyID = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.storeKeyID])
+        }
+        // nil with a key id stored: sealed under a key not given, nothing of it opens.
+        let cipher: RowCipher?
+        let opens: Bool
+        if let storedKeyID {
+            cipher = given.flatMap { $0.key.id == UInt64(bitPattern: storedKeyID) ? $0 : nil }
+            opens = cipher != nil
+            if !opens { harvest.notes.append("sealed under key \(StoreKey.idText(UInt64(bitPattern: storedKeyID))), not the one given") }
+        } else {
+            cipher = nil
+            opens = true
+        }
         do {
             try access { db in
                 for row in try Row.fetchAll(db, sql: "SELECT id, boot_id FROM boots") {
@@ -107,11 +123,13 @@ extension ReadingStore {
                             harvest.unreadable += 1
                             continue
                         }
-                        guard (try? ReadingBodyCodec.decode(body)) != nil else {
+                        guard opens, let plain = try? cipher.map({ Array(try $0.open(body, .reading(seq))) }) ?? body,
+                            (try? ReadingBodyCodec.decode(plain)) != nil
+                        else {
                             harvest.unreadable += 1
                             continue
                         }
-                        harvest.readings.append(SalvagedRow(seq: seq, bootID: bootID, mono: mono, wall: wall, body: body))
+                        harvest.readings.append(SalvagedRow(seq: seq, bootID: bootID, mono: mono, wall: wall, body: plain))
                     }
                 }
                 break scan
@@ -135,7 +153,13 @@ extension ReadingStore {
         }
         do {
             try access { db in
-                for blob in try Data.fetchAll(db, sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid") {
+                for row in try Row.fetchAll(db, sql: "SELECT alert_id, update_seq, body FROM alert_updates WHERE delivered = 0 ORDER BY rowid") {
+                    guard opens, let id = row[0] as String?, let number = row[1] as Int?, let stored = row[2] as Data?,
+                        let blob = try? cipher.map({ try $0.open(stored, .alertUpdate(alertID: id, updateSequence: number)) }) ?? stored
+                    else {
+                        harvest.unreadable += 1
+                        continue
+                    }
                     if let update = try? WireCodec.decode(AlertUpdate.self, from: blob) {
                         harvest.alerts.append(update)
                     } else {
@@ -152,7 +176,7 @@ extension ReadingStore {
     }
 
     private func salvage(_ file: String) {
-        let harvest = Self.harvest(file)
+        let harvest = Self.harvest(file, cipher: cipher)
         do {
             let inserted = try salvageWrite(file: file, harvest: harvest)
             logger.info(

@@ -40,6 +40,9 @@ public struct StoreStatistics: Hashable, Sendable {
     /// Readings salvaged from stores moved aside as corrupt, and rows that could not be read.
     public var salvagedReadings: Int64 = 0
     public var unsalvageableRows: Int64 = 0
+    /// The fingerprint of the key the store on disk is sealed under (issue 17), or nil in clear
+    /// (and while the store runs from memory).
+    public var encryptionKeyID: String? = nil
 
     /// `disk` or `memory_only`: what the heartbeat and `status` call the store's state.
     public var storeState: String { memoryOnlyReason == nil ? "disk" : "memory_only" }
@@ -107,6 +110,8 @@ public final class ReadingStore: Sendable {
     let logger: Logger
     /// Fixed when the file was created (WAL mode cannot change it).
     private let pageSize: Int64
+    /// Seals and opens row bodies when the store is encrypted at rest (issue 17); nil in clear.
+    let cipher: RowCipher?
     private let state: Mutex<State>
 
     private struct State {
@@ -128,6 +133,9 @@ public final class ReadingStore: Sendable {
         /// Rows that failed their integrity check during a read, by sequence number, with why:
         /// moved to the quarantine table after the read.
         var failedRows: [Int64: String] = [:]
+        /// Alert journal rows that failed to open or decode during a read, with why: moved to
+        /// `alert_quarantine` after the read.
+        var failedAlertRows: [AlertUpdateKey: String] = [:]
     }
 
     /// This file's epoch as sent in `store_epoch` (16 hex digits), fixed when the file was
@@ -148,29 +156,36 @@ public final class ReadingStore: Sendable {
         var movedAside: String?
         var queue: DatabaseQueue
         var fallback: StoreError?
+        let key = configuration.encryptionKey
         do {
             do {
-                queue = try Self.openChecked(path: path, durability: configuration.durability)
+                queue = try Self.openChecked(path: path, durability: configuration.durability, key: key, logger: logger)
             } catch let error as StoreError where error.code == .corrupt {
                 movedAside = try Self.moveAside(path: path, generation: generation.corruptionsMovedAside + 1)
                 generation.corruptionsMovedAside += 1
                 logger.info(
                     "store corrupt at start-up, moved aside",
                     metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
-                queue = try Self.openChecked(path: path, durability: configuration.durability)
+                queue = try Self.openChecked(path: path, durability: configuration.durability, key: key, logger: logger)
             }
-        } catch let error as StoreError where error.code == .readOnly || error.code == .diskFull || error.code == .ioError {
-            // The disk refuses even to open the store (read-only, full, failing card): run from
-            // memory so that monitoring and alerts go on; nothing is durable until the agent
-            // reopens the store on a healthy disk.
+        } catch let error as StoreError
+            where error.code == .readOnly || error.code == .diskFull || error.code == .ioError || error.code == .keyMissing
+            || error.code == .wrongKey
+        {
+            // The disk refuses even to open the store (read-only, full, failing card), or the
+            // store is encrypted under a key we do not have (the file is left exactly as it is):
+            // run from memory so that monitoring and alerts go on; nothing is durable until the
+            // agent reopens the store on a healthy disk with its key.
             logger.info("store cannot open on disk, running from memory", metadata: ["store.path": "\(path)", "store.error": "\(error)"])
             fallback = error
             queue = try Self.wrap(path: path) {
                 let memory = try DatabaseQueue()
                 try StoreSchema.migrator().migrate(memory)
+                if let key { try Self.adoptKey(memory, key: key, logger: logger) }
                 return memory
             }
         }
+        cipher = key.map { RowCipher(key: $0) }
         connection = Mutex(queue)
         // A database created where one existed before (moved aside, or deleted by hand) starts a
         // new generation so that no sequence or batch number is ever handed out twice.
@@ -242,7 +257,7 @@ public final class ReadingStore: Sendable {
         return String(repeating: "0", count: max(0, 16 - hex.count)) + hex
     }
 
-    private static func openChecked(path: String, durability: CommitDurability) throws -> DatabaseQueue {
+    private static func openChecked(path: String, durability: CommitDurability, key: StoreKey?, logger: Logger) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(5)
         config.journalMode = .wal
@@ -252,6 +267,20 @@ public final class ReadingStore: Sendable {
             try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
         }
         do {
+            // The key first, through a read-only connection that changes nothing: GRDB's WAL
+            // set-up (below) creates and drops a table, which rewrites the file's header, and a
+            // read-write connection closing last checkpoints and deletes the WAL (the crash test
+            // caught that as lost commits when it raced a killed writer's WAL). A store sealed
+            // under another key, or under a key not given, is left byte for byte as it is, and
+            // not moved aside either.
+            if FileManager.default.fileExists(atPath: path) {
+                var plain = Configuration()
+                plain.readonly = true
+                plain.busyMode = .timeout(5)
+                let probe = try DatabaseQueue(path: path, configuration: plain)
+                defer { try? probe.close() }
+                try checkKey(probe, key: key, path: path)
+            }
             let queue = try DatabaseQueue(path: path, configuration: config)
             // quick_check reads every page once (milliseconds for a 10 MB store) but skips the
             // index cross-checks of integrity_check, keeping start-up within the second.
@@ -261,6 +290,7 @@ public final class ReadingStore: Sendable {
                 throw StoreError(code: .corrupt, message: verdict.prefix(3).joined(separator: "; "), path: path)
             }
             try StoreSchema.migrator().migrate(queue)
+            if let key { try adoptKey(queue, key: key, logger: logger) }
             return queue
         } catch let error as StoreError {
             throw error
@@ -297,18 +327,44 @@ public final class ReadingStore: Sendable {
         let used: Int64
         do {
             (seqs, used) = try write { db -> ([Int64], Int64) in
-                let statement = try db.cachedStatement(
-                    sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?)")
                 var out: [Int64] = []
                 out.reserveCapacity(readings.count)
-                for reading in readings {
-                    let boot = try bootRef(reading.timestamp.bootID, db)
-                    let body = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
-                    let mono = Int64(bitPattern: reading.timestamp.monotonicNanoseconds)
-                    let wall = reading.timestamp.wallClockMilliseconds
-                    let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: body)
-                    try statement.execute(arguments: [boot, mono, wall, Data(body), crc])
-                    out.append(db.lastInsertedRowID)
+                if cipher == nil {
+                    let statement = try db.cachedStatement(
+                        sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?)")
+                    for reading in readings {
+                        let boot = try bootRef(reading.timestamp.bootID, db)
+                        let body = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
+                        let mono = Int64(bitPattern: reading.timestamp.monotonicNanoseconds)
+                        let wall = reading.timestamp.wallClockMilliseconds
+                        let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: body)
+                        try statement.execute(arguments: [boot, mono, wall, Data(body), crc])
+                        out.append(db.lastInsertedRowID)
+                    }
+                } else {
+                    // Sealed under its sequence number, so the number is chosen before the
+                    // insert: the one AUTOINCREMENT would give (above every number ever handed
+                    // out, which `sqlite_sequence` keeps); an explicit higher seq moves it on.
+                    var next =
+                        try Int64.fetchOne(
+                            db.cachedStatement(
+                                sql: """
+                                    SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'readings'), 0),
+                                        coalesce((SELECT max(seq) FROM readings), 0)) + 1
+                                    """)) ?? 1
+                    let statement = try db.cachedStatement(
+                        sql: "INSERT INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)")
+                    for reading in readings {
+                        let boot = try bootRef(reading.timestamp.bootID, db)
+                        let encoded = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
+                        let body = try storedReadingBody(encoded, seq: next)
+                        let mono = Int64(bitPattern: reading.timestamp.monotonicNanoseconds)
+                        let wall = reading.timestamp.wallClockMilliseconds
+                        let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: body)
+                        try statement.execute(arguments: [next, boot, mono, wall, Data(body), crc])
+                        out.append(next)
+                        next += 1
+                    }
                 }
                 let dropped = state.withLock { s -> Int64 in
                     defer { s.pendingDroppedInMemory = 0 }
@@ -534,6 +590,9 @@ public final class ReadingStore: Sendable {
                     sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
                 if let lowest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM readings"), lowest < sequenceFloor {
                     let delta = sequenceFloor - lowest
+                    if let cipher {
+                        try self.resealForRenumbering(db, cipher: cipher, delta: delta)
+                    }
                     // Through negative numbers so that no intermediate row meets another's key.
                     try db.execute(sql: "UPDATE readings SET seq = -(seq + ?)", arguments: [delta])
                     try db.execute(sql: "UPDATE readings SET seq = -seq")
@@ -611,8 +670,9 @@ public final class ReadingStore: Sendable {
             var inserted = 0
             for row in harvest.readings {
                 let boot = try bootRef(row.bootID, db)
-                let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: row.mono, wallMilliseconds: row.wall, body: row.body)
-                try insert.execute(arguments: [row.seq, boot, row.mono, row.wall, Data(row.body), crc])
+                let body = try storedReadingBody(row.body, seq: row.seq)
+                let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: row.mono, wallMilliseconds: row.wall, body: body)
+                try insert.execute(arguments: [row.seq, boot, row.mono, row.wall, Data(body), crc])
                 inserted += db.changesCount
             }
             for update in harvest.alerts {
@@ -621,7 +681,7 @@ public final class ReadingStore: Sendable {
                     sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, 0)",
                     arguments: [
                         update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds),
-                        try WireCodec.encode(update),
+                        try storedAlertBody(update),
                     ])
             }
             if harvest.dropped > 0 { try addDropped(harvest.dropped, db) }
@@ -658,7 +718,7 @@ public final class ReadingStore: Sendable {
         guard disk.openReport.memoryFallback == nil else { return false }
         return db.writeWithoutTransaction { memory -> Bool in
             // Holding the memory connection: no write slips in between the copy and the switch.
-            var harvest = Self.harvest { body in try body(memory) }
+            var harvest = Self.harvest(cipher: cipher) { body in try body(memory) }
             let inMemory = state.withLock { $0.memoryAlerts }
             harvest.alerts += inMemory
             harvest.dropped += state.withLock { $0.pendingDroppedInMemory }
@@ -725,7 +785,7 @@ public final class ReadingStore: Sendable {
     private func writeAlert(_ update: AlertUpdate) throws(StoreError) {
         let delivered = state.withLock { $0.deliveredUnrecorded.contains(AlertUpdateKey(update)) }
         do {
-            let body = try WireCodec.encode(update)
+            let body = try storedAlertBody(update)
             try write { db in
                 let boot = try bootRef(update.alert.firstCritical.bootID, db)
                 try db.cachedStatement(
@@ -788,12 +848,13 @@ public final class ReadingStore: Sendable {
     /// must be sent (by alert, then update sequence).
     public func pendingAlertUpdates() -> [AlertUpdate] {
         let memory = state.withLock { $0.memoryAlerts }
-        let bodies =
+        let rows =
             (try? readStatement { db in
-                try Data.fetchAll(db.cachedStatement(sql: "SELECT body FROM alert_updates WHERE delivered = 0 ORDER BY rowid"))
+                try Row.fetchAll(db.cachedStatement(sql: "SELECT alert_id, update_seq, body FROM alert_updates WHERE delivered = 0 ORDER BY rowid"))
             }) ?? []
-        if bodies.isEmpty, memory.isEmpty { return [] }
-        let journaled = bodies.compactMap { try? WireCodec.decode(AlertUpdate.self, from: $0) }
+        if rows.isEmpty, memory.isEmpty { return [] }
+        let journaled = decodeAlertRows(rows)
+        quarantineFailedAlertRows()
         var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
         // Local state records (numbered from `localAlertStateSequenceBase`) never leave the device.
@@ -804,8 +865,8 @@ public final class ReadingStore: Sendable {
     }
 
     /// Whether `pendingAlertUpdates()` has anything to offer, without decoding any update: cheap
-    /// enough to ask every second. (An update whose journal row cannot be decoded counts as
-    /// pending here while `pendingAlertUpdates()` skips it.)
+    /// enough to ask every second. (An update whose journal row cannot be opened or decoded
+    /// counts as pending here until `pendingAlertUpdates()` has moved it to `alert_quarantine`.)
     public func hasPendingAlertUpdates() -> Bool {
         let (memory, deliveredUnrecorded) = state.withLock { (!$0.memoryAlerts.isEmpty, !$0.deliveredUnrecorded.isEmpty) }
         // Deliveries the disk has not recorded yet hide rows the journal still calls pending:
@@ -872,15 +933,85 @@ public final class ReadingStore: Sendable {
     }
 
     /// The latest journaled update of every alert (its current state), oldest alert first.
+    /// A row that cannot be opened or decoded is left out and moved to `alert_quarantine`.
     public func alertStates() throws(StoreError) -> [AlertUpdate] {
-        try read { db in
-            try Data.fetchAll(
+        defer { quarantineFailedAlertRows() }
+        let rows = try read { db in
+            try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT body FROM alert_updates a WHERE update_seq = (
+                    SELECT alert_id, update_seq, body FROM alert_updates a WHERE update_seq = (
                         SELECT MAX(update_seq) FROM alert_updates b WHERE b.alert_id = a.alert_id) ORDER BY rowid
-                    """
-            ).map { try WireCodec.decode(AlertUpdate.self, from: $0) }
+                    """)
+        }
+        return decodeAlertRows(rows)
+    }
+
+    func notedFailedAlertRow(_ key: AlertUpdateKey, _ reason: String) {
+        state.withLock { $0.failedAlertRows[key] = reason }
+    }
+
+    /// Moves the alert journal rows that failed during the last read to `alert_quarantine`
+    /// (byte for byte, with the reason) and logs them; if the disk cannot take it now, the next
+    /// read notes them again.
+    private func quarantineFailedAlertRows() {
+        let failed = state.withLock { s -> [AlertUpdateKey: String] in
+            defer { s.failedAlertRows = [:] }
+            return s.failedAlertRows
+        }
+        guard !failed.isEmpty else { return }
+        let ordered = failed.sorted { ($0.key.alertID, $0.key.updateSequence) < ($1.key.alertID, $1.key.updateSequence) }
+        do {
+            try write { db in
+                var moved = 0
+                for (key, reason) in ordered {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO alert_quarantine (alert_id, update_seq, boot, mono_ns, body, delivered, reason)
+                            SELECT alert_id, update_seq, boot, mono_ns, body, delivered, ? FROM alert_updates WHERE alert_id = ? AND update_seq = ?
+                            """, arguments: [reason, key.alertID, key.updateSequence])
+                    try db.execute(
+                        sql: "DELETE FROM alert_updates WHERE alert_id = ? AND update_seq = ?", arguments: [key.alertID, key.updateSequence])
+                    moved += db.changesCount
+                }
+                if moved > 0 {
+                    try db.execute(
+                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
+                        arguments: [MetaKey.alertQuarantinedTotal, moved])
+                }
+            }
+            for (key, reason) in ordered {
+                logger.info(
+                    "alert journal row failed to open or decode, quarantined",
+                    metadata: ["alert.id": "\(key.alertID)", "alert.update_seq": "\(key.updateSequence)", "store.reason": "\(reason)"])
+            }
+        } catch {
+            noteFailure(Self.storeError(error, path: configuration.path))
+        }
+    }
+
+    /// Rows in `alert_quarantine`: alert id, update number and why (tests and tools).
+    public func quarantinedAlertRows() throws(StoreError) -> [(alertID: String, updateSequence: Int, reason: String)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT alert_id, update_seq, reason FROM alert_quarantine ORDER BY rowid").map {
+                ($0[0] as String? ?? "", $0[1] as Int? ?? 0, $0[2] as String? ?? "")
+            }
+        }
+    }
+
+    /// Before a renumbering by `delta`: every reading body opened under its old number and
+    /// sealed under its new one, its CRC recomputed. A row that does not open stays as it is
+    /// (it fails at its new number too and is quarantined on the next read).
+    private func resealForRenumbering(_ db: Database, cipher: RowCipher, delta: Int64) throws {
+        let update = try db.cachedStatement(sql: "UPDATE readings SET body = ?, crc = ? WHERE seq = ?")
+        for row in try Row.fetchAll(db, sql: "SELECT seq, boot, mono_ns, wall_ms, body FROM readings") {
+            guard let seq = row[0] as Int64?, let boot = row[1] as Int64?, let mono = row[2] as Int64?, let stored = row[4] as Data?,
+                let plain = try? cipher.open(stored, .reading(seq))
+            else { continue }
+            let wall = row[3] as Int64?
+            let sealed = Array(try cipher.seal(plain, .reading(seq + delta)))
+            let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: mono, wallMilliseconds: wall, body: sealed)
+            try update.execute(arguments: [Data(sealed), crc, seq])
         }
     }
 
@@ -915,6 +1046,7 @@ public final class ReadingStore: Sendable {
             stats.salvagedReadings = counters[1]
             stats.unsalvageableRows = counters[2]
             stats.memoryOnlyReason = s.memoryFallback.map { "\($0.code): \($0.message)" }
+            stats.encryptionKeyID = s.memoryFallback == nil ? cipher?.key.idText : nil
             return stats
         }
     }
@@ -1145,7 +1277,7 @@ public final class ReadingStore: Sendable {
         }
         let decoded: (payload: WireReading.Payload, wallClockTrusted: Bool)
         do {
-            decoded = try ReadingBodyCodec.decode(bytes)
+            decoded = try ReadingBodyCodec.decode(try readingBody(bytes, seq: seq))
         } catch {
             return reject("\(error)")
         }
@@ -1203,6 +1335,7 @@ public final class ReadingStore: Sendable {
         case .diskFull: .diskFull
         case .readOnly: .readOnly
         case .ioError: .ioError
+        case .keyMissing, .wrongKey: .keyUnavailable
         default: nil
         }
     }

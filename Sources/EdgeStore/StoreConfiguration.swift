@@ -14,11 +14,17 @@ public struct StoreConfiguration: Hashable, Sendable {
     public var alertWindow: Duration
     /// What a commit survives once it returns. The agent keeps the default.
     public var durability: CommitDurability
+    /// Seals reading bodies, the alert journal and `device_state` values (the device token among
+    /// them) with ChaCha20-Poly1305 under this key (issue 17, `RowCipher`). nil: a store in clear.
+    /// A store created with a key needs the same key ever after (`StoreError.Code.wrongKey`,
+    /// `.keyMissing`); a store in clear opened with a key is encrypted in place once.
+    public var encryptionKey: StoreKey?
 
     public init(
         path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300),
-        durability: CommitDurability = .powerLoss
+        durability: CommitDurability = .powerLoss, encryptionKey: StoreKey? = nil
     ) {
+        self.encryptionKey = encryptionKey
         self.path = path
         self.diskBudgetBytes = diskBudgetBytes
         self.alertWindow = alertWindow

@@ -75,6 +75,22 @@ enum StoreSchema {
                     """)
         }
         DeviceStateSchema.register(in: &migrator)
+        migrator.registerMigration("v5-alert-quarantine") { db in
+            // issue 17: alert journal rows that fail to open (authentication under the store key)
+            // or to decode, kept byte for byte with the reason, as `quarantine` keeps readings.
+            try db.execute(
+                sql: """
+                    CREATE TABLE alert_quarantine (
+                        alert_id TEXT NOT NULL,
+                        update_seq INTEGER NOT NULL,
+                        boot INTEGER,
+                        mono_ns INTEGER,
+                        body BLOB,
+                        delivered INTEGER,
+                        reason TEXT NOT NULL
+                    )
+                    """)
+        }
         return migrator
     }
 }
@@ -97,6 +113,11 @@ enum MetaKey {
     static let salvagedTotal = "salvaged_total"
     /// Rows of moved-aside files that could not be read during salvage.
     static let unsalvageableTotal = "unsalvageable_total"
+    /// The fingerprint (`StoreKey.id`, as a signed 64-bit value) of the key whose ChaCha20-Poly1305
+    /// seals this file's row bodies; absent in a store in clear (issue 17). Never the key itself.
+    static let storeKeyID = "store_key_id"
+    /// Alert journal rows moved to `alert_quarantine` over the file's life.
+    static let alertQuarantinedTotal = "alert_quarantined_total"
     /// The highest update number of an alert that reached the server (see
     /// `ReadingStore.nextAlertUpdateSequence`).
     static func alertDelivered(_ alertID: String) -> String { "alert_delivered:\(alertID)" }

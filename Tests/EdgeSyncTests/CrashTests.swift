@@ -70,9 +70,16 @@ struct CrashTests {
         ProcessInfo.processInfo.environment["TRACKME_CRASH_CYCLES"].flatMap(Int.init).map { max($0, 20) } ?? 40
     }
 
-    @Test("SIGKILL at random moments, during start-up, batches and salvage: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once")
-    func killRepeatedly() async throws {
+    /// Issue 17: the same with the store encrypted at rest (every row sealed; salvage opens the
+    /// moved-aside copies with the key).
+    static let storeKeyHex = String(repeating: "6b", count: 32)
+
+    @Test(
+        "SIGKILL at random moments, during start-up, batches and salvage: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once",
+        arguments: [false, true])
+    func killRepeatedly(encrypted: Bool) async throws {
         let cycles = Self.cycles
+        let key = try encrypted ? StoreKey(material: Array(Self.storeKeyHex.utf8), source: "test") : nil
         let started = ContinuousClock.now
         let child = try crashChildURL()
         let f = try SyncFixture()
@@ -109,12 +116,15 @@ struct CrashTests {
                             index % 10 == 3 || salvaging
                             ? Int.random(in: 0...2, using: &generator) : Int.random(in: 1...(cycles > 100 ? 400 : 3000), using: &generator)
                         let run = try runAndKill(
-                            child: child, arguments: [storePath, url, deviceID, "secret", String(index)], target: target)
+                            child: child, arguments: [storePath, url, deviceID, "secret", String(index)] + (encrypted ? [Self.storeKeyHex] : []),
+                            target: target)
                         runs.append(run)
                         acknowledged.formUnion(run.committed)
                         alerts.formUnion(run.alerts)
-                        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20), logger: quiet)
+                        let store = try ReadingStore(
+                            configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
                         defer { store.close() }
+                        if store.openReport.memoryFallback != nil { failures.append("run \(index): store not opened on disk") }
                         if store.openReport.movedAsidePath != nil { failures.append("run \(index): store was found corrupt") }
                         let verdict = try store.integrityCheck()
                         if verdict != ["ok"] { failures.append("run \(index): integrity_check \(verdict)") }
@@ -149,7 +159,8 @@ struct CrashTests {
         #expect(syncedByChildren > 0)
 
         // Sync continues from the store's cursor: drain the rest and compare.
-        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20), logger: quiet)
+        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
+        #expect(store.isEncrypted == encrypted)
         f.store = store
         let engine = f.engine(maxBatchReadings: 500)
         try await engine.drain()
@@ -157,7 +168,7 @@ struct CrashTests {
         try f.expectExactlyOnce()
         // The figures for simulations/RELIABILITY.md.
         print(
-            "crash test: \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
+            "crash test\(encrypted ? " (store encrypted)" : ""): \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
                 + "\(acknowledgedCount) readings acknowledged by the store, \(f.server.readings(deviceID: deviceID).count) at the server "
                 + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)")
         let journaledAlerts = try store.alertStates().map(\.alert.id)

@@ -3,7 +3,8 @@
 // sequence number as `C SEQ` and every durably journaled alert update as `A ID:UPDATE_SEQ`,
 // flushing stdout each time. The parent kills it with SIGKILL at random moments.
 //
-// Usage: store-crash-child STORE_PATH SERVER_URL DEVICE_ID TOKEN RUN_INDEX
+// Usage: store-crash-child STORE_PATH SERVER_URL DEVICE_ID TOKEN RUN_INDEX [STORE_KEY_HEX]
+// (with a key, the store is encrypted at rest, issue 17)
 import EdgeBenchmarks
 import EdgeStore
 import EdgeSync
@@ -11,10 +12,11 @@ import Foundation
 import TrackMeCore
 
 let arguments = CommandLine.arguments
-guard arguments.count == 6, let serverURL = URL(string: arguments[2]), let run = Int(arguments[5]) else {
-    FileHandle.standardError.write(Data("usage: store-crash-child STORE_PATH SERVER_URL DEVICE_ID TOKEN RUN_INDEX\n".utf8))
+guard arguments.count == 6 || arguments.count == 7, let serverURL = URL(string: arguments[2]), let run = Int(arguments[5]) else {
+    FileHandle.standardError.write(Data("usage: store-crash-child STORE_PATH SERVER_URL DEVICE_ID TOKEN RUN_INDEX [STORE_KEY_HEX]\n".utf8))
     exit(2)
 }
+let key = try arguments.count == 7 ? StoreKey(material: Array(arguments[6].utf8), source: "argument") : nil
 let deviceID = arguments[3]
 
 /// One unbuffered write(2) per line group: what the parent reads was acknowledged before it
@@ -22,7 +24,7 @@ let deviceID = arguments[3]
 @Sendable func emit(_ text: String) {
     FileHandle.standardOutput.write(Data(text.utf8))
 }
-let store = try ReadingStore(configuration: StoreConfiguration(path: arguments[1], diskBudgetBytes: 64 << 20))
+let store = try ReadingStore(configuration: StoreConfiguration(path: arguments[1], diskBudgetBytes: 64 << 20, encryptionKey: key))
 let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .milliseconds(5), maxGroupSize: 64) { seqs in
     var text = ""
     for seq in seqs { text += "C \(seq)\n" }

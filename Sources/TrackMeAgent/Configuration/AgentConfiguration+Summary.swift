@@ -24,6 +24,12 @@ extension AgentConfiguration {
         }
         lines.append("gpsd        \(gpsd.host):\(gpsd.port)")
         lines.append("store       \(store.path) (budget \(store.diskBudgetBytes) bytes)")
+        var encryption = "encryption  \(store.encryption.rawValue)"
+        if store.encryption != .off {
+            encryption += ": credential \(store.keyCredential)"
+            if let keyFile = store.keyFile { encryption += ", else \(keyFile)" }
+        }
+        lines.append(encryption)
         lines.append("server      \(server.url) (token \(server.tokenFile))")
         var sosLine = "sos         "
         if sos.rules.isEmpty && sos.countdownSeconds == nil {

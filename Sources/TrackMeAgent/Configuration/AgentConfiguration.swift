@@ -128,12 +128,39 @@ public struct StoreConfiguration: Hashable, Sendable {
     /// Disk the store may use before it evicts old synced readings (alerts are never evicted).
     public var diskBudgetBytes: Int
 
-    public static let defaultDiskBudgetBytes = 10_000_000
+    /// Whether reading bodies, the alert journal and the device token are sealed at rest (issue 17).
+    public var encryption: StoreEncryptionMode
+    /// The systemd credential holding the store key: `$CREDENTIALS_DIRECTORY/<name>`, which
+    /// `LoadCredentialEncrypted=` in the unit provides (TPM-sealed where the board has one).
+    public var keyCredential: String
+    /// The fallback for boards without credentials: a key file (64 hex digits or 32 bytes, mode
+    /// 0400, root), on another partition or provisioned at install, never beside the database.
+    public var keyFile: String?
 
-    public init(path: String = "/var/lib/trackme/agent.sqlite", diskBudgetBytes: Int = Self.defaultDiskBudgetBytes) {
+    public static let defaultDiskBudgetBytes = 10_000_000
+    public static let defaultKeyCredential = "trackme-store-key"
+
+    public init(
+        path: String = "/var/lib/trackme/agent.sqlite", diskBudgetBytes: Int = Self.defaultDiskBudgetBytes,
+        encryption: StoreEncryptionMode = .auto, keyCredential: String = Self.defaultKeyCredential, keyFile: String? = nil
+    ) {
         self.path = path
         self.diskBudgetBytes = diskBudgetBytes
+        self.encryption = encryption
+        self.keyCredential = keyCredential
+        self.keyFile = keyFile
     }
+}
+
+/// `store.encryption`.
+public enum StoreEncryptionMode: String, Hashable, Sendable, CaseIterable {
+    /// Encrypted whenever a key is found (the credential, else `key_file`); in clear otherwise.
+    /// The default, so that a demo or a bench machine without a key runs as before.
+    case auto
+    /// A key must be found, or the agent does not start. The setting for devices in the field.
+    case required
+    /// Never uses a key: a store that is already encrypted then runs from memory (key missing).
+    case off
 }
 
 public struct ServerConfiguration: Hashable, Sendable {

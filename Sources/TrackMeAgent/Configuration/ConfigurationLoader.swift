@@ -214,9 +214,21 @@ private struct Reader {
     }
 
     func store(_ s: YAMLSection) -> StoreConfiguration {
-        defer { s.finish(known: ["path", "disk_budget"]) }
+        defer { s.finish(known: ["path", "disk_budget", "encryption", "key_credential", "key_file"]) }
         var store = StoreConfiguration()
         if let path = absolutePath(s, "path") { store.path = path }
+        if let mode = s.choice("encryption", StoreEncryptionMode.allCases.map { ($0.rawValue, $0) }) { store.encryption = mode }
+        if let name = s.string("key_credential") {
+            if name.isEmpty || name.contains("/") || name.hasPrefix(".") {
+                s.report(s.node("key_credential"), "key_credential", "expected a credential name (no /), got \"\(name)\"")
+            } else {
+                store.keyCredential = name
+            }
+        }
+        store.keyFile = absolutePath(s, "key_file")
+        if let keyFile = store.keyFile, (keyFile as NSString).deletingLastPathComponent == (store.path as NSString).deletingLastPathComponent {
+            s.report(s.node("key_file"), "key_file", "\(keyFile) is beside the database; keep the key on another partition or in a credential")
+        }
         if let node = s.node("disk_budget") {
             if case .scalar(let scalar) = node, let bytes = ByteSize.parse(scalar.string) {
                 if bytes < 64 * 1024 {

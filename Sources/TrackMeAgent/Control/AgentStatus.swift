@@ -152,6 +152,8 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     public var problem: String?
     /// Readings that failed their integrity check, kept aside and not sent.
     public var quarantined: Int64?
+    /// The fingerprint of the key the store is sealed under (issue 17), or nil in clear.
+    public var keyID: String?
 
     public init(depth: Int = 0, bytes: Int = 0, budgetBytes: Int = 0) {
         self.depth = depth
@@ -163,6 +165,7 @@ public struct StoreStatus: Hashable, Sendable, Codable {
         case depth, bytes
         case budgetBytes = "budget_bytes"
         case state, problem, quarantined
+        case keyID = "key_id"
     }
 }
 

@@ -32,11 +32,16 @@ public enum AgentAssembly {
         public var description: String
     }
 
-    /// `timestamps`: the daemon's clock source (a wall-clock offset file for a rehearsal of a
-    /// clock jump, `trackme-agent run --wall-clock-offset-file`).
-    public static func make(configuration: AgentConfiguration, timestamps: AgentTimestamps = AgentTimestamps(), logger: Logger) throws -> Parts {
+    /// - timestamps: the daemon's clock source (a wall-clock offset file for a rehearsal of a
+    ///   clock jump, `trackme-agent run --wall-clock-offset-file`).
+    /// - environment: the process environment (nil: this process's); `CREDENTIALS_DIRECTORY`
+    ///   (systemd) is where the store key credential is looked for.
+    public static func make(
+        configuration: AgentConfiguration, timestamps: AgentTimestamps = AgentTimestamps(), logger: Logger,
+        environment: [String: String]? = nil
+    ) throws -> Parts {
         let deviceID = configuration.server.deviceID
-        let token = try readToken(configuration.server.tokenFile)
+        let key = try storeKey(configuration.store, environment: environment ?? ProcessInfo.processInfo.environment)
         guard let baseURL = URL(string: configuration.server.url) else {
             throw StartError(description: "server.url: not a URL: \(configuration.server.url)")
         }
@@ -48,11 +53,22 @@ public enum AgentAssembly {
             try FileManager.default.createDirectory(
                 atPath: (configuration.store.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             store = try ReadingStore(
-                configuration: EdgeStore.StoreConfiguration(path: configuration.store.path, diskBudgetBytes: Int64(configuration.store.diskBudgetBytes)),
+                configuration: EdgeStore.StoreConfiguration(
+                    path: configuration.store.path, diskBudgetBytes: Int64(configuration.store.diskBudgetBytes), encryptionKey: key),
                 logger: logger)
         } catch {
             throw StartError(description: "store.path: cannot open \(configuration.store.path): \(error)")
         }
+        if let problem = store.openReport.memoryFallback, problem.code == .wrongKey || problem.code == .keyMissing {
+            // The encrypted file is kept as it is; monitoring and alerts go on from memory, and
+            // `status` shows the store as memory_only with this reason.
+            logger.error(
+                "store key missing or wrong; the encrypted store is kept untouched and the agent runs from memory",
+                metadata: ["store.path": "\(configuration.store.path)", "store.error": "\(problem)"])
+        } else if let keyID = store.encryptionKeyID {
+            logger.info("store encrypted at rest", metadata: ["store.path": "\(configuration.store.path)", "store.key_id": "\(keyID)"])
+        }
+        let token = try deviceToken(configuration.server.tokenFile, store: store, logger: logger)
         let restored = AgentPipeline.openAlert(in: store, logger: logger)
         let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
         restoreClockAnchors(from: store, into: timestamps.corrections, logger: logger)
@@ -201,6 +217,75 @@ public enum AgentAssembly {
         let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty else { throw StartError(description: "server.token_file: \(path) is empty") }
         return token
+    }
+
+    /// The device token: from the token file when there is one; an encrypted store keeps it
+    /// sealed (replacing an older one: a rotated token is simply a new file), so that after the
+    /// first start the file can be removed and the token lives only in the store (issue 17,
+    /// hardware/STORE-KEY.md). A store in clear never holds it.
+    static func deviceToken(_ path: String, store: ReadingStore, logger: Logger) throws -> String {
+        let key = ReadingStore.DeviceStateKey.deviceToken
+        let stored: String? =
+            store.isEncrypted && store.openReport.memoryFallback == nil
+            ? (try? store.deviceState(key)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } : nil
+        if !FileManager.default.fileExists(atPath: path), let stored, !stored.isEmpty {
+            logger.info("device token taken from the encrypted store", metadata: ["server.token_file": "\(path)"])
+            return stored
+        }
+        if !FileManager.default.fileExists(atPath: path), let problem = store.openReport.memoryFallback,
+            problem.code == .wrongKey || problem.code == .keyMissing
+        {
+            // The token is sealed in a store we cannot open: the agent still starts, so that the
+            // wearer keeps local SOS and the fallback; the server refuses the empty token (401 in
+            // `status`) until the right key is back.
+            logger.error(
+                "device token sealed in a store whose key is missing or wrong; syncing is refused until the key is fixed",
+                metadata: ["server.token_file": "\(path)", "store.error": "\(problem)"])
+            return ""
+        }
+        let token = try readToken(path)
+        if store.isEncrypted, store.openReport.memoryFallback == nil, token != stored {
+            do {
+                try store.setDeviceState(Data(token.utf8), for: key)
+                logger.notice(
+                    "device token sealed in the encrypted store; the token file can now be removed",
+                    metadata: ["server.token_file": "\(path)"])
+            } catch {
+                logger.warning("device token not sealed in the store; the token file is still needed", metadata: ["store.error": "\(error)"])
+            }
+        }
+        return token
+    }
+
+    /// The store key per `store.encryption`: the systemd credential first
+    /// (`$CREDENTIALS_DIRECTORY/<key_credential>`), then `store.key_file`. A key_file that is
+    /// configured must be readable; `required` with neither is a start error.
+    static func storeKey(_ store: StoreConfiguration, environment: [String: String]) throws -> StoreKey? {
+        switch store.encryption {
+        case .off:
+            return nil
+        case .auto, .required:
+            var path: String?
+            if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+                let candidate = (directory as NSString).appendingPathComponent(store.keyCredential)
+                if FileManager.default.fileExists(atPath: candidate) { path = candidate }
+            }
+            if path == nil { path = store.keyFile }
+            guard let path else {
+                if store.encryption == .required {
+                    throw StartError(
+                        description:
+                            "store.encryption: required, but there is no key: no credential \(store.keyCredential) in $CREDENTIALS_DIRECTORY (LoadCredentialEncrypted=) and no store.key_file"
+                    )
+                }
+                return nil
+            }
+            do {
+                return try StoreKey.load(path: path)
+            } catch {
+                throw StartError(description: "store.key: \(error)")
+            }
+        }
     }
 
     static func simulatedStrap(_ strap: StrapConfiguration) throws -> SimulatedStrap? {
