@@ -106,6 +106,11 @@ public final class ReadingStore: Sendable {
     public let openReport: StoreOpenReport
     /// The connection: replaced once when a memory-only store is reopened on disk.
     private let connection: Mutex<DatabaseQueue>
+
+    /// The connection's `PRAGMA synchronous` (2 FULL, 1 NORMAL), for tests of durability.
+    var synchronousSetting: Int? {
+        try? connection.withLock { queue in try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } }
+    }
     private var db: DatabaseQueue { connection.withLock { $0 } }
     let logger: Logger
     /// Fixed when the file was created (WAL mode cannot change it).
@@ -291,6 +296,10 @@ public final class ReadingStore: Sendable {
             }
             try StoreSchema.migrator().migrate(queue)
             if let key { try adoptKey(queue, key: key, logger: logger) }
+            // Again, last: GRDB's WAL set-up runs after `prepareDatabase` and leaves the
+            // connection at `synchronous = NORMAL`, which held until the first batch was
+            // acknowledged (a commit before it could be lost to a power cut).
+            try queue.writeWithoutTransaction { db in try db.execute(sql: durability.synchronousPragma) }
             return queue
         } catch let error as StoreError {
             throw error

@@ -28,6 +28,14 @@ final class SQLiteServerStore: ServerStore {
             }
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and left the
+        // writer at NORMAL, so acknowledged batches could be lost to a power cut (issue 16).
+        try pool.writeWithoutTransaction { db in
+            switch durability {
+            case .powerLoss: try db.execute(sql: "PRAGMA synchronous = FULL")
+            case .processCrash: try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+        }
         groupCommit = IngestGroupCommit(pool: pool)
     }
 

@@ -425,3 +425,24 @@ struct ReadingStoreTests {
     }
 }
 
+
+/// The durability the configuration asks for is the one in force from the first commit: GRDB's
+/// WAL set-up used to leave `synchronous = NORMAL` until a batch acknowledgement set it again.
+@Suite("store durability")
+struct StoreDurabilityTests {
+    @Test("synchronous is FULL for power-loss durability and NORMAL for process-crash, from the moment the store opens", arguments: [
+        (CommitDurability.powerLoss, 2), (CommitDurability.processCrash, 1),
+    ])
+    func synchronousFromOpen(durability: CommitDurability, expected: Int) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for _ in 0..<2 {  // a new store, then the same file reopened
+            let store = try ReadingStore(
+                configuration: StoreConfiguration(path: directory.appendingPathComponent("s.sqlite").path, durability: durability),
+                logger: Logger(label: "test"))
+            #expect(store.synchronousSetting == expected)
+            store.close()
+        }
+    }
+}

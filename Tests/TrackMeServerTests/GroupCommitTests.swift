@@ -67,3 +67,19 @@ struct GroupCommitTests {
         }
     }
 }
+
+/// The server acknowledges a batch only once it is on disk: every connection of the SQLite pool
+/// runs `synchronous = FULL` (GRDB's WAL set-up would otherwise leave NORMAL).
+@Suite("SQLite server durability")
+struct ServerDurabilityTests {
+    @Test("the writer and the readers run synchronous = FULL")
+    func synchronousFull() async throws {
+        try await TestServer.with(.sqlite) { s in
+            let store = try #require(s.server.store as? SQLiteServerStore)
+            let writer = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            let reader = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            #expect(writer == 2)
+            #expect(reader == 2)
+        }
+    }
+}
