@@ -32,7 +32,7 @@ struct AgentCrashTests {
         let token = try await server.enrol(deviceID: Self.deviceID)
         try (token + "\n").write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
         // A long soak takes fewer readings a second, so that each check of the store stays quick.
-        let agent = try AgentProcess(directory: directory.path, serverPort: server.port, pace: cycles > 100 ? 100 : 300)
+        let agent = try AgentProcess(directory: directory.path, serverPort: server.port, pace: cycles > 100 ? 150 : 300)
 
         var generator = SplitMix64(seed: 2026)
         var acknowledged = Set<Int64>()
@@ -61,24 +61,26 @@ struct AgentCrashTests {
             let run = try agent.launch(draining: false)
             let launched = ContinuousClock.now
             if early {
-                // A random kill point inside start-up.
-                let window = startUp.components.seconds * 1_000_000 + startUp.components.attoseconds / 1_000_000_000_000
+                // A random kill point inside start-up; the first runs within its first 150 ms,
+                // while the store file is being created.
+                let limit = index < 3 ? min(startUp, .milliseconds(150)) : startUp
+                let window = limit.components.seconds * 1_000_000 + limit.components.attoseconds / 1_000_000_000_000
                 try await Task.sleep(for: .microseconds(Int64.random(in: 0...window, using: &generator)))
             } else {
-                let batchesBefore = try await server.counter("trackme_server_batches_total")
+                let storedBefore = try await server.counter("trackme_server_readings_stored_total")
                 _ = try await agent.waitForStatus(run)
                 startUp = ContinuousClock.now - launched
-                if Bool.random(using: &generator) {
-                    // During or right after a batch: once the server took one from this run
-                    // (the latest-first batch, or a full batch of the backlog), the next is
-                    // on its way.
-                    try await server.waitFor("trackme_server_batches_total", above: batchesBefore, while: run)
+                if Int.random(in: 0..<3, using: &generator) == 0 {
+                    // During a batch of the backlog: once the server stored a batch's worth of
+                    // this run's readings (a full batch, or the one the send interval let go),
+                    // the agent is marking it synced or reserving and sending the next.
+                    try await server.waitFor("trackme_server_readings_stored_total", above: storedBefore + 100, while: run)
                     tally.killedAfterOwnBatch += 1
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 0...150, using: &generator)))
                 } else {
                     // Anywhere in steady running: strap notifications, group commits (one a
-                    // second), batches.
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...2500, using: &generator)))
+                    // second), the latest-first batch, batches.
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...3000, using: &generator)))
                 }
             }
             let killed = await run.kill()
@@ -138,7 +140,7 @@ struct AgentCrashTests {
         print(
             "agent crash test: \(cycles) SIGKILL cycles of trackme-agent (\(tally.storedNothing) stored nothing new before the kill, "
                 + "\(tally.beforeAnyStore) before a store file existed, \(tally.beforeAnyReading) before any reading was stored, "
-                + "\(tally.killedAfterOwnBatch) right after a batch of their own, \(tally.salvageRuns) during salvage of a moved-aside copy), "
+                + "\(tally.killedAfterOwnBatch) right after the server stored a batch of theirs, \(tally.salvageRuns) during salvage of a moved-aside copy), "
                 + "\(local.count) readings acknowledged by the store, \(remote.count) at the server (\(Set(remote.map(\.sequence)).count) distinct), "
                 + "\(problems.isEmpty ? "exactly once" : "NOT exactly once"), \(syncedByKilledRuns) synced by the killed runs, in \(ContinuousClock.now - started)"
         )
