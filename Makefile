@@ -63,7 +63,7 @@ scenarios:
 	echo "scenarios: $$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
 
-# Every fuzz target briefly (8 s each, about 2 min with the five builds); `fuzz-long` runs each for 10 min
+# Every fuzz target briefly (8 s each, about 4 min with the eight builds); `fuzz-long` runs each for 10 min
 # and adds what it finds to the corpus kept in Tests/Fuzz/corpus/.
 fuzz:
 	Tests/Fuzz/run-fuzz.sh 8
@@ -71,11 +71,13 @@ fuzz:
 fuzz-long:
 	FUZZ_CORPUS_KEEP=1 Tests/Fuzz/run-fuzz.sh 600
 
-# The crash test at length: 1000 SIGKILL cycles of the store/sync child (make test runs 40).
+# The crash tests at length: 1000 SIGKILL cycles of the store/sync child (make test runs 40), then
+# 1000 of the real trackme-agent binary against the real trackme-server (make test runs 12).
 # Figures in simulations/RELIABILITY.md.
 soak:
 	$(SWIFT) build $(TRAITS) --build-tests
 	TRACKME_CRASH_CYCLES=1000 timeout 7200 $(SWIFT) test --skip-build $(TRAITS) --filter '^EdgeSyncTests\.CrashTests'
+	TRACKME_AGENT_CRASH_CYCLES=1000 timeout 7200 $(SWIFT) test --skip-build $(TRAITS) --filter '^TrackMeAgentTests\.AgentCrashTests'
 
 # The dispatcher console in a real browser: Debian's chromium driven by chromium-driver over the
 # W3C WebDriver HTTP protocol (Tests/Browser/webdriver.py, no client library to install), against

@@ -230,7 +230,10 @@ public final class ReadingStore: Sendable {
                 }
             }
         }
-        if fallback == nil { try? generation.save(forStore: path) }
+        // Written only when it changed: a write is a temp file and a rename, and a start killed
+        // between the two left the temp file behind (one more on every such kill; the agent's
+        // crash soak found them).
+        if fallback == nil, StoreGeneration.load(forStore: path) != generation { try? generation.save(forStore: path) }
         var initial = State(generation: generation)
         initial.memoryFallback = fallback
         if let fallback { initial.health = Self.health(for: fallback) ?? .ioError }

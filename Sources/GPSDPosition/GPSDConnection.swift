@@ -56,6 +56,17 @@ final class GPSDConnection {
         }
     }
 
+    /// The report one line from gpsd makes, through libgps's parser and the shim's copy as in
+    /// `read()`, without a connection (tests, the fuzzer). nil only when memory ran out.
+    static func report(line: [UInt8]) -> GPSDReport? {
+        var raw = tm_gps_report()
+        let status = line.withUnsafeBytes { bytes -> Int32 in
+            guard let base = bytes.baseAddress else { return tm_gps_unpack("", 0, &raw) }
+            return tm_gps_unpack(base.assumingMemoryBound(to: CChar.self), bytes.count, &raw)
+        }
+        return status == 0 ? report(from: raw) : nil
+    }
+
     static func report(from raw: tm_gps_report) -> GPSDReport {
         switch raw.kind {
         case TM_GPS_REPORT_TPV: return .tpv(fix(from: raw))

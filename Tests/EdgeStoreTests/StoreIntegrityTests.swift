@@ -93,6 +93,23 @@ struct StoreIntegrityTests {
         #expect(wiped.storeEpoch != first)
     }
 
+    /// Found by the agent's crash soak: every start rewrote the generation file (a temp file and
+    /// a rename), and a kill between the two left a `.dat.nosync*` file beside the store.
+    @Test("reopening a store does not rewrite its generation file; a new generation does")
+    func generationWrittenOnlyWhenChanged() throws {
+        let dir = try TemporaryDirectory()
+        try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet).close()
+        let file = dir.storePath + ".generation"
+        let inode = { (try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? NSNumber)?.uint64Value }
+        let written = try #require(try inode())
+        for _ in 0..<3 { try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet).close() }
+        #expect(try inode() == written, "a plain reopen replaced the generation file")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dir.storePath + suffix) }
+        try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet).close()
+        #expect(try inode() != written, "a store created where one was must record its new generation")
+        #expect(StoreGeneration.load(forStore: dir.storePath)?.generation == 1)
+    }
+
     @Test("re-basing renumbers every reading above the floor in order, forgets batches in flight, marks nothing synced")
     func rebase() throws {
         let dir = try TemporaryDirectory()

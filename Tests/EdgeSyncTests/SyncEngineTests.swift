@@ -56,14 +56,8 @@ final class SyncFixture {
     /// The server holds exactly the store's readings, each once and unchanged, and the store
     /// has them all marked synced.
     func expectExactlyOnce(sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let local = try store.allReadings()
-        let remote = server.readings(deviceID: deviceID)
-        #expect(local.allSatisfy { $0.synced }, "unsynced readings left", sourceLocation: sourceLocation)
-        #expect(remote.count == local.count, sourceLocation: sourceLocation)
-        for (reading, _) in local where remote[reading.sequence] != reading {
-            Issue.record("reading \(reading.sequence) differs or is missing on the server", sourceLocation: sourceLocation)
-            return
-        }
+        let problems = ExactlyOnce.problems(store: try store.allReadings(), server: Array(server.readings(deviceID: deviceID).values))
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
     }
 
     deinit {

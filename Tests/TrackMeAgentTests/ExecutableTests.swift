@@ -7,16 +7,7 @@ import TrackMeCore
 /// Drives the real `trackme-agent` executable as a child process.
 @Suite("trackme-agent executable")
 struct ExecutableTests {
-    /// The executable sits beside the test bundle in the build directory.
-    static func agentBinary() throws -> String {
-        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("trackme-agent").path
-        try #require(
-            FileManager.default.isExecutableFile(atPath: candidate),
-            "trackme-agent is not built beside the tests (\(candidate)): run swift build --build-tests"
-        )
-        return candidate
-    }
+    static func agentBinary() throws -> String { try builtProduct("trackme-agent") }
 
     static func write(_ text: String, to path: String) throws {
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Testing
 import TrackMeAgent
 import TrackMeCore
 
@@ -27,6 +28,16 @@ enum Repository {
     }
 
     static func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+}
+
+/// An executable of this package (`trackme-agent`, `trackme-server`): they sit beside the test
+/// bundle in the build directory.
+func builtProduct(_ name: String) throws -> String {
+    let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name).path
+    try #require(
+        FileManager.default.isExecutableFile(atPath: candidate), "\(name) is not built beside the tests (\(candidate)): run swift build --build-tests")
+    return candidate
 }
 
 /// An `AgentControl` that answers from fixed values and records what it was asked.

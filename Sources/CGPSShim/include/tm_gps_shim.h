@@ -8,6 +8,7 @@
 #define TM_GPS_SHIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -83,6 +84,11 @@ int tm_gps_waiting(tm_gps_session *session, int microseconds);
 /// Reads one report into `*report`. Returns 1 when a report was read, 0 when no complete
 /// report was available, -1 when the connection failed or gpsd closed it.
 int tm_gps_read(tm_gps_session *session, tm_gps_report *report);
+
+/// The report one line from gpsd (`length` bytes of JSON, no NUL needed) makes, through the same
+/// parser (libgps's `gps_unpack`) and the same copy as `tm_gps_read`, without a connection: for
+/// tests and the fuzzer. Returns 0, or -1 when out of memory.
+int tm_gps_unpack(const char *line, size_t length, tm_gps_report *report);
 
 /// Closes the connection and frees the session. Safe with NULL.
 void tm_gps_close(tm_gps_session *session);
