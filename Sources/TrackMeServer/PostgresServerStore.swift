@@ -21,6 +21,7 @@ final class PostgresServerStore: ServerStore {
 
     let displayName: String
     let client: PostgresClient
+    let groupCommit: IngestGroupCommit
     private let runner: Task<Void, Never>
     let logger: Logger
 
@@ -35,6 +36,7 @@ final class PostgresServerStore: ServerStore {
         configuration.options.maximumConnections = 32
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        groupCommit = IngestGroupCommit { batches in try await Self.ingestGroup(batches, client: client, logger: logger) }
         self.logger = logger
         displayName = StorageLocation.redacted(url)
         runner = Task { await client.run() }
@@ -160,9 +162,39 @@ final class PostgresServerStore: ServerStore {
         return nil
     }
 
+    /// Batches from many devices arriving together are written in one transaction
+    /// (`IngestGroupCommit`), each in a savepoint of its own.
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
+        try await groupCommit.ingest(batch)
+    }
+
+    /// Writes a group of batches in one transaction, device by device in one order (so two
+    /// instances' groups cannot deadlock on the device rows they lock), each in a savepoint:
+    /// one that fails is rolled back alone.
+    static func ingestGroup(_ batches: [IncomingBatch], client: PostgresClient, logger: Logger) async throws -> [Result<IngestResult, any Error>] {
+        try await client.withTransaction(logger: logger) { connection in
+            let order = batches.indices.sorted {
+                (batches[$0].deviceID, batches[$0].batchSequence) < (batches[$1].deviceID, batches[$1].batchSequence)
+            }
+            var results = [Result<IngestResult, any Error>](
+                repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")), count: batches.count)
+            for index in order {
+                try await connection.query("SAVEPOINT batch", logger: logger)
+                do {
+                    results[index] = .success(try await ingest(batches[index], on: connection, logger: logger))
+                    try await connection.query("RELEASE SAVEPOINT batch", logger: logger)
+                } catch {
+                    try await connection.query("ROLLBACK TO SAVEPOINT batch", logger: logger)
+                    results[index] = .failure(error)
+                }
+            }
+            return results
+        }
+    }
+
+    /// One batch inside the group's transaction.
+    static func ingest(_ batch: IncomingBatch, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
+        do {
             // Locks the device row: one device's batches are processed one at a time, so a
             // batch sent twice at once is claimed by one and replayed to the other.
             var wasSilent = false

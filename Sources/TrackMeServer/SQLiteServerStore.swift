@@ -36,7 +36,23 @@ final class SQLiteServerStore: ServerStore {
             case .processCrash: try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
         }
-        groupCommit = IngestGroupCommit(pool: pool)
+        let pool = self.pool
+        groupCommit = IngestGroupCommit { batches in
+            try await pool.write { db in
+                batches.map { batch in
+                    var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
+                    do {
+                        try db.inSavepoint {
+                            outcome = .success(try SQLiteServerStore.ingest(batch, in: db))
+                            return .commit
+                        }
+                    } catch {
+                        outcome = .failure(error)
+                    }
+                    return outcome
+                }
+            }
+        }
     }
 
     func migrate() async throws {

@@ -1,13 +1,37 @@
 import Foundation
 import GRDB
 import Testing
+
+#if PostgreSQL
+import PostgresNIO
+#endif
 import TrackMeCore
 @testable import TrackMeServer
 
-/// Group commit across devices on SQLite (issue 22): batches arriving together share one
-/// transaction (one fsync), and one that fails inside the group is rolled back alone.
-@Suite("SQLite group commit")
+/// Group commit across devices (issue 22), on both stores: batches arriving together share one
+/// transaction (one commit), and one that fails inside the group is rolled back alone.
+@Suite("group commit")
 struct GroupCommitTests {
+    static func groupCommit(_ s: TestServer) throws -> IngestGroupCommit {
+        if let sqlite = s.server.store as? SQLiteServerStore { return sqlite.groupCommit }
+        #if PostgreSQL
+        if let postgres = s.server.store as? PostgresServerStore { return postgres.groupCommit }
+        #endif
+        throw RawSocket.Failure(description: "no group commit in \(s.server.store.displayName)")
+    }
+
+    /// Batches with a store epoch read this table: without it they fail, the others not.
+    static func dropEpochTable(_ s: TestServer) async throws {
+        if let sqlite = s.server.store as? SQLiteServerStore {
+            try await sqlite.pool.write { db in try db.execute(sql: "DROP TABLE device_epochs") }
+        }
+        #if PostgreSQL
+        if let postgres = s.server.store as? PostgresServerStore {
+            try await postgres.client.query("DROP TABLE device_epochs", logger: postgres.logger)
+        }
+        #endif
+    }
+
     static func batch(_ deviceID: String, seq: Int64, epoch: String? = nil) -> IncomingBatch {
         let readings = (1...10).map { n -> ReadingRow in
             let sequence = (seq - 1) * 10 + Int64(n)
@@ -20,31 +44,31 @@ struct GroupCommitTests {
             receivedMilliseconds: TestServer.startWall, storeEpoch: epoch)
     }
 
-    @Test("200 devices' batches at once: every one stored, in far fewer transactions than batches")
-    func grouped() async throws {
-        try await TestServer.with(.sqlite) { s in
-            let store = try #require(s.server.store as? SQLiteServerStore)
+    @Test("200 devices' batches at once: every one stored, in far fewer transactions than batches", arguments: Backend.enabled)
+    func grouped(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let store = s.server.store
+            let groupCommit = try Self.groupCommit(s)
             for index in 0..<200 { _ = try await s.enrol("pi-\(index)") }
-            let before = store.groupCommit.transactions
+            let before = groupCommit.transactions
             let results = try await withThrowingTaskGroup(of: IngestResult.self) { group in
                 for index in 0..<200 { group.addTask { try await store.ingest(Self.batch("pi-\(index)", seq: 1)) } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(results.count == 200)
             #expect(results.allSatisfy { $0.stored == 10 && !$0.replayed })
-            let transactions = store.groupCommit.transactions - before
+            let transactions = groupCommit.transactions - before
             #expect(transactions < 200, "\(transactions) transactions for 200 batches")
             for index in [0, 99, 199] { #expect(try await s.server.storedSequences(deviceID: "pi-\(index)") == Array(1...10)) }
         }
     }
 
-    @Test("a batch that fails inside a group is rolled back alone; the others in the same transaction are stored")
-    func failureIsolated() async throws {
-        try await TestServer.with(.sqlite) { s in
-            let store = try #require(s.server.store as? SQLiteServerStore)
+    @Test("a batch that fails inside a group is rolled back alone; the others in the same transaction are stored", arguments: Backend.enabled)
+    func failureIsolated(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let store = s.server.store
             for index in 0..<40 { _ = try await s.enrol("pi-\(index)") }
-            // Batches with a store epoch read this table: without it they fail, the others not.
-            try await store.pool.write { db in try db.execute(sql: "DROP TABLE device_epochs") }
+            try await Self.dropEpochTable(s)
             let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
                 for index in 0..<40 {
                     group.addTask {

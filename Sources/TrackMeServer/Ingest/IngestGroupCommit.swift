@@ -1,13 +1,12 @@
-import GRDB
 import Synchronization
 
-/// Group commit across devices for the SQLite store (issue 22): batches that arrive while a
-/// write is in progress wait for it and then go together in the next transaction, so a thousand
-/// devices sending at once cost a few fsyncs rather than a thousand. Nothing waits on a timer:
-/// the first batch of a quiet moment is written at once, alone. Each batch runs in a savepoint
-/// of its own inside the group's transaction: one that throws is rolled back alone and its
-/// caller gets the error; the others commit. A batch is acknowledged (its caller resumed) only
-/// after the group's transaction is on disk.
+/// Group commit across devices (issue 22), for both stores: batches that arrive while a write
+/// is in progress wait for it and then go together in the next transaction, so a thousand
+/// devices sending at once cost a few commits (and fsyncs) rather than a thousand. Nothing waits
+/// on a timer: the first batch of a quiet moment is written at once, alone. The store's `write`
+/// runs each batch in a savepoint of its own inside the group's transaction: one that throws is
+/// rolled back alone and its caller gets the error; the others commit. A batch is acknowledged
+/// (its caller resumed) only after the group's transaction is committed.
 final class IngestGroupCommit: Sendable {
     private struct Waiting {
         var batch: IncomingBatch
@@ -20,16 +19,19 @@ final class IngestGroupCommit: Sendable {
         var transactions = 0
     }
 
+    /// Writes one group in one transaction; a result per batch, in order.
+    typealias WriteGroup = @Sendable ([IncomingBatch]) async throws -> [Result<IngestResult, any Error>]
+
     /// At most this many batches in one transaction (bounds one transaction's time and memory).
     let maxGroup: Int
-    private let pool: DatabasePool
+    private let write: WriteGroup
     private let state = Mutex(State())
 
     /// Transactions written so far (each holds one group).
     var transactions: Int { state.withLock { $0.transactions } }
 
-    init(pool: DatabasePool, maxGroup: Int = 512) {
-        self.pool = pool
+    init(maxGroup: Int = 512, write: @escaping WriteGroup) {
+        self.write = write
         self.maxGroup = maxGroup
     }
 
@@ -56,20 +58,7 @@ final class IngestGroupCommit: Sendable {
             }
             guard !group.isEmpty else { return }
             do {
-                let results = try await pool.write { db -> [Result<IngestResult, any Error>] in
-                    group.map { waiting in
-                        var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
-                        do {
-                            try db.inSavepoint {
-                                outcome = .success(try SQLiteServerStore.ingest(waiting.batch, in: db))
-                                return .commit
-                            }
-                        } catch {
-                            outcome = .failure(error)
-                        }
-                        return outcome
-                    }
-                }
+                let results = try await write(group.map(\.batch))
                 for (waiting, result) in zip(group, results) { waiting.continuation.resume(with: result) }
             } catch {
                 // The transaction itself failed (disk full, I/O error): nothing of the group is stored.
