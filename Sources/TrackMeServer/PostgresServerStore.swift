@@ -36,7 +36,9 @@ final class PostgresServerStore: ServerStore {
         configuration.options.maximumConnections = 32
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
-        groupCommit = IngestGroupCommit { batches in try await Self.ingestGroup(batches, client: client, logger: logger) }
+        // Up to 8 groups side by side (of the pool's 32 connections): their device locks are
+        // taken in one order, so they cannot deadlock.
+        groupCommit = IngestGroupCommit(maxWriters: 8) { batches in try await Self.ingestGroup(batches, client: client, logger: logger) }
         self.logger = logger
         displayName = StorageLocation.redacted(url)
         runner = Task { await client.run() }

@@ -15,7 +15,7 @@ final class IngestGroupCommit: Sendable {
 
     private struct State {
         var waiting: [Waiting] = []
-        var writing = false
+        var writers = 0
         var transactions = 0
     }
 
@@ -24,23 +24,28 @@ final class IngestGroupCommit: Sendable {
 
     /// At most this many batches in one transaction (bounds one transaction's time and memory).
     let maxGroup: Int
+    /// Groups in flight at once: 1 for SQLite (one writer anyway); more for PostgreSQL, whose
+    /// cost per batch is round trips more than the commit, so that a quiet moment still writes
+    /// batches side by side and only a busy one makes groups.
+    let maxWriters: Int
     private let write: WriteGroup
     private let state = Mutex(State())
 
     /// Transactions written so far (each holds one group).
     var transactions: Int { state.withLock { $0.transactions } }
 
-    init(maxGroup: Int = 512, write: @escaping WriteGroup) {
+    init(maxGroup: Int = 512, maxWriters: Int = 1, write: @escaping WriteGroup) {
         self.write = write
         self.maxGroup = maxGroup
+        self.maxWriters = max(1, maxWriters)
     }
 
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
         try await withCheckedThrowingContinuation { continuation in
             let startWriter = state.withLock { state -> Bool in
                 state.waiting.append(Waiting(batch: batch, continuation: continuation))
-                guard !state.writing else { return false }
-                state.writing = true
+                guard state.writers < maxWriters else { return false }
+                state.writers += 1
                 return true
             }
             if startWriter { Task { await self.writeWhileWaiting() } }
@@ -53,7 +58,7 @@ final class IngestGroupCommit: Sendable {
             let group = state.withLock { state -> [Waiting] in
                 let group = Array(state.waiting.prefix(maxGroup))
                 state.waiting.removeFirst(group.count)
-                if group.isEmpty { state.writing = false } else { state.transactions += 1 }
+                if group.isEmpty { state.writers -= 1 } else { state.transactions += 1 }
                 return group
             }
             guard !group.isEmpty else { return }
