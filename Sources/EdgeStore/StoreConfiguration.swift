@@ -32,11 +32,3 @@ public struct StoreConfiguration: Hashable, Sendable {
     }
 }
 
-extension CommitDurability {
-    var synchronousPragma: String {
-        switch self {
-        case .powerLoss: "PRAGMA synchronous = FULL"
-        case .processCrash: "PRAGMA synchronous = NORMAL"
-        }
-    }
-}

@@ -10,3 +10,13 @@ public enum CommitDurability: Hashable, Sendable {
     /// second and per batch would make a day of trace take minutes of disk waits.
     case processCrash
 }
+
+extension CommitDurability {
+    /// The SQLite setting that gives this durability (the device store and the server's file).
+    public var synchronousPragma: String {
+        switch self {
+        case .powerLoss: "PRAGMA synchronous = FULL"
+        case .processCrash: "PRAGMA synchronous = NORMAL"
+        }
+    }
+}

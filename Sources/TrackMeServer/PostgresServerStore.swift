@@ -196,118 +196,116 @@ final class PostgresServerStore: ServerStore {
 
     /// One batch inside the group's transaction.
     static func ingest(_ batch: IncomingBatch, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
-        do {
-            // Locks the device row: one device's batches are processed one at a time, so a
-            // batch sent twice at once is claimed by one and replayed to the other.
-            var wasSilent = false
-            for try await silent in try await connection.query(
-                "SELECT silent FROM devices WHERE device_id = \(batch.deviceID) FOR UPDATE", logger: logger
-            ).decode(Bool.self) {
-                wasSilent = silent
+        // Locks the device row: one device's batches are processed one at a time, so a
+        // batch sent twice at once is claimed by one and replayed to the other.
+        var wasSilent = false
+        for try await silent in try await connection.query(
+            "SELECT silent FROM devices WHERE device_id = \(batch.deviceID) FOR UPDATE", logger: logger
+        ).decode(Bool.self) {
+            wasSilent = silent
+        }
+        try await connection.query(
+            """
+            UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(batch.receivedMilliseconds)), silent = FALSE,
+                heartbeat = COALESCE(\(batch.heartbeatJSON), heartbeat) WHERE device_id = \(batch.deviceID)
+            """, logger: logger)
+        if wasSilent {
+            let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
+            try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
+        }
+        // The device row is locked (above), so epochs and floors of one device are settled
+        // one batch at a time.
+        if let epoch = batch.storeEpoch {
+            var registered: (Int64, Int64)?
+            for try await floors in try await connection.query(
+                "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)",
+                logger: logger
+            ).decode((Int64, Int64).self) {
+                registered = floors
             }
-            try await connection.query(
+            let (seqFloor, batchFloor): (Int64, Int64)
+            if let registered {
+                (seqFloor, batchFloor) = registered
+            } else {
+                // The device's first epoch is taken as it is; a later new epoch must number
+                // above everything held (as in the SQLite store).
+                let known = try await connection.query(
+                    "SELECT 1 FROM device_epochs WHERE device_id = \(batch.deviceID) LIMIT 1", logger: logger
+                ).collect().count
+                (seqFloor, batchFloor) = known == 0 ? (1, 1) : try await Self.floors(connection, deviceID: batch.deviceID, logger: logger)
+                try await connection.query(
+                    """
+                    INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms)
+                    VALUES (\(batch.deviceID), \(epoch), \(seqFloor), \(batchFloor), \(batch.receivedMilliseconds))
+                    """, logger: logger)
+            }
+            let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
+            if batch.batchSequence < batchFloor || lowest < seqFloor {
+                return try await Self.conflict(connection, .storeEpochRebase, batch: batch, logger: logger)
+            }
+        }
+        let claimed = try await connection.query(
+            """
+            INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest)
+            VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.storeEpoch), \(batch.digest))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger
+        ).collect().count
+        if claimed == 0 {
+            let rows = try await connection.query(
                 """
-                UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(batch.receivedMilliseconds)), silent = FALSE,
-                    heartbeat = COALESCE(\(batch.heartbeatJSON), heartbeat) WHERE device_id = \(batch.deviceID)
-                """, logger: logger)
-            if wasSilent {
-                let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
-                try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
+                SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches
+                WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
+                """,
+                logger: logger)
+            for try await (stored, duplicates, alerts, storedEpoch, storedDigest) in rows.decode((Int, Int, String, String?, String?).self) {
+                if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
+                    return try await Self.conflict(connection, .idempotencyKeyReused, batch: batch, logger: logger)
+                }
+                return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: true)
             }
-            // The device row is locked (above), so epochs and floors of one device are settled
-            // one batch at a time.
-            if let epoch = batch.storeEpoch {
-                var registered: (Int64, Int64)?
-                for try await floors in try await connection.query(
-                    "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)",
-                    logger: logger
-                ).decode((Int64, Int64).self) {
-                    registered = floors
-                }
-                let (seqFloor, batchFloor): (Int64, Int64)
-                if let registered {
-                    (seqFloor, batchFloor) = registered
-                } else {
-                    // The device's first epoch is taken as it is; a later new epoch must number
-                    // above everything held (as in the SQLite store).
-                    let known = try await connection.query(
-                        "SELECT 1 FROM device_epochs WHERE device_id = \(batch.deviceID) LIMIT 1", logger: logger
-                    ).collect().count
-                    (seqFloor, batchFloor) = known == 0 ? (1, 1) : try await Self.floors(connection, deviceID: batch.deviceID, logger: logger)
-                    try await connection.query(
-                        """
-                        INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms)
-                        VALUES (\(batch.deviceID), \(epoch), \(seqFloor), \(batchFloor), \(batch.receivedMilliseconds))
-                        """, logger: logger)
-                }
-                let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
-                if batch.batchSequence < batchFloor || lowest < seqFloor {
-                    return try await Self.conflict(connection, .storeEpochRebase, batch: batch, logger: logger)
-                }
-            }
-            let claimed = try await connection.query(
+            throw StoreError(code: .inconsistent, message: "claimed batch row vanished")
+        }
+        var stored = 0
+        if !batch.readings.isEmpty {
+            // One statement for the whole batch; NULLs travel as sentinels because arrays of
+            // optionals do not bind.
+            let seqs = batch.readings.map(\.sequence)
+            let kinds = batch.readings.map(\.kind.rawValue)
+            let placed = batch.readings.map(\.placedMilliseconds)
+            let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
+            let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
+            let bodies = batch.readings.map(\.body)
+            stored = try await connection.query(
                 """
-                INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest)
-                VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.storeEpoch), \(batch.digest))
+                INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
+                SELECT \(batch.deviceID), r.seq, r.kind, r.placed, \(batch.receivedMilliseconds), NULLIF(r.wall, \(Int64.min)), NULLIF(r.flag, ''), r.body
+                FROM UNNEST(\(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[], \(flags)::TEXT[], \(bodies)::TEXT[])
+                    AS r(seq, kind, placed, wall, flag, body)
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, logger: logger
             ).collect().count
-            if claimed == 0 {
-                let rows = try await connection.query(
-                    """
-                    SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches
-                    WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
-                    """,
-                    logger: logger)
-                for try await (stored, duplicates, alerts, storedEpoch, storedDigest) in rows.decode((Int, Int, String, String?, String?).self) {
-                    if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
-                        return try await Self.conflict(connection, .idempotencyKeyReused, batch: batch, logger: logger)
-                    }
-                    return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: true)
-                }
-                throw StoreError(code: .inconsistent, message: "claimed batch row vanished")
-            }
-            var stored = 0
-            if !batch.readings.isEmpty {
-                // One statement for the whole batch; NULLs travel as sentinels because arrays of
-                // optionals do not bind.
-                let seqs = batch.readings.map(\.sequence)
-                let kinds = batch.readings.map(\.kind.rawValue)
-                let placed = batch.readings.map(\.placedMilliseconds)
-                let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
-                let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
-                let bodies = batch.readings.map(\.body)
-                stored = try await connection.query(
-                    """
-                    INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
-                    SELECT \(batch.deviceID), r.seq, r.kind, r.placed, \(batch.receivedMilliseconds), NULLIF(r.wall, \(Int64.min)), NULLIF(r.flag, ''), r.body
-                    FROM UNNEST(\(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[], \(flags)::TEXT[], \(bodies)::TEXT[])
-                        AS r(seq, kind, placed, wall, flag, body)
-                    ON CONFLICT DO NOTHING RETURNING 1
-                    """, logger: logger
-                ).collect().count
-            }
-            let alerts = try await collect(
-                connection.query(
-                    """
-                    UPDATE alerts SET ack_delivered = TRUE WHERE device_id = \(batch.deviceID) AND acknowledged AND NOT ack_delivered
-                    RETURNING alert_id
-                    """, logger: logger
-                ).decode(String.self)
-            ).sorted()
-            let duplicates = batch.readings.count - stored
-            try await connection.query(
-                """
-                UPDATE batches SET stored = \(stored), duplicates = \(duplicates), acknowledged_alerts = \(try StoreJSON.encode(alerts))
-                WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
-                """, logger: logger)
-            if batch.droppedByBudget != 0 {
-                try await connection.query(
-                    "UPDATE devices SET dropped_by_budget = dropped_by_budget + \(batch.droppedByBudget) WHERE device_id = \(batch.deviceID)",
-                    logger: logger)
-            }
-            return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
         }
+        let alerts = try await collect(
+            connection.query(
+                """
+                UPDATE alerts SET ack_delivered = TRUE WHERE device_id = \(batch.deviceID) AND acknowledged AND NOT ack_delivered
+                RETURNING alert_id
+                """, logger: logger
+            ).decode(String.self)
+        ).sorted()
+        let duplicates = batch.readings.count - stored
+        try await connection.query(
+            """
+            UPDATE batches SET stored = \(stored), duplicates = \(duplicates), acknowledged_alerts = \(try StoreJSON.encode(alerts))
+            WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
+            """, logger: logger)
+        if batch.droppedByBudget != 0 {
+            try await connection.query(
+                "UPDATE devices SET dropped_by_budget = dropped_by_budget + \(batch.droppedByBudget) WHERE device_id = \(batch.deviceID)",
+                logger: logger)
+        }
+        return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
     }
 
     /// Above every reading and batch number the server holds for the device, and every floor

@@ -21,21 +21,11 @@ final class SQLiteServerStore: ServerStore {
         try PrivateFile.prepareDatabase(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            switch durability {
-            case .powerLoss: try db.execute(sql: "PRAGMA synchronous = FULL")
-            case .processCrash: try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            }
-        }
+        configuration.prepareDatabase { db in try db.execute(sql: durability.synchronousPragma) }
         pool = try DatabasePool(path: path, configuration: configuration)
         // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and left the
         // writer at NORMAL, so acknowledged batches could be lost to a power cut (issue 16).
-        try pool.writeWithoutTransaction { db in
-            switch durability {
-            case .powerLoss: try db.execute(sql: "PRAGMA synchronous = FULL")
-            case .processCrash: try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            }
-        }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: durability.synchronousPragma) }
         let pool = self.pool
         groupCommit = IngestGroupCommit { batches in
             try await pool.write { db in
@@ -208,83 +198,81 @@ final class SQLiteServerStore: ServerStore {
 
     /// One batch inside the group's transaction.
     static func ingest(_ batch: IncomingBatch, in db: Database) throws -> IngestResult {
-        do {
-            try Self.recordContact(db, deviceID: batch.deviceID, heartbeatJSON: batch.heartbeatJSON, receivedMilliseconds: batch.receivedMilliseconds)
-            if let epoch = batch.storeEpoch {
-                let registered = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = ? AND store_epoch = ?"),
-                    arguments: [batch.deviceID, epoch])
-                let (seqFloor, batchFloor): (Int64, Int64)
-                if let registered {
-                    (seqFloor, batchFloor) = (registered[0], registered[1])
-                } else {
-                    // The device's first epoch (a new device, or one whose agent predates epochs
-                    // and resends what it had in flight) is taken as it is; a later new epoch is
-                    // a store that started over and must number above everything held.
-                    let first = try Bool.fetchOne(
-                        db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM device_epochs WHERE device_id = ?)"),
-                        arguments: [batch.deviceID]) ?? true
-                    (seqFloor, batchFloor) = first ? (1, 1) : try Self.floors(db, deviceID: batch.deviceID)
-                    try db.execute(
-                        sql: "INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [batch.deviceID, epoch, seqFloor, batchFloor, batch.receivedMilliseconds])
-                }
-                let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
-                if batch.batchSequence < batchFloor || lowest < seqFloor {
-                    return try Self.conflict(db, .storeEpochRebase, batch: batch)
-                }
+        try Self.recordContact(db, deviceID: batch.deviceID, heartbeatJSON: batch.heartbeatJSON, receivedMilliseconds: batch.receivedMilliseconds)
+        if let epoch = batch.storeEpoch {
+            let registered = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = ? AND store_epoch = ?"),
+                arguments: [batch.deviceID, epoch])
+            let (seqFloor, batchFloor): (Int64, Int64)
+            if let registered {
+                (seqFloor, batchFloor) = (registered[0], registered[1])
+            } else {
+                // The device's first epoch (a new device, or one whose agent predates epochs
+                // and resends what it had in flight) is taken as it is; a later new epoch is
+                // a store that started over and must number above everything held.
+                let first = try Bool.fetchOne(
+                    db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM device_epochs WHERE device_id = ?)"),
+                    arguments: [batch.deviceID]) ?? true
+                (seqFloor, batchFloor) = first ? (1, 1) : try Self.floors(db, deviceID: batch.deviceID)
+                try db.execute(
+                    sql: "INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [batch.deviceID, epoch, seqFloor, batchFloor, batch.receivedMilliseconds])
             }
-            try db.cachedStatement(
-                sql: "INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-            ).execute(
-                arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds, batch.storeEpoch, batch.digest])
-            if db.changesCount == 0 {
-                let row = try Row.fetchOne(
-                    db.cachedStatement(
-                        sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"),
-                    arguments: [batch.deviceID, batch.batchSequence])
-                guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
-                let storedEpoch: String? = row["store_epoch"]
-                let storedDigest: String? = row["digest"]
-                if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
-                    return try Self.conflict(db, .idempotencyKeyReused, batch: batch)
-                }
-                let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
-                return IngestResult(stored: row["stored"], duplicates: row["duplicates"], acknowledgedAlerts: alerts, replayed: true)
+            let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
+            if batch.batchSequence < batchFloor || lowest < seqFloor {
+                return try Self.conflict(db, .storeEpochRebase, batch: batch)
             }
-            var stored = 0
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                    """)
-            for reading in batch.readings {
-                try insert.execute(arguments: [
-                    batch.deviceID, reading.sequence, reading.kind.rawValue, reading.placedMilliseconds,
-                    batch.receivedMilliseconds, reading.wallMilliseconds, reading.timeFlag?.rawValue, reading.body,
-                ])
-                stored += db.changesCount
-            }
-            let alerts = try String.fetchAll(
-                db.cachedStatement(sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id"),
-                arguments: [batch.deviceID])
-            if !alerts.isEmpty {
-                try db.cachedStatement(
-                    sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0"
-                ).execute(
-                    arguments: [batch.deviceID])
-            }
-            let duplicates = batch.readings.count - stored
-            try db.cachedStatement(
-                sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
-            ).execute(
-                arguments: [stored, duplicates, try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
-            try db.cachedStatement(
-                sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?"
-            ).execute(
-                arguments: [batch.droppedByBudget, batch.deviceID])
-            return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
         }
+        try db.cachedStatement(
+            sql: "INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+        ).execute(
+            arguments: [batch.deviceID, batch.batchSequence, batch.receivedMilliseconds, batch.storeEpoch, batch.digest])
+        if db.changesCount == 0 {
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"),
+                arguments: [batch.deviceID, batch.batchSequence])
+            guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
+            let storedEpoch: String? = row["store_epoch"]
+            let storedDigest: String? = row["digest"]
+            if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
+                return try Self.conflict(db, .idempotencyKeyReused, batch: batch)
+            }
+            let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
+            return IngestResult(stored: row["stored"], duplicates: row["duplicates"], acknowledgedAlerts: alerts, replayed: true)
+        }
+        var stored = 0
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """)
+        for reading in batch.readings {
+            try insert.execute(arguments: [
+                batch.deviceID, reading.sequence, reading.kind.rawValue, reading.placedMilliseconds,
+                batch.receivedMilliseconds, reading.wallMilliseconds, reading.timeFlag?.rawValue, reading.body,
+            ])
+            stored += db.changesCount
+        }
+        let alerts = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id"),
+            arguments: [batch.deviceID])
+        if !alerts.isEmpty {
+            try db.cachedStatement(
+                sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0"
+            ).execute(
+                arguments: [batch.deviceID])
+        }
+        let duplicates = batch.readings.count - stored
+        try db.cachedStatement(
+            sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
+        ).execute(
+            arguments: [stored, duplicates, try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
+        try db.cachedStatement(
+            sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?"
+        ).execute(
+            arguments: [batch.droppedByBudget, batch.deviceID])
+        return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
     }
 
     /// Above every reading and batch number the server holds for the device, and every floor
