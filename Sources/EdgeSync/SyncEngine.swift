@@ -225,7 +225,10 @@ public actor SyncEngine {
     /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
     /// backing off (the server is unreachable for it too), the readings lane waits.
     private func waitForAlertLane() async {
-        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && store.hasPendingAlertUpdates()) {
+        // `pendingAlertUpdates()`, not `hasPendingAlertUpdates()`: the latter also counts the
+        // journal's local state rows, which never leave the device, and the lane would wait for
+        // ever on them.
+        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && !store.pendingAlertUpdates().isEmpty) {
             await withCheckedContinuation { alertLaneWaiters.append($0) }
         }
     }
