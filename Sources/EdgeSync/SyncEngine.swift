@@ -1,5 +1,6 @@
 public import EdgeStore
 import Foundation
+import GzipCodec
 public import Logging
 public import TrackMeCore
 
