@@ -82,7 +82,9 @@ struct ServerAPI: Sendable {
     func ingestBatch(_ request: Request) async throws -> Response {
         let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
         let body = try await readBody(request)
-        let batch = try decode(SyncBatch.self, body)
+        // The fast path gives up on anything unusual; the general decoder then decides (and
+        // names the field that is wrong).
+        let batch = try WireFastPath.syncBatch(body) ?? decode(SyncBatch.self, body)
         guard batch.deviceID == principal.deviceID else {
             throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
         }
@@ -105,7 +107,7 @@ struct ServerAPI: Sendable {
             rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
         }
         try refuseIngestOnDamagedDatabase()
-        let heartbeat = try batch.heartbeat.map { try StoreJSON.encode($0) }
+        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
         let result = try await store.ingest(
             IncomingBatch(
                 deviceID: batch.deviceID, batchSequence: batch.batchSequence, droppedByBudget: batch.droppedByBudget,
