@@ -80,11 +80,19 @@ public enum AgentAssembly {
 
         // A configured CA or pins need libcurl directly (URLSession on Linux trusts only the
         // system store); without them URLSession, as before.
-        let http: any HTTPTransport =
+        func transport(_ url: URL) -> any HTTPTransport {
             configuration.server.caFile != nil || !configuration.server.pinSHA256.isEmpty
-            ? CurlTransport(
-                baseURL: baseURL, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
-            : URLSessionTransport(baseURL: baseURL)
+                ? CurlTransport(
+                    baseURL: url, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
+                : URLSessionTransport(baseURL: url)
+        }
+        // Several instances (`server.urls`): fail over on no answer or a 5xx (issue 22).
+        let fallbacks = configuration.server.fallbackURLs.compactMap(URL.init(string:)).filter { $0 != baseURL }
+        let started = ContinuousClock.now
+        let http: any HTTPTransport =
+            fallbacks.isEmpty
+            ? transport(baseURL)
+            : FailoverTransport(transports: ([baseURL] + fallbacks).map(transport), now: { ContinuousClock.now - started })
         let heartbeat = HeartbeatState(batteryWarningPercent: configuration.strap.batteryWarningPercent)
         heartbeat.paused(deviceState.monitoringPaused)
         let (syncEvents, syncEventSink) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
