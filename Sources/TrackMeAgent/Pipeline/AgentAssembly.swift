@@ -96,7 +96,8 @@ public enum AgentAssembly {
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
         let sync = SyncEngine(
-            store: store, transport: http, configuration: SyncConfiguration(deviceID: deviceID, token: token), clock: ContinuousClock(),
+            store: store, transport: http, configuration: SyncConfiguration(deviceID: deviceID, token: token, sendInterval: configuration.profile.sendInterval),
+            clock: ContinuousClock(),
             heartbeat: { heartbeat.heartbeat() },
             onAlertsAcknowledged: { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } },
             onAlertsResolved: { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } },
@@ -116,9 +117,13 @@ public enum AgentAssembly {
             transport: HTTPAlertTransport(transport: http, token: token, store: store), fallback: fallback(configuration.fallback),
             clock: ContinuousClock(), settings: dispatchSettings, timestamp: { timestamps.now() }, restored: adopted, logger: logger)
 
-        let (settings, profile) = configuration.sos.applied(to: SOSSettings(), profile: configuration.person)
+        // The device profile first (issue 21), then the file's own rule overrides on top.
+        let (profileSettings, profiledPerson) = configuration.profile.applied(to: SOSSettings(), profile: configuration.person)
+        let (settings, profile) = configuration.sos.applied(to: profileSettings, profile: profiledPerson)
         let pipeline = AgentPipeline(
-            configuration: AgentPipeline.Configuration(deviceID: deviceID, profile: profile, settings: settings),
+            configuration: AgentPipeline.Configuration(
+                deviceID: deviceID, profile: profile, settings: settings,
+                positionSampling: PositionSamplingPolicy(configuration: configuration.profile.sampling)),
             store: store, committer: committer, ids: RandomAlertIDs(), now: timestamps.now(), restoring: restored,
             deviceState: deviceState,
             dispatch: { action in
@@ -136,7 +141,8 @@ public enum AgentAssembly {
         if let restored { feedback.receive(.engine(.update(restored))) }
         let control = PipelineControl(
             pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
-            feedback: feedback, heartbeat: heartbeat)
+            feedback: feedback, heartbeat: heartbeat, profile: configuration.profile,
+            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) })
 
         let connector: StrapConnector
         if let simulated {
