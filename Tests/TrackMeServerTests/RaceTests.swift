@@ -151,6 +151,44 @@ struct RaceTests {
     }
 }
 
+extension RaceTests {
+    /// The run and fleet reads once chained `.map` after GRDB's `read { }`, which picked the
+    /// synchronous read and blocked the cooperative pool: forty runners reporting at once hung
+    /// the server (found by the race scenario).
+    @Test("forty runners reporting at once are all enrolled and placed", .timeLimit(.minutes(1)), arguments: Backend.enabled)
+    func manyAtOnce(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let start = TestServer.startWall
+            let created = try await s.client.send(
+                "POST", "/v1/runs", token: TestServer.adminToken, json: ["name": "Rush", "start_ms": start, "code": "RUSH", "gpx": RaceSample.gpx])
+            let runID = try #require(created.object["id"] as? String)
+            #expect(try await s.client.send("POST", "/v1/runs/\(runID)/enrolment", token: TestServer.adminToken, json: ["open": true]).status == 200)
+            s.wall.advance(milliseconds: 120_000)
+            var tokens: [String] = []
+            for index in 0..<40 { tokens.append(try await s.enrol("rush-\(index)", name: "Rusher \(index)")) }
+            // Eight at a time: the server's per-peer connection limit, not the store, bounds it.
+            for chunk in stride(from: 0, to: tokens.count, by: 8) {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for (index, token) in tokens.enumerated() where (chunk..<chunk + 8).contains(index) {
+                    group.addTask {
+                        let batch = RaceSample.batch("rush-\(index)", seq: 1, readings: [RaceSample.fix(seq: 1, metres: Double(10 * index), wall: start + 60_000)]) {
+                            $0.profile = .runner
+                            $0.run = RunParticipation(code: "RUSH", showToSpectators: true)
+                        }
+                        return try await s.send(batch, token: token).status
+                    }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+            }
+            let view = try await s.client.send("GET", "/v1/public/runs/\(runID)")
+            let runners = try #require(view.object["runners"] as? [[String: Any]])
+            #expect(runners.count == 40)
+            #expect(runners.first?["name"] as? String == "Rusher 39")
+        }
+    }
+}
+
 @Suite("Fleet: zones, queues in arrival order, silent taxis, the booking API")
 struct FleetTests {
     static func square(_ lat: Double, _ lon: Double) -> [[Double]] {

@@ -51,14 +51,21 @@ struct RunEntry: Hashable, Sendable {
 }
 
 /// A fleet zone: a polygon of `[latitude, longitude]` corners (003 AS4).
-struct FleetZone: Hashable, Sendable {
-    var id: String
-    var name: String
-    var polygon: [[Double]]
-    var createdMilliseconds: Int64
+package struct FleetZone: Hashable, Sendable {
+    package var id: String
+    package var name: String
+    package var polygon: [[Double]]
+    package var createdMilliseconds: Int64
+
+    package init(id: String, name: String, polygon: [[Double]], createdMilliseconds: Int64) {
+        self.id = id
+        self.name = name
+        self.polygon = polygon
+        self.createdMilliseconds = createdMilliseconds
+    }
 
     /// Even-odd ray casting on latitude/longitude (zones are a few km across).
-    func contains(latitude: Double, longitude: Double) -> Bool {
+    package func contains(latitude: Double, longitude: Double) -> Bool {
         var inside = false
         var j = polygon.count - 1
         for i in 0..<polygon.count {

@@ -19,20 +19,23 @@ extension SQLiteServerStore {
     }
 
     func run(id: String) async throws -> Run? {
-        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]) }.flatMap(Self.run(from:))
+        // The mapping inside the closure: chained after it, the synchronous `read` would be
+        // chosen and block a thread of the cooperative pool.
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).flatMap(Self.run(from:)) }
     }
 
     func run(code: String) async throws -> Run? {
-        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE code = ?", arguments: [code]) }.flatMap(Self.run(from:))
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE code = ?", arguments: [code]).flatMap(Self.run(from:)) }
     }
 
     func runs(organiserAccountID: String?) async throws -> [Run] {
         try await pool.read { db in
             if let organiserAccountID {
                 return try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE organiser_id = ? ORDER BY start_ms DESC", arguments: [organiserAccountID])
+                    .compactMap(Self.run(from:))
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC")
-        }.compactMap(Self.run(from:))
+            return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC").compactMap(Self.run(from:))
+        }
     }
 
     func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool {
@@ -44,8 +47,8 @@ extension SQLiteServerStore {
 
     func runEntry(runID: String, deviceID: String) async throws -> RunEntry? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID])
-        }.map(Self.entry(from:))
+            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID]).map(Self.entry(from:))
+        }
     }
 
     func saveRunEntry(_ entry: RunEntry) async throws {
@@ -67,14 +70,14 @@ extension SQLiteServerStore {
 
     func runEntries(runID: String) async throws -> [RunEntry] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE run_id = ? ORDER BY enrolled_ms, device_id", arguments: [runID])
-        }.map(Self.entry(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE run_id = ? ORDER BY enrolled_ms, device_id", arguments: [runID]).map(Self.entry(from:))
+        }
     }
 
     func runEntries(deviceID: String) async throws -> [RunEntry] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE device_id = ?", arguments: [deviceID])
-        }.map(Self.entry(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE device_id = ?", arguments: [deviceID]).map(Self.entry(from:))
+        }
     }
 
     func insertZone(_ zone: FleetZone) async throws {
@@ -87,16 +90,18 @@ extension SQLiteServerStore {
     }
 
     func zones() async throws -> [FleetZone] {
-        try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id") }.compactMap { row in
-            guard let polygon: [[Double]] = try? StoreJSON.decode(row["polygon"]) else { return nil }
-            return FleetZone(id: row["id"], name: row["name"], polygon: polygon, createdMilliseconds: row["created_ms"])
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id").compactMap { row in
+                guard let polygon: [[Double]] = try? StoreJSON.decode(row["polygon"]) else { return nil }
+                return FleetZone(id: row["id"], name: row["name"], polygon: polygon, createdMilliseconds: row["created_ms"])
+            }
         }
     }
 
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM fleet_taxis WHERE device_id = ?", arguments: [deviceID])
-        }.map(Self.taxi(from:))
+            try Row.fetchOne(db, sql: "SELECT * FROM fleet_taxis WHERE device_id = ?", arguments: [deviceID]).map(Self.taxi(from:))
+        }
     }
 
     func saveFleetTaxi(_ taxi: FleetTaxi) async throws {
@@ -117,7 +122,7 @@ extension SQLiteServerStore {
     }
 
     func fleetTaxis() async throws -> [FleetTaxi] {
-        try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_taxis ORDER BY device_id") }.map(Self.taxi(from:))
+        try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_taxis ORDER BY device_id").map(Self.taxi(from:)) }
     }
 
     private static func run(from row: Row) -> Run? {
