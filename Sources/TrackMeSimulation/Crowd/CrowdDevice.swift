@@ -19,15 +19,13 @@ actor CrowdDevice {
     let pipeline: AgentPipeline
     let control: PipelineControl
     let faults = FaultState()
-    private let sendInterval: Int64
     private var nextVisit: Int64
-    private var syncClock: Int64
     private(set) var committed: [Int64] = []
     private(set) var batchesSent = 0
 
     init(
         deviceID: String, token: String, person: PersonProfile, profile: DeviceProfile, transport: any HTTPTransport, storePath: String,
-        startMilliseconds: Int64, seed: UInt64, logger: Logger
+        startMilliseconds: Int64, seed: UInt64, clock: VirtualClock, logger: Logger
     ) throws {
         self.deviceID = deviceID
         self.profile = profile
@@ -39,7 +37,7 @@ actor CrowdDevice {
         sync = SyncEngine(
             store: store, transport: FaultInjectingTransport(base: transport, faults: faults),
             configuration: SyncConfiguration(deviceID: deviceID, token: token, maxBatchReadings: 500, sendInterval: profile.sendInterval),
-            clock: ContinuousClock(), heartbeat: { heartbeat.heartbeat() }, logger: logger, seed: seed)
+            clock: clock, heartbeat: { heartbeat.heartbeat() }, logger: logger, seed: seed)
         let (settings, person) = profile.applied(to: SOSSettings(), profile: person)
         pipeline = AgentPipeline(
             configuration: AgentPipeline.Configuration(
@@ -49,9 +47,7 @@ actor CrowdDevice {
         control = PipelineControl(
             pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: AgentTimestamps(), heartbeat: heartbeat,
             profile: profile)
-        sendInterval = Int64(ScenarioRunner.milliseconds(profile.sendInterval).rounded())
         nextVisit = startMilliseconds
-        syncClock = startMilliseconds
     }
 
     /// gpsd's report at trace time `ms`.
@@ -68,25 +64,14 @@ actor CrowdDevice {
         committed += await committer.flush()
     }
 
-    /// The readings lane's visit when due: batches until nothing is due, as the lane does.
+    /// The readings lane's visit when due (`SyncEngine.readingsVisit`, the lane's own policy on
+    /// the crowd's virtual clock): it sends what is due and says when to come back.
     func syncStep(at ms: Int64) async {
         guard ms >= nextVisit else { return }
-        await sync.timePassed(.milliseconds(ms - syncClock))
-        syncClock = ms
-        nextVisit = ms + sendInterval
-        while true {
-            switch await sync.readingsStep() {
-            case .sent:
-                batchesSent += 1
-                continue
-            case .idle:
-                return
-            case .failed(let error):
-                let delay = await sync.retryDelay(after: error)
-                nextVisit = ms + max(1000, Int64(ScenarioRunner.milliseconds(delay).rounded(.up)))
-                return
-            }
-        }
+        let before = await sync.readingsSent
+        let wait = await sync.readingsVisit()
+        if await sync.readingsSent > before { batchesSent += 1 }
+        nextVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(wait).rounded(.up)))
     }
 
     func drain() async {

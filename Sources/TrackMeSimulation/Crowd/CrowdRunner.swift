@@ -59,6 +59,8 @@ public struct CrowdRunner: Sendable {
         let http: HTTPClient
         let transport: any HTTPTransport
         let wall: VirtualWall
+        /// The devices' lane clock, moved with the wall.
+        let clock: VirtualClock
         let work: URL
         let logger: Logger
     }
@@ -80,7 +82,8 @@ public struct CrowdRunner: Sendable {
         let base = "http://127.0.0.1:\(port)"
         guard let baseURL = URL(string: base) else { throw ScenarioError(message: "bad server URL") }
         let context = Context(
-            server: server, base: base, http: http, transport: AsyncHTTPClientTransport(baseURL: baseURL, client: http), wall: wall, work: work,
+            server: server, base: base, http: http, transport: AsyncHTTPClientTransport(baseURL: baseURL, client: http), wall: wall,
+            clock: VirtualClock(), work: work,
             logger: options.logger)
         var outcome = Outcome(passed: true, lines: [], figures: [:])
         do {
@@ -152,7 +155,7 @@ public struct CrowdRunner: Sendable {
             let device = try CrowdDevice(
                 deviceID: id, token: credentials.token, person: PersonProfile(name: name, age: 20 + index % 50), profile: .runner,
                 transport: context.transport, storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0,
-                seed: UInt64(index + 1), logger: context.logger)
+                seed: UInt64(index + 1), clock: context.clock, logger: context.logger)
             let show = random.nextDouble() < race.showFraction
             // The runner's own commands, as `trackme-agent run-join CODE --show` and `run-check-in`.
             _ = try await device.control.joinRun(code: "SIM-RACE", show: show)
@@ -177,6 +180,7 @@ public struct CrowdRunner: Sendable {
         for second in 0...duration {
             let ms = Int64(second) * 1000
             context.wall.set(ms)
+            if second > 0 { context.clock.advance(by: .seconds(1)) }
             // Each device: its fix of this second through its pipeline, commit, its lane.
             let snapshot = runners
             let entered = await withTaskGroup(of: (Int, Double, ContinuousClock.Instant, Bool).self) { group in
@@ -319,7 +323,7 @@ public struct CrowdRunner: Sendable {
             let device = try CrowdDevice(
                 deviceID: id, token: credentials.token, person: person, profile: .taxi, transport: context.transport,
                 storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0, seed: UInt64(1000 + index),
-                logger: context.logger)
+                clock: context.clock, logger: context.logger)
             let zone = index % fleet.zones.count
             let (lat, lon) = stand(in: zone)
             taxis.append(Taxi(device: device, zone: zone, latitude: lat, longitude: lon, dwellUntil: 5 + index % 40))
@@ -338,6 +342,7 @@ public struct CrowdRunner: Sendable {
         for second in 0...fleet.durationSeconds {
             let ms = Int64(second) * 1000
             context.wall.set(ms)
+            if second > 0 { context.clock.advance(by: .seconds(1)) }
             for i in taxis.indices {
                 var taxi = taxis[i]
                 var command: TaxiStateMachine.Event?
