@@ -214,6 +214,10 @@ public actor AgentPipeline {
         return actions
     }
 
+    /// The next fix with a position is stored whatever the sampling interval (a taxi's
+    /// availability changed, a runner checked in).
+    public func forceNextPosition() { sampling.forceNext() }
+
     /// Anything else the engine learns: link state, manual SOS, cancel, pause and resume,
     /// delivery and acknowledgement, and the periodic tick.
     @discardableResult

@@ -29,16 +29,25 @@ public struct PositionSamplingPolicy: Hashable, Sendable {
 
     public var configuration: Configuration
     private var lastStored: (timestamp: ReadingTimestamp, latitude: Double, longitude: Double)?
+    /// The next fix with a position is stored whatever the interval (a taxi's state change).
+    public private(set) var forced = false
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
+    /// Stores the next fix with a position regardless of the interval (a taxi's availability
+    /// changed: the fleet learns of it with a position at once, not up to 30 s later).
+    public mutating func forceNext() { forced = true }
+
     /// Whether to store `fix`, taken at `timestamp`; records it as the last stored fix if so.
     public mutating func shouldStore(_ fix: PositionFix, at timestamp: ReadingTimestamp, alertOpen: Bool) -> Bool {
         guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude else { return false }
         let store: Bool
-        if let last = lastStored, let elapsedMs = timestamp.milliseconds(since: last.timestamp) {
+        if forced {
+            store = true
+            forced = false
+        } else if let last = lastStored, let elapsedMs = timestamp.milliseconds(since: last.timestamp) {
             let elapsed = Duration.milliseconds(elapsedMs) + configuration.tolerance
             if alertOpen {
                 store = elapsed >= configuration.alertInterval
@@ -79,13 +88,14 @@ public struct PositionSamplingPolicy: Hashable, Sendable {
     }
 
     public static func == (lhs: PositionSamplingPolicy, rhs: PositionSamplingPolicy) -> Bool {
-        lhs.configuration == rhs.configuration && lhs.lastStored?.timestamp == rhs.lastStored?.timestamp
+        lhs.configuration == rhs.configuration && lhs.forced == rhs.forced && lhs.lastStored?.timestamp == rhs.lastStored?.timestamp
             && lhs.lastStored?.latitude == rhs.lastStored?.latitude
             && lhs.lastStored?.longitude == rhs.lastStored?.longitude
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(configuration)
+        hasher.combine(forced)
         hasher.combine(lastStored?.timestamp)
         hasher.combine(lastStored?.latitude)
         hasher.combine(lastStored?.longitude)

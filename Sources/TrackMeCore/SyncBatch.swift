@@ -88,6 +88,12 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     public var storeProblem: String?
     /// Readings that failed their integrity check on the device, over the store's life.
     public var quarantinedReadings: Int64?
+    /// `wearer`, `runner` or `taxi` (issue 21); nil from older agents (a wearer).
+    public var profile: DeviceProfile?
+    /// A taxi's availability, with every report (issue 21); nil for other profiles.
+    public var taxiState: TaxiAvailability?
+    /// The run a runner joined, with their consent to be shown (issue 21); nil when none.
+    public var run: RunParticipation?
 
     public init(
         strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil, batteryLow: Bool? = nil,
@@ -114,6 +120,9 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case storeState = "store_state"
         case storeProblem = "store_problem"
         case quarantinedReadings = "quarantined"
+        case profile
+        case taxiState = "taxi_state"
+        case run
     }
 }
 

@@ -560,6 +560,94 @@ enum OpenAPIDocument {
                 "200": {description: HTML page}
                 "403": {description: Forged link}
                 "410": {description: Used or expired link}
+          /v1/runs:
+            post:
+              summary: "A run (organiser, admin): {name, start_ms, end_ms?, code?, gpx}: the course from the GPX document's trkpt (else rtept) points; enrolment starts closed"
+              responses:
+                "201": {description: "{id, code, name, start_ms, end_ms, enrolment_open, length_m, spectator_url}"}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "409": {description: The code is taken}
+            get:
+              summary: The principal's runs (every run for the admin)
+              responses:
+                "200": {description: "{runs: [...]}"}
+          /v1/runs/{id}:
+            get:
+              summary: "The run with every runner as its organiser sees them: check-in, consent, newest fix, distance along the course (AccessPolicy reason joined_run)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "The run with entries: [{device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m}]"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/runs/{id}/enrolment:
+            post:
+              summary: "Open or close enrolment {open: bool}; runners enrol from their device (heartbeat run: WIRE.md) only while it is open"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The run}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/runs/{id}/results.csv:
+            get:
+              summary: "Standings as CSV (rank, name, distance_m, checked_in_ms, last_fix_ms), furthest first"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: CSV, content: {text/csv: {schema: {type: string}}}}
+          /v1/runs/{id}/tracks.gpx:
+            get:
+              summary: Every runner's track of the run as one GPX 1.1 document (one trk per runner)
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: GPX, content: {application/gpx+xml: {schema: {type: string}}}}
+          /v1/public/runs/{id}:
+            get:
+              summary: "The spectator page's data, without an account: the course and the runners who consented to be shown, furthest first, with the leader; no device ids, no one else"
+              security: []
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{name, start_ms, end_ms, length_m, path: [[lat, lon]], runners: [{id, name, lat, lon, distance_m, fix_ms}], leader}"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /runs/{id}:
+            get:
+              summary: The public spectator page of a run (HTML; reads /v1/public/runs/{id} every second)
+              security: []
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: HTML page}
+          /v1/fleet/zones:
+            post:
+              summary: "A zone (fleet operator, admin): {name, polygon: [[lat, lon], ...] (3-1000 corners)}"
+              responses:
+                "201": {description: The zone}
+                "400": {$ref: "#/components/responses/BadRequest"}
+          /v1/fleet:
+            get:
+              summary: "Taxis by zone: each zone's queue of available taxis in arrival order, every taxi with its state; silent (no report for 60 s) taxis marked and out of the queues"
+              responses:
+                "200": {description: "{zones: [{id, name, polygon, queue: [Taxi], taxis: [Taxi]}], outside: [Taxi]}; Taxi: {device_id, name, state, silent, zone_id, queued_ms, last_report_ms, lat, lon}"}
+          /v1/fleet/zones/{id}/next:
+            get:
+              summary: "For a ride-booking system (a fleet_operator token, POST /v1/fleet/tokens): the first available taxi in the zone's queue"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: A Taxi}
+                "404": {description: "No such zone, or error.code no_taxi: none available"}
+          /v1/fleet/tokens:
+            post:
+              summary: A bearer token of role fleet_operator for a ride-booking system (admin)
+              responses:
+                "201": {description: "{token_id, token} (shown once)"}
+          /fleet:
+            get:
+              summary: The fleet page (HTML; a signed-in fleet operator)
+              security: []
+              responses:
+                "200": {description: HTML page}
         components:
           securitySchemes:
             bearer: {type: http, scheme: bearer}
@@ -611,6 +699,15 @@ enum OpenAPIDocument {
                     battery_low: {type: boolean, description: "the strap's battery is below the device's warning level"}
                     monitoring_paused: {type: boolean, description: "the wearer paused monitoring"}
                     body_location: {enum: [other, chest, wrist, finger, hand, ear_lobe, foot]}
+                    profile: {enum: [wearer, runner, taxi], description: "absent from older agents: a wearer"}
+                    taxi_state: {enum: [available, unavailable, on_ride], description: "a taxi's availability, with every report"}
+                    run:
+                      type: [object, "null"]
+                      description: "the run a runner joined: its code, consent to be shown to spectators, check-in time"
+                      properties:
+                        code: {type: string}
+                        show: {type: boolean}
+                        checked_in_ms: {type: [integer, "null"]}
                 readings:
                   type: array
                   items:

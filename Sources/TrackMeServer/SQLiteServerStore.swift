@@ -143,6 +143,7 @@ final class SQLiteServerStore: ServerStore {
         }
         ConsoleSchema.register(in: &migrator)
         PeopleSchema.register(in: &migrator)
+        RaceSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 

@@ -55,6 +55,8 @@ struct ServerAPI: Sendable {
         TokenRoutes(api: self).register(on: router)
         PeopleRoutes(api: self).register(on: router)
         PeoplePages(api: self).register(on: router)
+        RaceRoutes(api: self).register(on: router)
+        FleetRoutes(api: self).register(on: router)
         return router
     }
 
@@ -129,6 +131,8 @@ struct ServerAPI: Sendable {
                 $0.readingsDuplicate += result.duplicates
             }
         }
+        // A runner's or a taxi's state and newest fix for the runs and the fleet (issue 21).
+        if !result.replayed { await RaceIngest(store: store, logger: logger).observe(batch, rows: rows, device: device, now: now) }
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
         let ack = BatchAcknowledgement(

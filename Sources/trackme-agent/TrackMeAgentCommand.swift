@@ -19,6 +19,9 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
             ResumeCommand.self,
             ScanCommand.self,
             HRMCommand.self,
+            TaxiCommand.self,
+            RunJoinCommand.self,
+            RunCheckInCommand.self,
         ]
     )
 }

@@ -47,6 +47,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let scenarioURL = URL(fileURLWithPath: scenario)
+        if CrowdScenario.isCrowd(scenarioURL) { return try await runCrowd(scenarioURL) }
         let loaded = try Scenario.load(from: scenarioURL)
         // Scenario paths are relative to the simulations/ folder, the parent of scenarios/.
         let simulations = scenarioURL.deletingLastPathComponent().deletingLastPathComponent()
@@ -82,5 +83,18 @@ struct RunCommand: AsyncParsableCommand {
         }
         print(outcome.renderer.summary())
         if !outcome.report.passed { throw ExitCode(1) }
+    }
+
+    /// A scenario of many devices (issue 21): `CrowdRunner`; exit 0 only if every expectation held.
+    func runCrowd(_ url: URL) async throws {
+        let loaded = try CrowdScenario.load(from: url)
+        var logger = Logger(label: "trackme.sim")
+        logger.logLevel = verbose ? .info : .critical
+        let outcome = try await CrowdRunner(
+            options: CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
+        ).run(loaded)
+        print("\(loaded.name): \(outcome.passed ? "PASSED" : "FAILED")")
+        for line in outcome.lines { print("  " + line) }
+        if !outcome.passed { throw ExitCode(1) }
     }
 }

@@ -30,6 +30,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchAlertToConsoleCommand.self,
             LoadBenchCommand.self,
             BenchGroupQueryCommand.self,
+            BenchRaceCommand.self,
         ]
     )
 }

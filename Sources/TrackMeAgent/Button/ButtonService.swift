@@ -57,10 +57,23 @@ actor ButtonHandler {
         return { start.duration(to: clock.now) }
     }
 
+    /// When the current press began, for a taxi's short press (issue 21).
+    private var pressedAt: Duration?
+
     func receive(_ event: ButtonMachine.Event) async {
         if event == .tick && !machine.isPressed { return }
         let alert = await control.pipeline.current.openAlert?.state
-        guard let sos = machine.receive(event, now: elapsed(), alert: alert) else { return }
+        let now = elapsed()
+        if event == .down, pressedAt == nil { pressedAt = now }
+        let shortPress = event == .up && pressedAt.map { now - $0 < machine.longPress } == true
+        if event == .up { pressedAt = nil }
+        guard let sos = machine.receive(event, now: now, alert: alert) else {
+            // A short press with no alert on a taxi terminal: available <-> unavailable.
+            if shortPress, alert == nil, let state = try? await control.taxi(.toggle) {
+                logger.notice("button pressed: taxi availability", metadata: ["taxi.state": "\(state.taxi?.rawValue ?? "")"])
+            }
+            return
+        }
         switch sos {
         case .manualSOS:
             logger.notice("button held: manual SOS")

@@ -21,6 +21,10 @@ public struct AgentConfiguration: Hashable, Sendable {
     public var feedback: FeedbackConfiguration = .init()
     /// The SOS button (issue 19).
     public var button: ButtonConfiguration = .init()
+    /// `wearer` (the default), `runner` or `taxi` (issue 21): sampling, rules, status.
+    public var profile: DeviceProfile = .wearer
+    /// A runner's run, joined from the file (`run.code`) rather than `trackme-agent run-join`.
+    public var run: RunConfiguration?
 
     public init(
         person: PersonProfile,
@@ -324,5 +328,17 @@ public struct ButtonConfiguration: Hashable, Sendable {
         self.device = device
         self.keyCode = keyCode
         self.longPressSeconds = longPressSeconds
+    }
+}
+
+/// `run:` a runner's run, by the code the organiser handed out (issue 21).
+public struct RunConfiguration: Hashable, Sendable {
+    public var code: String
+    /// Whether the runner agrees to be shown on the public spectator page.
+    public var showToSpectators: Bool
+
+    public init(code: String, showToSpectators: Bool = false) {
+        self.code = code
+        self.showToSpectators = showToSpectators
     }
 }

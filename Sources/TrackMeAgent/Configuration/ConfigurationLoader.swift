@@ -11,7 +11,7 @@ public enum ConfigurationLoader {
     /// Top-level sections, in the order the example file documents them.
     static let sections = [
         "person", "strap", "gpsd", "store", "server", "sos", "fallback", "feedback", "button", "status", "metrics", "logging",
-        "shutdown",
+        "shutdown", "profile", "run",
     ]
 
     /// Reads and checks the file at `path`.
@@ -70,6 +70,8 @@ public enum ConfigurationLoader {
         let metrics = reader.metrics(document.section("metrics"))
         let logging = reader.logging(document.section("logging"))
         let shutdown = reader.shutdown(document.section("shutdown"))
+        let profile = document.choice("profile", DeviceProfile.allCases.map { ($0.rawValue, $0) })
+        let run = reader.run(document.section("run"))
         document.finish(known: sections)
 
         guard issues.issues.isEmpty, let person, let server else {
@@ -90,6 +92,8 @@ public enum ConfigurationLoader {
         )
         configuration.feedback = feedback
         configuration.button = button
+        configuration.profile = profile ?? .wearer
+        configuration.run = run
         return configuration
     }
 
@@ -371,6 +375,18 @@ private struct Reader {
         if let code = s.int("key_code", in: 1...0x2ff) { button.keyCode = code }
         if let long = s.double("long_press_seconds", in: 0.2...30) { button.longPressSeconds = long }
         return button
+    }
+
+    /// `run: {code: CITY10K, show_to_spectators: true}`; nil when the section is absent.
+    func run(_ s: YAMLSection) -> RunConfiguration? {
+        defer { s.finish(known: ["code", "show_to_spectators"]) }
+        guard s.node("code") != nil || s.node("show_to_spectators") != nil else { return nil }
+        guard let code = s.requiredString("code") else { return nil }
+        guard RunParticipation.isValidCode(code) else {
+            s.report(s.node("code"), "code", "a run code is 4-32 of A-Z 0-9 -, as the organiser gave it")
+            return nil
+        }
+        return RunConfiguration(code: code, showToSpectators: s.bool("show_to_spectators") ?? false)
     }
 
     func status(_ s: YAMLSection) -> StatusConfiguration {

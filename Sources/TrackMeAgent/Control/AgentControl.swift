@@ -17,6 +17,39 @@ public protocol AgentControl: Sendable {
     /// Stops raising alerts from sensor rules (manual SOS still works); readings keep being stored.
     func pauseMonitoring() async throws -> MonitoringState
     func resumeMonitoring() async throws -> MonitoringState
+    /// A taxi's availability command (issue 21); refused on other profiles.
+    func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState
+    /// A runner joins a run by its code; refused on other profiles.
+    func joinRun(code: String, show: Bool) async throws -> ProfileState
+    /// A runner checks in at the start of the run they joined.
+    func checkInToRun() async throws -> ProfileState
+}
+
+extension AgentControl {
+    public func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState {
+        throw AgentControlError(code: .unavailable, message: "this agent has no taxi profile")
+    }
+    public func joinRun(code: String, show: Bool) async throws -> ProfileState {
+        throw AgentControlError(code: .unavailable, message: "this agent has no runner profile")
+    }
+    public func checkInToRun() async throws -> ProfileState {
+        throw AgentControlError(code: .unavailable, message: "this agent has no runner profile")
+    }
+}
+
+/// The device's profile and what goes with it (issue 21), as `status`, `taxi` and `run-join` show it.
+public struct ProfileState: Hashable, Sendable, Codable {
+    public var profile: DeviceProfile
+    /// A taxi's availability.
+    public var taxi: TaxiAvailability?
+    /// A runner's run.
+    public var run: RunParticipation?
+
+    public init(profile: DeviceProfile, taxi: TaxiAvailability? = nil, run: RunParticipation? = nil) {
+        self.profile = profile
+        self.taxi = taxi
+        self.run = run
+    }
 }
 
 /// Whether sensor-rule monitoring is paused, as `pause` and `resume` report it.
@@ -37,6 +70,8 @@ public struct AgentControlError: Error, Hashable, Sendable, Codable, CustomStrin
         case unavailable
         /// The request line was not a valid request.
         case badRequest = "bad_request"
+        /// The command does not fit the state (ending a ride that is not on).
+        case refused
         case `internal`
     }
 

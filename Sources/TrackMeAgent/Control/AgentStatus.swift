@@ -19,6 +19,9 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     public var limits: LimitsStatus?
     /// What the wearer's LED and hook show now (`FeedbackState`), if feedback is wired.
     public var feedback: FeedbackState?
+    /// The device's profile and a taxi's state or a runner's run (issue 21); nil from an agent
+    /// without one (a wearer).
+    public var profile: ProfileState?
 
     public init(
         deviceID: String,
@@ -30,8 +33,10 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         sync: SyncStatus = .init(),
         alert: AlertStatus? = nil,
         limits: LimitsStatus? = nil,
-        feedback: FeedbackState? = nil
+        feedback: FeedbackState? = nil,
+        profile: ProfileState? = nil
     ) {
+        self.profile = profile
         self.deviceID = deviceID
         self.uptimeSeconds = uptimeSeconds
         self.monitoringPaused = monitoringPaused
@@ -48,7 +53,7 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         case deviceID = "device_id"
         case uptimeSeconds = "uptime_s"
         case monitoringPaused = "monitoring_paused"
-        case strap, gpsd, store, sync, alert, limits, feedback
+        case strap, gpsd, store, sync, alert, limits, feedback, profile
     }
 }
 

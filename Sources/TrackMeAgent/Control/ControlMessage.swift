@@ -6,11 +6,21 @@ public import TrackMeCore
 public struct ControlRequest: Hashable, Sendable, Codable {
     public enum Command: String, Hashable, Sendable, Codable, CaseIterable {
         case status, sos, safe, pause, resume
+        /// A taxi's availability (`taxi`: `available`, `unavailable`, `ride-start`, `ride-end`).
+        case taxi
+        /// A runner joins a run by its code (`code`, `show`), and checks in at the start.
+        case runJoin = "run_join"
+        case runCheckIn = "run_check_in"
     }
 
     public var command: Command
     /// Required for `safe`.
     public var reason: CancelReason?
+    /// Required for `taxi`.
+    public var taxi: TaxiStateMachine.Event?
+    /// Required for `run_join`: the run's code, and whether to be shown to spectators.
+    public var code: String?
+    public var show: Bool?
 
     public init(command: Command, reason: CancelReason? = nil) {
         self.command = command
@@ -22,6 +32,18 @@ public struct ControlRequest: Hashable, Sendable, Codable {
     public static let pause = ControlRequest(command: .pause)
     public static let resume = ControlRequest(command: .resume)
     public static func safe(_ reason: CancelReason) -> ControlRequest { ControlRequest(command: .safe, reason: reason) }
+    public static func taxi(_ event: TaxiStateMachine.Event) -> ControlRequest {
+        var request = ControlRequest(command: .taxi)
+        request.taxi = event
+        return request
+    }
+    public static func runJoin(code: String, show: Bool) -> ControlRequest {
+        var request = ControlRequest(command: .runJoin)
+        request.code = code
+        request.show = show
+        return request
+    }
+    public static let runCheckIn = ControlRequest(command: .runCheckIn)
 }
 
 /// The answer to one request, on one line: `{"ok":true,"status":{...}}` or
@@ -32,14 +54,18 @@ public struct ControlResponse: Hashable, Sendable, Codable {
     public var alert: AlertStatus?
     public var monitoring: MonitoringState?
     public var error: AgentControlError?
+    /// The answer to `taxi`, `run_join` and `run_check_in`.
+    public var profile: ProfileState?
 
     public init(
         ok: Bool,
         status: AgentStatus? = nil,
         alert: AlertStatus? = nil,
         monitoring: MonitoringState? = nil,
-        error: AgentControlError? = nil
+        error: AgentControlError? = nil,
+        profile: ProfileState? = nil
     ) {
+        self.profile = profile
         self.ok = ok
         self.status = status
         self.alert = alert

@@ -70,6 +70,9 @@ public struct StatusBoard: Hashable, Sendable {
 
     /// The status as of `now`. Ages across a reboot (different boot ids) are unknown and
     /// shown as absent rather than wrong.
+    /// The device's profile (issue 21), set by the control on each status.
+    public var profile: ProfileState?
+
     public func snapshot(now: ReadingTimestamp) -> AgentStatus {
         let uptime = now.milliseconds(since: started).map { Double(max(0, $0)) / 1000 } ?? 0
         let heartRate = lastHeartRate.flatMap { timed in
@@ -102,7 +105,8 @@ public struct StatusBoard: Hashable, Sendable {
             ),
             alert: alert,
             limits: limits,
-            feedback: feedback
+            feedback: feedback,
+            profile: profile
         )
     }
 }

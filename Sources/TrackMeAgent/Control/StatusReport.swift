@@ -6,6 +6,22 @@ public enum StatusReport {
         var rows: [(String, String, String)] = []
         rows.append(("agent", status.monitoringPaused ? "PAUSED" : "ok", "device \(status.deviceID), up \(duration(seconds: status.uptimeSeconds))"))
 
+        if let profile = status.profile, profile.profile != .wearer {
+            // A taxi shows its availability first; a runner its run (issue 21).
+            switch profile.profile {
+            case .wearer:
+                break
+            case .taxi:
+                rows.append(("profile", "taxi", "state \(profile.taxi?.rawValue ?? "unknown"); position every 30 s and on a state change; manual SOS only"))
+            case .runner:
+                let run = profile.run.map { run in
+                    "run \(run.code), \(run.showToSpectators ? "shown to spectators" : "not shown to spectators"), "
+                        + (run.checkedInMilliseconds == nil ? "not checked in" : "checked in")
+                } ?? "no run joined (trackme-agent run-join CODE)"
+                rows.append(("profile", "runner", run + "; position at 1 Hz"))
+            }
+        }
+
         var strapDetail: [String] = []
         if let address = status.strap.address { strapDetail.append(address) }
         if let battery = status.strap.batteryPercent { strapDetail.append("battery \(battery)%" + (status.strap.batteryLow == true ? " LOW" : "")) }

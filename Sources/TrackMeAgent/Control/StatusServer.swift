@@ -150,6 +150,22 @@ public final class StatusServer: Service, Sendable {
                 response = ControlResponse(ok: true, monitoring: try await control.pauseMonitoring())
             case .resume:
                 response = ControlResponse(ok: true, monitoring: try await control.resumeMonitoring())
+            case .taxi:
+                guard let event = request.taxi else {
+                    response = .failure(
+                        AgentControlError(
+                            code: .badRequest, message: "taxi needs one of \(TaxiStateMachine.Event.allCases.map(\.rawValue).joined(separator: ", "))"))
+                    break
+                }
+                response = ControlResponse(ok: true, profile: try await control.taxi(event))
+            case .runJoin:
+                guard let code = request.code, RunParticipation.isValidCode(code) else {
+                    response = .failure(AgentControlError(code: .badRequest, message: "run_join needs a code of 4-32 A-Z 0-9 -"))
+                    break
+                }
+                response = ControlResponse(ok: true, profile: try await control.joinRun(code: code, show: request.show ?? false))
+            case .runCheckIn:
+                response = ControlResponse(ok: true, profile: try await control.checkInToRun())
             }
         } catch let error as AgentControlError {
             response = .failure(error)

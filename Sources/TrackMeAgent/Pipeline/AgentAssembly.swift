@@ -99,11 +99,14 @@ public enum AgentAssembly {
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
         let dispatchSettings = dispatchSettings(configuration.fallback)
-        let (settings, profile) = configuration.sos.applied(to: SOSSettings(), profile: configuration.person)
+        // The device profile first (issue 21), then the file's own rule overrides on top.
+        let (profileSettings, profiledPerson) = configuration.profile.applied(to: SOSSettings(), profile: configuration.person)
+        let (settings, profile) = configuration.sos.applied(to: profileSettings, profile: profiledPerson)
         // The one composition root, on the real clock; the simulation builds the same on its
         // virtual clock.
         var inputs = AgentCore.Inputs(
-            store: store, sync: SyncConfiguration(deviceID: deviceID, token: token), profile: profile, settings: settings,
+            store: store, sync: SyncConfiguration(deviceID: deviceID, token: token, sendInterval: configuration.profile.sendInterval),
+            profile: profile, settings: settings, positionSampling: PositionSamplingPolicy(configuration: configuration.profile.sampling),
             dispatch: dispatchSettings, clock: ContinuousClock(), transport: http, fallback: fallback(configuration.fallback),
             ids: RandomAlertIDs(), timestamp: { timestamps.now() }, deviceState: deviceState, logger: logger)
         inputs.onCommit = { committed.increment(by: $0.count) }
@@ -129,7 +132,8 @@ public enum AgentAssembly {
         if let restored { feedback.receive(.engine(.update(restored))) }
         let control = PipelineControl(
             pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
-            feedback: feedback, heartbeat: heartbeat)
+            feedback: feedback, heartbeat: heartbeat, profile: configuration.profile,
+            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) })
 
         let connector: StrapConnector
         if let simulated {

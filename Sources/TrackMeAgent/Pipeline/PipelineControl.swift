@@ -17,15 +17,35 @@ public actor PipelineControl: AgentControl {
     private let feedback: FeedbackDriver?
     /// The sync heartbeat's view of pause (the server learns the wearer paused).
     private let heartbeat: HeartbeatState?
+    /// The device's profile (issue 21), a taxi's availability and a runner's run.
+    private let profile: DeviceProfile
+    private var taxiMachine = TaxiStateMachine()
+    private var run: RunParticipation?
 
     public init(pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps) {
         self.init(pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: nil)
     }
 
+    /// A device of the simulation's crowd (issue 21): its profile and heartbeat, no feedback.
+    package init(
+        pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, heartbeat: HeartbeatState,
+        profile: DeviceProfile
+    ) {
+        self.init(
+            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: heartbeat,
+            profile: profile)
+    }
+
     init(
         pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, feedback: FeedbackDriver?,
-        heartbeat: HeartbeatState?
+        heartbeat: HeartbeatState?, profile: DeviceProfile = .wearer, run: RunParticipation? = nil
     ) {
+        let joined = profile == .runner ? run : nil
+        self.profile = profile
+        self.run = joined
+        heartbeat?.profile(profile)
+        heartbeat?.taxiState(profile == .taxi ? TaxiStateMachine().state : nil)
+        heartbeat?.run(joined)
         self.pipeline = pipeline
         self.timestamps = timestamps
         self.feedback = feedback
@@ -102,6 +122,7 @@ public actor PipelineControl: AgentControl {
             limits: current.limits, profile: pipeline.configuration.profile, learnedRestingRate: current.learnedRestingRate,
             learnedSamples: current.baselineSamples, learnedSamplesNeeded: current.baselineSamplesNeeded)
         board.feedback = feedback?.shown
+        board.profile = profileState
         if let open = current.openAlert {
             board.record(alert: open, countdownDeadline: board.openAlert?.id == open.id ? board.countdownDeadline : nil)
         } else {
@@ -143,6 +164,50 @@ public actor PipelineControl: AgentControl {
         observe(await pipeline.receive(.resume, at: timestamps.now()))
         board.monitoringPaused = false
         return MonitoringState(paused: false)
+    }
+
+    // MARK: Profiles (issue 21)
+
+    var profileState: ProfileState {
+        ProfileState(profile: profile, taxi: profile == .taxi ? taxiMachine.state : nil, run: run)
+    }
+
+    public func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState {
+        guard profile == .taxi else {
+            throw AgentControlError(code: .unavailable, message: "this agent's profile is \(profile.rawValue), not taxi")
+        }
+        let changed: Bool
+        do {
+            changed = try taxiMachine.receive(event)
+        } catch {
+            throw AgentControlError(code: .refused, message: error.message)
+        }
+        heartbeat?.taxiState(taxiMachine.state)
+        // A change goes out with the next fix, at once rather than at the next 30 s report.
+        if changed { await pipeline.forceNextPosition() }
+        return profileState
+    }
+
+    public func joinRun(code: String, show: Bool) async throws -> ProfileState {
+        guard profile == .runner else {
+            throw AgentControlError(code: .unavailable, message: "this agent's profile is \(profile.rawValue), not runner")
+        }
+        run = RunParticipation(code: code, showToSpectators: show)
+        heartbeat?.run(run)
+        return profileState
+    }
+
+    public func checkInToRun() async throws -> ProfileState {
+        guard profile == .runner, var joined = run else {
+            throw AgentControlError(code: .refused, message: "join a run first (trackme-agent run-join CODE)")
+        }
+        if joined.checkedInMilliseconds == nil {
+            joined.checkedInMilliseconds = timestamps.now().wallClockMilliseconds
+            run = joined
+            heartbeat?.run(joined)
+            await pipeline.forceNextPosition()
+        }
+        return profileState
     }
 
     private func alertStatus(_ record: AlertRecord) async -> AlertStatus {

@@ -8,7 +8,7 @@ import Metrics
 public import ServiceLifecycle
 import SimulatedStrap
 import Synchronization
-import TrackMeCore
+package import TrackMeCore
 
 /// The group commit: started first, so it stops last and commits what the sources handed it
 /// before they stopped; then the store is closed.
@@ -53,25 +53,28 @@ extension StoreService {
 }
 
 /// What the sources tell the sync heartbeat (read from the sync engine's synchronous closure).
-final class HeartbeatState: Sendable {
+package final class HeartbeatState: Sendable {
     private struct State {
         var strap = "searching"
         var gpsd = "no_device"
         var battery: Int?
         var paused = false
         var bodyLocation: String?
+        var profile: DeviceProfile?
+        var taxiState: TaxiAvailability?
+        var run: RunParticipation?
     }
 
     private let state = Mutex(State())
     /// The strap's battery below this many percent is low (`strap.battery_warning_percent`).
     let batteryWarningPercent: Int
 
-    init(batteryWarningPercent: Int = StrapConfiguration.defaultBatteryWarningPercent) {
+    package init(batteryWarningPercent: Int = StrapConfiguration.defaultBatteryWarningPercent) {
         self.batteryWarningPercent = batteryWarningPercent
     }
 
     func strap(_ value: String) { state.withLock { $0.strap = value } }
-    func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
+    package func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
     /// Records the level; returns whether it is low.
     @discardableResult
     func battery(_ value: Int) -> Bool {
@@ -80,13 +83,21 @@ final class HeartbeatState: Sendable {
     }
     func paused(_ value: Bool) { state.withLock { $0.paused = value } }
     func bodyLocation(_ value: String) { state.withLock { $0.bodyLocation = value } }
+    /// The device's profile, and a taxi's availability or a runner's run, sent with every batch.
+    func profile(_ value: DeviceProfile) { state.withLock { $0.profile = value } }
+    func taxiState(_ value: TaxiAvailability?) { state.withLock { $0.taxiState = value } }
+    func run(_ value: RunParticipation?) { state.withLock { $0.run = value } }
 
-    func heartbeat() -> DeviceHeartbeat {
+    package func heartbeat() -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
         return state.withLock {
-            DeviceHeartbeat(
+            var heartbeat = DeviceHeartbeat(
                 strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery,
                 batteryLow: $0.battery.map { $0 < threshold }, monitoringPaused: $0.paused, bodySensorLocation: $0.bodyLocation)
+            heartbeat.profile = $0.profile
+            heartbeat.taxiState = $0.taxiState
+            heartbeat.run = $0.run
+            return heartbeat
         }
     }
 }

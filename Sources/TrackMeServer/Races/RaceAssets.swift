@@ -1,0 +1,137 @@
+/// The public spectator page of a run (issue 21): no account, no cookie needed. It reads only
+/// `/v1/public/runs/ID` (consenting runners, no device ids) once a second, and puts every name
+/// on the page as text, never as markup (the server's Content-Security-Policy allows scripts
+/// from this origin only besides).
+enum RaceAssets {
+    static let html = #"""
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>Live race</title>
+        <link rel="stylesheet" href="/assets/race.css">
+        <script src="/assets/race.js" defer></script>
+        </head>
+        <body>
+        <header><h1 id="run-name">Live race</h1><span id="run-status" class="status">loading</span></header>
+        <main>
+          <section id="map" class="map" aria-label="Map of the course"></section>
+          <section class="side">
+            <p id="leader" class="leader"></p>
+            <table id="standings"><thead><tr><th>#</th><th>Runner</th><th>km</th></tr></thead><tbody></tbody></table>
+            <p id="message" role="status"></p>
+          </section>
+        </main>
+        </body>
+        </html>
+        """#
+
+    static let style = #"""
+        body { margin: 0; font: 15px/1.4 system-ui, sans-serif; background: #10161d; color: #e8edf2; }
+        header { display: flex; gap: 1em; align-items: baseline; padding: .6em 1em; background: #18212b; }
+        h1 { font-size: 1.3em; margin: 0; }
+        .status { color: #9aa7b4; }
+        main { display: flex; flex-wrap: wrap; gap: 1em; padding: 1em; }
+        .map { flex: 2 1 420px; min-height: 360px; background: #18212b; border-radius: 6px; }
+        .side { flex: 1 1 260px; }
+        .leader { font-size: 1.1em; font-weight: 600; }
+        table { width: 100%; border-collapse: collapse; }
+        td, th { padding: .25em .5em; text-align: left; border-bottom: 1px solid #2f3a47; }
+        td.km { text-align: right; font-variant-numeric: tabular-nums; }
+        """#
+
+    static let script = #"""
+        'use strict';
+        (() => {
+          const runID = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
+          const $ = (id) => document.getElementById(id);
+          const state = { config: { tile_url: null, leaflet: false }, data: null, map: null };
+          const NS = 'http://www.w3.org/2000/svg';
+          function svg(tag, attrs) { const n = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v)); return n; }
+          function text(tag, value, cls) { const n = document.createElement(tag); n.textContent = value; if (cls) n.className = cls; return n; }
+          function km(m) { return (m / 1000).toFixed(2); }
+
+          async function load() {
+            try {
+              const response = await fetch('/v1/public/runs/' + encodeURIComponent(runID), { cache: 'no-store' });
+              if (!response.ok) { $('run-status').textContent = response.status === 404 ? 'no such run' : 'unavailable'; return; }
+              state.data = await response.json();
+              render();
+              $('run-status').textContent = 'live';
+            } catch (e) { $('run-status').textContent = 'reconnecting'; }
+          }
+
+          function render() {
+            const d = state.data;
+            document.title = d.name + ' (live)';
+            $('run-name').textContent = d.name;
+            const leader = d.runners.find((r) => r.id === d.leader);
+            $('leader').textContent = leader ? 'Leader: ' + leader.name + ' at ' + km(leader.distance_m) + ' km of ' + km(d.length_m) : 'No runner on the course yet';
+            const body = $('standings').tBodies[0];
+            body.replaceChildren(...d.runners.map((r, i) => {
+              const row = document.createElement('tr');
+              row.dataset.runner = r.id;
+              row.append(text('td', String(i + 1)), text('td', r.name, 'name'), text('td', km(r.distance_m), 'km'));
+              return row;
+            }));
+            $('message').textContent = d.runners.length + ' runner' + (d.runners.length === 1 ? '' : 's') + ' shown';
+            if (state.config.leaflet && state.config.tile_url && window.L) drawLeaflet(d); else drawGrid(d);
+          }
+
+          // Without tiles: the course on a plain grid (equirectangular around its middle).
+          function drawGrid(d) {
+            const W = 600, H = 400, box = $('map');
+            const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map' });
+            const all = d.path.concat(d.runners.map((r) => [r.lat, r.lon]));
+            const lat0 = all.reduce((s, p) => s + p[0], 0) / all.length;
+            const k = Math.cos(lat0 * Math.PI / 180) * 111320;
+            const xs = all.map((p) => p[1] * k), ys = all.map((p) => p[0] * 110540);
+            const minX = Math.min(...xs), maxX = Math.max(...xs), minY = Math.min(...ys), maxY = Math.max(...ys);
+            const span = Math.max(50, maxX - minX, (maxY - minY) * W / H) * 1.15;
+            const cx = (minX + maxX) / 2, cy = (minY + maxY) / 2, scale = W / span;
+            const px = (lon) => W / 2 + (lon * k - cx) * scale, py = (lat) => H / 2 - (lat * 110540 - cy) * scale;
+            plot.append(svg('polyline', { points: d.path.map((p) => px(p[1]).toFixed(1) + ',' + py(p[0]).toFixed(1)).join(' '), fill: 'none', stroke: '#3e8ef7', 'stroke-width': 3 }));
+            for (const r of d.runners.slice().reverse()) {
+              const dot = svg('circle', { cx: px(r.lon).toFixed(1), cy: py(r.lat).toFixed(1), r: r.id === d.leader ? 7 : 4, fill: r.id === d.leader ? '#f5a623' : '#e5484d', class: 'runner' });
+              dot.dataset.runner = r.id;
+              const title = svg('title'); title.textContent = r.name; dot.append(title);
+              plot.append(dot);
+            }
+            box.replaceChildren(plot);
+          }
+
+          function drawLeaflet(d) {
+            const L = window.L;
+            if (!state.map) {
+              const map = L.map($('map'), { attributionControl: false });
+              L.tileLayer(state.config.tile_url, { maxZoom: 19 }).addTo(map);
+              L.control.scale().addTo(map);
+              const course = L.polyline(d.path, { color: '#3e8ef7' }).addTo(map);
+              map.fitBounds(course.getBounds());
+              state.map = { map, markers: new Map() };
+            }
+            const seen = new Set();
+            for (const r of d.runners) {
+              seen.add(r.id);
+              let m = state.map.markers.get(r.id);
+              if (!m) { m = L.circleMarker([r.lat, r.lon], { radius: 5, color: '#e5484d' }).addTo(state.map.map); m.bindTooltip(''); state.map.markers.set(r.id, m); }
+              m.setLatLng([r.lat, r.lon]);
+              m.setTooltipContent(document.createTextNode(r.name));
+            }
+            for (const [id, m] of state.map.markers) if (!seen.has(id)) { m.remove(); state.map.markers.delete(id); }
+          }
+
+          async function start() {
+            try { state.config = await (await fetch('/v1/console/config')).json(); } catch (e) { /* grid */ }
+            if (state.config.leaflet && state.config.tile_url && !window.L) {
+              const css = document.createElement('link'); css.rel = 'stylesheet'; css.href = '/assets/leaflet/leaflet.css'; document.head.append(css);
+              const js = document.createElement('script'); js.src = '/assets/leaflet/leaflet.js'; js.addEventListener('load', load); document.head.append(js);
+            }
+            await load();
+            setInterval(load, 1000);
+          }
+          start();
+        })();
+        """#
+}

@@ -1,0 +1,118 @@
+import Logging
+import TrackMeCore
+
+/// What a device's batch tells the runs and the fleet (issue 21): a runner's enrolment, consent,
+/// check-in and newest position along the course; a taxi's state, zone and place in the queue.
+/// Runs after the batch is durably stored; a failure here is logged and never refuses the batch
+/// (its readings are stored either way, and the next batch brings the state again).
+struct RaceIngest: Sendable {
+    let store: any ServerStore
+    let logger: Logger
+
+    /// Fixes before a run's start by more than this are not shown (a runner's walk to the start).
+    static let beforeStartMilliseconds: Int64 = 30 * 60 * 1000
+
+    struct Fix: Hashable, Sendable {
+        var milliseconds: Int64
+        var latitude: Double
+        var longitude: Double
+    }
+
+    func observe(_ batch: SyncBatch, rows: [ReadingRow], device: DeviceRow, now: Int64) async {
+        guard let heartbeat = batch.heartbeat else { return }
+        var fixes: [Fix] = []
+        for (reading, row) in zip(batch.readings, rows) {
+            if case .position(let fix) = reading.payload, fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+                fixes.append(Fix(milliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude))
+            }
+        }
+        do {
+            if let run = heartbeat.run {
+                try await observeRunner(run, fixes: fixes, device: device, now: now)
+            }
+            if heartbeat.profile == .taxi, let state = heartbeat.taxiState {
+                try await observeTaxi(state, newest: fixes.max { $0.milliseconds < $1.milliseconds }, device: device, now: now)
+            }
+        } catch {
+            logger.warning("run or fleet update failed", metadata: ["server.device": "\(device.deviceID)", "error": "\(error)"])
+        }
+    }
+
+    func observeRunner(_ participation: RunParticipation, fixes: [Fix], device: DeviceRow, now: Int64) async throws {
+        guard let run = try await store.run(code: participation.code) else { return }
+        var entry: RunEntry
+        if let existing = try await store.runEntry(runID: run.id, deviceID: device.deviceID) {
+            entry = existing
+        } else {
+            // Enrolment only while the organiser keeps it open.
+            guard run.enrolmentOpen else { return }
+            entry = RunEntry(
+                runID: run.id, deviceID: device.deviceID, name: device.person.name, showToSpectators: participation.showToSpectators,
+                enrolledMilliseconds: now)
+        }
+        let before = entry
+        // Consent can be given or withdrawn at any time; the device's word is the latest.
+        entry.showToSpectators = participation.showToSpectators
+        if entry.checkedInMilliseconds == nil, let checkedIn = participation.checkedInMilliseconds {
+            entry.checkedInMilliseconds = min(checkedIn, now)
+        }
+        let inWindow = fixes.filter { $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds }
+        if let newest = inWindow.max(by: { $0.milliseconds < $1.milliseconds }), newest.milliseconds > (entry.fixMilliseconds ?? .min) {
+            entry.latitude = newest.latitude
+            entry.longitude = newest.longitude
+            entry.fixMilliseconds = newest.milliseconds
+            entry.distanceMetres = run.path.distanceAlong(latitude: newest.latitude, longitude: newest.longitude, near: entry.distanceMetres)
+            entry.receivedMilliseconds = now
+        }
+        if entry != before { try await store.saveRunEntry(entry) }
+    }
+
+    func observeTaxi(_ state: TaxiAvailability, newest: Fix?, device: DeviceRow, now: Int64) async throws {
+        let previous = try await store.fleetTaxi(deviceID: device.deviceID)
+        var taxi = previous ?? FleetTaxi(deviceID: device.deviceID, name: device.person.name, state: state.rawValue, lastReportMilliseconds: now)
+        if let newest, newest.milliseconds > (taxi.fixMilliseconds ?? .min) {
+            taxi.latitude = newest.latitude
+            taxi.longitude = newest.longitude
+            taxi.fixMilliseconds = newest.milliseconds
+        }
+        var zoneID: String?
+        if let latitude = taxi.latitude, let longitude = taxi.longitude {
+            zoneID = try await store.zones().first { $0.contains(latitude: latitude, longitude: longitude) }?.id
+        }
+        taxi.name = device.person.name
+        taxi.state = state.rawValue
+        taxi.lastReportMilliseconds = now
+        taxi.queuedMilliseconds = FleetQueue.queuedSince(
+            state: state, zoneID: zoneID, previousState: previous?.state, previousZoneID: previous?.zoneID,
+            previousQueued: previous?.queuedMilliseconds, fixMilliseconds: newest?.milliseconds, now: now)
+        taxi.zoneID = zoneID
+        if taxi != previous { try await store.saveFleetTaxi(taxi) }
+    }
+}
+
+/// The zone queues' rules (003 AS4-AS5), pure.
+enum FleetQueue {
+    /// A taxi that missed two 30 s reports is silent: shown so, and out of every queue.
+    static let silentAfterMilliseconds: Int64 = 60_000
+
+    /// When the taxi's place in its zone's queue began: kept while it stays available in the
+    /// same zone; a new arrival (another zone, or available again) queues at the back, from
+    /// the fix that shows it there (or now, for a state change); nil when not available in a zone.
+    static func queuedSince(
+        state: TaxiAvailability, zoneID: String?, previousState: String?, previousZoneID: String?, previousQueued: Int64?,
+        fixMilliseconds: Int64?, now: Int64
+    ) -> Int64? {
+        guard state == .available, zoneID != nil else { return nil }
+        if previousState == TaxiAvailability.available.rawValue, previousZoneID == zoneID, let previousQueued { return previousQueued }
+        if previousState == TaxiAvailability.available.rawValue, previousZoneID != zoneID { return min(fixMilliseconds ?? now, now) }
+        return now
+    }
+
+    static func isSilent(_ taxi: FleetTaxi, now: Int64) -> Bool { now - taxi.lastReportMilliseconds > silentAfterMilliseconds }
+
+    /// A zone's queue: its available taxis that are not silent, in arrival order.
+    static func queue(zoneID: String, taxis: [FleetTaxi], now: Int64) -> [FleetTaxi] {
+        taxis.filter { $0.zoneID == zoneID && $0.state == TaxiAvailability.available.rawValue && $0.queuedMilliseconds != nil && !isSilent($0, now: now) }
+            .sorted { ($0.queuedMilliseconds ?? 0, $0.deviceID) < ($1.queuedMilliseconds ?? 0, $1.deviceID) }
+    }
+}

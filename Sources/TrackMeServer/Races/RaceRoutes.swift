@@ -1,0 +1,336 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TrackMeCore
+
+/// Runs (Track4Run, issue 21): organisers create a run from a GPX course, open enrolment, see
+/// check-ins, follow the race and download results and tracks; spectators open a public page
+/// per run without an account. Runners enrol from their device (the run code and consent ride
+/// in its heartbeat, `RaceIngest`).
+struct RaceRoutes: Sendable {
+    let api: ServerAPI
+
+    var store: any ServerStore { api.store }
+    var authenticator: Authenticator { api.authenticator }
+    var now: Int64 { api.configuration.wallClock() }
+
+    /// After a run ends its organiser may still read its runners' tracks this long (results).
+    static let resultsWindowMilliseconds: Int64 = 30 * 24 * 3600 * 1000
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.post("/v1/runs") { request, _ in try await createRun(request) }
+        router.get("/v1/runs") { request, _ in try await listRuns(request) }
+        router.get("/v1/runs/:id") { request, context in try await showRun(request, id: try runID(context)) }
+        router.post("/v1/runs/:id/enrolment") { request, context in try await setEnrolment(request, id: try runID(context)) }
+        router.get("/v1/runs/:id/results.csv") { request, context in try await results(request, id: try runID(context)) }
+        router.get("/v1/runs/:id/tracks.gpx") { request, context in try await tracks(request, id: try runID(context)) }
+        router.get("/v1/public/runs/:id") { _, context in try await spectatorData(id: try runID(context)) }
+        let console = ConsoleRoutes(api: api)
+        router.get("/runs/:id") { _, _ in console.page(RaceAssets.html, type: "text/html; charset=utf-8") }
+        router.get("/assets/race.js") { _, _ in console.page(RaceAssets.script, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/race.css") { _, _ in console.page(RaceAssets.style, type: "text/css; charset=utf-8") }
+    }
+
+    func runID(_ context: ServerRequestContext) throws -> String {
+        try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+    }
+
+    func createRun(_ request: Request) async throws -> Response {
+        let principal = try await authenticator.authenticate(request, roles: [.organiser, .admin])
+        let body = try api.decode(CreateRunRequest.self, try await api.readBody(request))
+        guard (1...100).contains(body.name.count) else { throw APIError.invalid("name", "must be 1-100 characters") }
+        let end = body.endMilliseconds ?? body.startMilliseconds + 6 * 3600 * 1000
+        guard end > body.startMilliseconds else { throw APIError.invalid("end_ms", "must be after start_ms") }
+        let path: RunPath
+        do {
+            path = try RunPath.parseGPX(body.gpx)
+        } catch {
+            throw APIError.invalid("gpx", error.message)
+        }
+        let code = body.code ?? Self.generateCode()
+        guard RunParticipation.isValidCode(code) else { throw APIError.invalid("code", "4-32 of A-Z 0-9 -") }
+        let run = Run(
+            id: BearerToken.generate().id, code: code, name: body.name, organiserAccountID: principal.accountID ?? principal.tokenID,
+            startMilliseconds: body.startMilliseconds, endMilliseconds: end, enrolmentOpen: false, path: path, createdMilliseconds: now)
+        guard try await store.insertRun(run) else {
+            throw APIError(status: .conflict, code: .conflict, field: "code", message: "run code \(code) is taken")
+        }
+        return try json(.created, RunBody(run, entries: []))
+    }
+
+    func listRuns(_ request: Request) async throws -> Response {
+        let principal = try await authenticator.authenticate(request, roles: [.organiser, .admin])
+        let runs = try await store.runs(organiserAccountID: principal.role == .admin ? nil : principal.accountID ?? principal.tokenID)
+        return try json(.ok, RunList(runs: runs.map { RunBody($0, entries: nil) }))
+    }
+
+    /// The run with every runner as its organiser sees them: check-ins and live positions, for
+    /// those the access policy lets them read (members of this run, during it and the results
+    /// window after).
+    func showRun(_ request: Request, id: String) async throws -> Response {
+        let (run, principal) = try await ownRun(request, id: id)
+        let entries = try await readable(run, principal: principal)
+        return try json(.ok, RunBody(run, entries: entries.map(RunEntryBody.init)))
+    }
+
+    func setEnrolment(_ request: Request, id: String) async throws -> Response {
+        _ = try await ownRun(request, id: id)
+        let body = try api.decode(EnrolmentRequest.self, try await api.readBody(request))
+        _ = try await store.setEnrolmentOpen(runID: id, open: body.open)
+        guard let run = try await store.run(id: id) else { throw APIError.notFound("no run \(id)") }
+        return try json(.ok, RunBody(run, entries: nil))
+    }
+
+    func results(_ request: Request, id: String) async throws -> Response {
+        let (run, principal) = try await ownRun(request, id: id)
+        let ranked = RaceStanding.ranked(try await readable(run, principal: principal))
+        var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms\n"
+        for (index, entry) in ranked.enumerated() {
+            let distance = entry.distanceMetres.map { String(format: "%.1f", $0) } ?? ""
+            csv += "\(index + 1),\(Self.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
+        }
+        return download(csv, type: "text/csv; charset=utf-8", filename: "\(run.code)-results.csv")
+    }
+
+    func tracks(_ request: Request, id: String) async throws -> Response {
+        let (run, principal) = try await ownRun(request, id: id)
+        var tracks: [GPXWriter.Track] = []
+        for entry in try await readable(run, principal: principal) {
+            var points: [(Int64, Double, Double)] = []
+            var after: Int64 = 0
+            while true {
+                let page = try await store.readings(
+                    ReadingQuery(
+                        deviceID: entry.deviceID, fromMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        toMilliseconds: run.endMilliseconds, kind: .position, afterSequence: after, limit: 5000))
+                for row in page {
+                    if let reading = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = reading.payload,
+                        let latitude = fix.latitude, let longitude = fix.longitude
+                    {
+                        points.append((row.placedMilliseconds, latitude, longitude))
+                    }
+                }
+                guard let last = page.last, page.count == 5000 else { break }
+                after = last.sequence
+            }
+            tracks.append(GPXWriter.Track(name: entry.name, points: points.sorted { $0.0 < $1.0 }))
+        }
+        return download(GPXWriter.document(name: run.name, tracks: tracks), type: "application/gpx+xml", filename: "\(run.code)-tracks.gpx")
+    }
+
+    /// The public page's data: consenting runners only, with no device id, nothing else.
+    func spectatorData(id: String) async throws -> Response {
+        guard let run = try await store.run(id: id) else { throw APIError.notFound("no run \(id)") }
+        var response = try json(.ok, SpectatorView(run: run, entries: try await store.runEntries(runID: run.id)))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// The run, if the principal organises it (or is the admin).
+    func ownRun(_ request: Request, id: String) async throws -> (Run, Principal) {
+        let principal = try await authenticator.authenticate(request, roles: [.organiser, .admin])
+        guard let run = try await store.run(id: id),
+            principal.role == .admin || run.organiserAccountID == (principal.accountID ?? principal.tokenID)
+        else { throw APIError.notFound("no run \(id)") }
+        return (run, principal)
+    }
+
+    /// The entries the access policy lets the principal read now (reason `joined_run`).
+    func readable(_ run: Run, principal: Principal) async throws -> [RunEntry] {
+        let policy = AccessPolicy()
+        let time = now
+        return try await store.runEntries(runID: run.id).filter { entry in
+            let subject = AccessPolicy.Subject(
+                personID: entry.deviceID, deviceIDs: [entry.deviceID],
+                runs: [
+                    AccessPolicy.RunMembership(
+                        organiserAccountID: run.organiserAccountID, startMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        endMilliseconds: run.endMilliseconds + Self.resultsWindowMilliseconds)
+                ])
+            var asked = principal
+            if asked.accountID == nil { asked.accountID = asked.tokenID }
+            return policy.decide(asked, subject: subject, now: time).isAllowed
+        }
+    }
+
+    func download(_ text: String, type: String, filename: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A CSV field quoted when it must be; a leading `= + - @` is prefixed with `'` so a
+    /// spreadsheet never runs a runner's name as a formula.
+    static func csvField(_ text: String) -> String {
+        var value = text
+        if let first = value.first, "=+-@\t\r".contains(first) { value = "'" + value }
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func generateCode() -> String {
+        let letters = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var rng = SystemRandomNumberGenerator()
+        return String((0..<8).map { _ in letters[Int.random(in: 0..<letters.count, using: &rng)] })
+    }
+}
+
+/// Standings: furthest along the course first; ties by the earlier fix.
+enum RaceStanding {
+    static func ranked(_ entries: [RunEntry]) -> [RunEntry] {
+        entries.sorted { a, b in
+            let da = a.distanceMetres ?? -1
+            let db = b.distanceMetres ?? -1
+            if da != db { return da > db }
+            return (a.fixMilliseconds ?? .max, a.deviceID) < (b.fixMilliseconds ?? .max, b.deviceID)
+        }
+    }
+}
+
+struct CreateRunRequest: Codable, Sendable {
+    var name: String
+    var startMilliseconds: Int64
+    var endMilliseconds: Int64?
+    var code: String?
+    /// The course as a GPX document (its `trkpt` or `rtept` points).
+    var gpx: String
+
+    enum CodingKeys: String, CodingKey {
+        case name, code, gpx
+        case startMilliseconds = "start_ms"
+        case endMilliseconds = "end_ms"
+    }
+}
+
+struct EnrolmentRequest: Codable, Sendable {
+    var open: Bool
+}
+
+struct RunBody: Codable, Sendable {
+    var id: String
+    var code: String
+    var name: String
+    var startMilliseconds: Int64
+    var endMilliseconds: Int64
+    var enrolmentOpen: Bool
+    var lengthMetres: Double
+    var spectatorURL: String
+    var entries: [RunEntryBody]?
+
+    init(_ run: Run, entries: [RunEntryBody]?) {
+        id = run.id
+        code = run.code
+        name = run.name
+        startMilliseconds = run.startMilliseconds
+        endMilliseconds = run.endMilliseconds
+        enrolmentOpen = run.enrolmentOpen
+        lengthMetres = run.path.length
+        spectatorURL = "/runs/\(run.id)"
+        self.entries = entries
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, code, name, entries
+        case startMilliseconds = "start_ms"
+        case endMilliseconds = "end_ms"
+        case enrolmentOpen = "enrolment_open"
+        case lengthMetres = "length_m"
+        case spectatorURL = "spectator_url"
+    }
+}
+
+struct RunList: Codable, Sendable {
+    var runs: [RunBody]
+}
+
+/// A runner as their organiser sees them.
+struct RunEntryBody: Codable, Sendable {
+    var deviceID: String
+    var name: String
+    var showToSpectators: Bool
+    var enrolledMilliseconds: Int64
+    var checkedInMilliseconds: Int64?
+    var latitude: Double?
+    var longitude: Double?
+    var fixMilliseconds: Int64?
+    var distanceMetres: Double?
+
+    init(_ entry: RunEntry) {
+        deviceID = entry.deviceID
+        name = entry.name
+        showToSpectators = entry.showToSpectators
+        enrolledMilliseconds = entry.enrolledMilliseconds
+        checkedInMilliseconds = entry.checkedInMilliseconds
+        latitude = entry.latitude
+        longitude = entry.longitude
+        fixMilliseconds = entry.fixMilliseconds
+        distanceMetres = entry.distanceMetres
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name
+        case deviceID = "device_id"
+        case showToSpectators = "show"
+        case enrolledMilliseconds = "enrolled_ms"
+        case checkedInMilliseconds = "checked_in_ms"
+        case latitude = "lat"
+        case longitude = "lon"
+        case fixMilliseconds = "fix_ms"
+        case distanceMetres = "distance_m"
+    }
+}
+
+/// The public spectator page's data: the course and the consenting runners with a position,
+/// furthest first. No device id, no consent flag, no one who did not consent.
+struct SpectatorView: Codable, Sendable {
+    struct Runner: Codable, Sendable {
+        /// Stable per run and runner, and says nothing about the device.
+        var id: String
+        var name: String
+        var latitude: Double
+        var longitude: Double
+        var distanceMetres: Double
+        var fixMilliseconds: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case id, name
+            case latitude = "lat"
+            case longitude = "lon"
+            case distanceMetres = "distance_m"
+            case fixMilliseconds = "fix_ms"
+        }
+    }
+
+    var name: String
+    var startMilliseconds: Int64
+    var endMilliseconds: Int64
+    var lengthMetres: Double
+    var path: [[Double]]
+    var runners: [Runner]
+    /// The leader's `id`, or nil before anyone has a position.
+    var leader: String?
+
+    init(run: Run, entries: [RunEntry]) {
+        name = run.name
+        startMilliseconds = run.startMilliseconds
+        endMilliseconds = run.endMilliseconds
+        lengthMetres = run.path.length
+        path = run.path.points
+        runners = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil }).compactMap { entry in
+            guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds else { return nil }
+            return Runner(
+                id: String(SHA256.hexHash(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
+                distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix)
+        }
+        leader = runners.first?.id
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, path, runners, leader
+        case startMilliseconds = "start_ms"
+        case endMilliseconds = "end_ms"
+        case lengthMetres = "length_m"
+    }
+}

@@ -1,0 +1,85 @@
+import GRDB
+
+/// The tables of runs (Track4Run) and the taxi fleet, one migration per backend, named
+/// `race-N` so they never meet another room's. Append-only: a change is a new migration.
+enum RaceSchema {
+    static func register(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("race-1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE runs (
+                        id TEXT PRIMARY KEY,
+                        code TEXT NOT NULL UNIQUE,
+                        name TEXT NOT NULL,
+                        organiser_id TEXT NOT NULL,
+                        start_ms INTEGER NOT NULL,
+                        end_ms INTEGER NOT NULL,
+                        enrolment_open INTEGER NOT NULL DEFAULT 0,
+                        path TEXT NOT NULL,
+                        created_ms INTEGER NOT NULL
+                    );
+                    CREATE INDEX runs_organiser ON runs (organiser_id);
+                    CREATE TABLE run_entries (
+                        run_id TEXT NOT NULL REFERENCES runs (id),
+                        device_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        show INTEGER NOT NULL,
+                        enrolled_ms INTEGER NOT NULL,
+                        checked_in_ms INTEGER,
+                        lat REAL,
+                        lon REAL,
+                        fix_ms INTEGER,
+                        distance_m REAL,
+                        received_ms INTEGER,
+                        PRIMARY KEY (run_id, device_id)
+                    );
+                    CREATE INDEX run_entries_device ON run_entries (device_id);
+                    CREATE TABLE fleet_zones (
+                        id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        polygon TEXT NOT NULL,
+                        created_ms INTEGER NOT NULL
+                    );
+                    CREATE TABLE fleet_taxis (
+                        device_id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        zone_id TEXT,
+                        queued_ms INTEGER,
+                        last_report_ms INTEGER NOT NULL,
+                        lat REAL,
+                        lon REAL,
+                        fix_ms INTEGER
+                    );
+                    """)
+        }
+    }
+
+    static let postgres: [(String, [String])] = [
+        (
+            "race-1",
+            [
+                """
+                CREATE TABLE runs (
+                    id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL, organiser_id TEXT NOT NULL,
+                    start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, enrolment_open BOOLEAN NOT NULL DEFAULT FALSE, path TEXT NOT NULL,
+                    created_ms BIGINT NOT NULL)
+                """,
+                "CREATE INDEX runs_organiser ON runs (organiser_id)",
+                """
+                CREATE TABLE run_entries (
+                    run_id TEXT NOT NULL REFERENCES runs (id), device_id TEXT NOT NULL, name TEXT NOT NULL, show BOOLEAN NOT NULL,
+                    enrolled_ms BIGINT NOT NULL, checked_in_ms BIGINT, lat DOUBLE PRECISION, lon DOUBLE PRECISION, fix_ms BIGINT,
+                    distance_m DOUBLE PRECISION, received_ms BIGINT, PRIMARY KEY (run_id, device_id))
+                """,
+                "CREATE INDEX run_entries_device ON run_entries (device_id)",
+                "CREATE TABLE fleet_zones (id TEXT PRIMARY KEY, name TEXT NOT NULL, polygon TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+                """
+                CREATE TABLE fleet_taxis (
+                    device_id TEXT PRIMARY KEY, name TEXT NOT NULL, state TEXT NOT NULL, zone_id TEXT, queued_ms BIGINT,
+                    last_report_ms BIGINT NOT NULL, lat DOUBLE PRECISION, lon DOUBLE PRECISION, fix_ms BIGINT)
+                """,
+            ]
+        )
+    ]
+}

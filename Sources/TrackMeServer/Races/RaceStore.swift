@@ -1,0 +1,140 @@
+/// Runs (Track4Run) and the taxi fleet (003), as stored; both backends (SQLite, PostgreSQL)
+/// implement `RaceStore`, and RaceStoreTests run against each.
+struct Run: Hashable, Sendable {
+    var id: String
+    /// What runners type to join (`RunParticipation.isValidCode`); unique.
+    var code: String
+    var name: String
+    var organiserAccountID: String
+    var startMilliseconds: Int64
+    var endMilliseconds: Int64
+    var enrolmentOpen: Bool
+    var path: RunPath
+    var createdMilliseconds: Int64
+}
+
+/// One runner in one run: their device, the name shown, consent, check-in, and where they are.
+struct RunEntry: Hashable, Sendable {
+    var runID: String
+    var deviceID: String
+    var name: String
+    /// The runner agreed to be shown on the public spectator page. Without it they never
+    /// appear there, not even in the page's JSON.
+    var showToSpectators: Bool
+    var enrolledMilliseconds: Int64
+    var checkedInMilliseconds: Int64?
+    var latitude: Double?
+    var longitude: Double?
+    /// Wall time of the newest fix (the device's, when trusted; else when received).
+    var fixMilliseconds: Int64?
+    var distanceMetres: Double?
+    /// When the server received the newest fix (the spectator feed's lag starts at the fix).
+    var receivedMilliseconds: Int64?
+
+    init(
+        runID: String, deviceID: String, name: String, showToSpectators: Bool, enrolledMilliseconds: Int64, checkedInMilliseconds: Int64? = nil,
+        latitude: Double? = nil, longitude: Double? = nil, fixMilliseconds: Int64? = nil, distanceMetres: Double? = nil,
+        receivedMilliseconds: Int64? = nil
+    ) {
+        self.runID = runID
+        self.deviceID = deviceID
+        self.name = name
+        self.showToSpectators = showToSpectators
+        self.enrolledMilliseconds = enrolledMilliseconds
+        self.checkedInMilliseconds = checkedInMilliseconds
+        self.latitude = latitude
+        self.longitude = longitude
+        self.fixMilliseconds = fixMilliseconds
+        self.distanceMetres = distanceMetres
+        self.receivedMilliseconds = receivedMilliseconds
+    }
+}
+
+/// A fleet zone: a polygon of `[latitude, longitude]` corners (003 AS4).
+package struct FleetZone: Hashable, Sendable {
+    package var id: String
+    package var name: String
+    package var polygon: [[Double]]
+    package var createdMilliseconds: Int64
+
+    package init(id: String, name: String, polygon: [[Double]], createdMilliseconds: Int64) {
+        self.id = id
+        self.name = name
+        self.polygon = polygon
+        self.createdMilliseconds = createdMilliseconds
+    }
+
+    /// Even-odd ray casting on latitude/longitude (zones are a few km across).
+    package func contains(latitude: Double, longitude: Double) -> Bool {
+        var inside = false
+        var j = polygon.count - 1
+        for i in 0..<polygon.count {
+            let (yi, xi) = (polygon[i][0], polygon[i][1])
+            let (yj, xj) = (polygon[j][0], polygon[j][1])
+            if (yi > latitude) != (yj > latitude), longitude < (xj - xi) * (latitude - yi) / (yj - yi) + xi {
+                inside.toggle()
+            }
+            j = i
+        }
+        return inside
+    }
+
+    static func validPolygon(_ polygon: [[Double]]) -> Bool {
+        (3...1000).contains(polygon.count)
+            && polygon.allSatisfy { $0.count == 2 && (-90...90).contains($0[0]) && (-180...180).contains($0[1]) }
+    }
+}
+
+/// A taxi as the fleet sees it: its state, zone and place in the zone's queue.
+struct FleetTaxi: Hashable, Sendable {
+    var deviceID: String
+    var name: String
+    var state: String
+    var zoneID: String?
+    /// When the taxi became available in its zone: its place in the queue (arrival order).
+    /// Nil unless available in a zone.
+    var queuedMilliseconds: Int64?
+    var lastReportMilliseconds: Int64
+    var latitude: Double?
+    var longitude: Double?
+    var fixMilliseconds: Int64?
+
+    init(
+        deviceID: String, name: String, state: String, zoneID: String? = nil, queuedMilliseconds: Int64? = nil, lastReportMilliseconds: Int64,
+        latitude: Double? = nil, longitude: Double? = nil, fixMilliseconds: Int64? = nil
+    ) {
+        self.deviceID = deviceID
+        self.name = name
+        self.state = state
+        self.zoneID = zoneID
+        self.queuedMilliseconds = queuedMilliseconds
+        self.lastReportMilliseconds = lastReportMilliseconds
+        self.latitude = latitude
+        self.longitude = longitude
+        self.fixMilliseconds = fixMilliseconds
+    }
+}
+
+protocol RaceStore: Sendable {
+    /// False if the code is taken.
+    func insertRun(_ run: Run) async throws -> Bool
+    func run(id: String) async throws -> Run?
+    func run(code: String) async throws -> Run?
+    /// The runs of one organiser (all runs for nil), newest start first.
+    func runs(organiserAccountID: String?) async throws -> [Run]
+    /// False if there is no such run.
+    func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool
+
+    func runEntry(runID: String, deviceID: String) async throws -> RunEntry?
+    /// Inserts or replaces the entry of `(run_id, device_id)`.
+    func saveRunEntry(_ entry: RunEntry) async throws
+    func runEntries(runID: String) async throws -> [RunEntry]
+    /// The runs a device has an entry in (for the ingest path: which run a fix belongs to).
+    func runEntries(deviceID: String) async throws -> [RunEntry]
+
+    func insertZone(_ zone: FleetZone) async throws
+    func zones() async throws -> [FleetZone]
+    func fleetTaxi(deviceID: String) async throws -> FleetTaxi?
+    func saveFleetTaxi(_ taxi: FleetTaxi) async throws
+    func fleetTaxis() async throws -> [FleetTaxi]
+}

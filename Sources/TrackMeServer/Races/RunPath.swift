@@ -1,0 +1,181 @@
+import Foundation
+
+/// A run's course (Track4Run): the points of a GPX track or route, with the distance along the
+/// course at each, and where a runner's fix lies along it. Pure: no I/O, no clock.
+package struct RunPath: Hashable, Sendable, Codable {
+    /// `[latitude, longitude]` pairs, in course order.
+    var points: [[Double]]
+    /// Metres from the start to each point.
+    var cumulative: [Double]
+
+    package var length: Double { cumulative.last ?? 0 }
+
+    init(points: [[Double]]) throws(RunPathError) {
+        guard points.count >= 2 else { throw RunPathError("a course needs at least 2 points, got \(points.count)") }
+        for (index, point) in points.enumerated() {
+            guard point.count == 2, (-90...90).contains(point[0]), (-180...180).contains(point[1]) else {
+                throw RunPathError("point \(index): latitude -90...90 and longitude -180...180 expected")
+            }
+        }
+        guard points.count <= Self.maximumPoints else { throw RunPathError("a course may have at most \(Self.maximumPoints) points") }
+        self.points = points
+        var total = 0.0
+        var cumulative = [0.0]
+        for index in 1..<points.count {
+            total += Self.distance(points[index - 1], points[index])
+            cumulative.append(total)
+        }
+        self.cumulative = cumulative
+    }
+
+    static let maximumPoints = 20_000
+
+    /// The `trkpt` (or, failing those, `rtept`) points of a GPX document, in order.
+    package static func parseGPX(_ text: String) throws(RunPathError) -> RunPath {
+        var points = try scan(text, element: "trkpt")
+        if points.isEmpty { points = try scan(text, element: "rtept") }
+        guard !points.isEmpty else { throw RunPathError("the GPX has no <trkpt> or <rtept> points") }
+        return try RunPath(points: points)
+    }
+
+    private static func scan(_ text: String, element: String) throws(RunPathError) -> [[Double]] {
+        var points: [[Double]] = []
+        var rest = Substring(text)
+        while let open = rest.range(of: "<\(element)") {
+            let afterName = rest[open.upperBound...]
+            guard let first = afterName.first, first == " " || first == "\t" || first == "\n" || first == "\r" else {
+                rest = afterName
+                continue
+            }
+            guard let close = afterName.firstIndex(of: ">") else { throw RunPathError("<\(element) at point \(points.count) is not closed") }
+            let attributes = afterName[..<close]
+            guard let latitude = attribute("lat", in: attributes).flatMap(Double.init),
+                let longitude = attribute("lon", in: attributes).flatMap(Double.init)
+            else { throw RunPathError("<\(element)> number \(points.count + 1) has no numeric lat and lon") }
+            points.append([latitude, longitude])
+            rest = afterName[close...]
+        }
+        return points
+    }
+
+    private static func attribute(_ name: String, in text: Substring) -> String? {
+        var rest = text
+        while let found = rest.range(of: name) {
+            let before = found.lowerBound == text.startIndex ? " " : text[text.index(before: found.lowerBound)]
+            var after = rest[found.upperBound...].drop { $0 == " " }
+            guard before == " " || before == "\t" || before == "\n" || before == "\r", after.first == "=" else {
+                rest = rest[found.upperBound...]
+                continue
+            }
+            after = after.dropFirst().drop { $0 == " " }
+            guard let quote = after.first, quote == "\"" || quote == "'" else { return nil }
+            let value = after.dropFirst()
+            guard let end = value.firstIndex(of: quote) else { return nil }
+            return String(value[..<end])
+        }
+        return nil
+    }
+
+    /// Metres along the course of the point nearest to `(latitude, longitude)`. With `near` (the
+    /// runner's previous distance), only the part of the course from 200 m behind it to 5 km
+    /// ahead is searched, so a course that passes the same street twice (out and back, laps)
+    /// places the runner on the lap they are on.
+    func distanceAlong(latitude: Double, longitude: Double, near previous: Double? = nil) -> Double {
+        var best = (offset: Double.infinity, along: 0.0)
+        for index in 1..<points.count {
+            if let previous, cumulative[index] < previous - 200 || cumulative[index - 1] > previous + 5_000 { continue }
+            let (offset, fraction) = Self.project(latitude, longitude, onto: points[index - 1], points[index])
+            if offset < best.offset {
+                best = (offset, cumulative[index - 1] + fraction * (cumulative[index] - cumulative[index - 1]))
+            }
+        }
+        if best.offset == .infinity { return distanceAlong(latitude: latitude, longitude: longitude, near: nil) }
+        return best.along
+    }
+
+    /// The point `metres` along the course (clamped to it): for simulations and tests.
+    package func point(at metres: Double) -> (latitude: Double, longitude: Double) {
+        let target = min(max(0, metres), length)
+        var index = 1
+        while index < cumulative.count - 1 && cumulative[index] < target { index += 1 }
+        let span = cumulative[index] - cumulative[index - 1]
+        let fraction = span > 0 ? (target - cumulative[index - 1]) / span : 0
+        let a = points[index - 1]
+        let b = points[index]
+        return (a[0] + (b[0] - a[0]) * fraction, a[1] + (b[1] - a[1]) * fraction)
+    }
+
+    /// Distance from the point to segment a-b (metres) and how far along it the foot lies
+    /// (0...1), on a local flat projection (ample over a course's segments).
+    static func project(_ latitude: Double, _ longitude: Double, onto a: [Double], _ b: [Double]) -> (Double, Double) {
+        let scale = cos(a[0] * .pi / 180) * metresPerDegree
+        let bx = (b[1] - a[1]) * scale
+        let by = (b[0] - a[0]) * metresPerDegree
+        let px = (longitude - a[1]) * scale
+        let py = (latitude - a[0]) * metresPerDegree
+        let lengthSquared = bx * bx + by * by
+        let fraction = lengthSquared > 0 ? min(1, max(0, (px * bx + py * by) / lengthSquared)) : 0
+        let dx = px - fraction * bx
+        let dy = py - fraction * by
+        return ((dx * dx + dy * dy).squareRoot(), fraction)
+    }
+
+    package static let metresPerDegree = 6_371_008.8 * .pi / 180
+
+    /// Great-circle distance in metres (haversine).
+    static func distance(_ a: [Double], _ b: [Double]) -> Double {
+        let radians = Double.pi / 180
+        let dLat = (b[0] - a[0]) * radians
+        let dLon = (b[1] - a[1]) * radians
+        let h = sin(dLat / 2) * sin(dLat / 2) + cos(a[0] * radians) * cos(b[0] * radians) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+    }
+}
+
+package struct RunPathError: Error, Hashable, Sendable, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    package var description: String { message }
+}
+
+/// GPX 1.1 output: one `<trk>` per runner. Every text is escaped for XML.
+enum GPXWriter {
+    struct Track: Sendable {
+        var name: String
+        /// `(wall ms, latitude, longitude)`, in time order.
+        var points: [(Int64, Double, Double)]
+    }
+
+    static func document(name: String, tracks: [Track]) -> String {
+        var out = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx version="1.1" creator="trackme-server" xmlns="http://www.topografix.com/GPX/1/1">
+            <metadata><name>\(escape(name))</name></metadata>
+
+            """
+        for track in tracks {
+            out += "<trk><name>\(escape(track.name))</name><trkseg>\n"
+            for (time, latitude, longitude) in track.points {
+                let date = Date(timeIntervalSince1970: Double(time) / 1000)
+                out += "<trkpt lat=\"\(latitude)\" lon=\"\(longitude)\"><time>\(date.formatted(.iso8601))</time></trkpt>\n"
+            }
+            out += "</trkseg></trk>\n"
+        }
+        return out + "</gpx>\n"
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import GRDB
+
+extension SQLiteServerStore {
+    func insertRun(_ run: Run) async throws -> Bool {
+        let path = try StoreJSON.encode(run.path.points)
+        return try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [
+                    run.id, run.code, run.name, run.organiserAccountID, run.startMilliseconds, run.endMilliseconds, run.enrolmentOpen, path,
+                    run.createdMilliseconds,
+                ])
+            return db.changesCount == 1
+        }
+    }
+
+    func run(id: String) async throws -> Run? {
+        // The mapping inside the closure: chained after it, the synchronous `read` would be
+        // chosen and block a thread of the cooperative pool.
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).flatMap(Self.run(from:)) }
+    }
+
+    func run(code: String) async throws -> Run? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE code = ?", arguments: [code]).flatMap(Self.run(from:)) }
+    }
+
+    func runs(organiserAccountID: String?) async throws -> [Run] {
+        try await pool.read { db in
+            if let organiserAccountID {
+                return try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE organiser_id = ? ORDER BY start_ms DESC", arguments: [organiserAccountID])
+                    .compactMap(Self.run(from:))
+            }
+            return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC").compactMap(Self.run(from:))
+        }
+    }
+
+    func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE runs SET enrolment_open = ? WHERE id = ?", arguments: [open, runID])
+            return db.changesCount == 1
+        }
+    }
+
+    func runEntry(runID: String, deviceID: String) async throws -> RunEntry? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID]).map(Self.entry(from:))
+        }
+    }
+
+    func saveRunEntry(_ entry: RunEntry) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
+                        checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
+                        distance_m = excluded.distance_m, received_ms = excluded.received_ms
+                    """,
+                arguments: [
+                    entry.runID, entry.deviceID, entry.name, entry.showToSpectators, entry.enrolledMilliseconds, entry.checkedInMilliseconds,
+                    entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds,
+                ])
+        }
+    }
+
+    func runEntries(runID: String) async throws -> [RunEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE run_id = ? ORDER BY enrolled_ms, device_id", arguments: [runID]).map(Self.entry(from:))
+        }
+    }
+
+    func runEntries(deviceID: String) async throws -> [RunEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE device_id = ?", arguments: [deviceID]).map(Self.entry(from:))
+        }
+    }
+
+    func insertZone(_ zone: FleetZone) async throws {
+        let polygon = try StoreJSON.encode(zone.polygon)
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO fleet_zones (id, name, polygon, created_ms) VALUES (?, ?, ?, ?)",
+                arguments: [zone.id, zone.name, polygon, zone.createdMilliseconds])
+        }
+    }
+
+    func zones() async throws -> [FleetZone] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id").compactMap { row in
+                guard let polygon: [[Double]] = try? StoreJSON.decode(row["polygon"]) else { return nil }
+                return FleetZone(id: row["id"], name: row["name"], polygon: polygon, createdMilliseconds: row["created_ms"])
+            }
+        }
+    }
+
+    func fleetTaxi(deviceID: String) async throws -> FleetTaxi? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM fleet_taxis WHERE device_id = ?", arguments: [deviceID]).map(Self.taxi(from:))
+        }
+    }
+
+    func saveFleetTaxi(_ taxi: FleetTaxi) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO fleet_taxis (device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (device_id) DO UPDATE SET name = excluded.name, state = excluded.state, zone_id = excluded.zone_id,
+                        queued_ms = excluded.queued_ms, last_report_ms = excluded.last_report_ms, lat = excluded.lat, lon = excluded.lon,
+                        fix_ms = excluded.fix_ms
+                    """,
+                arguments: [
+                    taxi.deviceID, taxi.name, taxi.state, taxi.zoneID, taxi.queuedMilliseconds, taxi.lastReportMilliseconds, taxi.latitude,
+                    taxi.longitude, taxi.fixMilliseconds,
+                ])
+        }
+    }
+
+    func fleetTaxis() async throws -> [FleetTaxi] {
+        try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_taxis ORDER BY device_id").map(Self.taxi(from:)) }
+    }
+
+    private static func run(from row: Row) -> Run? {
+        guard let points: [[Double]] = try? StoreJSON.decode(row["path"]), let path = try? RunPath(points: points) else { return nil }
+        return Run(
+            id: row["id"], code: row["code"], name: row["name"], organiserAccountID: row["organiser_id"], startMilliseconds: row["start_ms"],
+            endMilliseconds: row["end_ms"], enrolmentOpen: row["enrolment_open"], path: path, createdMilliseconds: row["created_ms"])
+    }
+
+    private static func entry(from row: Row) -> RunEntry {
+        RunEntry(
+            runID: row["run_id"], deviceID: row["device_id"], name: row["name"], showToSpectators: row["show"],
+            enrolledMilliseconds: row["enrolled_ms"], checkedInMilliseconds: row["checked_in_ms"], latitude: row["lat"],
+            longitude: row["lon"], fixMilliseconds: row["fix_ms"], distanceMetres: row["distance_m"], receivedMilliseconds: row["received_ms"])
+    }
+
+    private static func taxi(from row: Row) -> FleetTaxi {
+        FleetTaxi(
+            deviceID: row["device_id"], name: row["name"], state: row["state"], zoneID: row["zone_id"], queuedMilliseconds: row["queued_ms"],
+            lastReportMilliseconds: row["last_report_ms"], latitude: row["lat"], longitude: row["lon"], fixMilliseconds: row["fix_ms"])
+    }
+}

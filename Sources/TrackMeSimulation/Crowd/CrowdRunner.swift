@@ -1,0 +1,523 @@
+import AsyncHTTPClient
+import EdgeSync
+public import Foundation
+public import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import TrackMeAgent
+import TrackMeCore
+import TrackMeServer
+
+/// Runs a crowd scenario: every device's own agent parts (`CrowdDevice`) against one real
+/// `trackme-server` in process on loopback, stepped one trace second at a time on a virtual
+/// clock that is also the server's wall clock. After each second, spectators (the public run
+/// page's JSON) or the fleet desk (`/v1/fleet`) are read over HTTP, as a browser would, and what
+/// they saw is compared with what the devices recorded.
+public struct CrowdRunner: Sendable {
+    public struct Options: Sendable {
+        public var simulationsDirectory: URL
+        public var logger: Logger
+        /// Devices stepped side by side within a second (both cores: the devices and the server).
+        public var concurrency: Int = 8
+        /// Overrides the scenario's runner count and duration (`trackme-sim bench race`).
+        public var runners: Int?
+        public var durationSeconds: Int?
+        /// Measure the server's `GET /health` rate first, as the baseline of `bench race`.
+        public var measureHealth = false
+
+        public init(simulationsDirectory: URL, logger: Logger) {
+            self.simulationsDirectory = simulationsDirectory
+            self.logger = logger
+        }
+    }
+
+    public struct Outcome: Sendable {
+        public var passed: Bool
+        /// One line per expectation and figure.
+        public var lines: [String]
+        public var figures: [String: Double]
+    }
+
+    public var options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// The virtual clock the devices and the server share (trace ms; wall = origin + ms).
+    final class VirtualWall: Sendable {
+        private let value = Mutex<Int64>(0)
+        var ms: Int64 { value.withLock { $0 } }
+        func set(_ ms: Int64) { value.withLock { $0 = ms } }
+        var wall: Int64 { ScenarioRunner.wallOrigin + ms }
+    }
+
+    struct Context {
+        let server: TrackMeServer
+        let base: String
+        let http: HTTPClient
+        let transport: any HTTPTransport
+        let wall: VirtualWall
+        /// The devices' lane clock, moved with the wall.
+        let clock: VirtualClock
+        let work: URL
+        let logger: Logger
+    }
+
+    public func run(_ scenario: CrowdScenario) async throws -> Outcome {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-crowd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let wall = VirtualWall()
+        let server = try await TrackMeServer(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path), durability: .processCrash,
+                adminToken: Self.admin, wallClock: { wall.wall }, limits: .withoutRateLimits),
+            logger: quietLogger("trackme.crowd.server"))
+        let serverTask = Task { try await server.run() }
+        defer { serverTask.cancel() }
+        let port = try await server.boundPort()
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        let base = "http://127.0.0.1:\(port)"
+        guard let baseURL = URL(string: base) else { throw ScenarioError(message: "bad server URL") }
+        let context = Context(
+            server: server, base: base, http: http, transport: AsyncHTTPClientTransport(baseURL: baseURL, client: http), wall: wall,
+            clock: VirtualClock(), work: work,
+            logger: options.logger)
+        var outcome = Outcome(passed: true, lines: [], figures: [:])
+        do {
+            if let race = scenario.crowd.race {
+                try await runRace(race, scenario: scenario, context: context, into: &outcome)
+            }
+            if let fleet = scenario.crowd.fleet {
+                try await runFleet(fleet, scenario: scenario, context: context, into: &outcome)
+            }
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try? await http.shutdown()
+        return outcome
+    }
+
+    static let admin = "crowd-admin-token"
+
+    // MARK: Race
+
+    struct Runner {
+        var device: CrowdDevice
+        var name: String
+        var show: Bool
+        var paceSecondsPerKm: Double
+        var startOffset: Double
+        /// A slow swing of ±4 % in speed over a few minutes, so runners overtake each other.
+        var swingPeriod: Double
+        var swingPhase: Double
+        /// What the device recorded: trace ms -> metres along the course.
+        var truth: [Int64: Double] = [:]
+        /// Fixes taken while the network was up (the spectator lag counts only these).
+        var onlineFixes: [Int64] = []
+        /// When the fix taken at trace ms entered the pipeline (real time).
+        var enteredAt: [Int64: ContinuousClock.Instant] = [:]
+
+        func metres(at seconds: Double, length: Double) -> Double {
+            let running = max(0, seconds - startOffset)
+            let swing = 1 + 0.04 * sin(2 * .pi * running / swingPeriod + swingPhase)
+            return min(length, running * 1000 / paceSecondsPerKm * swing)
+        }
+    }
+
+    func batchCount(_ runners: [Runner]) async -> Int {
+        var total = 0
+        for runner in runners { total += await runner.device.batchesSent }
+        return total
+    }
+
+    func runRace(_ race: CrowdScenario.Race, scenario: CrowdScenario, context: Context, into outcome: inout Outcome) async throws {
+        let gpx = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(race.course), encoding: .utf8)
+        let path = try RunPath.parseGPX(gpx)
+        let count = options.runners ?? race.runners
+        let duration = options.durationSeconds ?? race.durationSeconds
+        var random = SplitMix64(seed: scenario.seed ?? 21)
+        // The organiser: the run and its enrolment, over the real API.
+        let created = try await request(
+            context, "POST", "/v1/runs",
+            json: ["name": scenario.name, "start_ms": ScenarioRunner.wallOrigin, "end_ms": ScenarioRunner.wallOrigin + 6 * 3600 * 1000, "code": "SIM-RACE", "gpx": gpx])
+        guard let runID = created["id"] as? String else { throw ScenarioError(message: "the server did not create the run: \(created)") }
+        _ = try await request(context, "POST", "/v1/runs/\(runID)/enrolment", json: ["open": true])
+
+        var runners: [Runner] = []
+        for index in 0..<count {
+            let id = String(format: "runner-%03d", index + 1)
+            let name = String(format: "Runner %03d", index + 1)
+            let credentials = try await context.server.enrolDevice(deviceID: id, person: PersonProfile(name: name, age: 20 + index % 50))
+            let device = try CrowdDevice(
+                deviceID: id, token: credentials.token, person: PersonProfile(name: name, age: 20 + index % 50), profile: .runner,
+                transport: context.transport, storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0,
+                seed: UInt64(index + 1), clock: context.clock, logger: context.logger)
+            let show = random.nextDouble() < race.showFraction
+            // The runner's own commands, as `trackme-agent run-join CODE --show` and `run-check-in`.
+            _ = try await device.control.joinRun(code: "SIM-RACE", show: show)
+            _ = try await device.control.checkInToRun()
+            let pace = min(600, max(150, race.paceMeanSecondsPerKm + race.paceSpreadSecondsPerKm * random.nextGaussian()))
+            runners.append(
+                Runner(
+                    device: device, name: name, show: show, paceSecondsPerKm: pace, startOffset: Double(index % 20),
+                    swingPeriod: 120 + 240 * random.nextDouble(), swingPhase: 2 * .pi * random.nextDouble()))
+        }
+
+        if options.measureHealth {
+            outcome.figures["health_per_s"] = try await healthRate(context, seconds: 3)
+        }
+        var lags: [Double] = []
+        var realLags: [Double] = []
+        var orderViolations = 0
+        var polls = 0
+        var lastSeen: [String: Int64] = [:]
+        let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
+        let started = ContinuousClock.now
+        for second in 0...duration {
+            let ms = Int64(second) * 1000
+            context.wall.set(ms)
+            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            // Each device: its fix of this second through its pipeline, commit, its lane.
+            let snapshot = runners
+            let entered = await withTaskGroup(of: (Int, Double, ContinuousClock.Instant, Bool).self) { group in
+                var results: [(Int, Double, ContinuousClock.Instant, Bool)] = []
+                var next = 0
+                func add(_ i: Int) {
+                    let runner = snapshot[i]
+                    group.addTask {
+                        let metres = runner.metres(at: Double(second), length: path.length)
+                        let online = !(race.tunnelFromMetres.map { metres >= $0 } ?? false && race.tunnelToMetres.map { metres < $0 } ?? false)
+                        await runner.device.networkDown(!online)
+                        let point = path.point(at: metres)
+                        let fix = PositionFix(mode: .threeDimensional, latitude: point.latitude, longitude: point.longitude, speed: 1000 / runner.paceSecondsPerKm)
+                        let at = ContinuousClock.now
+                        await runner.device.position(fix, at: ms)
+                        await runner.device.commit()
+                        await runner.device.syncStep(at: ms)
+                        return (i, metres, at, online)
+                    }
+                }
+                while next < min(options.concurrency, snapshot.count) { add(next); next += 1 }
+                for await result in group {
+                    results.append(result)
+                    if next < snapshot.count { add(next); next += 1 }
+                }
+                return results
+            }
+            for (i, metres, at, online) in entered {
+                runners[i].truth[ms] = metres
+                runners[i].enteredAt[ms] = at
+                if online { runners[i].onlineFixes.append(ms) }
+            }
+            // Spectators read the public page's data.
+            let view = try await request(context, "GET", "/v1/public/runs/\(runID)", token: nil)
+            polls += 1
+            let seenAt = ContinuousClock.now
+            let shown = view["runners"] as? [[String: Any]] ?? []
+            var shownDistances: [Double] = []
+            for entry in shown {
+                guard let name = entry["name"] as? String, let i = nameIndex[name], let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value else { continue }
+                guard runners[i].show else {
+                    outcome.lines.append("FAIL a runner who did not consent was shown: \(name)")
+                    outcome.passed = false
+                    continue
+                }
+                let fixMs = fixWall - ScenarioRunner.wallOrigin
+                shownDistances.append(runners[i].truth[fixMs] ?? -1)
+                if lastSeen[name].map({ fixMs > $0 }) ?? true {
+                    // Every online fix between the last one seen and this one became visible now.
+                    for t in runners[i].onlineFixes where t > (lastSeen[name] ?? -1) && t <= fixMs {
+                        lags.append(Double(ms - t) / 1000)
+                        if let at = runners[i].enteredAt[t], t == fixMs { realLags.append(ScenarioRunner.milliseconds(seenAt - at) / 1000) }
+                    }
+                    lastSeen[name] = fixMs
+                }
+            }
+            // The order spectators saw against the positions the devices recorded at those fixes.
+            if zip(shownDistances, shownDistances.dropFirst()).contains(where: { $0 < $1 - 0.5 }) { orderViolations += 1 }
+        }
+        let elapsed = ContinuousClock.now - started
+        // The end: every device drains what it holds (those in the tunnel come out).
+        context.wall.set(Int64(duration) * 1000 + 1000)
+        for runner in runners { await runner.device.drain() }
+        let final = try await request(context, "GET", "/v1/public/runs/\(runID)", token: nil)
+        let finalNames = (final["runners"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        let expectedLeader = runners.filter(\.show).max { ($0.truth.max { $0.key < $1.key }?.value ?? 0) < ($1.truth.max { $0.key < $1.key }?.value ?? 0) }?.name
+
+        var lost = 0
+        var duplicates = 0
+        var fixes = 0
+        for runner in runners {
+            let committed = Set(await runner.device.committed)
+            fixes += committed.count
+            let atServer = try await context.server.storedSequences(deviceID: runner.device.deviceID)
+            duplicates += atServer.count - Set(atServer).count
+            lost += committed.subtracting(atServer).count
+            await runner.device.close()
+        }
+        let p50 = Self.percentile(lags, 0.5)
+        let p99 = Self.percentile(lags, 0.99)
+        let tunnelled = runners.filter { $0.onlineFixes.count < $0.truth.count }.count
+        outcome.figures["race.runners"] = Double(count)
+        outcome.figures["race.fixes"] = Double(fixes)
+        outcome.figures["race.lag_p50_s"] = p50
+        outcome.figures["race.lag_p99_s"] = p99
+        outcome.figures["race.real_lag_p50_s"] = Self.percentile(realLags, 0.5)
+        outcome.figures["race.real_lag_p99_s"] = Self.percentile(realLags, 0.99)
+        outcome.figures["race.batches_per_s"] = Double(await batchCount(runners)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
+        outcome.figures["race.runner_seconds_per_s"] = Double(count * (duration + 1)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
+        outcome.lines.append(
+            "race: \(count) runners (\(runners.filter(\.show).count) shown, \(tunnelled) through the tunnel), \(duration + 1) s at 1 Hz, \(fixes) fixes, \(polls) spectator reads, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s")
+        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        if let limit = scenario.expect.spectatorLagP99Seconds {
+            check(
+                &outcome, !lags.isEmpty && p99 <= limit,
+                "spectators see each consenting runner's fix (online) within \(limit) s, p99: p50 \(String(format: "%.2f", p50)) s, p99 \(String(format: "%.2f", p99)) s of trace time over \(lags.count) fixes (real time from the pipeline to the page: p50 \(String(format: "%.3f", outcome.figures["race.real_lag_p50_s"] ?? 0)) s, p99 \(String(format: "%.3f", outcome.figures["race.real_lag_p99_s"] ?? 0)) s)")
+        }
+        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order)")
+        check(&outcome, finalNames.first == expectedLeader, "the leader at the end is the consenting runner furthest along: \(finalNames.first ?? "none") (expected \(expectedLeader ?? "none"))")
+        check(&outcome, finalNames.count == runners.filter(\.show).count, "every consenting runner and no one else is on the page at the end: \(finalNames.count) shown")
+        check(&outcome, tunnelled > 0, "some runners lost the network in the tunnel: \(tunnelled)")
+    }
+
+    // MARK: Fleet
+
+    struct Taxi {
+        var device: CrowdDevice
+        /// Stands visited, in order (zone index, latitude, longitude), and when it leaves each.
+        var zone: Int
+        var latitude: Double
+        var longitude: Double
+        var state: TaxiAvailability = .unavailable
+        var dwellUntil: Int = 0
+        var target: (zone: Int, latitude: Double, longitude: Double)?
+        var riding = false
+    }
+
+    func runFleet(_ fleet: CrowdScenario.Fleet, scenario: CrowdScenario, context: Context, into outcome: inout Outcome) async throws {
+        var random = SplitMix64(seed: (scenario.seed ?? 21) &+ 1)
+        // The operator's zones, over the API (the desk below finds them by name).
+        for zone in fleet.zones {
+            let created = try await request(context, "POST", "/v1/fleet/zones", json: ["name": zone.name, "polygon": zone.polygon])
+            guard created["id"] is String else { throw ScenarioError(message: "zone not created: \(created)") }
+        }
+        func stand(in zone: Int) -> (Double, Double) {
+            let corners = fleet.zones[zone].polygon
+            let lats = corners.map { $0[0] }, lons = corners.map { $0[1] }
+            // Inside the zone's bounding box shrunk by a quarter (the zones are rectangles).
+            let (south, north) = (lats.min() ?? 0, lats.max() ?? 0)
+            let (west, east) = (lons.min() ?? 0, lons.max() ?? 0)
+            let lat = south + (north - south) * (0.25 + 0.5 * random.nextDouble())
+            let lon = west + (east - west) * (0.25 + 0.5 * random.nextDouble())
+            return (lat, lon)
+        }
+        var taxis: [Taxi] = []
+        for index in 0..<fleet.taxis {
+            let id = String(format: "taxi-%03d", index + 1)
+            let person = PersonProfile(name: String(format: "Cab %03d", index + 1), age: 45)
+            let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
+            let device = try CrowdDevice(
+                deviceID: id, token: credentials.token, person: person, profile: .taxi, transport: context.transport,
+                storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0, seed: UInt64(1000 + index),
+                clock: context.clock, logger: context.logger)
+            let zone = index % fleet.zones.count
+            let (lat, lon) = stand(in: zone)
+            taxis.append(Taxi(device: device, zone: zone, latitude: lat, longitude: lon, dwellUntil: 5 + index % 40))
+        }
+        let zones = fleet.zones.enumerated().map { FleetZone(id: "\($0.offset)", name: $0.element.name, polygon: $0.element.polygon, createdMilliseconds: 0) }
+        func zoneIndex(_ taxi: Taxi) -> Int? { zones.firstIndex { $0.contains(latitude: taxi.latitude, longitude: taxi.longitude) } }
+        // Arrivals (an available taxi in a zone it was not available in a second ago) waiting to
+        // be seen queued; state changes out of a queue waiting to be seen leave it.
+        var arrivals: [(taxi: Int, zone: Int, at: Int)] = []
+        var departures: [(taxi: Int, zone: Int, at: Int)] = []
+        var previous: [(zone: Int?, state: TaxiAvailability)] = taxis.map { _ in (nil, .unavailable) }
+        var queuedDelays: [Double] = []
+        var leaveDelays: [Double] = []
+        var cruised = 0
+        let started = ContinuousClock.now
+        for second in 0...fleet.durationSeconds {
+            let ms = Int64(second) * 1000
+            context.wall.set(ms)
+            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            for i in taxis.indices {
+                var taxi = taxis[i]
+                var command: TaxiStateMachine.Event?
+                var speed = 0.0
+                if let target = taxi.target {
+                    let dLat = (target.latitude - taxi.latitude) * RunPath.metresPerDegree
+                    let dLon = (target.longitude - taxi.longitude) * RunPath.metresPerDegree * cos(taxi.latitude * .pi / 180)
+                    let distance = (dLat * dLat + dLon * dLon).squareRoot()
+                    if distance <= fleet.speed {
+                        taxi.latitude = target.latitude
+                        taxi.longitude = target.longitude
+                        taxi.zone = target.zone
+                        taxi.target = nil
+                        taxi.dwellUntil = second + fleet.dwellSeconds[0] + Int(random.next() % UInt64(max(1, fleet.dwellSeconds[1] - fleet.dwellSeconds[0])))
+                        if taxi.state != .available { command = taxi.riding ? .rideEnd : .available }
+                        taxi.riding = false
+                    } else {
+                        taxi.latitude += (dLat / distance) * fleet.speed / RunPath.metresPerDegree
+                        taxi.longitude += (dLon / distance) * fleet.speed / (RunPath.metresPerDegree * cos(taxi.latitude * .pi / 180))
+                        speed = fleet.speed
+                    }
+                } else if second >= taxi.dwellUntil {
+                    let next = (taxi.zone + 1 + Int(random.next() % UInt64(fleet.zones.count - 1))) % fleet.zones.count
+                    let (lat, lon) = stand(in: next)
+                    taxi.target = (next, lat, lon)
+                    taxi.riding = random.nextDouble() < fleet.rideFraction
+                    if taxi.riding {
+                        command = .rideStart
+                    } else if random.nextDouble() < (fleet.cruiseFraction ?? 0) {
+                        cruised += 1
+                    } else {
+                        command = .unavailable
+                    }
+                } else if second == 0 {
+                    command = .available
+                }
+                if let command {
+                    // The driver's command, as `trackme-agent taxi ...` sends it.
+                    if let state = try? await taxi.device.control.taxi(command) { taxi.state = state.taxi ?? taxi.state }
+                }
+                taxis[i] = taxi
+                let fix = PositionFix(mode: .threeDimensional, latitude: taxi.latitude, longitude: taxi.longitude, speed: speed)
+                await taxi.device.position(fix, at: ms)
+                await taxi.device.commit()
+                await taxi.device.syncStep(at: ms)
+                let now = (zone: zoneIndex(taxi), state: taxi.state)
+                if let zone = now.zone, now.state == .available, previous[i].zone != zone || previous[i].state != .available {
+                    arrivals.append((i, zone, second))
+                }
+                if let zone = previous[i].zone, previous[i].state == .available, now.state != .available {
+                    departures.append((i, zone, second))
+                }
+                previous[i] = now
+            }
+            // The fleet desk reads the board.
+            let board = try await request(context, "GET", "/v1/fleet")
+            var queued: [String: Set<String>] = [:]
+            for zone in board["zones"] as? [[String: Any]] ?? [] {
+                guard let name = zone["name"] as? String else { continue }
+                queued[name] = Set((zone["queue"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String })
+            }
+            arrivals.removeAll { arrival in
+                let id = taxis[arrival.taxi].device.deviceID
+                if queued[fleet.zones[arrival.zone].name]?.contains(id) == true {
+                    queuedDelays.append(Double(second - arrival.at))
+                    return true
+                }
+                // Gone from the zone, or no longer available, before a fix showed it there.
+                return previous[arrival.taxi].zone != arrival.zone || previous[arrival.taxi].state != .available
+            }
+            departures.removeAll { departure in
+                if queued[fleet.zones[departure.zone].name]?.contains(taxis[departure.taxi].device.deviceID) != true {
+                    leaveDelays.append(Double(second - departure.at))
+                    return true
+                }
+                return false
+            }
+        }
+        let missed = arrivals.filter { fleet.durationSeconds - $0.at > 30 }.map { "\(taxis[$0.taxi].device.deviceID)@\($0.at)s" }
+        let elapsed = ContinuousClock.now - started
+        context.wall.set(Int64(fleet.durationSeconds) * 1000 + 1000)
+        var lost = 0
+        var duplicates = 0
+        var fixes = 0
+        for taxi in taxis {
+            await taxi.device.drain()
+            let committed = Set(await taxi.device.committed)
+            fixes += committed.count
+            let atServer = try await context.server.storedSequences(deviceID: taxi.device.deviceID)
+            duplicates += atServer.count - Set(atServer).count
+            lost += committed.subtracting(atServer).count
+            await taxi.device.close()
+        }
+        let worstQueued = queuedDelays.max() ?? 0
+        let worstLeave = leaveDelays.max() ?? 0
+        outcome.figures["fleet.taxis"] = Double(fleet.taxis)
+        outcome.figures["fleet.queued_max_s"] = worstQueued
+        outcome.figures["fleet.leave_max_s"] = worstLeave
+        outcome.lines.append(
+            "fleet: \(fleet.taxis) taxis, \(fleet.zones.count) zones, \(fleet.durationSeconds + 1) s, \(fixes) fixes stored, \(queuedDelays.count) arrivals (\(cruised) departures cruising, available) and \(leaveDelays.count) state changes out of a queue seen, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s")
+        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        if let limit = scenario.expect.queuedWithinSeconds {
+            check(
+                &outcome, worstQueued <= limit && missed.isEmpty && !queuedDelays.isEmpty,
+                "every taxi in the right zone's queue within \(limit) s of arriving: worst \(Int(worstQueued)) s, median \(Int(Self.percentile(queuedDelays, 0.5))) s over \(queuedDelays.count) arrivals\(missed.isEmpty ? "" : "; never queued: \(missed.prefix(5).joined(separator: ", "))")")
+        }
+        if let limit = scenario.expect.leavesQueueWithinSeconds {
+            check(&outcome, worstLeave <= limit && !leaveDelays.isEmpty, "a taxi leaving its stand (ride or not) is out of the queue within \(limit) s: worst \(Int(worstLeave)) s over \(leaveDelays.count)")
+        }
+    }
+
+    // MARK: Helpers
+
+    /// `GET /health` answered per second over `seconds`, `options.concurrency` at a time: what
+    /// the server does with no work behind a request (the baseline of `bench race`).
+    func healthRate(_ context: Context, seconds: Double) async throws -> Double {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        let started = ContinuousClock.now
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<options.concurrency {
+                group.addTask {
+                    var count = 0
+                    while ContinuousClock.now < deadline {
+                        _ = try await request(context, "GET", "/health", token: nil)
+                        count += 1
+                    }
+                    return count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return Double(total) / (ScenarioRunner.milliseconds(ContinuousClock.now - started) / 1000)
+    }
+
+    func check(_ outcome: inout Outcome, _ ok: Bool, _ line: String) {
+        outcome.lines.append((ok ? "ok   " : "FAIL ") + line)
+        if !ok { outcome.passed = false }
+    }
+
+    static func percentile(_ values: [Double], _ q: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * q).rounded()))]
+    }
+
+    /// One request to the server over HTTP (admin token unless `token` is nil), answered JSON.
+    func request(_ context: Context, _ method: String, _ path: String, json: [String: Any]? = nil, token: String? = CrowdRunner.admin) async throws -> [String: Any] {
+        var request = HTTPClientRequest(url: context.base + path)
+        request.method = HTTPMethod(rawValue: method)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json)))
+        }
+        let response = try await context.http.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 16 << 20)
+        guard (200..<300).contains(Int(response.status.code)) else {
+            throw ScenarioError(message: "\(method) \(path): HTTP \(response.status.code): \(String(decoding: Array(buffer: body), as: UTF8.self))")
+        }
+        return (try? JSONSerialization.jsonObject(with: Data(Array(buffer: body))) as? [String: Any]) ?? [:]
+    }
+}
+
+func quietLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .critical
+    return logger
+}
+
+extension SplitMix64 {
+    /// Uniform in [0, 1).
+    mutating func nextDouble() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
+    /// Standard normal (Box-Muller).
+    mutating func nextGaussian() -> Double {
+        let u = max(1e-12, nextDouble())
+        return (-2 * log(u)).squareRoot() * cos(2 * .pi * nextDouble())
+    }
+}

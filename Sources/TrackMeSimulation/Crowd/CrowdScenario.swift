@@ -1,0 +1,101 @@
+public import Foundation
+
+/// A scenario of many devices against one in-process server (issue 21): a race of runners
+/// along a GPX course, or a fleet of taxis driving between zones. Files in
+/// `simulations/scenarios/` with a `crowd` object (the format is in `simulations/README.md`);
+/// `trackme-sim run` tells them from single-device scenarios by that key.
+public struct CrowdScenario: Codable, Sendable {
+    public struct Race: Codable, Sendable {
+        public var runners: Int
+        /// GPX course, relative to `simulations/`.
+        public var course: String
+        /// Seconds of race simulated (1 Hz fixes).
+        public var durationSeconds: Int
+        /// Pace spread in seconds per km: mean and standard deviation (clamped to 150...600).
+        public var paceMeanSecondsPerKm: Double
+        public var paceSpreadSecondsPerKm: Double
+        /// Share of runners who consent to be shown to spectators.
+        public var showFraction: Double
+        /// Stretch of the course (metres from the start) where the network is gone.
+        public var tunnelFromMetres: Double?
+        public var tunnelToMetres: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case runners, course
+            case durationSeconds = "duration_s"
+            case paceMeanSecondsPerKm = "pace_mean_s_per_km"
+            case paceSpreadSecondsPerKm = "pace_spread_s_per_km"
+            case showFraction = "show_fraction"
+            case tunnelFromMetres = "tunnel_from_m"
+            case tunnelToMetres = "tunnel_to_m"
+        }
+    }
+
+    public struct Zone: Codable, Sendable {
+        public var name: String
+        /// `[[latitude, longitude], ...]`.
+        public var polygon: [[Double]]
+    }
+
+    public struct Fleet: Codable, Sendable {
+        public var taxis: Int
+        public var zones: [Zone]
+        public var durationSeconds: Int
+        /// Metres per second while driving.
+        public var speed: Double
+        /// How long a taxi waits at a stand, seconds (min, max).
+        public var dwellSeconds: [Int]
+        /// Share of stand departures that are rides (on_ride while driving; the others drive
+        /// to another stand unavailable, e.g. to refuel).
+        public var rideFraction: Double
+        /// Share of the other departures made still available (cruising for a fare): the taxi
+        /// enters the next zone with no state change, so only its 30 s fix tells the server.
+        public var cruiseFraction: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case taxis, zones, speed
+            case cruiseFraction = "cruise_fraction"
+            case durationSeconds = "duration_s"
+            case dwellSeconds = "dwell_s"
+            case rideFraction = "ride_fraction"
+        }
+    }
+
+    public struct Thresholds: Codable, Sendable {
+        /// Every consenting runner's fix visible to spectators within this long (p99, online).
+        public var spectatorLagP99Seconds: Double?
+        /// Every taxi in its zone's queue within this long of arriving.
+        public var queuedWithinSeconds: Double?
+        /// A taxi that starts a ride leaves the queue within this long.
+        public var leavesQueueWithinSeconds: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case spectatorLagP99Seconds = "spectator_lag_p99_s"
+            case queuedWithinSeconds = "queued_within_s"
+            case leavesQueueWithinSeconds = "leaves_queue_within_s"
+        }
+    }
+
+    public struct Crowd: Codable, Sendable {
+        public var race: Race?
+        public var fleet: Fleet?
+    }
+
+    public var name: String
+    public var description: String?
+    public var seed: UInt64?
+    public var crowd: Crowd
+    public var expect: Thresholds
+
+    /// Whether the JSON at `url` is a crowd scenario (has a `crowd` object).
+    public static func isCrowd(_ url: URL) -> Bool {
+        guard let data = try? Data(contentsOf: url), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            return false
+        }
+        return object["crowd"] != nil
+    }
+
+    public static func load(from url: URL) throws -> CrowdScenario {
+        try JSONDecoder().decode(CrowdScenario.self, from: Data(contentsOf: url))
+    }
+}

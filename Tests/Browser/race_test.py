@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The spectator page of a run and the fleet page in a real browser (issue 21): Debian's chromium
+through chromium-driver (Tests/Browser/webdriver.py), against a real trackme-server on loopback,
+with runners' and taxis' devices speaking the real HTTP API (batches whose heartbeat carries the
+profile, the run and the taxi state, as the agent sends them). Run by `make browser-tests`;
+screenshots go to simulations/out/browser/.
+
+Usage: race_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console_test import ADMIN, Server, http  # noqa: E402
+from webdriver import Chromium, wait_for  # noqa: E402
+
+HOSTILE = '<img src=x onerror="window.__pwned=1">Eve <b>Runner</b>'
+HIDDEN = "Hidden Nonconsenting"
+START = (45.0, 7.0)
+DEG_PER_M = 1 / (6371008.8 * 3.141592653589793 / 180)
+
+
+def course_gpx():
+    points = "".join(f'<trkpt lat="{START[0] + i * 100 * DEG_PER_M}" lon="{START[1]}"/>' for i in range(11))
+    return f'<?xml version="1.0"?><gpx version="1.1"><trk><trkseg>{points}</trkseg></trk></gpx>'
+
+
+class Device:
+    """A runner's or a taxi's device over the HTTP API."""
+
+    def __init__(self, server, device_id, name):
+        status, body = http(server.base, "POST", "/v1/devices", {"device_id": device_id, "person": {"name": name, "age": 35}}, token=ADMIN)
+        assert status == 201, (status, body)
+        self.server, self.id, self.token, self.seq = server, device_id, body["token"], 0
+        self.boot = str(uuid.uuid4())
+
+    def report(self, lat, lon, heartbeat):
+        self.seq += 1
+        beat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, **heartbeat}
+        stamp = {"boot_id": self.boot, "mono_ns": self.seq * 10**9, "wall_ms": int(time.time() * 1000), "wall_trusted": True}
+        body = {
+            "version": 1, "device_id": self.id, "batch_seq": self.seq, "idempotency_key": f"{self.id}:{self.seq}", "dropped_by_budget": 0,
+            "heartbeat": beat, "readings": [{"seq": self.seq, "kind": "fix", "t": stamp, "fix": {"mode": 3, "lat": lat, "lon": lon}}],
+        }
+        status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
+        assert status == 200, (status, ack)
+
+    def run(self, code, metres, show):
+        self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": {"code": code, "show": show, "checked_in_ms": int(time.time() * 1000)}})
+
+    def taxi(self, state, lat, lon):
+        self.report(lat, lon, {"profile": "taxi", "taxi_state": state})
+
+
+class RaceTest:
+    def __init__(self, binary, out):
+        self.binary, self.out = binary, out
+        self.workdir = tempfile.mkdtemp(prefix="trackme-race-browser-")
+        self.results = []
+
+    def check(self, name, function):
+        started = time.monotonic()
+        try:
+            function()
+            self.results.append((name, True))
+            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
+        except Exception as error:  # noqa: BLE001 - report every failure and go on
+            self.results.append((name, False))
+            print(f"FAIL {name}: {error!r}", flush=True)
+
+    def shot(self, browser, name):
+        browser.screenshot(os.path.join(self.out, f"{name}.png"))
+
+    def spectator_flow(self, server, browser):
+        status, run = http(server.base, "POST", "/v1/runs", {"name": "City <1K> & friends", "start_ms": int(time.time() * 1000) - 60000, "code": "CITY-1K", "gpx": course_gpx()}, token=ADMIN)
+        assert status == 201, (status, run)
+        assert http(server.base, "POST", f"/v1/runs/{run['id']}/enrolment", {"open": True}, token=ADMIN)[0] == 200
+        ann, eve, hid = Device(server, "r-ann", "Ann Runner"), Device(server, "r-eve", HOSTILE), Device(server, "r-hid", HIDDEN)
+        ann.run("CITY-1K", 300, True)
+        eve.run("CITY-1K", 500, True)
+        hid.run("CITY-1K", 900, False)
+
+        def page_shows_consenting_only():
+            browser.get(server.base + run["spectator_url"])
+            wait_for(lambda: len(browser.find_all("#standings tbody tr")) == 2, timeout=15, what="two runners on the standings")
+            names = [row.find("td.name").text for row in browser.find_all("#standings tbody tr")]
+            assert names == [HOSTILE, "Ann Runner"], names
+            assert browser.find("#run-name").text == "City <1K> & friends"
+            assert browser.find("#leader").text.startswith("Leader: " + HOSTILE), browser.find("#leader").text
+            assert len(browser.find_all("svg.grid-map circle.runner")) == 2
+            source = browser.script("return document.documentElement.outerHTML")
+            assert HIDDEN not in source, "a runner who did not consent is on the page"
+            assert browser.script("return window.__pwned === undefined"), "a runner's name ran as markup"
+            assert not browser.find_all("#standings img"), "a runner's name became an element"
+            # The data the page fetched holds no one else either.
+            data = browser.async_script("fetch(arguments[0]).then(r => r.text()).then(arguments[arguments.length - 1])", f"/v1/public/runs/{run['id']}")
+            assert HIDDEN not in data and "r-hid" not in data and "r-ann" not in data, data
+            self.shot(browser, "race-01-spectators")
+        self.check("spectators see only consenting runners, names as text, the leader first", page_shows_consenting_only)
+
+        def live_update():
+            ann.run("CITY-1K", 800, True)
+            wait_for(lambda: browser.find_all("#standings tbody tr")[0].find("td.name").text == "Ann Runner", timeout=5, what="Ann takes the lead on the page")
+            assert browser.find("#leader").text.startswith("Leader: Ann Runner")
+            # Eve withdraws consent: gone from the page at her next report.
+            eve.run("CITY-1K", 600, False)
+            wait_for(lambda: len(browser.find_all("#standings tbody tr")) == 1, timeout=5, what="Eve gone after withdrawing consent")
+            assert "Eve" not in browser.script("return document.documentElement.outerHTML")
+            self.shot(browser, "race-02-leader-changed")
+        self.check("the page follows the race live; a withdrawn consent removes the runner", live_update)
+
+    def fleet_flow(self, server, browser):
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "fred", "password": "correct horse battery", "role": "fleet_operator"}, token=ADMIN)
+        assert status == 201
+        status, zone = http(server.base, "POST", "/v1/fleet/zones", {"name": "Centre <main>", "polygon": [[45.0, 7.0], [45.0, 7.01], [45.01, 7.01], [45.01, 7.0]]}, token=ADMIN)
+        assert status == 201, zone
+        first, second, riding = Device(server, "taxi-1", "Cab One"), Device(server, "taxi-2", HOSTILE), Device(server, "taxi-3", "Cab Three")
+        second.taxi("available", 45.005, 7.005)
+        # taxi-2 is queued when its batch is stored (fsynced) and answered, before taxi-1's is sent.
+        first.taxi("available", 45.006, 7.004)
+        riding.taxi("on_ride", 45.004, 7.006)
+
+        def signed_out():
+            browser.get(server.base + "/fleet")
+            wait_for(lambda: browser.find("#signin-needed").displayed(), what="the sign-in hint")
+        self.check("the fleet page without a session asks to sign in", signed_out)
+
+        def fleet_page():
+            browser.get(server.base + "/")
+            wait_for(lambda: browser.find("#signin").displayed(), what="the sign-in form")
+            browser.find("#username").send_keys("fred")
+            browser.find("#password").send_keys("correct horse battery")
+            browser.find("#signin-button").click()
+            wait_for(lambda: any(c["name"] == "trackme_session" for c in browser.cookies()), what="the session cookie")
+            browser.get(server.base + "/fleet")
+            wait_for(lambda: len(browser.find_all("ol.queue li")) == 2, timeout=10, what="two taxis queued")
+            queue = [li.attribute("data-device") for li in browser.find_all("ol.queue li")]
+            assert queue == ["taxi-2", "taxi-1"], queue
+            assert browser.find("section.zone h2").text == "Centre <main>"
+            assert browser.find("ol.queue li").text.startswith(HOSTILE)
+            others = [(li.attribute("data-device"), li.attribute("data-state")) for li in browser.find_all("ul.others li")]
+            assert others == [("taxi-3", "on_ride")], others
+            assert browser.script("return window.__pwned === undefined")
+            self.shot(browser, "fleet-01-queue")
+            # taxi-2 takes a ride: out of the queue at the next refresh.
+            second.taxi("on_ride", 45.005, 7.005)
+            wait_for(lambda: [li.attribute("data-device") for li in browser.find_all("ol.queue li")] == ["taxi-1"], timeout=6, what="the queue after a ride starts")
+            self.shot(browser, "fleet-02-ride")
+        self.check("the fleet page: the zone's queue in arrival order, states, names as text", fleet_page)
+
+    def run(self):
+        server = Server(self.binary, self.workdir)
+        browser = Chromium()
+        try:
+            self.spectator_flow(server, browser)
+            self.fleet_flow(server, browser)
+        finally:
+            browser.quit()
+            server.stop()
+        failed = [r for r in self.results if not r[1]]
+        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
+        return 1 if failed or not self.results else 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", default=".build/debug/trackme-server")
+    parser.add_argument("--out", default="simulations/out/browser")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    return RaceTest(os.path.abspath(args.server), args.out).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
