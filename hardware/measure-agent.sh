@@ -5,6 +5,9 @@
 #
 #   hardware/measure-agent.sh AGENT_BINARY SERVER_BINARY [SECONDS]
 #
+# Prints /proc/PID/status's memory lines and the resident kB per mapping (the binary's code,
+# read-only data and writable data, each shared library, anonymous memory), then `status`.
+#
 # Needs gpsd and gpsfake (apt-get install gpsd gpsd-clients python3-gps) and curl.
 set -eu
 AGENT=$1
@@ -50,8 +53,16 @@ ticks=$(getconf CLK_TCK)
 cpu0=$(awk '{print $14+$15}' /proc/$AGENT_PID/stat)
 sleep "$SECONDS_TO_RUN"
 cpu1=$(awk '{print $14+$15}' /proc/$AGENT_PID/stat)
-grep -E 'VmRSS|VmHWM|Threads' /proc/$AGENT_PID/status
+grep -E 'VmRSS|VmHWM|RssAnon|RssFile|Threads' /proc/$AGENT_PID/status
+# Where the resident memory is: file-backed (the binary's code and read-only data, ICU's among
+# them; shared libraries) against anonymous (heap, malloc arenas, thread stacks), per mapping.
+echo "resident by mapping (kB, largest first):"
+awk '/^[0-9a-f]+-[0-9a-f]+ / { name = ($6 == "" ? "[anon]" : $6); if ($2 ~ /x/) name = name " (code)"; else if ($2 ~ /w/) name = name " (rw)"; else name = name " (ro)" }
+     /^Rss:/ { rss[name] += $2 }
+     END { for (n in rss) if (rss[n] >= 256) printf "  %8d  %s\n", rss[n], n }' /proc/$AGENT_PID/smaps | sort -rn
 "$AGENT" status --socket "$WORK/agent.sock"
+# MEASURE_INSPECT=PROGRAM: run PROGRAM AGENT_PID AGENT_BINARY before the agent is stopped.
+[ -z "${MEASURE_INSPECT:-}" ] || "$MEASURE_INSPECT" "$AGENT_PID" "$AGENT"
 kill -TERM $AGENT_PID
 wait $AGENT_PID && echo "agent exit 0"
 echo "cpu over ${SECONDS_TO_RUN}s: $(( (cpu1 - cpu0) * 1000 / ticks )) ms"

@@ -56,7 +56,8 @@ struct RunCommand: AsyncParsableCommand {
         do {
             try await AgentDaemon.run(
                 configuration: configuration,
-                services: pipeline.services,
+                // Last: 30 s after start, the executable's start-up pages are given back (install.md).
+                services: pipeline.services + [ExecutablePagesService(logger: logger)],
                 control: pipeline.control,
                 logger: logger,
                 metricsRegistry: registry
