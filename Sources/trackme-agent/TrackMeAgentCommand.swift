@@ -19,6 +19,7 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
             ResumeCommand.self,
             ScanCommand.self,
             HRMCommand.self,
+            WipeCommand.self,
         ]
     )
 }

@@ -19,6 +19,9 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     public var limits: LimitsStatus?
     /// What the wearer's LED and hook show now (`FeedbackState`), if feedback is wired.
     public var feedback: FeedbackState?
+    /// Which care settings the rules run on (the server's version, or the configuration file)
+    /// and the local overrides that conflict with them.
+    public var care: CareStatus?
 
     public init(
         deviceID: String,
@@ -48,7 +51,21 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         case deviceID = "device_id"
         case uptimeSeconds = "uptime_s"
         case monitoringPaused = "monitoring_paused"
-        case strap, gpsd, store, sync, alert, limits, feedback
+        case strap, gpsd, store, sync, alert, limits, feedback, care
+    }
+}
+
+/// The care settings in force: the server's (`version`) over the configuration file, with the
+/// fields the file's `sos:` overrides set otherwise (the local override wins; the server sees
+/// the same list in the heartbeat).
+public struct CareStatus: Hashable, Sendable, Codable {
+    /// The server's care settings version applied; nil: the configuration file's values alone.
+    public var version: Int64?
+    public var conflicts: [String]
+
+    public init(version: Int64?, conflicts: [String]) {
+        self.version = version
+        self.conflicts = conflicts
     }
 }
 

@@ -25,6 +25,8 @@ public enum AgentAssembly {
         /// What the sync heartbeat tells the server about the device.
         var heartbeat: HeartbeatState
         var dispatchSettings: DispatchSettings
+        /// Ordered by the server (the person's data was erased): wipe after the services stop.
+        public var wipe: WipeSignal
     }
 
     /// Start-up failures, naming what and where.
@@ -116,9 +118,10 @@ public enum AgentAssembly {
             transport: HTTPAlertTransport(transport: http, token: token, store: store), fallback: fallback(configuration.fallback),
             clock: ContinuousClock(), settings: dispatchSettings, timestamp: { timestamps.now() }, restored: adopted, logger: logger)
 
-        let (settings, profile) = configuration.sos.applied(to: SOSSettings(), profile: configuration.person)
+        // The server's care settings kept from an earlier run, over the configuration file's.
+        let care = SyncReplyOrders.startingResolution(configured: configuration.person, overrides: configuration.sos, store: store, logger: logger)
         let pipeline = AgentPipeline(
-            configuration: AgentPipeline.Configuration(deviceID: deviceID, profile: profile, settings: settings),
+            configuration: AgentPipeline.Configuration(deviceID: deviceID, profile: care.profile, settings: care.settings),
             store: store, committer: committer, ids: RandomAlertIDs(), now: timestamps.now(), restoring: restored,
             deviceState: deviceState,
             dispatch: { action in
@@ -137,6 +140,10 @@ public enum AgentAssembly {
         let control = PipelineControl(
             pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
             feedback: feedback, heartbeat: heartbeat)
+        let wipe = WipeSignal()
+        let replyOrders = SyncReplyOrders(
+            person: configuration.person, overrides: configuration.sos, store: store, pipeline: pipeline, heartbeat: heartbeat, wipe: wipe,
+            inForce: care, logger: logger)
 
         let connector: StrapConnector
         if let simulated {
@@ -152,7 +159,9 @@ public enum AgentAssembly {
             feedbackService(configuration.feedback, driver: feedback, logger: logger),
             DispatchService(lane: lane, pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             SyncService(
-                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps),
+                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps,
+                replyOrders: replyOrders),
+            WipeService(signal: wipe),
             TickerService(pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             HeartRateService(
                 link: link, simulated: simulated, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps,
@@ -166,7 +175,7 @@ public enum AgentAssembly {
                     reader: reader, longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)), control: control,
                     clock: ContinuousClock(), logger: logger))
         }
-        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings)
+        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings, wipe: wipe)
     }
 
     static func restoreClockAnchors(from store: ReadingStore, into anchors: WallClockAnchors, logger: Logger) {

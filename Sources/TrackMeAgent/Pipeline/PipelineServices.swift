@@ -60,6 +60,7 @@ final class HeartbeatState: Sendable {
         var battery: Int?
         var paused = false
         var bodyLocation: String?
+        var care = CareStatus(version: nil, conflicts: [])
     }
 
     private let state = Mutex(State())
@@ -80,13 +81,19 @@ final class HeartbeatState: Sendable {
     }
     func paused(_ value: Bool) { state.withLock { $0.paused = value } }
     func bodyLocation(_ value: String) { state.withLock { $0.bodyLocation = value } }
+    /// The care settings version in force and the local overrides that conflict with it.
+    func care(_ value: CareStatus) { state.withLock { $0.care = value } }
+    func careStatus() -> CareStatus { state.withLock { $0.care } }
 
     func heartbeat() -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
         return state.withLock {
-            DeviceHeartbeat(
+            var beat = DeviceHeartbeat(
                 strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery,
                 batteryLow: $0.battery.map { $0 < threshold }, monitoringPaused: $0.paused, bodySensorLocation: $0.bodyLocation)
+            beat.careVersion = $0.care.version
+            beat.careConflicts = $0.care.conflicts.isEmpty ? nil : $0.care.conflicts
+            return beat
         }
     }
 }
@@ -303,6 +310,8 @@ public struct SyncService: Service {
     let pipeline: AgentPipeline
     let control: PipelineControl
     let timestamps: AgentTimestamps
+    /// Carries out what the server's replies order (care settings, a wipe).
+    let replyOrders: SyncReplyOrders
 
     public func run() async {
         let batchesOK = Counter(label: AgentMetricNames.syncBatches, dimensions: [("result", "ok")])
@@ -331,6 +340,8 @@ public struct SyncService: Service {
                         await control.syncFailed("\(error)")
                     case .heartbeatSentAlone:
                         break
+                    case .orders(let orders):
+                        await replyOrders.handle(orders)
                     }
                     if Task.isCancelled { break }
                 }
