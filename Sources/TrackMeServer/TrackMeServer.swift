@@ -208,7 +208,10 @@ public final class TrackMeServer: Service, Sendable {
             let count = try await store.applyRetention(cutoff, nowMilliseconds: wall)
             deleted[cutoff.kind] = count
             if count > 0 {
-                if cutoff.kind == .readings { api.metrics.update { $0.readingsDeletedByRetention += count } }
+                api.metrics.update {
+                    $0.retentionDeleted[cutoff.kind.rawValue, default: 0] += count
+                    if cutoff.kind == .readings { $0.readingsDeletedByRetention += count }
+                }
                 logger.info("retention deleted", metadata: ["server.kind": "\(cutoff.kind.rawValue)", "server.deleted": "\(count)"])
             }
         }

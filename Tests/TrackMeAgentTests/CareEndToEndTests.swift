@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TrackMeAgent
 import TrackMeCore
+import TrackMeServer
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

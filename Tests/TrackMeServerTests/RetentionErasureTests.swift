@@ -84,6 +84,13 @@ struct RetentionErasureTests {
             #expect(try await Self.rows(s, "SELECT count(*) FROM devices WHERE device_id = 'pi-0002'") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM batches WHERE device_id = 'pi-0002'") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM devices WHERE device_id = 'pi-0001'") == 1)
+            let metrics = try await s.client.send("GET", "/metrics").text
+            // The closed alert's two updates went as alert_updates (aged first), then its row.
+            #expect(metrics.contains("trackme_server_retention_deleted_total{kind=\"alert_updates\"} 2\n"), "\(metrics)")
+            #expect(metrics.contains("trackme_server_retention_deleted_total{kind=\"closed_alerts\"} 1\n"))
+            #expect(metrics.contains("trackme_server_retention_deleted_total{kind=\"retired_people\"} "))
+            let openapi = try await s.client.send("GET", "/openapi.yaml").text
+            for path in ["/v1/devices/{id}/care-settings", "/v1/devices/{id}/erase"] { #expect(openapi.contains("  \(path):")) }
         }
     }
 

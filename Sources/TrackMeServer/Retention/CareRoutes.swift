@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import TrackMeCore
 
@@ -65,6 +66,7 @@ struct CareRoutes: Sendable {
             throw APIError.notFound("no device \(deviceID)")
         }
         api.notifier.notify()
+        api.metrics.update { $0.erasures += 1 }
         // The log names the device id (the operator's own record that an erasure was done),
         // nothing of the person.
         api.logger.notice(

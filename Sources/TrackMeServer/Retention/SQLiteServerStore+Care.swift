@@ -30,11 +30,13 @@ extension SQLiteServerStore {
     }
 
     func careSettings(deviceID: String) async throws -> StoredCareSettings? {
-        let row = try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = ?", arguments: [deviceID])
+        let found = try await pool.read { db -> (settings: String, updated: Int64, by: String)? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = ?", arguments: [deviceID])
+            else { return nil }
+            return (row["settings"], row["updated_ms"], row["updated_by"])
         }
-        guard let row else { return nil }
-        return StoredCareSettings(settings: try StoreJSON.decode(row["settings"]), updatedMilliseconds: row["updated_ms"], updatedBy: row["updated_by"])
+        guard let found else { return nil }
+        return StoredCareSettings(settings: try StoreJSON.decode(found.settings), updatedMilliseconds: found.updated, updatedBy: found.by)
     }
 
     func putCareSettings(deviceID: String, settings: CareSettings, person: PersonProfile, by actor: String, atMilliseconds: Int64) async throws -> CareSettings {
