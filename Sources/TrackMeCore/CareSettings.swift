@@ -35,6 +35,17 @@ public struct CareSettings: Hashable, Sendable, Codable {
         case rules, contacts
     }
 
+    /// `version` may be left out (a person or carer sending new settings does not number them).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decodeIfPresent(Int64.self, forKey: .version) ?? 0
+        minimumHeartRate = try c.decodeIfPresent(Int.self, forKey: .minimumHeartRate)
+        maximumHeartRate = try c.decodeIfPresent(Int.self, forKey: .maximumHeartRate)
+        restingHeartRate = try c.decodeIfPresent(Int.self, forKey: .restingHeartRate)
+        rules = try c.decodeIfPresent([String: Bool].self, forKey: .rules)
+        contacts = try c.decodeIfPresent([EmergencyContact].self, forKey: .contacts)
+    }
+
     /// The rule switch for `kind`, if the settings name it.
     public func ruleEnabled(_ kind: AlertKind) -> Bool? { rules?[kind.rawValue] }
 
