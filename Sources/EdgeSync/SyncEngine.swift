@@ -344,6 +344,7 @@ public actor SyncEngine {
             let response = try await transport.post(
                 path: "/v1/heartbeats",
                 headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"], body: Array(body))
+            if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
             if (200..<300).contains(response.status) {
                 elapsedSinceBatch = .zero
                 onEvent(.heartbeatSentAlone)
