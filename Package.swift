@@ -211,6 +211,8 @@ targets += [
             "EdgeSync",
             // issue 22: the group-commit tests reach into the SQLite store.
             .product(name: "GRDB", package: "GRDB.swift"),
+            // issue 22: the agent's store and sync engine failing over between instances.
+            "EdgeStore",
             // issue 17: the CLI and the descriptor-limit test run the real binary.
             "trackme-server",
             .product(name: "NIOCore", package: "swift-nio"),

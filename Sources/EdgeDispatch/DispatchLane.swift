@@ -46,8 +46,12 @@ public actor DispatchLane {
 
     public nonisolated let events: AsyncStream<DispatchLaneEvent>
     private let eventSink: AsyncStream<DispatchLaneEvent>.Continuation
-    private let jobs: AsyncStream<Job>
-    private let jobSink: AsyncStream<Job>.Continuation
+    /// Work the policy asked for, not yet started: `run()` starts each in a task of its own as
+    /// it is woken; `step()` performs them in order.
+    private var queued: [Job] = []
+    private let wake: AsyncStream<Void>
+    private let wakeSink: AsyncStream<Void>.Continuation
+    private let observe: (@Sendable (DispatchLaneEvent) -> Void)?
 
     private var policy: DispatchPolicy
     private let transport: any AlertTransport
@@ -66,11 +70,13 @@ public actor DispatchLane {
     ///   - tickInterval: how often the lane checks for due work; a quarter of the retry interval.
     ///   - restored: an alert that was open before a restart, taken over (see
     ///     `DispatchPolicy.adopt`), with the number for its next update.
+    ///   - observe: sees every event as it happens, besides `events` (for an owner that steps
+    ///     the lane itself and reads what it did right after).
     public init(
         transport: any AlertTransport, fallback: (any LocalFallback)?, clock: any Clock<Duration>,
         settings: DispatchSettings = DispatchSettings(), tickInterval: Duration = .milliseconds(250),
         timestamp: @escaping @Sendable () -> ReadingTimestamp, restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
-        logger: Logger
+        observe: (@Sendable (DispatchLaneEvent) -> Void)? = nil, logger: Logger
     ) {
         policy = DispatchPolicy(settings: settings)
         if let restored { policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, now: .zero) }
@@ -82,8 +88,9 @@ public actor DispatchLane {
         self.tickInterval = tickInterval
         self.sendTimeout = settings.sendTimeout
         self.logger = logger
+        self.observe = observe
         (events, eventSink) = AsyncStream.makeStream(of: DispatchLaneEvent.self, bufferingPolicy: .bufferingNewest(1024))
-        (jobs, jobSink) = AsyncStream.makeStream(of: Job.self)
+        (wake, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
@@ -97,22 +104,56 @@ public actor DispatchLane {
         apply(.engine(action))
     }
 
-    /// Performs the lane's work until the calling task is cancelled.
+    /// Performs the lane's work until the calling task is cancelled: the policy's clock ticks
+    /// every `tickInterval`, and each send or fallback runs in a task of its own.
     public func run() async {
-        let jobs = self.jobs
+        let wake = self.wake
         await withDiscardingTaskGroup { group in
             group.addTask { await self.tickLoop() }
-            for await job in jobs {
-                group.addTask { await self.perform(job) }
+            for await _ in wake {
+                for job in await self.takeQueued() {
+                    group.addTask { await self.perform(job) }
+                }
             }
             group.cancelAll()
         }
     }
 
+    /// The lane's work due now, performed in order and awaited, each answer going back to the
+    /// policy at once (the next update goes when the previous is answered): for an owner whose
+    /// event loop is the scheduler instead of `run()` (the simulation, on the virtual clock it
+    /// advances). The same policy, sends, timeouts and fallback as `run()`.
+    public func step() async {
+        apply(.tick)
+        while !queued.isEmpty {
+            for job in await takeQueued() {
+                await perform(job)
+            }
+        }
+    }
+
+    /// Updates waiting to be sent (including the one in flight).
+    public var queuedUpdates: [AlertUpdate] { policy.queuedUpdates }
+
+    private func takeQueued() async -> [Job] {
+        defer { queued.removeAll() }
+        return queued
+    }
+
     private func tickLoop() async {
         await Self.ticks(on: clock, every: tickInterval) { await self.apply(.tick) }
         // Cancelled: stop taking jobs too.
-        jobSink.finish()
+        wakeSink.finish()
+    }
+
+    private func enqueue(_ job: Job) {
+        queued.append(job)
+        wakeSink.yield()
+    }
+
+    private nonisolated func emit(_ event: DispatchLaneEvent) {
+        observe?(event)
+        eventSink.yield(event)
     }
 
     /// Calls `tick` at fixed deadlines (start + k * interval), so that late wake-ups do not
@@ -136,15 +177,15 @@ public actor DispatchLane {
         for action in policy.receive(event, now: elapsed(), timestamp: timestamp()) {
             switch action {
             case .send(let update):
-                jobSink.yield(.send(update))
+                enqueue(.send(update))
             case .runFallback(let record, let reason, let index):
-                jobSink.yield(.fallback(record, reason, index))
+                enqueue(.fallback(record, reason, index))
             case .delivered(let id):
-                eventSink.yield(.delivered(alertID: id))
+                emit(.delivered(alertID: id))
             case .acknowledged(let id):
-                eventSink.yield(.acknowledged(alertID: id))
+                emit(.acknowledged(alertID: id))
             case .showAcknowledgement(let id, let acknowledged):
-                eventSink.yield(.showAcknowledgement(alertID: id, acknowledged: acknowledged))
+                emit(.showAcknowledgement(alertID: id, acknowledged: acknowledged))
             }
         }
     }
@@ -163,7 +204,7 @@ public actor DispatchLane {
                 try await fallback.run(record, reason: reason, contactIndex: index)
                 logger.info(
                     "local fallback ran", metadata: ["sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)"])
-                eventSink.yield(.fallbackSucceeded(alertID: record.id, reason: reason))
+                emit(.fallbackSucceeded(alertID: record.id, reason: reason))
             } catch {
                 // Logged, and nothing else: the retries to the server go on regardless.
                 logger.error(
@@ -171,7 +212,7 @@ public actor DispatchLane {
                     metadata: [
                         "sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)", "error": "\(error)",
                     ])
-                eventSink.yield(.fallbackFailed(alertID: record.id, reason: reason, error: "\(error)"))
+                emit(.fallbackFailed(alertID: record.id, reason: reason, error: "\(error)"))
             }
         }
     }
@@ -214,13 +255,13 @@ public actor DispatchLane {
         case .accepted(let receipt):
             // The policy learns first, so whoever sees the event sees the lane already past it.
             apply(.sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence, acknowledged: receipt.acknowledged))
-            eventSink.yield(.sent(update))
+            emit(.sent(update))
         case .failed(let message):
             logger.info(
                 "alert update not delivered, will retry",
                 metadata: ["sos.alert_id": "\(update.alert.id)", "sos.update_seq": "\(update.updateSequence)", "error": "\(message)"])
             apply(.sendFailed(alertID: update.alert.id, updateSequence: update.updateSequence))
-            eventSink.yield(.sendFailed(update, error: message))
+            emit(.sendFailed(update, error: message))
         }
     }
 }

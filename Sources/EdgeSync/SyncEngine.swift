@@ -27,23 +27,6 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
     case idle
 }
 
-/// A batch reserved in the store and not yet sent (see `SyncEngine.prepareReadingsBatch`).
-public struct ReadingsBatch: Sendable {
-    let reserved: ReservedBatch
-    /// Holds as many readings as a batch may: more are probably waiting behind it.
-    public let filled: Bool
-    public var readings: Int { reserved.batch.readings.count }
-    /// The small newest-first batch sent after a failure or restart, ahead of the backlog.
-    public var isLatest: Bool { reserved.isLatest }
-}
-
-/// What `SyncEngine.prepareReadingsBatch` found to do.
-public enum PreparedReadingsBatch: Sendable {
-    case batch(ReadingsBatch)
-    case idle
-    case failed(SyncError)
-}
-
 /// Moves the store's readings and alerts to the server over two lanes.
 ///
 /// - The alert lane sends journaled alert updates (`POST /v1/alerts`) as soon as they appear,
@@ -89,12 +72,10 @@ public actor SyncEngine {
     private let logger: Logger
     private var random: SplitMix64
 
-    private var readingsFailures = 0
-    private var draining = false
-    /// Readings per batch: the configured maximum, halved after each 413 Too Large.
-    private var batchLimit: Int
-    private var latestDue = true
-    private var elapsedSinceBatch: Duration = .zero
+    /// The readings lane's decisions (what is due, which batch, heartbeat, backoff).
+    private var policy: ReadingsLanePolicy
+    /// The lane clock's time since this engine started (the policy's `now`).
+    private let elapsed: @Sendable () -> Duration
     private var alertLaneSending = false
     private var alertLaneRunning = false
     private var alertLaneBackingOff = false
@@ -134,10 +115,21 @@ public actor SyncEngine {
         self.onAlertsResolved = onAlertsResolved
         self.onEvent = onEvent
         self.logger = logger
-        self.random = SplitMix64(seed: seed)
-        self.latestDue = configuration.latestFirst
-        self.batchLimit = configuration.maxBatchReadings
+        // The readings lane draws its jitter from the seed; the alert lane from its own stream.
+        self.random = SplitMix64(seed: seed &+ 0x5A5A_5A5A)
+        self.policy = ReadingsLanePolicy(
+            settings: ReadingsLanePolicy.Settings(
+                maxBatchReadings: configuration.maxBatchReadings, heartbeatInterval: configuration.heartbeatInterval,
+                pollInterval: configuration.pollInterval, sendInterval: configuration.sendInterval, backoff: configuration.backoff,
+                latestFirst: configuration.latestFirst),
+            seed: seed)
+        self.elapsed = Self.stopwatch(clock)
         (alertSignals, alertSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
     }
 
     /// Wakes the alert lane at once (call after journaling an alert update).
@@ -236,6 +228,9 @@ public actor SyncEngine {
     /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
     /// backing off (the server is unreachable for it too), the readings lane waits.
     private func waitForAlertLane() async {
+        // `pendingAlertUpdates()`, not `hasPendingAlertUpdates()`: the latter also counts the
+        // journal's local state rows, which never leave the device, and the lane would wait for
+        // ever on them.
         while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && !store.pendingAlertUpdates().isEmpty) {
             await withCheckedContinuation { alertLaneWaiters.append($0) }
         }
@@ -245,52 +240,43 @@ public actor SyncEngine {
 
     private func runReadingsLane() async {
         while !Task.isCancelled {
-            let outcome = await readingsStep()
-            switch outcome {
-            case .sent:
+            let wait = await readingsVisit()
+            do { try await clock.sleep(for: wait) } catch { return }
+        }
+    }
+
+    /// One visit of the readings lane, as `ReadingsLanePolicy` decides: sends what is due now,
+    /// batch after batch (a backlog goes back to back), and returns how long until the next
+    /// visit (the poll interval when idle, the backoff after a failure). The daemon's lane loops
+    /// on it on the real clock; the simulation calls it when the virtual clock its event loop
+    /// advances reaches the time it returned. `drain`: partly filled batches go at once too
+    /// (the simulation's end of run).
+    public func readingsVisit(drain: Bool = false) async -> Duration {
+        while true {
+            let outcome = await readingsStep(draining: drain)
+            switch lastNext {
+            case .now:
                 continue
-            case .idle:
-                do { try await clock.sleep(for: configuration.pollInterval) } catch { return }
-                elapsedSinceBatch += configuration.pollInterval
-            case .failed(let error):
-                if error.status == 413 || error.code == .rebased { continue }  // split smaller or re-based: go again at once
-                let wait = retryDelay(after: error)
-                do { try await clock.sleep(for: wait) } catch { return }
-                elapsedSinceBatch += wait
+            case .wait(let wait, let afterFailure, let refused):
+                if afterFailure, case .failed(let error) = outcome {
+                    onEvent(refused ? .rejected(error) : .sendFailed(error, retryIn: wait))
+                }
+                return wait
             }
         }
     }
 
-    /// Time passed on the caller's clock for a caller that steps the lane itself (the
-    /// simulation's event loop): it counts towards the send and heartbeat intervals, as the
-    /// lane's own sleeps do.
-    public func timePassed(_ duration: Duration) {
-        elapsedSinceBatch += duration
-    }
-
-    /// How long the readings lane waits after a failed step before it tries again: the backoff
-    /// with full jitter (or the server's `Retry-After`), the cap after a refusal. Public for a
-    /// caller that steps the lane itself on its own clock (the simulation's event loop).
-    public func retryDelay(after error: SyncError) -> Duration {
-        if error.isRetryable {
-            let wait = configuration.backoff.delay(afterFailures: readingsFailures, retryAfter: error.retryAfter, using: &random)
-            onEvent(.sendFailed(error, retryIn: wait))
-            return wait
-        }
-        onEvent(.rejected(error))
-        return configuration.backoff.maximum
-    }
+    /// The policy's answer to the last step.
+    private var lastNext: ReadingsLanePolicy.Next = .now
 
     /// Sends until no reading is unsynced and no batch is in flight, retrying failures with
     /// backoff on the clock. For draining a backlog in tests and benchmarks.
     public func drain(maxFailures: Int = 1000) async throws(SyncError) {
-        draining = true
-        defer { draining = false }
         var failures = 0
         while true {
             let stats = store.statistics()
             if stats.unsyncedReadings == 0, stats.inFlightBatches == 0 { return }
-            switch await readingsStep(heartbeatDue: false) {
+            switch await readingsStep(heartbeatDue: false, draining: true) {
             case .sent: failures = 0
             case .idle: return
             case .failed(let error):
@@ -305,34 +291,44 @@ public actor SyncEngine {
 
     /// Picks and sends one batch: the newest readings after a failure or restart, else the
     /// oldest batch in flight, else the oldest unsynced readings, else an empty heartbeat batch
-    /// when one is due.
-    public func readingsStep(heartbeatDue: Bool? = nil) async -> ReadingsStepOutcome {
-        switch await prepareReadingsBatch(heartbeatDue: heartbeatDue) {
-        case .batch(let prepared): return await send(prepared)
-        case .idle: return .idle
-        case .failed(let error): return .failed(error)
-        }
-    }
-
-    /// The first half of `readingsStep`: picks the next batch and reserves it in the store, so
-    /// what it holds is settled now; `send(_:)` delivers it later. Lets a caller that steps the
-    /// lane itself (the simulation's event loop) fix a batch's contents at a point of its
-    /// choosing and let the network round trip overlap its other work.
-    public func prepareReadingsBatch(heartbeatDue: Bool? = nil) async -> PreparedReadingsBatch {
+    /// when one is due. `draining`: a partly filled batch goes at once. The policy learns the
+    /// outcome.
+    public func readingsStep(heartbeatDue: Bool? = nil, draining: Bool = false) async -> ReadingsStepOutcome {
         await waitForAlertLane()
-        let due = heartbeatDue ?? (elapsedSinceBatch >= configuration.heartbeatInterval)
+        let due = heartbeatDue ?? policy.heartbeatDue(now: elapsed())
+        let reserved: ReservedBatch
         do {
-            guard let next = try nextBatch(heartbeatDue: due) else {
+            guard let next = try nextBatch(heartbeatDue: due, draining: draining) else {
+                lastNext = policy.receive(.idle, now: elapsed())
                 return .idle
             }
-            return .batch(ReadingsBatch(reserved: next, filled: next.batch.readings.count >= batchLimit))
+            reserved = next
         } catch {
             logger.info("store could not prepare a batch", metadata: ["store.error": "\(error)"])
             // A full or failing disk must not make the device look silent: the heartbeat goes
             // alone, from memory, without a batch key.
             if due { await sendHeartbeatAlone() }
-            return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
+            let failure = SyncError(code: .storeUnavailable, message: "\(error)")
+            lastNext = policy.receive(.notPrepared(retryable: failure.isRetryable, retryAfter: failure.retryAfter), now: elapsed())
+            return .failed(failure)
         }
+        let result = await post(reserved)
+        switch result {
+        case .sent:
+            lastNext = policy.receive(.sent, now: elapsed())
+        case .failed(let error):
+            // 413: the server stored nothing of it (WIRE.md), so the key can be abandoned and
+            // the readings go again in smaller batches.
+            if error.status == 413 { try? store.abandonBatch(batchSequence: reserved.batch.batchSequence) }
+            lastNext = policy.receive(
+                .sendFailed(
+                    readings: reserved.batch.readings.count, retryable: error.isRetryable, retryAfter: error.retryAfter,
+                    tooLarge: error.status == 413, rebased: error.code == .rebased),
+                now: elapsed())
+        case .idle:
+            lastNext = policy.receive(.idle, now: elapsed())
+        }
+        return result
     }
 
     /// `POST /v1/heartbeats` with the current heartbeat; on success the heartbeat interval
@@ -346,7 +342,7 @@ public actor SyncEngine {
                 headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"], body: Array(body))
             if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
             if (200..<300).contains(response.status) {
-                elapsedSinceBatch = .zero
+                policy.heartbeatSentAlone(now: elapsed())
                 onEvent(.heartbeatSentAlone)
             } else {
                 logger.info("heartbeat refused", metadata: ["sync.status": "\(response.status)"])
@@ -356,35 +352,13 @@ public actor SyncEngine {
         }
     }
 
-    /// Sends a batch from `prepareReadingsBatch` and settles the lane's state from the answer.
-    public func send(_ prepared: ReadingsBatch) async -> ReadingsStepOutcome {
-        let reserved = prepared.reserved
-        let result = await post(reserved)
-        switch result {
-        case .sent:
-            readingsFailures = 0
-            latestDue = false
-            elapsedSinceBatch = .zero
-        case .failed(let error):
-            readingsFailures += 1
-            latestDue = configuration.latestFirst
-            // 413: the server stored nothing of it (WIRE.md), so the key can be abandoned and
-            // the readings go again in smaller batches.
-            if error.status == 413 {
-                batchLimit = max(1, min(batchLimit, reserved.batch.readings.count) / 2)
-                try? store.abandonBatch(batchSequence: reserved.batch.batchSequence)
-            }
-        case .idle:
-            break
-        }
-        return result
-    }
-
-    private func nextBatch(heartbeatDue: Bool) throws(StoreError) -> ReservedBatch? {
+    private func nextBatch(heartbeatDue: Bool, draining: Bool) throws(StoreError) -> ReservedBatch? {
         let deviceID = configuration.deviceID
-        let inFlight = try store.inFlightBatches(deviceID: deviceID)
-        if latestDue {
-            latestDue = false
+        // A batch reserved and not acknowledged goes again first; the store is asked only when
+        // one may be there (after a start or a failure), so an idle visit reads nothing.
+        let inFlight = policy.mayHaveInFlight ? try store.inFlightBatches(deviceID: deviceID) : []
+        if inFlight.isEmpty { policy.foundNoneInFlight() }
+        if policy.takeLatestTurn() {
             let newest = try store.newestUnsynced()
             let stats = store.statistics()
             // Only worth a batch of its own when there is a backlog behind it.
@@ -398,15 +372,16 @@ public actor SyncEngine {
         if let first = inFlight.first { return first }
         // Not due and not a full batch's worth: decide before reading (and decoding) up to a
         // batch of readings only to put them back; the idle lane asks every poll interval.
-        if !draining, !heartbeatDue, elapsedSinceBatch < configuration.sendInterval, store.unsyncedReadingCount < batchLimit {
+        let now = elapsed()
+        if !policy.sendsNow(available: store.unsyncedReadingCount, heartbeatDue: heartbeatDue, draining: draining, now: now) {
             return nil
         }
-        var candidates = try store.oldestUnsynced(limit: batchLimit)
+        var candidates = try store.oldestUnsynced(limit: policy.batchLimit)
         if candidates.isEmpty {
             guard heartbeatDue else { return nil }
             return try store.reserveBatch(deviceID: deviceID, readings: [], heartbeat: currentHeartbeat())
         }
-        if candidates.count < batchLimit, !draining, !heartbeatDue, elapsedSinceBatch < configuration.sendInterval {
+        if !policy.sendsNow(available: candidates.count, heartbeatDue: heartbeatDue, draining: draining, now: now) {
             return nil
         }
         // Bounded by bytes too: halve until the JSON fits. Encoding is the costly part of a
@@ -443,7 +418,6 @@ public actor SyncEngine {
         } catch {
             return SyncError(code: .storeUnavailable, status: 409, message: "could not re-base after \(conflict.error.code.rawValue): \(error)")
         }
-        latestDue = false
         return SyncError(code: .rebased, status: 409, message: "\(conflict.error.code.rawValue): \(conflict.error.message)")
     }
 

@@ -150,6 +150,10 @@ public struct DispatchPolicy: Sendable {
     /// Updates waiting to be sent (including the one in flight).
     public var queuedUpdates: [AlertUpdate] { queue.map(\.update) }
 
+    /// How many alerts the policy holds (open, or closed with their last update unsent): what
+    /// its work per event could grow with. A year of alerts that went out and closed leaves none.
+    public var heldAlerts: Int { tracked.count }
+
     public mutating func receive(_ event: Event, now: Duration, timestamp: ReadingTimestamp) -> [Action] {
         var actions: [Action] = []
         switch event {

@@ -465,6 +465,163 @@ enum OpenAPIDocument {
                           wipe_orders: {type: integer}
                 "403": {$ref: "#/components/responses/Forbidden"}
                 "404": {$ref: "#/components/responses/NotFound"}
+          # People's data, Data4Help (issue 20). {id} is a wearer account id, or `me`. Every read goes
+          # through AccessPolicy: the wearer reads all of their own; a third party the kinds and window
+          # of a consent in force; a dispatcher around an alert it handles. Reads by others are logged.
+          /v1/organisations:
+            post:
+              summary: "An organisation registers itself (no token): {username, password, display_name, role: third_party}"
+              security: []
+              responses:
+                "201": {description: The account}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "409": {description: Username taken}
+          /v1/people/{id}/devices:
+            post:
+              summary: "Link a wearer account to an enrolled device (admin): {device_id}; a device is one wearer's (409)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "201": {description: "{person_id, device_id, already}"}
+                "404": {$ref: "#/components/responses/NotFound"}
+                "409": {description: Another wearer's device}
+          /v1/people/{id}:
+            get:
+              summary: "The person: name, devices and limits (to themselves), and the caller's grants"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{person_id, display_name, username, devices, grants, limits}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/people/{id}/heart-rate:
+            get:
+              summary: "Heart rate in [from, to) (ms; default the last day), within the caller's grants"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: from, in: query, schema: {type: integer}}
+                - {name: to, in: query, schema: {type: integer}}
+              responses:
+                "200": {description: "{person_id, from_ms, to_ms, heart_rate: [{at_ms, bpm, device_id, contact}], truncated}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/positions:
+            get:
+              summary: "Positions in [from, to), within the caller's grants"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: from, in: query, schema: {type: integer}}
+                - {name: to, in: query, schema: {type: integer}}
+              responses:
+                "200": {description: "{person_id, from_ms, to_ms, positions: [{at_ms, lat, lon, device_id}], truncated}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/statistics:
+            get:
+              summary: "Per UTC day (default the last 7, at most 93): min, mean, max, resting estimate, seconds out of the person's range"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: from, in: query, schema: {type: integer}}
+                - {name: to, in: query, schema: {type: integer}}
+              responses:
+                "200": {description: "{person_id, from_ms, to_ms, days: [{day_ms, readings, min, mean, max, resting_estimate, seconds_out_of_range, limit_min, limit_max}]}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/alerts:
+            get:
+              summary: "The person's alerts with their outcomes (newest first), within the caller's grants"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{person_id, alerts: [{alert_id, device_id, kind, state, open, created_ms, acknowledged_ms, outcome, resolved_ms, lat, lon}]}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/export:
+            get:
+              summary: "Everything in [from, to) (default all) as a download: format=json (one document) or csv (one table, a record column)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: format, in: query, schema: {enum: [json, csv]}}
+                - {name: from, in: query, schema: {type: integer}}
+                - {name: to, in: query, schema: {type: integer}}
+              responses:
+                "200": {description: "Attachment", content: {application/json: {}, text/csv: {}}}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/track.gpx:
+            get:
+              summary: "Positions in [from, to) as GPX 1.1, one track per device"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "Attachment", content: {application/gpx+xml: {}}}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/stream:
+            get:
+              summary: "New readings as Server-Sent Events (event heart_rate or position, data as in the lists) while a grant covers them; access_ended when it ends"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: An event stream, content: {text/event-stream: {}}}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/access-log:
+            get:
+              summary: "Who read the person's data, when, why and what (the person or the admin), newest first"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{entries: [{id, subject, reader_id, reader_name, reader_role, reason, what, at_ms}]}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+          /v1/people/{id}/access-requests:
+            get:
+              summary: The requests made to the person (the person or the admin)
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{requests: [AccessRequest]}"}
+          /v1/access-requests:
+            post:
+              summary: "A third party asks one person: {person (username), kinds: [heart_rate | position | alerts], days: 1-365, data_from_ms?, purpose}. Unanswered for 3 days: refused"
+              responses:
+                "201": {description: "AccessRequest {id, organisation_id, organisation_name, person_id, person_name, person_username, kinds, days, data_from_ms, purpose, status, requested_ms, answer_by_ms, answered_ms, granted_from_ms, expires_ms, ended_ms, ended_by}; status pending | approved | refused | refused_unanswered | revoked | expired"}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "404": {$ref: "#/components/responses/NotFound"}
+            get:
+              summary: The third party's own requests
+              responses:
+                "200": {description: "{requests: [AccessRequest]}"}
+          /v1/access-requests/{id}/approve:
+            post:
+              summary: "The person approves: access from data_from_ms (or now) for `days` days, only the kinds named"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The request}
+                "409": {description: "Not pending any more (answered, refused after 3 days, revoked)"}
+          /v1/access-requests/{id}/refuse:
+            post:
+              summary: The person refuses
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The request}
+                "409": {description: Not pending any more}
+          /v1/access-requests/{id}/revoke:
+            post:
+              summary: Either side ends an approved access at once (open streams end); the organisation may also withdraw a pending request
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: The request}
+                "409": {description: Nothing to revoke}
+          /v1/group-figures:
+            post:
+              summary: "Anonymised figures over a group {age_from, age_to, south, west, north, east, from_ms, to_ms}, snapped outward to decades, 0.1-degree cells and UTC days (third party, admin)"
+              description: |
+                Answered only over more than 1,000 distinct people, and only if the group differs from every
+                earlier answered group it overlaps by none or more than 1,000 people each way (the
+                differencing attack); refused with 422 and code too_few_people or differencing otherwise.
+                Never a person-level value: people, readings, mean and percentiles (p10-p90, whole bpm,
+                from 10-bpm bins) of heart rate, alerts per kind. simulations/GROUP-FIGURES.md.
+              responses:
+                "200": {description: "{group, people, readings, mean_heart_rate, percentiles, alerts_by_kind}"}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "422": {description: "Refused: too_few_people or differencing, with the reason"}
           /contact/{token}:
             get:
               summary: "An emergency contact's page for an alert (signed, single-use, expiring link); 403 forged, 410 used or expired"

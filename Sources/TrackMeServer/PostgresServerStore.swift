@@ -17,7 +17,7 @@ import TrackMeCore
 /// connection is plain, for loopback, a Unix socket or a tunnel.
 final class PostgresServerStore: ServerStore {
     private static let feedLock: Int64 = 7_270_001
-    private static let migrationLock: Int64 = 7_270_002
+    static let migrationLock: Int64 = 7_270_002
 
     let displayName: String
     let client: PostgresClient
@@ -50,16 +50,29 @@ final class PostgresServerStore: ServerStore {
             try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
             let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
             // Append-only: a landed migration is never edited, a change is a new one.
-            for (name, statements) in Self.migrations + ConsoleSchema.postgres + CareSchema.postgres where !applied.contains(name) {
+            for (name, statements) in Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query("INSERT INTO schema_migrations (name) VALUES (\(name))", logger: logger)
             }
         }
+        await ensureReadingPartitionsLogged()
     }
 
-    private static let migrations: [(String, [String])] = [
+    /// Day partitions ahead; a failure (a lock not granted in time, rows in the default
+    /// partition where a day partition would go) is logged and tried again on the next pass:
+    /// readings are still stored (in the default partition).
+    func ensureReadingPartitionsLogged() async {
+        do {
+            let created = try await ensureReadingPartitions()
+            if !created.isEmpty { logger.info("readings partitions created", metadata: ["server.partitions": "\(created.joined(separator: ","))"]) }
+        } catch {
+            logger.warning("readings partitions not created", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    static let migrations: [(String, [String])] = [
         (
             "v1",
             [
@@ -117,6 +130,9 @@ final class PostgresServerStore: ServerStore {
         ),
         // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
         ("v3-token-expiry", ["ALTER TABLE tokens ADD COLUMN expires_ms BIGINT"]),
+        // Issue 22: readings partitioned by day; a batch in one round trip (PostgresIngestSchema).
+        ("v4-readings-partitioned", [PostgresIngestSchema.partitionReadings]),
+        ("v5-ingest-function", [PostgresIngestSchema.floorsFunction, PostgresIngestSchema.ingestFunction]),
     ]
 
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
@@ -171,176 +187,111 @@ final class PostgresServerStore: ServerStore {
     }
 
     /// Writes a group of batches in one transaction, device by device in one order (so two
-    /// instances' groups cannot deadlock on the device rows they lock), each in a savepoint:
-    /// one that fails is rolled back alone.
+    /// instances' groups cannot deadlock on the device rows they lock), one round trip each
+    /// (`trackme_ingest_batch`, whose exception block is the batch's savepoint: one that fails
+    /// is rolled back alone).
     static func ingestGroup(_ batches: [IncomingBatch], client: PostgresClient, logger: Logger) async throws -> [Result<IngestResult, any Error>] {
-        try await client.withTransaction(logger: logger) { connection in
+        let written = try await client.withTransaction(logger: logger) { connection in
             let order = batches.indices.sorted {
                 (batches[$0].deviceID, batches[$0].batchSequence) < (batches[$1].deviceID, batches[$1].batchSequence)
             }
             var results = [Result<IngestResult, any Error>](
                 repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")), count: batches.count)
+            // A device back from silence appends to the feed: then the feed lock first, before
+            // any device row (see PostgresIngestSchema on deadlocks).
+            let feedLocked = try await anySilent(batches.map(\.deviceID), on: connection, logger: logger)
+            if feedLocked { try await lockFeed(connection, logger: logger) }
+            var again: [Int] = []
             for index in order {
-                try await connection.query("SAVEPOINT batch", logger: logger)
                 do {
-                    results[index] = .success(try await ingest(batches[index], on: connection, logger: logger))
-                    try await connection.query("RELEASE SAVEPOINT batch", logger: logger)
-                } catch {
-                    try await connection.query("ROLLBACK TO SAVEPOINT batch", logger: logger)
+                    results[index] = .success(try await ingest(batches[index], feedLocked: feedLocked, on: connection, logger: logger))
+                } catch is FeedLockBusy {
+                    again.append(index)
+                } catch let error as StoreError {
                     results[index] = .failure(error)
                 }
             }
-            return results
+            return (results, again)
         }
-    }
-
-    /// One batch inside the group's transaction.
-    static func ingest(_ batch: IncomingBatch, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
-        // Locks the device row: one device's batches are processed one at a time, so a
-        // batch sent twice at once is claimed by one and replayed to the other.
-        var wasSilent = false
-        for try await silent in try await connection.query(
-            "SELECT silent FROM devices WHERE device_id = \(batch.deviceID) FOR UPDATE", logger: logger
-        ).decode(Bool.self) {
-            wasSilent = silent
-        }
-        try await connection.query(
-            """
-            UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(batch.receivedMilliseconds)), silent = FALSE,
-                heartbeat = COALESCE(\(batch.heartbeatJSON), heartbeat) WHERE device_id = \(batch.deviceID)
-            """, logger: logger)
-        if wasSilent {
-            let data = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
-            try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
-        }
-        // The device row is locked (above), so epochs and floors of one device are settled
-        // one batch at a time.
-        if let epoch = batch.storeEpoch {
-            var registered: (Int64, Int64)?
-            for try await floors in try await connection.query(
-                "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)",
-                logger: logger
-            ).decode((Int64, Int64).self) {
-                registered = floors
-            }
-            let (seqFloor, batchFloor): (Int64, Int64)
-            if let registered {
-                (seqFloor, batchFloor) = registered
-            } else {
-                // The device's first epoch is taken as it is; a later new epoch must number
-                // above everything held (as in the SQLite store).
-                let known = try await connection.query(
-                    "SELECT 1 FROM device_epochs WHERE device_id = \(batch.deviceID) LIMIT 1", logger: logger
-                ).collect().count
-                (seqFloor, batchFloor) = known == 0 ? (1, 1) : try await Self.floors(connection, deviceID: batch.deviceID, logger: logger)
-                try await connection.query(
-                    """
-                    INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms)
-                    VALUES (\(batch.deviceID), \(epoch), \(seqFloor), \(batchFloor), \(batch.receivedMilliseconds))
-                    """, logger: logger)
-            }
-            let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
-            if batch.batchSequence < batchFloor || lowest < seqFloor {
-                return try await Self.conflict(connection, .storeEpochRebase, batch: batch, logger: logger)
-            }
-        }
-        let claimed = try await connection.query(
-            """
-            INSERT INTO batches (device_id, batch_seq, received_ms, store_epoch, digest)
-            VALUES (\(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.storeEpoch), \(batch.digest))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger
-        ).collect().count
-        if claimed == 0 {
-            let rows = try await connection.query(
-                """
-                SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches
-                WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
-                """,
-                logger: logger)
-            for try await (stored, duplicates, alerts, storedEpoch, storedDigest) in rows.decode((Int, Int, String, String?, String?).self) {
-                if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
-                    return try await Self.conflict(connection, .idempotencyKeyReused, batch: batch, logger: logger)
+        var results = written.0
+        let again = written.1
+        // Went silent after the check above while another transaction held the feed lock:
+        // written again, the feed lock first (rare).
+        if !again.isEmpty {
+            let retried = try await client.withTransaction(logger: logger) { connection in
+                try await lockFeed(connection, logger: logger)
+                var retried: [(Int, Result<IngestResult, any Error>)] = []
+                for index in again {
+                    do {
+                        retried.append((index, .success(try await ingest(batches[index], feedLocked: true, on: connection, logger: logger))))
+                    } catch let error as StoreError {
+                        retried.append((index, .failure(error)))
+                    }
                 }
-                return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: true)
+                return retried
             }
-            throw StoreError(code: .inconsistent, message: "claimed batch row vanished")
+            for (index, result) in retried { results[index] = result }
         }
-        var stored = 0
-        if !batch.readings.isEmpty {
-            // One statement for the whole batch; NULLs travel as sentinels because arrays of
-            // optionals do not bind.
-            let seqs = batch.readings.map(\.sequence)
-            let kinds = batch.readings.map(\.kind.rawValue)
-            let placed = batch.readings.map(\.placedMilliseconds)
-            let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
-            let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
-            let bodies = batch.readings.map(\.body)
-            stored = try await connection.query(
-                """
-                INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
-                SELECT \(batch.deviceID), r.seq, r.kind, r.placed, \(batch.receivedMilliseconds), NULLIF(r.wall, \(Int64.min)), NULLIF(r.flag, ''), r.body
-                FROM UNNEST(\(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[], \(flags)::TEXT[], \(bodies)::TEXT[])
-                    AS r(seq, kind, placed, wall, flag, body)
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger
-            ).collect().count
-        }
-        let alerts = try await collect(
-            connection.query(
-                """
-                UPDATE alerts SET ack_delivered = TRUE WHERE device_id = \(batch.deviceID) AND acknowledged AND NOT ack_delivered
-                RETURNING alert_id
-                """, logger: logger
-            ).decode(String.self)
-        ).sorted()
-        let duplicates = batch.readings.count - stored
-        try await connection.query(
-            """
-            UPDATE batches SET stored = \(stored), duplicates = \(duplicates), acknowledged_alerts = \(try StoreJSON.encode(alerts))
-            WHERE device_id = \(batch.deviceID) AND batch_seq = \(batch.batchSequence)
-            """, logger: logger)
-        if batch.droppedByBudget != 0 {
-            try await connection.query(
-                "UPDATE devices SET dropped_by_budget = dropped_by_budget + \(batch.droppedByBudget) WHERE device_id = \(batch.deviceID)",
-                logger: logger)
-        }
-        return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
+        return results
     }
 
-    /// Above every reading and batch number the server holds for the device, and every floor
-    /// it handed out before (as in the SQLite store).
-    private static func floors(_ connection: PostgresConnection, deviceID: String, logger: Logger) async throws -> (Int64, Int64) {
+    /// A batch found the feed lock taken by another transaction (it must not wait for it).
+    struct FeedLockBusy: Error {}
+
+    private static func anySilent(_ deviceIDs: [String], on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        for try await silent in try await connection.query(
+            "SELECT EXISTS (SELECT 1 FROM devices WHERE device_id = ANY(\(deviceIDs)::TEXT[]) AND silent)", logger: logger
+        ).decode(Bool.self) {
+            return silent
+        }
+        return false
+    }
+
+    /// One batch inside the group's transaction: one call of `trackme_ingest_batch`
+    /// (PostgresIngestSchema), which takes the device lock, records contact (and the return
+    /// from silence on the feed), checks the epoch, claims the batch, stores the readings no
+    /// partition holds yet and hands over acknowledged alerts.
+    static func ingest(_ batch: IncomingBatch, feedLocked: Bool, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
+        let returned = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
+        // NULLs travel as sentinels because arrays of optionals do not bind.
+        let seqs = batch.readings.map(\.sequence)
+        let kinds = batch.readings.map(\.kind.rawValue)
+        let placed = batch.readings.map(\.placedMilliseconds)
+        let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
+        let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
+        let bodies = batch.readings.map(\.body)
         let rows = try await connection.query(
             """
-            SELECT GREATEST(COALESCE((SELECT max(seq) FROM readings WHERE device_id = \(deviceID)), 0) + 1,
-                            COALESCE((SELECT max(seq_floor) FROM device_epochs WHERE device_id = \(deviceID)), 1))::BIGINT,
-                   GREATEST(COALESCE((SELECT max(batch_seq) FROM batches WHERE device_id = \(deviceID)), 0) + 1,
-                            COALESCE((SELECT max(batch_floor) FROM device_epochs WHERE device_id = \(deviceID)), 1))::BIGINT
+            SELECT o_outcome, o_stored, o_duplicates, o_alerts, o_seq_floor, o_batch_floor, o_error FROM trackme_ingest_batch(
+                \(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.heartbeatJSON), \(batch.storeEpoch),
+                \(batch.digest), \(batch.droppedByBudget), \(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[],
+                \(flags)::TEXT[], \(bodies)::TEXT[], \(returned), \(feedLocked))
             """, logger: logger)
-        for try await floors in rows.decode((Int64, Int64).self) { return floors }
-        return (1, 1)
-    }
-
-    private static func conflict(
-        _ connection: PostgresConnection, _ reason: BatchConflict.Reason, batch: IncomingBatch, logger: Logger
-    ) async throws -> IngestResult {
-        let (seqFloor, batchFloor) = try await floors(connection, deviceID: batch.deviceID, logger: logger)
-        if let epoch = batch.storeEpoch {
-            try await connection.query(
-                """
-                UPDATE device_epochs SET seq_floor = \(seqFloor), batch_floor = \(batchFloor)
-                WHERE device_id = \(batch.deviceID) AND store_epoch = \(epoch)
-                """, logger: logger)
+        for try await (outcome, stored, duplicates, alerts, seqFloor, batchFloor, error) in rows.decode(
+            (String, Int, Int, String, Int64?, Int64?, String?).self)
+        {
+            switch outcome {
+            case "stored", "replayed":
+                return IngestResult(
+                    stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: outcome == "replayed")
+            case "feed_lock_busy":
+                throw FeedLockBusy()
+            case "error":
+                throw StoreError(code: .inconsistent, message: "batch \(batch.deviceID):\(batch.batchSequence) not stored: \(error ?? "?")")
+            default:
+                return IngestResult(
+                    stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
+                    conflict: IngestConflict(
+                        reason: BatchConflict.Reason(rawValue: outcome), sequenceFloor: seqFloor ?? 1, batchSequenceFloor: batchFloor ?? 1))
+            }
         }
-        return IngestResult(
-            stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
-            conflict: IngestConflict(reason: reason, sequenceFloor: seqFloor, batchSequenceFloor: batchFloor))
+        throw StoreError(code: .inconsistent, message: "trackme_ingest_batch returned no row")
     }
 
     func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws {
         let logger = self.logger
         try await client.withTransaction(logger: logger) { connection in
+            try await Self.lockFeed(connection, logger: logger)
             var wasSilent = false
             for try await silent in try await connection.query(
                 "SELECT silent FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger
@@ -392,6 +343,13 @@ final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// The feed's advisory lock, taken at the start of a transaction that may append to the
+    /// feed and locks rows: whoever waits for it holds no row a group may wait for (see
+    /// PostgresIngestSchema on deadlocks). Held to the commit; taking it again is free.
+    static func lockFeed(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
+    }
+
     static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
         try await connection.query("INSERT INTO feed (kind, data) VALUES (\(kind), \(data))", logger: logger)
@@ -406,6 +364,7 @@ final class PostgresServerStore: ServerStore {
         let record = try StoreJSON.encode(update.alert)
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
+            try await Self.lockFeed(connection, logger: logger)
             var owner: String?
             for try await device in try await connection.query(
                 "SELECT device_id FROM alerts WHERE alert_id = \(update.alert.id) FOR UPDATE", logger: logger
@@ -446,6 +405,7 @@ final class PostgresServerStore: ServerStore {
     func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
+            try await Self.lockFeed(connection, logger: logger)
             var found: (String, Bool)?
             for try await (device, acknowledged) in try await connection.query(
                 "SELECT device_id, acknowledged FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger
@@ -497,12 +457,17 @@ final class PostgresServerStore: ServerStore {
     func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
-            // The UPDATE decides atomically: with several instances, one device goes silent once.
+            try await Self.lockFeed(connection, logger: logger)
+            // The UPDATE decides atomically: with several instances, one device goes silent
+            // once. Rows are locked in device order, as ingest groups lock them.
             let rows = try await collect(
                 connection.query(
                     """
                     UPDATE devices SET silent = TRUE
-                    WHERE NOT silent AND last_seen_ms IS NOT NULL AND last_seen_ms < \(lastSeenBefore)
+                    WHERE device_id IN (
+                        SELECT device_id FROM devices WHERE NOT silent AND last_seen_ms IS NOT NULL AND last_seen_ms < \(lastSeenBefore)
+                        ORDER BY device_id FOR UPDATE)
+                    AND NOT silent AND last_seen_ms < \(lastSeenBefore)
                     RETURNING device_id, last_seen_ms
                     """, logger: logger
                 ).decode((String, Int64).self)
@@ -514,10 +479,6 @@ final class PostgresServerStore: ServerStore {
             }
             return rows.map(\.0)
         }
-    }
-
-    func deleteReadings(placedBefore cutoff: Int64) async throws -> Int {
-        try await client.query("DELETE FROM readings WHERE placed_ms < \(cutoff) RETURNING 1", logger: logger).collect().count
     }
 
     func counts() async throws -> StoreCounts {

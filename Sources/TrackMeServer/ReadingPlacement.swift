@@ -25,6 +25,6 @@ enum ReadingPlacement {
         let placed = flag == nil ? (wall ?? now) : now
         return ReadingRow(
             sequence: reading.sequence, kind: reading.kind, placedMilliseconds: placed, wallMilliseconds: wall, timeFlag: flag,
-            body: try StoreJSON.encode(reading))
+            body: try WireFastPath.canonicalJSON(reading) ?? StoreJSON.encode(reading))
     }
 }

@@ -143,6 +143,7 @@ final class SQLiteServerStore: ServerStore {
         }
         ConsoleSchema.register(in: &migrator)
         CareSchema.register(in: &migrator)
+        PeopleSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 
@@ -268,11 +269,14 @@ final class SQLiteServerStore: ServerStore {
         try db.cachedStatement(
             sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
         ).execute(
-            arguments: [stored, duplicates, try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
-        try db.cachedStatement(
-            sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?"
-        ).execute(
-            arguments: [batch.droppedByBudget, batch.deviceID])
+            // Nearly always none: "[]" without a JSON encoder (issue 22's profile).
+            arguments: [stored, duplicates, alerts.isEmpty ? "[]" : try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
+        if batch.droppedByBudget != 0 {
+            try db.cachedStatement(
+                sql: "UPDATE devices SET dropped_by_budget = dropped_by_budget + ? WHERE device_id = ?"
+            ).execute(
+                arguments: [batch.droppedByBudget, batch.deviceID])
+        }
         return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
     }
 

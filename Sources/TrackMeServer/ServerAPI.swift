@@ -53,6 +53,8 @@ struct ServerAPI: Sendable {
         ContactRoutes(api: self).register(on: router)
         TokenRoutes(api: self).register(on: router)
         CareRoutes(api: self).register(on: router)
+        PeopleRoutes(api: self).register(on: router)
+        PeoplePages(api: self).register(on: router)
         return router
     }
 
@@ -87,7 +89,9 @@ struct ServerAPI: Sendable {
         case .erased(let wipeOrder): return wipeOrder
         }
         let body = try await readBody(request)
-        let batch = try decode(SyncBatch.self, body)
+        // The fast path gives up on anything unusual; the general decoder then decides (and
+        // names the field that is wrong).
+        let batch = try WireFastPath.syncBatch(body) ?? decode(SyncBatch.self, body)
         guard batch.deviceID == principal.deviceID else {
             throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
         }
@@ -110,7 +114,7 @@ struct ServerAPI: Sendable {
             rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
         }
         try refuseIngestOnDamagedDatabase()
-        let heartbeat = try batch.heartbeat.map { try StoreJSON.encode($0) }
+        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
         let result = try await store.ingest(
             IncomingBatch(
                 deviceID: batch.deviceID, batchSequence: batch.batchSequence, droppedByBudget: batch.droppedByBudget,
@@ -255,7 +259,7 @@ struct ServerAPI: Sendable {
     }
 
     func listReadings(_ request: Request, deviceID: String) async throws -> Response {
-        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin, .dispatcher])
+        let principal = try await authenticator.authenticate(request, roles: [.admin, .dispatcher])
         let parameters = request.uri.queryParameters
         func integer(_ name: String) throws -> Int64? {
             guard let text = parameters.get(name), !text.isEmpty else { return nil }
@@ -276,11 +280,14 @@ struct ServerAPI: Sendable {
             ReadingQuery(
                 deviceID: deviceID, fromMilliseconds: try integer("from"), toMilliseconds: try integer("to"), kind: kind,
                 afterSequence: try integer("after_seq") ?? 0, limit: limit))
+        // Dispatchers: only around an alert they handle, and logged (People/DispatcherAccess.swift).
+        var shown = rows
+        if principal.role != .admin { shown = try await PersonData(api: self).narrowReadings(rows, deviceID: deviceID, principal: principal) }
         // The stored wire JSON is spliced in as it is rather than decoded and encoded again.
         var text = "{\"device_id\":\(try StoreJSON.encode(deviceID)),\"next_after_seq\":"
         text += rows.count == limit ? "\(rows[rows.count - 1].sequence)" : "null"
         text += ",\"readings\":["
-        for (index, row) in rows.enumerated() {
+        for (index, row) in shown.enumerated() {
             if index > 0 { text += "," }
             let flag = row.timeFlag.map { "\"\($0.rawValue)\"" } ?? "null"
             text += "{\"placed_ms\":\(row.placedMilliseconds),\"received_ms\":\(row.receivedMilliseconds),\"time_flag\":\(flag),"

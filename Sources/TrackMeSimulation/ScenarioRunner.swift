@@ -16,8 +16,8 @@ import TrackMeServer
 /// Fast mode is an event loop over the trace in timestamp order: each trace second the due
 /// faults are applied, the simulated strap sends that second's measurement as a real ATT
 /// notification over a socket pair, the real link decodes it, `AgentPipeline` evaluates and
-/// journals it, the dispatch policy and the sync engine are stepped, and the group commit
-/// flushes. Nothing sleeps: the loop waits on each event, so a day of trace takes seconds and
+/// journals it, the agent's dispatch lane and readings lane are stepped on the virtual clock the
+/// loop advances, and the group commit flushes. Nothing sleeps: the loop waits on each event, so a day of trace takes seconds and
 /// the outcome is the same every run. The server is the real `trackme-server` in process, on
 /// loopback, with a SQLite file.
 public struct ScenarioRunner: Sendable {
@@ -201,12 +201,10 @@ public struct ScenarioRunner: Sendable {
                 try await Task.sleep(until: realStart.advanced(by: .milliseconds(t - first.timeMilliseconds)), clock: .continuous)
             }
 
-            // Faults: windows in force now, and moments that have come. Whatever the faults
-            // change, the batch in flight is settled first, so its fate does not depend on
-            // how fast this machine is.
+            // Faults: windows in force now, and moments that have come. The lanes' visits are
+            // awaited by the loop, so nothing is in flight when a fault changes.
             let flags = timeline.flags[index]
             let moments = timeline.moments[index]
-            if flags != previousFlags || !moments.isEmpty { await device.settleSync(at: t) }
             var crashThisSecond = false
             for fault in moments {
                 switch fault.type {
@@ -232,7 +230,7 @@ public struct ScenarioRunner: Sendable {
             // Position: the fixes of this second, unless gpsd is stopped.
             if let fieldGPS, !flags.gpsdStopped, let newest = fieldGPS.fix(newerThan: fieldFixSerial) {
                 fieldFixSerial = newest.serial
-                await device.position(newest.fix, at: t)
+                await device.deliveredFix(newest.fix, at: t)
             }
             if !fixes.isEmpty {
                 while true {
@@ -282,7 +280,6 @@ public struct ScenarioRunner: Sendable {
 
         // The end: the network is back (unless the scenario ends offline), drain what is left.
         let endFlags = faults.current
-        await device.settleSync(at: last.timeMilliseconds)
         await device.commit()
         if !endFlags.networkDown && endFlags.serverErrorStatus == nil {
             await device.finalDrain(at: last.timeMilliseconds)

@@ -3,6 +3,7 @@ import EdgeDispatch
 import EdgeStore
 import EdgeSync
 import Foundation
+import GPSDPosition
 import Logging
 import SimulatedStrap
 import Synchronization
@@ -10,9 +11,14 @@ import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
 
-/// The agent's parts as the simulation runs them: the store, the group commit, the sync engine,
-/// the heart-rate link, the pipeline and the dispatch policy, stepped by the scenario's event
-/// loop. A crash throws all of it away but the files and builds it again from the store.
+/// One simulated device: the agent itself, built by the agent's composition root (`AgentCore`:
+/// the store's group commit, the sync engine, the dispatch lane, the pipeline) on a
+/// `VirtualClock` that the scenario's event loop advances, with the agent's own heart-rate link
+/// to the simulated strap. What is the simulation's own is only the strap, the faults and the
+/// report. The event loop steps the agent's lanes as their clocks would wake them: the readings
+/// lane's visits (`SyncEngine.readingsVisit`) and the dispatch lane's due work
+/// (`DispatchLane.step`). A crash throws all of it away but the files and builds it again from
+/// the store.
 final class SimulatedDevice {
     /// What the pipeline hands to dispatch, with the real time it did so (decision latency).
     final class DispatchInbox: Sendable {
@@ -24,6 +30,8 @@ final class SimulatedDevice {
             /// Real time from the input to the alert journaled and handed to dispatch.
             var decisionLatency: [String: Duration] = [:]
             var acknowledged: [String] = []
+            /// What the dispatch lane did, read after each step.
+            var laneEvents: [DispatchLaneEvent] = []
         }
 
         let state = Mutex(State())
@@ -56,6 +64,17 @@ final class SimulatedDevice {
             state.withLock { $0.acknowledged.append(contentsOf: ids) }
         }
 
+        func noteLaneEvent(_ event: DispatchLaneEvent) {
+            state.withLock { $0.laneEvents.append(event) }
+        }
+
+        func takeLaneEvents() -> [DispatchLaneEvent] {
+            state.withLock { s in
+                defer { s.laneEvents.removeAll() }
+                return s.laneEvents
+            }
+        }
+
         func takeAcknowledged() -> [String] {
             state.withLock { s in
                 defer { s.acknowledged.removeAll() }
@@ -80,23 +99,21 @@ final class SimulatedDevice {
     let logger: Logger
     let inbox = DispatchInbox()
     let committed = Mutex<[Int64]>([])
+    /// The agent's clock: trace milliseconds, moved by the event loop.
+    let clock: VirtualClock
 
-    private(set) var store: ReadingStore
-    private(set) var committer: GroupCommitter
-    private(set) var sync: SyncEngine
-    private(set) var pipeline: AgentPipeline
-    private var policy = DispatchPolicy()
-    private var alertTransport: HTTPAlertTransport
+    private(set) var core: AgentCore
+    var store: ReadingStore { core.store }
+    var committer: GroupCommitter { core.committer }
+    var sync: SyncEngine { core.sync }
+    var pipeline: AgentPipeline { core.pipeline }
     private var linkInbox = LinkInbox()
+    /// gpsd's reports as the agent's reader handles them (fast mode).
+    private var gpsReports = GPSDReportPath()
     private var linkTask: Task<Void, Never>?
-    /// The readings lane's last batch, on its way to the server while the loop goes on, and
-    /// the trace time it left.
-    private var syncInFlight: (task: Task<ReadingsStepOutcome, Never>, sentAt: Int64)?
-    /// When the readings lane next looks for work: the agent's send interval after a visit,
-    /// the engine's own backoff after a failure.
+    /// When the readings lane next looks for work: the wait its last visit returned (the poll
+    /// interval, or the backoff after a failure).
     private(set) var nextSyncVisit: Int64
-    /// The trace time the lane's clock has been told of (see `SyncEngine.timePassed`).
-    private var syncClock: Int64
     private var alerts: [String: AlertTrack] = [:]
     private var alertOrder: [String] = []
     private var restarts = 0
@@ -115,34 +132,39 @@ final class SimulatedDevice {
         self.connector = connector
         self.logger = logger
         nextSyncVisit = startMilliseconds + Self.sendIntervalMilliseconds
-        syncClock = startMilliseconds
-        (store, committer, sync, pipeline, alertTransport) = try Self.build(
+        let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(startMilliseconds)))
+        self.clock = clock
+        core = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), at: startMilliseconds, logger: logger)
+            clock: clock, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), logger: logger)
+    }
+
+    private static func milliseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Time passes for the agent up to trace time `ms` (never back).
+    func advance(to ms: Int64) {
+        clock.advance(to: VirtualClock.Instant(offset: .milliseconds(ms)))
     }
 
     private static func build(
         scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
-        inbox: DispatchInbox, ids: SequentialAlertIDs, at ms: Int64, logger: Logger
-    ) throws -> (ReadingStore, GroupCommitter, SyncEngine, AgentPipeline, HTTPAlertTransport) {
+        inbox: DispatchInbox, clock: VirtualClock, ids: SequentialAlertIDs, logger: Logger
+    ) throws -> AgentCore {
         let store = try ReadingStore(
             configuration: StoreConfiguration(
                 path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000, durability: durability), logger: logger)
+        var inputs = AgentCore.Inputs(
+            store: store, sync: syncConfiguration(credentials), profile: scenario.person, clock: clock, transport: transport, ids: ids,
+            timestamp: { ScenarioRunner.timestamp(milliseconds(clock.now.offset)) }, logger: logger)
         // The event loop flushes every trace second, as the agent's one-second group commit does.
-        let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
-        let sync = SyncEngine(
-            store: store, transport: transport,
-            configuration: syncConfiguration(credentials),
-            clock: ContinuousClock(), onAlertsAcknowledged: { inbox.noteAcknowledged($0) }, logger: logger,
-            seed: scenario.seed ?? 1)
-        let pipeline = AgentPipeline(
-            configuration: AgentPipeline.Configuration(deviceID: credentials.deviceID, profile: scenario.person),
-            store: store, committer: committer, ids: ids, now: ScenarioRunner.timestamp(ms),
-            // As the agent does at start: an alert the journal says is open stays open.
-            restoring: AgentPipeline.openAlert(in: store, logger: logger),
-            dispatch: { inbox.hand($0) }, logger: logger)
-        let alertTransport = HTTPAlertTransport(transport: transport, token: credentials.token, store: store)
-        return (store, committer, sync, pipeline, alertTransport)
+        inputs.commitInterval = .seconds(3600)
+        inputs.seed = scenario.seed ?? 1
+        inputs.onAlertsAcknowledged = { inbox.noteAcknowledged($0) }
+        inputs.onDispatch = { inbox.hand($0) }
+        inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
+        return AgentCore(inputs)
     }
 
     // MARK: Strap
@@ -219,6 +241,7 @@ final class SimulatedDevice {
 
     /// A decoded measurement reaches the rules at its trace time.
     func heartRate(_ decoded: DecodedReading, at ms: Int64) async {
+        advance(to: ms)
         inbox.begin(transit: decoded.transit)
         await pipeline.heartRate(decoded.reading, at: ScenarioRunner.timestamp(ms))
         await dispatchStep(at: ms)
@@ -226,14 +249,28 @@ final class SimulatedDevice {
 
     // MARK: Steps
 
-    /// A position report from gpsd.
+    /// A position report as gpsd gives it (a TPV), through the reader's report handling
+    /// (`GPSDReportPath`): the pipeline sees the fixes the agent's `GPSDReader` delivers, a TPV
+    /// without a fix only as the reader's state.
     func position(_ fix: PositionFix, at ms: Int64) async {
+        advance(to: ms)
+        for event in gpsReports.receive(tpv: fix, now: .milliseconds(ms)) {
+            guard case .fix(let delivered) = event else { continue }
+            inbox.begin()
+            await pipeline.position(delivered, at: ScenarioRunner.timestamp(ms))
+        }
+    }
+
+    /// A fix the field mode's real `GPSDReader` already delivered.
+    func deliveredFix(_ fix: PositionFix, at ms: Int64) async {
+        advance(to: ms)
         inbox.begin()
         await pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
     }
 
     /// A wearer's action (SOS, cancel) or any other event for the rules.
     func receive(_ event: SOSEvent, at ms: Int64) async {
+        advance(to: ms)
         inbox.begin()
         await pipeline.receive(event, at: ScenarioRunner.timestamp(ms))
     }
@@ -242,33 +279,21 @@ final class SimulatedDevice {
     /// journaled alert updates no one is sending (once a trace second, as the agent's alert
     /// lane polls).
     func tick(at ms: Int64, pollJournal: Bool = false) async {
+        advance(to: ms)
         inbox.begin()
         await pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
         await dispatchStep(at: ms, pollJournal: pollJournal)
     }
 
-    /// Performs the dispatch policy's work due now, sending through the real HTTP alert path.
+    /// The dispatch lane's work due now (`DispatchLane.step`: the agent's policy, sends through
+    /// the real HTTP alert path, send timeout, fallback), and what it did back to the rules.
     func dispatchStep(at ms: Int64, pollJournal: Bool = false) async {
-        let now = Duration.milliseconds(ms)
+        advance(to: ms)
         let stamp = ScenarioRunner.timestamp(ms)
-        var work: [DispatchPolicy.Action] = []
-        for action in inbox.takeActions() {
-            note(action, at: ms)
-            work += policy.receive(.engine(action), now: now, timestamp: stamp)
-        }
-        work += policy.receive(.tick, now: now, timestamp: stamp)
-        while !work.isEmpty {
-            let action = work.removeFirst()
-            switch action {
-            case .send(let update):
-                do {
-                    let receipt = try await alertTransport.send(update)
-                    work += policy.receive(
-                        .sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence, acknowledged: receipt.acknowledged),
-                        now: now, timestamp: stamp)
-                } catch {
-                    work += policy.receive(.sendFailed(alertID: update.alert.id, updateSequence: update.updateSequence), now: now, timestamp: stamp)
-                }
+        for action in inbox.takeActions() { note(action, at: ms) }
+        await core.lane.step()
+        for event in inbox.takeLaneEvents() {
+            switch event {
             case .delivered(let id):
                 if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
                 await pipeline.receive(.delivered(alertID: id), at: stamp)
@@ -276,14 +301,15 @@ final class SimulatedDevice {
             case .acknowledged(let id):
                 await pipeline.receive(.acknowledged(alertID: id), at: stamp)
                 for action in inbox.takeActions() { note(action, at: ms) }
-            case .runFallback, .showAcknowledgement:
+            case .showAcknowledgement, .sent, .sendFailed, .fallbackSucceeded, .fallbackFailed:
                 break
             }
         }
         // Alerts journaled before a crash go out through the sync engine's alert path, as the
         // agent's alert lane sends them after a restart.
         guard pollJournal, store.hasPendingAlertUpdates() else { return }
-        let pending = store.pendingAlertUpdates().filter { update in !policy.queuedUpdates.contains(update) }
+        let queued = await core.lane.queuedUpdates
+        let pending = store.pendingAlertUpdates().filter { update in !queued.contains(update) }
         if !pending.isEmpty, await sync.sendAlertUpdates(pending) == nil {
             for update in pending where update.updateSequence == 0 {
                 if alerts[update.alert.id]?.deliveredMilliseconds == nil { alerts[update.alert.id]?.deliveredMilliseconds = ms }
@@ -332,56 +358,15 @@ final class SimulatedDevice {
     static let sendIntervalMilliseconds = Int64(
         ScenarioRunner.milliseconds(SyncConfiguration(deviceID: "", token: "").sendInterval).rounded())
 
-    /// One visit of the readings lane (due at `nextSyncVisit`), deciding as the agent's lane
-    /// does what is due: full batches (a backlog) go at once, one after another; the last,
-    /// partly filled batch (the steady state: the readings of the last 5 s, or a heartbeat) is
-    /// reserved now and sent while the loop goes on, and settled at the next visit or before the
-    /// next fault, whichever comes first. What each batch holds is fixed when it is reserved,
-    /// at a trace time the loop decides, so the run stays deterministic. After a failure the
-    /// next visit comes when the engine's backoff says, as in the agent.
+    /// One visit of the agent's readings lane (`SyncEngine.readingsVisit`, due at
+    /// `nextSyncVisit`): it sends what its policy says is due at this trace time and says when it
+    /// looks again, as the agent's lane sleeps on its clock for that long.
     func syncStep(at ms: Int64) async {
-        await settleSync(at: ms)
         guard ms >= nextSyncVisit else { return }
-        nextSyncVisit = ms + Self.sendIntervalMilliseconds
-        await sync.timePassed(.milliseconds(ms - syncClock))
-        syncClock = ms
-        lane: while true {
-            let batch: ReadingsBatch
-            switch await sync.prepareReadingsBatch() {
-            case .idle: break lane
-            case .failed(let error):
-                await scheduleRetry(after: error, from: ms)
-                break lane
-            case .batch(let prepared): batch = prepared
-            }
-            if batch.filled || batch.isLatest {
-                if case .failed(let error) = await sync.send(batch) {
-                    if error.status == 413 { continue }  // split smaller: go again at once
-                    await scheduleRetry(after: error, from: ms)
-                    break lane
-                }
-            } else {
-                let sync = sync
-                syncInFlight = (Task { await sync.send(batch) }, ms)
-                break lane
-            }
-        }
+        advance(to: ms)
+        let wait = await sync.readingsVisit()
+        nextSyncVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(wait).rounded(.up)))
         await takeAcknowledgements(at: ms)
-    }
-
-    /// Waits for the batch in flight, if any, and hands the rules what its answer said.
-    func settleSync(at ms: Int64) async {
-        guard let (task, sentAt) = syncInFlight else { return }
-        syncInFlight = nil
-        if case .failed(let error) = await task.value, error.status != 413 {
-            await scheduleRetry(after: error, from: sentAt)
-        }
-        await takeAcknowledgements(at: ms)
-    }
-
-    private func scheduleRetry(after error: SyncError, from ms: Int64) async {
-        let delay = await sync.retryDelay(after: error)
-        nextSyncVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(delay).rounded(.up)))
     }
 
     /// Dispatcher acknowledgements that came back with batches reach the rules.
@@ -391,14 +376,21 @@ final class SimulatedDevice {
         }
     }
 
+    /// The end of the run: the readings lane sends what is left, partly filled batches too,
+    /// its backoff waits passing on the virtual clock, for at most 20 visits.
     func finalDrain(at ms: Int64) async {
-        await settleSync(at: ms)
         await dispatchStep(at: ms, pollJournal: true)
-        do {
-            try await sync.drain(maxFailures: 20)
-        } catch {
-            logger.warning("final drain failed", metadata: ["sync.error": "\(error)"])
+        var drained = false
+        for _ in 0..<20 {
+            let wait = await sync.readingsVisit(drain: true)
+            let stats = store.statistics()
+            if stats.unsyncedReadings == 0, stats.inFlightBatches == 0 {
+                drained = true
+                break
+            }
+            clock.advance(by: wait)
         }
+        if !drained { logger.warning("final drain failed", metadata: ["sync.unsynced": "\(store.statistics().unsyncedReadings)"]) }
         await takeAcknowledgements(at: ms)
         await tick(at: ms, pollJournal: true)
     }
@@ -408,7 +400,7 @@ final class SimulatedDevice {
     /// Kills the agent: what is only in memory (the group commit's buffer, the rules' state,
     /// the dispatch queue) is gone; the store, the journal and the strap remain.
     func crashAndRestart(at ms: Int64) async throws {
-        await settleSync(at: ms)
+        advance(to: ms)
         uncommittedAtCrash += await committer.bufferedCount
         _ = inbox.takeActions()
         linkTask?.cancel()
@@ -418,19 +410,14 @@ final class SimulatedDevice {
         linkInbox = LinkInbox()
         producedBeforeCrash += await pipeline.current.readingsProduced
         restarts += 1
-        policy = DispatchPolicy()
-        // A restarted agent must never reuse an alert id.
-        (store, committer, sync, pipeline, alertTransport) = try Self.build(
+        _ = inbox.takeLaneEvents()
+        // A restarted agent must never reuse an alert id. The composition root restores the
+        // open alert from the journal and the lane adopts it, as in the agent.
+        core = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), at: ms,
-            logger: logger)
+            clock: clock, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), logger: logger)
         // The restarted agent's readings lane starts at once (the newest readings first).
         nextSyncVisit = ms
-        syncClock = ms
-        // As the agent does: the restored alert's position updates go on.
-        if let open = await pipeline.current.openAlert, let next = try? store.nextAlertUpdateSequence(alertID: open.id) {
-            policy.adopt(open, nextUpdateSequence: next, now: .milliseconds(ms))
-        }
         try await connectStrap(at: ms)
     }
 
@@ -482,8 +469,6 @@ final class SimulatedDevice {
     }
 
     func shutdown() async {
-        _ = await syncInFlight?.task.value
-        syncInFlight = nil
         await linkInbox.close()
         linkTask?.cancel()
         store.close()

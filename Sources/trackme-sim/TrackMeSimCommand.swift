@@ -29,6 +29,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchReplayCommand.self,
             BenchAlertToConsoleCommand.self,
             LoadBenchCommand.self,
+            BenchGroupQueryCommand.self,
         ]
     )
 }

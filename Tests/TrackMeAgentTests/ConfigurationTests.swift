@@ -153,6 +153,20 @@ struct ConfigurationTests {
         #expect(error.issues.map(\.description).contains(expected), "got: \(error.issues.map(\.description))")
     }
 
+    @Test("server.urls: further instances after url, each once, in order; a bad one is named (issue 22)")
+    func failoverURLs() throws {
+        let yaml = """
+            person: {name: Ada, age: 50}
+            server: {url: https://a.example.org, device_id: pi-1, urls: [https://b.example.org, https://a.example.org, https://c.example.org]}
+            """
+        let configuration = try ConfigurationLoader.parse(yaml: yaml)
+        #expect(configuration.server.allURLs == ["https://a.example.org", "https://b.example.org", "https://c.example.org"])
+        #expect(try ConfigurationLoader.parse(yaml: Self.minimal).server.allURLs.count == 1)
+        let bad = "person: {name: Ada, age: 50}\nserver: {url: https://a.org, device_id: pi-1, urls: [ftp://b.org]}\n"
+        let error = try #require(throws: ConfigurationError.self) { try ConfigurationLoader.parse(yaml: bad) }
+        #expect(error.issues.map(\.keyPath) == ["server.urls"], "got: \(error.issues.map(\.description))")
+    }
+
     @Test("all issues are collected before anything starts, in line order")
     func collectsAll() throws {
         let yaml = """

@@ -208,6 +208,23 @@ import TrackMeCore
         #expect(d.at(5_000, .tick).isEmpty)
         #expect(d.fallbacks.isEmpty)
     }
+
+    /// A year of alerts that went out and closed (cancelled or resolved, each delivered) leaves
+    /// the policy holding nothing: what an event costs cannot grow with them.
+    @Test func aYearOfClosedAlertsLeavesNothingHeld() {
+        var d = Driver()
+        for index in 0..<5_000 {
+            let id = "a-\(index)"
+            let t = Double(index) * 10
+            d.at(t, .engine(.raise(Self.record(id))))
+            d.at(t + 0.1, .sendSucceeded(alertID: id, updateSequence: 0, acknowledged: index % 2 == 0))
+            let closing: SOSAction = index % 2 == 0 ? .update(Self.record(id, state: .resolved)) : .cancelled(Self.record(id, state: .cancelled))
+            d.at(t + 1, .engine(closing))
+            d.at(t + 1.1, .sendSucceeded(alertID: id, updateSequence: 1, acknowledged: false))
+        }
+        #expect(d.policy.heldAlerts == 0)
+        #expect(d.policy.queuedUpdates.isEmpty)
+    }
 }
 
 /// `fallback.after_seconds`: the local fallback waits until the raise has gone undelivered this long.

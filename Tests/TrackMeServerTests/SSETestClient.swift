@@ -32,7 +32,8 @@ final class SSETestClient: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let closed = Mutex(false)
 
-    init(port: Int, token: String, lastEventID: String? = nil) throws {
+    /// `path` and `cookie` let the people's streams (`/v1/people/:id/stream`, signed in) use it too.
+    init(port: Int, token: String, lastEventID: String? = nil, path: String = "/v1/alerts/stream", cookie: String? = nil) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var address = sockaddr_in()
@@ -46,7 +47,9 @@ final class SSETestClient: @unchecked Sendable {
             Glibc.close(fd)
             throw Failure(description: "connect: errno \(errno)")
         }
-        var request = "GET /v1/alerts/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer \(token)\r\n"
+        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        if !token.isEmpty { request += "Authorization: Bearer \(token)\r\n" }
+        if let cookie { request += "Cookie: \(cookie)\r\n" }
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         request += "\r\n"
         let bytes = Array(request.utf8)
@@ -127,6 +130,7 @@ final class SSETestClient: @unchecked Sendable {
                 headerDone = true
             }
             // Chunked transfer coding: size line, data, CRLF.
+            var lastChunk = false
             while let lineEnd = find(raw, [13, 10]) {
                 let sizeText = String(decoding: raw[0..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
                 guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
@@ -134,8 +138,9 @@ final class SSETestClient: @unchecked Sendable {
                     return
                 }
                 if size == 0 {
-                    continuation.yield(.ended("last chunk"))
-                    return
+                    // The events before the end are delivered first (they may come in the same read).
+                    lastChunk = true
+                    break
                 }
                 guard raw.count >= lineEnd + 2 + size + 2 else { break }
                 text.append(contentsOf: raw[(lineEnd + 2)..<(lineEnd + 2 + size)])
@@ -160,6 +165,10 @@ final class SSETestClient: @unchecked Sendable {
                     }
                 }
                 if hasField { continuation.yield(.event(event)) }
+            }
+            if lastChunk {
+                continuation.yield(.ended("last chunk"))
+                return
             }
         }
     }

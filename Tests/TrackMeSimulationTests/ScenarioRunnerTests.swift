@@ -5,8 +5,8 @@ import TrackMeCore
 import TrackMeSimulation
 
 /// Fast mode's promise: the same scenario and seed give the same report, apart from what is
-/// measured on the real clock, however fast the machine is and however the overlapped sync
-/// round trips fall.
+/// measured on the real clock, however fast the machine is: the agent's lanes run on the virtual
+/// clock the event loop advances, and each of their steps is awaited by the loop.
 @Suite struct ScenarioRunnerTests {
     static let simulations = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("simulations")
@@ -22,8 +22,8 @@ import TrackMeSimulation
     }
 
     @Test func sameScenarioSameReport() async throws {
-        // Kills (one with an alert open and unsent), a network window and a flat line: every
-        // place where the overlapped batch is settled.
+        // Kills (one with an alert open and unsent), a network window and a flat line: the
+        // readings lane's backoff, the dispatch lane's retries and a restored alert.
         let scenario = try Scenario.load(from: Self.simulations.appendingPathComponent("scenarios/crash-mid-write.json"))
         var logger = Logger(label: "test")
         logger.logLevel = .critical

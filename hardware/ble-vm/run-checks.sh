@@ -7,6 +7,8 @@
 #   3-reconnect   btgatt-server killed and restarted mid-stream: the agent reconnects by itself
 #   4-not-found   a wrong address: "not found", retries with backoff, little CPU
 #   5-bluetoothd  the same beside bluetoothd and the system D-Bus
+#   6-, 7-        beside bluetoothd running discovery or connected to the strap itself
+#   8-button      no Bluetooth: a uinput key held 2.5 s raises an SOS, the LED (input-leds) blinks
 # Exits 0 only when the VM booted and every check passed; any other outcome fails loudly.
 #
 #   hardware/ble-vm/run-checks.sh            # or: make ble-vm
@@ -63,6 +65,11 @@ LD_LIBRARY_PATH=/payload/solib exec /payload/bin/trackme-agent.bin "$@"
 WRAP
 chmod 755 "$PAYLOAD/bin/trackme-agent"
 cp "$HERE"/payload/lib/* "$PAYLOAD/lib/"
+# Check 8-button: a uinput button with LEDs (the image has no compiler: built static here) and a
+# heart-rate trace for the agent's simulated strap.
+${CC:-cc} -static -O2 -Wall -o "$PAYLOAD/bin/uinput-button" "$HERE/uinput-button.c" ||
+	die "building uinput-button (static; needs gcc and libc6-dev) failed"
+cp "$ROOT/simulations/traces/hr/mitdb100_normal_sinus.csv" "$PAYLOAD/lib/"
 CHECKS=${BLE_VM_CHECKS:-$(cd "$HERE/payload/checks" && ls)}
 for c in $CHECKS; do
 	[ -f "$HERE/payload/checks/$c" ] || die "no check $c in $HERE/payload/checks"

@@ -31,6 +31,7 @@ extension AgentConfiguration {
         }
         lines.append(encryption)
         lines.append("server      \(server.url) (token \(server.tokenFile))")
+        if !server.fallbackURLs.isEmpty { lines.append("failover    \(server.fallbackURLs.joined(separator: ", "))") }
         var sosLine = "sos         "
         if sos.rules.isEmpty && sos.countdownSeconds == nil {
             sosLine += "engine defaults"

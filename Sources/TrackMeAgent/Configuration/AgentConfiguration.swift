@@ -174,6 +174,15 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var caFile: String?
     /// Base64 SHA-256 pins of the server's public key; any one must match (with the CA check).
     public var pinSHA256: [String] = []
+    /// Further instances of the same service (`server.urls`, issue 22), tried in order after
+    /// `url` on a connection failure or a 5xx; the agent goes back to `url` after a while.
+    public var fallbackURLs: [String] = []
+
+    /// `url` then `fallbackURLs`, each once.
+    public var allURLs: [String] {
+        var seen = Set<String>()
+        return ([url] + fallbackURLs).filter { seen.insert($0).inserted }
+    }
 
     public init(url: String, deviceID: String, tokenFile: String = "/etc/trackme/device-token") {
         self.url = url

@@ -244,7 +244,7 @@ private struct Reader {
     }
 
     func server(_ s: YAMLSection) -> ServerConfiguration? {
-        defer { s.finish(known: ["url", "device_id", "token_file", "ca_file", "pin_sha256"]) }
+        defer { s.finish(known: ["url", "urls", "device_id", "token_file", "ca_file", "pin_sha256"]) }
         let url = s.requiredString("url")
         if let url, !Self.isServerURL(url) {
             s.report(s.node("url"), "url", "expected an http:// or https:// URL with a host, got \"\(url)\"")
@@ -263,11 +263,20 @@ private struct Reader {
         if let url, url.hasPrefix("http://"), caFile != nil || !pins.isEmpty {
             s.report(s.node("url"), "url", "ca_file and pin_sha256 need an https:// url")
         }
+        // issue 22: further instances to fail over to, in order.
+        let fallbacks = s.stringList("urls") ?? []
+        for fallback in fallbacks where !Self.isServerURL(fallback) {
+            s.report(s.node("urls"), "urls", "expected http:// or https:// URLs with a host, got \"\(fallback)\"")
+        }
+        if fallbacks.contains(where: { $0.hasPrefix("http://") }), caFile != nil || !pins.isEmpty {
+            s.report(s.node("urls"), "urls", "ca_file and pin_sha256 need https:// urls")
+        }
         guard let url, Self.isServerURL(url), let deviceID, DeviceIdentity.isValid(deviceID) else { return nil }
         var server = ServerConfiguration(url: url, deviceID: deviceID)
         if let tokenFile { server.tokenFile = tokenFile }
         server.caFile = caFile
         server.pinSHA256 = pins
+        server.fallbackURLs = fallbacks.filter(Self.isServerURL)
         return server
     }
 

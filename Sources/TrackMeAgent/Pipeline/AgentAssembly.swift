@@ -71,7 +71,6 @@ public enum AgentAssembly {
             logger.info("store encrypted at rest", metadata: ["store.path": "\(configuration.store.path)", "store.key_id": "\(keyID)"])
         }
         let token = try deviceToken(configuration.server.tokenFile, store: store, logger: logger)
-        let restored = AgentPipeline.openAlert(in: store, logger: logger)
         let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
         restoreClockAnchors(from: store, into: timestamps.corrections, logger: logger)
         // A batch in flight may have gone out before the restart: anchors not yet in force
@@ -79,59 +78,54 @@ public enum AgentAssembly {
         if let inFlight = try? store.inFlightBatches(deviceID: deviceID).map(\.batch.batchSequence).max() {
             timestamps.corrections.noteSent(upTo: inFlight)
         }
-        if let restored {
-            logger.notice("open alert restored from the journal", metadata: ["sos.alert_id": "\(restored.id)", "sos.state": "\(restored.state)"])
-        }
         let committed = Counter(label: AgentMetricNames.readingsCommitted)
-        let committer = GroupCommitter(store: store, clock: ContinuousClock(), onCommit: { committed.increment(by: $0.count) })
 
         // A configured CA or pins need libcurl directly (URLSession on Linux trusts only the
         // system store); without them URLSession, as before.
-        let http: any HTTPTransport =
+        func transport(_ url: URL) -> any HTTPTransport {
             configuration.server.caFile != nil || !configuration.server.pinSHA256.isEmpty
-            ? CurlTransport(
-                baseURL: baseURL, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
-            : URLSessionTransport(baseURL: baseURL)
+                ? CurlTransport(
+                    baseURL: url, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
+                : URLSessionTransport(baseURL: url)
+        }
+        // Several instances (`server.urls`): fail over on no answer or a 5xx (issue 22).
+        let fallbacks = configuration.server.fallbackURLs.compactMap(URL.init(string:)).filter { $0 != baseURL }
+        let started = ContinuousClock.now
+        let http: any HTTPTransport =
+            fallbacks.isEmpty
+            ? transport(baseURL)
+            : FailoverTransport(transports: ([baseURL] + fallbacks).map(transport), now: { ContinuousClock.now - started })
         let heartbeat = HeartbeatState(batteryWarningPercent: configuration.strap.batteryWarningPercent)
         heartbeat.paused(deviceState.monitoringPaused)
         let (syncEvents, syncEventSink) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
-        let sync = SyncEngine(
-            store: store, transport: http, configuration: SyncConfiguration(deviceID: deviceID, token: token), clock: ContinuousClock(),
-            heartbeat: { heartbeat.heartbeat() },
-            onAlertsAcknowledged: { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } },
-            onAlertsResolved: { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } },
-            onEvent: { syncEventSink.yield($0) }, logger: logger,
-            correctTimes: { timestamps.corrections.corrected($1, batchSequence: $0) })
-        // The restored alert's position updates go on, numbered above what the server has.
-        var adopted: (alert: AlertRecord, nextUpdateSequence: Int)?
-        if let restored {
-            do {
-                adopted = (restored, try store.nextAlertUpdateSequence(alertID: restored.id))
-            } catch {
-                logger.error("alert journal unreadable; the restored alert gets no position updates", metadata: ["store.error": "\(error)"])
-            }
-        }
         let dispatchSettings = dispatchSettings(configuration.fallback)
-        let lane = DispatchLane(
-            transport: HTTPAlertTransport(transport: http, token: token, store: store), fallback: fallback(configuration.fallback),
-            clock: ContinuousClock(), settings: dispatchSettings, timestamp: { timestamps.now() }, restored: adopted, logger: logger)
-
         // The server's care settings kept from an earlier run, over the configuration file's.
         let care = SyncReplyOrders.startingResolution(configured: configuration.person, overrides: configuration.sos, store: store, logger: logger)
-        let pipeline = AgentPipeline(
-            configuration: AgentPipeline.Configuration(deviceID: deviceID, profile: care.profile, settings: care.settings),
-            store: store, committer: committer, ids: RandomAlertIDs(), now: timestamps.now(), restoring: restored,
-            deviceState: deviceState,
-            dispatch: { action in
-                if case .raise(let record) = action {
-                    Counter(label: AgentMetricNames.alertsRaised, dimensions: [("kind", record.kind.rawValue)]).increment()
-                }
-                await lane.submit(action)
-                sync.alertJournaled()
-            },
-            logger: logger)
+        let (settings, profile) = (care.settings, care.profile)
+        // The one composition root, on the real clock; the simulation builds the same on its
+        // virtual clock.
+        var inputs = AgentCore.Inputs(
+            store: store, sync: SyncConfiguration(deviceID: deviceID, token: token), profile: profile, settings: settings,
+            dispatch: dispatchSettings, clock: ContinuousClock(), transport: http, fallback: fallback(configuration.fallback),
+            ids: RandomAlertIDs(), timestamp: { timestamps.now() }, deviceState: deviceState, logger: logger)
+        inputs.onCommit = { committed.increment(by: $0.count) }
+        inputs.heartbeat = { heartbeat.heartbeat() }
+        inputs.onAlertsAcknowledged = { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } }
+        inputs.onAlertsResolved = { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } }
+        inputs.onSyncEvent = { syncEventSink.yield($0) }
+        inputs.correctTimes = { timestamps.corrections.corrected($1, batchSequence: $0) }
+        inputs.onDispatch = { action in
+            if case .raise(let record) = action {
+                Counter(label: AgentMetricNames.alertsRaised, dimensions: [("kind", record.kind.rawValue)]).increment()
+            }
+        }
+        let core = AgentCore(inputs)
+        let (committer, sync, lane, pipeline, restored) = (core.committer, core.sync, core.lane, core.pipeline, core.restored)
+        if let restored {
+            logger.notice("open alert restored from the journal", metadata: ["sos.alert_id": "\(restored.id)", "sos.state": "\(restored.state)"])
+        }
         let feedback = FeedbackDriver(
             machine: FeedbackMachine(resolvedShownFor: .milliseconds(Int64(configuration.feedback.resolvedShownSeconds * 1000))),
             clock: ContinuousClock())

@@ -6,6 +6,8 @@ struct AccessPolicy: Hashable, Sendable {
     /// How long after an alert closed its dispatcher may still read the person's data (to write
     /// up the call). Past this, the history shows the alert but not the person's readings.
     var afterCloseMilliseconds: Int64 = 24 * 3600 * 1000
+    /// How far before an alert opened its dispatcher reads the person's data (what led up to it).
+    var beforeOpenMilliseconds: Int64 = 10 * 60 * 1000
 
     /// Facts about one person, gathered by the caller.
     struct Subject: Hashable, Sendable {
@@ -18,6 +20,8 @@ struct AccessPolicy: Hashable, Sendable {
         var consents: [Consent] = []
         /// Accounts organising a run this person joined, while it lasts.
         var runs: [RunMembership] = []
+        /// The person's own accounts (a wearer signed in reads all of their data).
+        var ownerAccountIDs: Set<String> = []
     }
 
     struct AlertSpan: Hashable, Sendable {
@@ -30,6 +34,8 @@ struct AccessPolicy: Hashable, Sendable {
         var fromMilliseconds: Int64
         var untilMilliseconds: Int64?
         var withdrawn: Bool = false
+        /// Which kinds of data (`PersonDataKind` raw values); nil: every kind.
+        var kinds: Set<String>? = nil
     }
 
     struct RunMembership: Hashable, Sendable {
@@ -58,6 +64,7 @@ struct AccessPolicy: Hashable, Sendable {
         case recentlyClosedAlert = "recently_closed_alert"
         case consent
         case joinedRun = "joined_run"
+        case ownData = "own_data"
     }
 
     func decide(_ principal: Principal, subject: Subject, now: Int64) -> Decision {
@@ -76,6 +83,7 @@ struct AccessPolicy: Hashable, Sendable {
             }
             return recent ? .allowed(.recentlyClosedAlert) : .denied
         case .wearer, .carer, .thirdParty:
+            if let account = principal.accountID, subject.ownerAccountIDs.contains(account) { return .allowed(.ownData) }
             return consented(principal, subject: subject, now: now) ? .allowed(.consent) : .denied
         case .organiser:
             guard let account = principal.accountID else { return .denied }

@@ -23,7 +23,7 @@ struct AlertRoutes: Sendable {
     }
 
     func list(_ request: Request) async throws -> Response {
-        _ = try await api.authenticator.authenticate(request, roles: Self.readers)
+        let principal = try await api.authenticator.authenticate(request, roles: Self.readers)
         let status = request.uri.queryParameters.get("status") ?? "open"
         guard status == "open" || status == "closed" else { throw APIError.invalid("status", "open or closed") }
         let limitText = request.uri.queryParameters.get("limit") ?? "100"
@@ -32,6 +32,7 @@ struct AlertRoutes: Sendable {
         let head = try await store.feedHead()
         var rows = try await store.alertRows(open: status == "open", limit: limit).map(AlertSummary.init)
         if status == "open" { rows.sort(by: AlertSummary.boardOrder) }
+        rows = rows.map { PersonData(api: api).redactHistory($0, principal: principal) }
         var names = ActorNames(store: store)
         for index in rows.indices { try await names.name(&rows[index]) }
         return try json(.ok, AlertList(alerts: rows, feedLastID: head))
@@ -47,6 +48,10 @@ struct AlertRoutes: Sendable {
         guard policy.decide(principal, subject: subject, now: now).isAllowed else {
             throw APIError.forbidden("this alert closed too long ago for its person's data to be shown")
         }
+        // Heart rate only within the alert's window (from a little before it opened until it closed), and the read logged.
+        let grants = policy.grants(principal, subject: subject, now: now)
+        try await PersonData(api: api).log(principal, subject: "device:\(row.deviceID)", grants: grants, what: "alert \(id)")
+        let (windowFrom, windowTo) = PersonData.alertWindow(grants, now: now)
         let updates = try await store.alertUpdates(alertID: id)
         let notes = try await store.notes(alertID: id)
         var summary = AlertSummary(row)
@@ -54,7 +59,7 @@ struct AlertRoutes: Sendable {
         try await names.name(&summary)
         let readings = try await store.readings(
             ReadingQuery(
-                deviceID: row.deviceID, fromMilliseconds: now - 10 * 60 * 1000, toMilliseconds: nil, kind: .heartRate, afterSequence: 0, limit: 1000))
+                deviceID: row.deviceID, fromMilliseconds: windowFrom, toMilliseconds: windowTo, kind: .heartRate, afterSequence: 0, limit: 1000))
         var heartRate: [HeartRatePoint] = []
         for reading in readings {
             guard let wire = try? WireCodec.decode(WireReading.self, from: Data(reading.body.utf8)), case .heartRate(let hr) = wire.payload else {

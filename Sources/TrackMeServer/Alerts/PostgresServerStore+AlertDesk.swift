@@ -49,6 +49,7 @@ extension PostgresServerStore {
     func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
+            try await Self.lockFeed(connection, logger: logger)
             var found: (String, String, String?)?
             for try await row in try await connection.query(
                 "SELECT device_id, state, outcome FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger

@@ -99,6 +99,8 @@ extension ConsoleAssets {
 
         // ---- start ----
         async function start(session) {
+          // Wearers and organisations have their own page (People/PeoplePages.swift).
+          if (session.account.role === 'wearer' || session.account.role === 'third_party') { location.replace('/people'); return; }
           state.csrf = session.csrf_token;
           state.account = session.account;
           state.started = true;

@@ -76,6 +76,8 @@ enum RetentionSQL {
                 PortableStatement(sql: "DELETE FROM devices WHERE device_id IN (\(retired))", values: [before]),
                 PortableStatement(sql: "DELETE FROM wipe_orders WHERE ordered_ms < ?", values: [before], counts: false),
             ]
+        case .accessLog:
+            return [PortableStatement(sql: "DELETE FROM access_log WHERE at_ms < ?", values: [before])]
         }
     }
 }
@@ -92,7 +94,10 @@ enum ErasureSQL {
             }
             statements.append(quotedInFeed(alertID))
         }
-        for table in ["readings", "batches", "device_epochs", "tokens", "care_settings", "alert_updates", "alerts"] {
+        // People/ (issue 20): the device's link to a wearer account, reads logged about it, its daily figures.
+        statements.append(PortableStatement(sql: "DELETE FROM access_log WHERE subject = ?", values: [.text(deviceID)]))
+        statements.append(PortableStatement(sql: "DELETE FROM person_days WHERE person_key = ?", values: [.text(deviceID)]))
+        for table in ["readings", "batches", "device_epochs", "tokens", "care_settings", "alert_updates", "alerts", "wearer_devices"] {
             statements.append(PortableStatement(sql: "DELETE FROM \(table) WHERE device_id = ?", values: [.text(deviceID)]))
         }
         statements.append(quotedInFeed(deviceID))

@@ -17,6 +17,8 @@ public enum PersonalDataKind: String, Hashable, Sendable, Codable, CaseIterable 
     /// been heard from for the period: the device row with the person's profile, care settings,
     /// batches and epochs; and the wipe orders of erased devices.
     case retiredPeople = "retired_people"
+    /// Who read a person's data, when and why (`access_log`, People/).
+    case accessLog = "access_log"
 }
 
 /// One retention policy for every kind of personal data: a period per kind (60 days unless

@@ -179,4 +179,5 @@ ensure_controllers() {
 }
 
 [ -x "$AGENT" ] || fail "/payload/bin/trackme-agent missing from the payload"
-ensure_controllers
+# A check that needs no Bluetooth (8-button) sets NO_BLUETOOTH=1 before sourcing this.
+[ -n "${NO_BLUETOOTH:-}" ] || ensure_controllers

@@ -1,0 +1,85 @@
+import Foundation
+import TrackMeCore
+
+/// Answers group queries over the daily person summaries (`person_days`), applying the rules of
+/// `GroupFigures`, and keeps the summaries up to date from the readings (`rollUp`).
+struct GroupFigureDesk: Sendable {
+    let store: any ServerStore
+    let wallClock: @Sendable () -> Int64
+    var rules = GroupFigures()
+
+    /// Snaps, counts, checks the size and the difference to every earlier overlapping answer,
+    /// and answers (recording the group) or throws `GroupFigures.Refusal`.
+    func answer(_ query: GroupFigures.Query, organisationID: String) async throws -> GroupFigures.Answer {
+        let cell = try rules.snap(query)
+        try await rollUp()
+        let totals = try await store.groupTotals(cell)
+        try rules.checkSize(people: totals.people)
+        for earlier in try await store.answeredGroups() where earlier.cell != cell && earlier.cell.overlaps(cell) {
+            let onlyNew = try await store.groupPeople(in: cell, notIn: earlier.cell)
+            let onlyEarlier = try await store.groupPeople(in: earlier.cell, notIn: cell)
+            try rules.checkDifference(onlyInNew: onlyNew, onlyInEarlier: onlyEarlier)
+        }
+        try await store.recordAnsweredGroup(AnsweredGroup(organisationID: organisationID, cell: cell, people: totals.people, atMilliseconds: wallClock()))
+        return rules.answer(totals, group: cell)
+    }
+
+    /// How many days back each roll-up looks again (readings of an offline device arrive late).
+    static let lookBackDays = 7
+
+    /// Summarises every whole UTC day up to yesterday not summarised yet, and the last
+    /// `lookBackDays` again: one row per person and day (a person's devices together).
+    func rollUp() async throws {
+        let today = GroupFigures.day(wallClock())
+        let through = try await store.rollupThroughDay()
+        if let through, through >= today - 1 { return }
+        let first = through.map { $0 + 1 - Self.lookBackDays } ?? (today - 60)
+        guard first < today else { return }
+        let devices = try await store.devicesForRollup()
+        for day in first..<today {
+            var byPerson: [String: PersonDay] = [:]
+            let start = Int64(day) * GroupFigures.dayMilliseconds
+            let end = start + GroupFigures.dayMilliseconds
+            for device in devices {
+                let key = device.wearer.map { "person:\($0)" } ?? "device:\(device.deviceID)"
+                let age = (try? StoreJSON.decode(device.person) as PersonProfile)?.age ?? 0
+                var summary = byPerson[key] ?? PersonDay(
+                    personKey: key, day: day, ageBand: GroupFigures.ageBand(age), cellLatitude: nil, cellLongitude: nil, heartRateCount: 0,
+                    heartRateSum: 0, bins: Array(repeating: 0, count: PeopleSchema.binCount), alerts: Array(repeating: 0, count: GroupFigures.alertKinds.count))
+                var latitudes: [Double] = []
+                var longitudes: [Double] = []
+                var after: Int64 = 0
+                while true {
+                    let page = try await store.readings(
+                        ReadingQuery(deviceID: device.deviceID, fromMilliseconds: start, toMilliseconds: end, kind: nil, afterSequence: after, limit: 5000))
+                    for row in page {
+                        if let hr = PersonData.heartRate(row, deviceID: device.deviceID), hr.contact, hr.bpm > 0 {
+                            summary.heartRateCount += 1
+                            summary.heartRateSum += Int64(hr.bpm)
+                            summary.bins[GroupFigures.bin(of: hr.bpm)] += 1
+                        } else if let fix = PersonData.position(row, deviceID: device.deviceID) {
+                            latitudes.append(fix.latitude)
+                            longitudes.append(fix.longitude)
+                        }
+                    }
+                    guard page.count == 5000, let last = page.last else { break }
+                    after = last.sequence
+                }
+                if !latitudes.isEmpty {
+                    summary.cellLatitude = GroupFigures.cellIndex(latitudes.reduce(0, +) / Double(latitudes.count))
+                    summary.cellLongitude = GroupFigures.cellIndex(longitudes.reduce(0, +) / Double(longitudes.count))
+                }
+                for alertID in try await store.alertIDs(deviceIDs: [device.deviceID]) {
+                    guard let row = try await store.alertRow(id: alertID), row.createdMilliseconds >= start, row.createdMilliseconds < end,
+                        let kind = AlertSummary(row).kind, let index = GroupFigures.alertKinds.firstIndex(of: kind)
+                    else { continue }
+                    summary.alerts[index] += 1
+                }
+                byPerson[key] = summary
+            }
+            let days = byPerson.values.filter { $0.heartRateCount > 0 || $0.alerts.contains { $0 > 0 } || $0.cellLatitude != nil }
+            try await store.upsertPersonDays(Array(days))
+        }
+        try await store.setRollupThroughDay(today - 1)
+    }
+}

@@ -1,0 +1,402 @@
+import Hummingbird
+
+/// The people's page at `/people`: a wearer's own data, their consents and who read what; an
+/// organisation's requests, reads and group figures. Same sign-in, session and design as the
+/// console (its stylesheet, plus a few rules of its own); served with the console's headers.
+struct PeoplePages: Sendable {
+    let api: ServerAPI
+
+    func register(on router: Router<ServerRequestContext>) {
+        let console = ConsoleRoutes(api: api)
+        router.get("/people") { _, _ in console.page(PeopleAssets.html, type: "text/html; charset=utf-8") }
+        router.get("/assets/people.js") { _, _ in console.page(PeopleAssets.script, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/people.css") { _, _ in console.page(PeopleAssets.style, type: "text/css; charset=utf-8") }
+    }
+}
+
+/// Plain HTML, CSS and JavaScript; every value from the server is put in with `textContent`.
+enum PeopleAssets {
+    static let html = #"""
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>TrackMe — my data</title>
+        <link rel="stylesheet" href="/assets/console.css">
+        <link rel="stylesheet" href="/assets/people.css">
+        <script src="/assets/people.js" defer></script>
+        </head>
+        <body>
+        <section id="signin" hidden>
+          <h1>TrackMe</h1>
+          <form id="signin-form">
+            <label>Username <input id="username" autocomplete="username" required></label>
+            <label>Password <input id="password" type="password" autocomplete="current-password" required></label>
+            <button id="signin-button" type="submit">Sign in</button>
+            <p id="signin-message" role="alert"></p>
+          </form>
+          <p class="muted">An organisation? <a href="#" id="show-register">Register</a></p>
+          <form id="register-form" hidden>
+            <h2>Register an organisation</h2>
+            <label>Username <input id="reg-username" required></label>
+            <label>Name <input id="reg-name" required></label>
+            <label>Password <input id="reg-password" type="password" minlength="8" required></label>
+            <button id="register-button" type="submit">Register</button>
+            <p id="register-message" role="status"></p>
+          </form>
+        </section>
+        <section id="app" hidden>
+          <header>
+            <h1>TrackMe</h1>
+            <nav id="tabs"></nav>
+            <span id="whoami"></span>
+            <button id="signout" type="button">Sign out</button>
+          </header>
+          <main>
+            <section id="wearer-data" class="panel" hidden>
+              <form id="span-form" class="row">
+                <label>From <input id="span-from" type="datetime-local" step="1"></label>
+                <label>To <input id="span-to" type="datetime-local" step="1"></label>
+                <button id="span-show" type="submit">Show</button>
+                <a id="download-json" class="button" download>JSON</a>
+                <a id="download-csv" class="button" download>CSV</a>
+                <a id="download-gpx" class="button" download>GPX</a>
+              </form>
+              <h3>Heart rate</h3>
+              <p id="hr-summary" class="muted"></p>
+              <svg id="hr-chart" class="chart" viewBox="0 0 600 120" preserveAspectRatio="none"></svg>
+              <h3>Positions</h3>
+              <p id="pos-summary" class="muted"></p>
+              <svg id="pos-chart" class="chart" viewBox="0 0 600 200"></svg>
+              <h3>Daily statistics</h3>
+              <table id="stats"></table>
+              <h3>Alerts</h3>
+              <table id="alerts"></table>
+            </section>
+            <section id="wearer-requests" class="panel" hidden>
+              <h2>Who asks for my data</h2>
+              <table id="requests"></table>
+              <h2>Who read my data</h2>
+              <table id="access-log"></table>
+            </section>
+            <section id="org-requests" class="panel" hidden>
+              <form id="ask-form" class="card">
+                <h2>Ask a person for access</h2>
+                <label>Person (username) <input id="ask-person" required></label>
+                <fieldset><legend>Data</legend>
+                  <label><input type="checkbox" class="ask-kind" value="heart_rate" checked> heart rate</label>
+                  <label><input type="checkbox" class="ask-kind" value="position"> positions</label>
+                  <label><input type="checkbox" class="ask-kind" value="alerts"> alerts</label>
+                </fieldset>
+                <label>For (days) <input id="ask-days" type="number" min="1" max="365" value="30" required></label>
+                <label>Purpose <input id="ask-purpose" required></label>
+                <button id="ask-button" type="submit">Send request</button>
+                <p id="ask-message" role="status"></p>
+              </form>
+              <table id="org-request-list"></table>
+              <section id="org-read" hidden>
+                <h2 id="org-read-title"></h2>
+                <p id="org-read-summary" class="muted"></p>
+                <table id="org-read-table"></table>
+              </section>
+            </section>
+            <section id="org-groups" class="panel" hidden>
+              <form id="group-form" class="card">
+                <h2>Anonymised group figures</h2>
+                <label>Age from <input id="g-age-from" type="number" value="70"></label>
+                <label>to <input id="g-age-to" type="number" value="79"></label>
+                <label>South <input id="g-south" value="45.0"></label>
+                <label>West <input id="g-west" value="9.0"></label>
+                <label>North <input id="g-north" value="46.0"></label>
+                <label>East <input id="g-east" value="10.0"></label>
+                <label>Days back <input id="g-days" type="number" value="30"></label>
+                <button id="group-button" type="submit">Ask</button>
+              </form>
+              <pre id="group-answer"></pre>
+            </section>
+          </main>
+        </section>
+        </body>
+        </html>
+        """#
+
+    static let style = #"""
+        .row { display: flex; gap: .6rem; align-items: end; flex-wrap: wrap; margin-bottom: .6rem; }
+        a.button { background: #2b3644; color: var(--text); border: 1px solid var(--line); border-radius: 4px; padding: .3rem .7rem; text-decoration: none; }
+        svg.chart { width: 100%; background: #0c1015; border: 1px solid var(--line); border-radius: 4px; }
+        svg.chart polyline { fill: none; stroke: var(--crit); stroke-width: 1.5; }
+        svg.chart .track { stroke: var(--ok); }
+        .card { background: var(--panel); padding: 1rem; border-radius: 6px; margin-bottom: 1rem; display: flex; gap: .6rem; flex-wrap: wrap; align-items: end; }
+        .card h2 { width: 100%; }
+        fieldset { border: 1px solid var(--line); border-radius: 4px; }
+        .status-pending { color: var(--warn); }
+        .status-approved { color: var(--ok); }
+        #register-form label { display: block; margin: .6rem 0; }
+        #group-answer { background: var(--panel); padding: .8rem; border-radius: 6px; white-space: pre-wrap; }
+        """#
+
+    static let script = #"""
+        "use strict";
+        (function () {
+          const state = { csrf: null, account: null };
+          const $ = (id) => document.getElementById(id);
+
+          function el(tag, text, className) {
+            const node = document.createElement(tag);
+            if (text !== undefined && text !== null) node.textContent = String(text);
+            if (className) node.className = className;
+            return node;
+          }
+
+          function when(ms) { return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC"); }
+
+          async function api(method, path, body) {
+            const headers = {};
+            if (body !== undefined) headers["Content-Type"] = "application/json";
+            if (method !== "GET" && state.csrf) headers["X-CSRF-Token"] = state.csrf;
+            const response = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
+            let data = null;
+            try { data = await response.json(); } catch (e) { data = null; }
+            if (!response.ok) {
+              const message = data && data.error ? data.error.message : response.statusText;
+              const error = new Error(message);
+              error.status = response.status;
+              error.code = data && data.error ? data.error.code : null;
+              throw error;
+            }
+            return data;
+          }
+
+          function table(node, headers, rows) {
+            node.replaceChildren();
+            const head = el("tr");
+            for (const h of headers) head.appendChild(el("th", h));
+            node.appendChild(head);
+            for (const cells of rows) {
+              const tr = el("tr");
+              for (const cell of cells) {
+                const td = el("td");
+                if (cell instanceof Node) td.appendChild(cell); else td.textContent = cell === null || cell === undefined ? "" : String(cell);
+                tr.appendChild(td);
+              }
+              node.appendChild(tr);
+            }
+          }
+
+          function toLocalInput(ms) {
+            const d = new Date(ms - new Date().getTimezoneOffset() * 60000);
+            return d.toISOString().slice(0, 19);
+          }
+          function fromLocalInput(value) { return new Date(value).getTime(); }
+
+          // Sign-in, as on the console.
+          async function start() {
+            try {
+              const session = await api("GET", "/v1/session");
+              enter(session);
+            } catch (e) {
+              $("signin").hidden = false;
+            }
+          }
+
+          $("signin-form").addEventListener("submit", async (event) => {
+            event.preventDefault();
+            $("signin-message").textContent = "";
+            try {
+              const session = await api("POST", "/v1/session", { username: $("username").value, password: $("password").value });
+              enter(session);
+            } catch (e) {
+              $("signin-message").textContent = e.message;
+            }
+          });
+
+          $("show-register").addEventListener("click", (event) => { event.preventDefault(); $("register-form").hidden = false; });
+          $("register-form").addEventListener("submit", async (event) => {
+            event.preventDefault();
+            try {
+              await api("POST", "/v1/organisations", { username: $("reg-username").value, display_name: $("reg-name").value, password: $("reg-password").value, role: "third_party" });
+              $("register-message").textContent = "Registered; sign in above.";
+            } catch (e) {
+              $("register-message").textContent = e.message;
+            }
+          });
+
+          $("signout").addEventListener("click", async () => {
+            try { await api("DELETE", "/v1/session"); } catch (e) { /* signed out anyway */ }
+            location.reload();
+          });
+
+          const tabsByRole = {
+            wearer: [["wearer-data", "My data"], ["wearer-requests", "Access"]],
+            third_party: [["org-requests", "People"], ["org-groups", "Group figures"]],
+          };
+
+          function enter(session) {
+            state.csrf = session.csrf_token;
+            state.account = session.account;
+            $("signin").hidden = true;
+            $("app").hidden = false;
+            $("whoami").textContent = session.account.display_name + " (" + session.account.role + ")";
+            const tabs = tabsByRole[session.account.role] || [];
+            const nav = $("tabs");
+            nav.replaceChildren();
+            for (const [panel, label] of tabs) {
+              const button = el("button", label, "tab");
+              button.dataset.tab = panel;
+              button.addEventListener("click", () => show(panel));
+              nav.appendChild(button);
+            }
+            if (tabs.length === 0) {
+              nav.appendChild(el("span", "This page is for wearers and organisations; the console is at /.", "muted"));
+              return;
+            }
+            show(tabs[0][0]);
+          }
+
+          function show(panel) {
+            for (const section of document.querySelectorAll("main > .panel")) section.hidden = section.id !== panel;
+            for (const button of document.querySelectorAll("#tabs .tab")) button.setAttribute("aria-pressed", button.dataset.tab === panel ? "true" : "false");
+            if (panel === "wearer-data") loadWearerData();
+            if (panel === "wearer-requests") loadWearerRequests();
+            if (panel === "org-requests") loadOrgRequests();
+          }
+
+          // The wearer's own data.
+          function spanQuery() {
+            if (!$("span-to").value) {
+              const now = Date.now();
+              $("span-to").value = toLocalInput(now + 60000);
+              $("span-from").value = toLocalInput(now - 24 * 3600 * 1000);
+            }
+            return "from=" + fromLocalInput($("span-from").value) + "&to=" + fromLocalInput($("span-to").value);
+          }
+
+          $("span-form").addEventListener("submit", (event) => { event.preventDefault(); loadWearerData(); });
+
+          function polyline(svg, points, width, height, className) {
+            svg.replaceChildren();
+            if (points.length === 0) return;
+            const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
+            const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
+            const sx = (x) => (x1 === x0 ? width / 2 : ((x - x0) / (x1 - x0)) * (width - 10) + 5);
+            const sy = (y) => (y1 === y0 ? height / 2 : height - 5 - ((y - y0) / (y1 - y0)) * (height - 10));
+            const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+            line.setAttribute("points", points.map((p) => sx(p[0]).toFixed(1) + "," + sy(p[1]).toFixed(1)).join(" "));
+            if (className) line.setAttribute("class", className);
+            svg.appendChild(line);
+          }
+
+          async function loadWearerData() {
+            const q = spanQuery();
+            $("download-json").href = "/v1/people/me/export?format=json&" + q;
+            $("download-csv").href = "/v1/people/me/export?format=csv&" + q;
+            $("download-gpx").href = "/v1/people/me/track.gpx?" + q;
+            const [hr, pos, stats, alerts] = await Promise.all([
+              api("GET", "/v1/people/me/heart-rate?" + q), api("GET", "/v1/people/me/positions?" + q),
+              api("GET", "/v1/people/me/statistics?" + q), api("GET", "/v1/people/me/alerts"),
+            ]);
+            $("hr-summary").textContent = hr.heart_rate.length + " readings" + (hr.truncated ? " (first part only)" : "");
+            polyline($("hr-chart"), hr.heart_rate.map((s) => [s.at_ms, s.bpm]), 600, 120);
+            $("pos-summary").textContent = pos.positions.length + " positions";
+            polyline($("pos-chart"), pos.positions.map((p) => [p.lon, p.lat]), 600, 200, "track");
+            table($("stats"), ["day", "readings", "min", "mean", "max", "resting", "out of range"],
+              stats.days.map((d) => [when(d.day_ms).slice(0, 10), d.readings, d.min, d.mean, d.max, d.resting_estimate, Math.round(d.seconds_out_of_range / 60) + " min"]));
+            table($("alerts"), ["opened", "kind", "state", "outcome", "closed"],
+              alerts.alerts.map((a) => [when(a.created_ms), a.kind, a.state, a.outcome ? a.outcome.replace(/_/g, " ") : (a.open ? "open" : ""), when(a.resolved_ms)]));
+          }
+
+          // The wearer's consents and access log.
+          async function loadWearerRequests() {
+            const [requests, log] = await Promise.all([api("GET", "/v1/people/me/access-requests"), api("GET", "/v1/people/me/access-log")]);
+            table($("requests"), ["organisation", "asks for", "for", "purpose", "status", ""],
+              requests.requests.map((r) => {
+                const actions = el("span");
+                actions.className = "actions";
+                const act = (label, verb) => {
+                  const button = el("button", label);
+                  button.dataset.action = verb;
+                  button.dataset.request = r.id;
+                  button.addEventListener("click", async () => {
+                    try { await api("POST", "/v1/access-requests/" + encodeURIComponent(r.id) + "/" + verb); } catch (e) { $("requests").dataset.error = e.message; }
+                    loadWearerRequests();
+                  });
+                  actions.appendChild(button);
+                };
+                if (r.status === "pending") { act("Approve", "approve"); act("Refuse", "refuse"); }
+                if (r.status === "approved") act("Revoke", "revoke");
+                const status = el("span", r.status.replace(/_/g, " "), "status-" + r.status);
+                const row = [r.organisation_name, r.kinds.join(", "), r.days + " days", r.purpose, status, actions];
+                return row;
+              }));
+            for (const [index, tr] of Array.from($("requests").querySelectorAll("tr")).slice(1).entries()) tr.dataset.request = requests.requests[index].id;
+            table($("access-log"), ["when", "who", "role", "why", "what"],
+              log.entries.map((e) => [when(e.at_ms), e.reader_name, e.reader_role.replace(/_/g, " "), e.reason.replace(/_/g, " "), e.what]));
+          }
+
+          // An organisation's requests and reads.
+          $("ask-form").addEventListener("submit", async (event) => {
+            event.preventDefault();
+            const kinds = Array.from(document.querySelectorAll(".ask-kind")).filter((c) => c.checked).map((c) => c.value);
+            try {
+              await api("POST", "/v1/access-requests", { person: $("ask-person").value, kinds, days: Number($("ask-days").value), purpose: $("ask-purpose").value });
+              $("ask-message").textContent = "Request sent.";
+              loadOrgRequests();
+            } catch (e) {
+              $("ask-message").textContent = e.message;
+            }
+          });
+
+          async function loadOrgRequests() {
+            const list = await api("GET", "/v1/access-requests");
+            table($("org-request-list"), ["person", "data", "status", "until", ""],
+              list.requests.map((r) => {
+                const actions = el("span");
+                if (r.status === "approved") {
+                  const read = el("button", "Read");
+                  read.dataset.action = "read";
+                  read.addEventListener("click", () => readPerson(r));
+                  actions.appendChild(read);
+                  const revoke = el("button", "End access");
+                  revoke.dataset.action = "revoke";
+                  revoke.addEventListener("click", async () => { await api("POST", "/v1/access-requests/" + encodeURIComponent(r.id) + "/revoke"); loadOrgRequests(); });
+                  actions.appendChild(revoke);
+                }
+                return [r.person_name + " (" + r.person_username + ")", r.kinds.join(", "), r.status.replace(/_/g, " "), when(r.expires_ms), actions];
+              }));
+          }
+
+          async function readPerson(r) {
+            $("org-read").hidden = false;
+            $("org-read-title").textContent = r.person_name;
+            try {
+              const from = r.granted_from_ms || 0;
+              const hr = await api("GET", "/v1/people/" + encodeURIComponent(r.person_id) + "/heart-rate?from=" + from);
+              $("org-read-summary").textContent = hr.heart_rate.length + " heart-rate readings";
+              table($("org-read-table"), ["at", "bpm"], hr.heart_rate.slice(-50).map((s) => [when(s.at_ms), s.bpm]));
+            } catch (e) {
+              $("org-read-summary").textContent = e.message;
+              $("org-read-table").replaceChildren();
+            }
+          }
+
+          $("group-form").addEventListener("submit", async (event) => {
+            event.preventDefault();
+            const to = Date.now();
+            const body = {
+              age_from: Number($("g-age-from").value), age_to: Number($("g-age-to").value),
+              south: Number($("g-south").value), west: Number($("g-west").value), north: Number($("g-north").value), east: Number($("g-east").value),
+              from_ms: to - Number($("g-days").value) * 86400000, to_ms: to,
+            };
+            try {
+              const answer = await api("POST", "/v1/group-figures", body);
+              $("group-answer").textContent = JSON.stringify(answer, null, 2);
+            } catch (e) {
+              $("group-answer").textContent = "Refused: " + e.message;
+            }
+          });
+
+          start();
+        })();
+        """#
+}

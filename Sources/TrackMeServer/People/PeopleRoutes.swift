@@ -1,0 +1,599 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+import TrackMeCore
+
+/// Data4Help's API: a wearer's own data, third parties' access requests and reads, the access
+/// log, and the anonymised group figures. Every read of a person's data goes through
+/// `PersonData` (and so `AccessPolicy`).
+struct PeopleRoutes: Sendable {
+    let api: ServerAPI
+
+    var store: any ServerStore { api.store }
+    var data: PersonData { PersonData(api: api) }
+    var now: Int64 { api.configuration.wallClock() }
+
+    /// Who may ask for a person's data at all (the policy then decides what they get).
+    static let readers: Set<Role> = [.wearer, .thirdParty, .dispatcher, .admin, .carer]
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.post("/v1/organisations") { request, _ in try await registerOrganisation(request) }
+        router.post("/v1/people/:id/devices") { request, context in try await link(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id") { request, context in try await profile(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/heart-rate") { request, context in try await heartRate(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/positions") { request, context in try await positions(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/statistics") { request, context in try await statistics(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/alerts") { request, context in try await alerts(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/export") { request, context in try await export(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/track.gpx") { request, context in try await gpx(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/stream") { request, context in try await stream(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/access-log") { request, context in try await accessLog(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/access-requests") { request, context in try await personRequests(request, id: context.parameters.get("id") ?? "") }
+        router.post("/v1/access-requests") { request, _ in try await requestAccess(request) }
+        router.get("/v1/access-requests") { request, _ in try await organisationRequests(request) }
+        router.post("/v1/access-requests/:id/approve") { request, context in try await answer(request, id: context.parameters.get("id") ?? "", approve: true) }
+        router.post("/v1/access-requests/:id/refuse") { request, context in try await answer(request, id: context.parameters.get("id") ?? "", approve: false) }
+        router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: context.parameters.get("id") ?? "") }
+        router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
+    }
+
+    // MARK: - Accounts
+
+    /// An organisation registers itself (no token): a `third_party` account that can ask people.
+    func registerOrganisation(_ request: Request) async throws -> Response {
+        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
+        guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
+        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
+        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
+            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
+        }
+        let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
+        let account = Account(
+            id: BearerToken.generate().id, username: body.username, displayName: displayName, role: .thirdParty,
+            passwordHash: await api.passwords.hash(body.password), disabled: false, createdMilliseconds: now)
+        guard try await store.insertAccount(account) else {
+            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
+        }
+        return try json(.created, AccountBody(account))
+    }
+
+    /// An admin links a wearer account to an enrolled device.
+    func link(_ request: Request, id: String) async throws -> Response {
+        _ = try await api.authenticator.authenticate(request, roles: [.admin])
+        let body = try api.decode(LinkDeviceRequest.self, try await api.readBody(request))
+        guard let account = try await store.account(id: id), account.role == .wearer else { throw APIError.notFound("no wearer account \(id)") }
+        guard try await store.device(id: body.deviceID) != nil else { throw APIError.notFound("no device \(body.deviceID)") }
+        switch try await store.linkDevice(accountID: account.id, deviceID: body.deviceID, atMilliseconds: now) {
+        case .linked:
+            return try json(.created, LinkDeviceResponse(personID: account.id, deviceID: body.deviceID, already: false))
+        case .alreadyLinked:
+            return try json(.ok, LinkDeviceResponse(personID: account.id, deviceID: body.deviceID, already: true))
+        case .linkedToAnother:
+            throw APIError(status: .conflict, code: .conflict, field: "device_id", message: "device \(body.deviceID) is another wearer's")
+        }
+    }
+
+    // MARK: - A person's data
+
+    func span(_ request: Request, defaultDays: Int64 = 1) throws -> (from: Int64, to: Int64) {
+        let parameters = request.uri.queryParameters
+        func integer(_ name: String) throws -> Int64? {
+            guard let text = parameters.get(name), !text.isEmpty else { return nil }
+            guard let value = Int64(text) else { throw APIError(status: .badRequest, code: .wrongType, field: name, message: "expected an integer (ms since 1970)") }
+            return value
+        }
+        let to = try integer("to") ?? now + 1
+        let from = try integer("from") ?? to - defaultDays * GroupFigures.dayMilliseconds
+        guard from < to else { throw APIError.invalid("from", "must be before to") }
+        return (from, to)
+    }
+
+    func open(_ request: Request, id: String) async throws -> (Principal, PersonData.Person, [AccessPolicy.Grant]) {
+        let principal = try await api.authenticator.authenticate(request, roles: Self.readers)
+        let person = try await data.person(id, principal: principal)
+        return (principal, person, try data.grants(principal, person))
+    }
+
+    func profile(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "profile")
+        let own = grants.contains { $0.reason == .ownData || $0.reason == .administrator }
+        return try json(
+            .ok,
+            PersonProfileBody(
+                personID: person.account.id, displayName: person.account.displayName, username: person.account.username,
+                devices: own ? person.devices.map { PersonDevice(deviceID: $0.deviceID, person: $0.person) } : [],
+                grants: grants.map(GrantBody.init), limits: own ? LimitsBody(data.limits(person)) : nil))
+    }
+
+    static let viewLimit = 100_000
+
+    func heartRate(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        let (from, to) = try span(request)
+        let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "heart_rate \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        return try json(.ok, HeartRateBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, heartRate: samples, truncated: truncated))
+    }
+
+    func positions(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        let (from, to) = try span(request)
+        let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "position \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        return try json(.ok, PositionsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, positions: samples, truncated: truncated))
+    }
+
+    func statistics(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        let (from, to) = try span(request, defaultDays: 7)
+        guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
+        let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: 10_000_000)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "statistics \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        return try json(
+            .ok,
+            StatisticsBody(
+                personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: DailyStatistics.days(samples, limits: data.limits(person)),
+                truncated: truncated))
+    }
+
+    func alerts(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        let alerts = try await data.alerts(person, grants: grants)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts")
+        return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
+    }
+
+    func collectExport(_ request: Request, id: String, what: String) async throws -> PersonExport {
+        let (principal, person, grants) = try await open(request, id: id)
+        let (from, to) = try span(request, defaultDays: 36_500)
+        let limit = 5_000_000
+        let (hr, hrMore) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: limit)
+        let (fixes, fixMore) = try await data.positions(person, from: from, to: to, grants: grants, limit: limit)
+        let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "\(what) \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        return PersonExport(
+            personID: person.account.id, displayName: person.account.displayName, fromMilliseconds: from, toMilliseconds: to, devices: person.deviceIDs,
+            heartRate: hr, positions: fixes, statistics: DailyStatistics.days(hr, limits: data.limits(person)), alerts: alerts, truncated: hrMore || fixMore)
+    }
+
+    func export(_ request: Request, id: String) async throws -> Response {
+        let format = request.uri.queryParameters.get("format") ?? "json"
+        guard format == "json" || format == "csv" else { throw APIError.invalid("format", "json or csv") }
+        let export = try await collectExport(request, id: id, what: "export \(format)")
+        if format == "json" {
+            var response = try json(.ok, export)
+            response.headers[.contentDisposition] = "attachment; filename=\"trackme-\(export.personID).json\""
+            return response
+        }
+        return download(export.csv, type: "text/csv; charset=utf-8", filename: "trackme-\(export.personID).csv")
+    }
+
+    func gpx(_ request: Request, id: String) async throws -> Response {
+        let export = try await collectExport(request, id: id, what: "track gpx")
+        return download(export.gpx, type: "application/gpx+xml", filename: "trackme-\(export.personID).gpx")
+    }
+
+    func download(_ text: String, type: String, filename: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
+        headers[.xContentTypeOptions] = "nosniff"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: - Subscribing to new data
+
+    /// New readings of the person as SSE (`event: heart_rate` / `position`), from now on, while
+    /// a grant covers them; the stream ends when access ends (revoked, expired, signed out).
+    func stream(_ request: Request, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(request, id: id)
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "subscribed to new data")
+        var cursors: [String: Int64] = [:]
+        for deviceID in person.deviceIDs { cursors[deviceID] = try await store.latestReadingSequence(deviceID: deviceID) }
+        let startCursors = cursors
+        let data = self.data
+        let notifier = api.notifier
+        let authenticator = api.authenticator
+        let personID = person.account.id
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                let (subscription, wakes) = notifier.subscribe()
+                defer { notifier.unsubscribe(subscription) }
+                var cursors = startCursors
+                try await withGracefulShutdownHandler {
+                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                    var iterator = wakes.makeAsyncIterator()
+                    while !Task.isCancelled {
+                        // Access is decided again at every wake: a revocation or an expiry ends the stream.
+                        if principal.accountID != nil, (try? await authenticator.session(of: request)) == nil {
+                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"signed_out\"}\n\n"))
+                            break
+                        }
+                        let person: PersonData.Person
+                        do {
+                            person = try await data.person(personID, principal: principal)
+                        } catch {
+                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"\(error)\"}\n\n"))
+                            break
+                        }
+                        let grants = data.policy.grants(principal, subject: person.subject, now: data.now)
+                        if grants.isEmpty {
+                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {}\n\n"))
+                            break
+                        }
+                        var text = ""
+                        for deviceID in person.deviceIDs {
+                            let after = cursors[deviceID] ?? 0
+                            var newest = after
+                            for kind in [PersonDataKind.heartRate, .position] {
+                                let (rows, _) = try await data.readings(deviceID: deviceID, kind: kind, from: nil, to: nil, grants: grants, afterSequence: after, limit: 10_000)
+                                for row in rows {
+                                    newest = max(newest, row.sequence)
+                                    if let sample = PersonData.heartRate(row, deviceID: deviceID) {
+                                        text += "event: heart_rate\ndata: \(try StoreJSON.encode(sample))\n\n"
+                                    } else if let sample = PersonData.position(row, deviceID: deviceID) {
+                                        text += "event: position\ndata: \(try StoreJSON.encode(sample))\n\n"
+                                    }
+                                }
+                            }
+                            // Readings outside every grant are skipped for good, not held back.
+                            let latest = try await data.store.latestReadingSequence(deviceID: deviceID)
+                            cursors[deviceID] = max(newest, latest)
+                        }
+                        if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+                        guard let wake = await iterator.next() else { break }
+                        if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                    }
+                } onGracefulShutdown: {
+                    notifier.unsubscribe(subscription)
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    // MARK: - Consent
+
+    func accessLog(_ request: Request, id: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+        let person = try await data.person(id, principal: principal)
+        guard principal.role == .admin || principal.accountID == person.account.id else { throw APIError.forbidden("only the person sees their access log") }
+        let subjects = ["person:\(person.account.id)"] + person.deviceIDs.map { "device:\($0)" }
+        return try json(.ok, AccessLogBody(entries: try await store.accessLog(subjects: subjects, limit: 1000)))
+    }
+
+    func personRequests(_ request: Request, id: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+        let person = try await data.person(id, principal: principal)
+        guard principal.role == .admin || principal.accountID == person.account.id else { throw APIError.forbidden("only the person sees their requests") }
+        let requests = try await store.accessRequests(personID: person.account.id)
+        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+    }
+
+    func organisationRequests(_ request: Request) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
+        let requests = try await store.accessRequests(organisationID: principal.accountID ?? "")
+        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+    }
+
+    func bodies(_ requests: [AccessRequest]) async throws -> [AccessRequestBody] {
+        var names = [String: (String, String)]()
+        var result: [AccessRequestBody] = []
+        for request in requests {
+            for id in [request.organisationID, request.personID] where names[id] == nil {
+                let account = try await store.account(id: id)
+                names[id] = (account?.displayName ?? id, account?.username ?? id)
+            }
+            result.append(
+                AccessRequestBody(
+                    request, now: now, organisationName: names[request.organisationID]?.0 ?? "", personName: names[request.personID]?.0 ?? "",
+                    personUsername: names[request.personID]?.1 ?? ""))
+        }
+        return result
+    }
+
+    func requestAccess(_ request: Request) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
+        let body = try api.decode(AccessRequestRequest.self, try await api.readBody(request))
+        guard !body.kinds.isEmpty else { throw APIError.invalid("kinds", "name at least one of heart_rate, position, alerts") }
+        guard (1...365).contains(body.days) else { throw APIError.invalid("days", "must be 1-365") }
+        let purpose = body.purpose.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...500).contains(purpose.count) else { throw APIError.invalid("purpose", "must be 1-500 characters") }
+        if let from = body.dataFromMilliseconds, from > now { throw APIError.invalid("data_from_ms", "must not be in the future") }
+        guard let person = try await store.account(username: body.person), person.role == .wearer else {
+            throw APIError.notFound("no person \(body.person)")
+        }
+        let access = AccessRequest(
+            id: BearerToken.generate().id, organisationID: principal.accountID ?? "", personID: person.id, kinds: Set(body.kinds), days: body.days,
+            dataFromMilliseconds: body.dataFromMilliseconds, purpose: purpose, status: .pending, requestedMilliseconds: now)
+        try await store.insertAccessRequest(access)
+        return try json(.created, try await bodies([access])[0])
+    }
+
+    /// The person approves or refuses a pending request (a request older than 3 days was refused by itself).
+    func answer(_ request: Request, id: String, approve: Bool) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.wearer])
+        guard let access = try await store.accessRequest(id: id), access.personID == principal.accountID else {
+            throw APIError.notFound("no request \(id)")
+        }
+        let now = self.now
+        guard access.effectiveStatus(now: now) == "pending" else {
+            throw APIError(status: .conflict, code: .conflict, message: "the request is \(access.effectiveStatus(now: now)); it can no longer be answered")
+        }
+        var answered = access
+        answered.answeredMilliseconds = now
+        if approve {
+            answered.status = .approved
+            answered.grantedFromMilliseconds = min(access.dataFromMilliseconds ?? now, now)
+            answered.expiresMilliseconds = now + Int64(access.days) * GroupFigures.dayMilliseconds
+        } else {
+            answered.status = .refused
+        }
+        guard try await store.updateAccessRequest(answered, expected: .pending) else {
+            throw APIError(status: .conflict, code: .conflict, message: "the request changed meanwhile")
+        }
+        return try json(.ok, try await bodies([answered])[0])
+    }
+
+    /// Either side ends an approved access (or the organisation withdraws a pending request).
+    func revoke(_ request: Request, id: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .thirdParty])
+        guard let access = try await store.accessRequest(id: id),
+            access.personID == principal.accountID || access.organisationID == principal.accountID
+        else { throw APIError.notFound("no request \(id)") }
+        let now = self.now
+        let status = access.effectiveStatus(now: now)
+        guard status == "approved" || (status == "pending" && principal.role == .thirdParty) else {
+            throw APIError(status: .conflict, code: .conflict, message: "the request is \(status); there is nothing to revoke")
+        }
+        var ended = access
+        ended.status = access.status == .pending ? .refused : .revoked
+        ended.endedMilliseconds = now
+        ended.endedBy = principal.role == .wearer ? "person" : "organisation"
+        guard try await store.updateAccessRequest(ended, expected: access.status) else {
+            throw APIError(status: .conflict, code: .conflict, message: "the request changed meanwhile")
+        }
+        // Open streams look again at once and end.
+        api.notifier.notify()
+        return try json(.ok, try await bodies([ended])[0])
+    }
+
+    // MARK: - Group figures
+
+    func groupFigures(_ request: Request) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty, .admin])
+        let query = try api.decode(GroupFigures.Query.self, try await api.readBody(request))
+        do {
+            let answer = try await GroupFigureDesk(store: store, wallClock: api.configuration.wallClock).answer(query, organisationID: principal.actor)
+            return try json(.ok, answer)
+        } catch let refusal as GroupFigures.Refusal {
+            switch refusal.code {
+            case .invalid: throw APIError(status: .badRequest, code: .invalidValue, message: refusal.message)
+            case .tooFewPeople, .differencing:
+                throw APIError(status: .unprocessableContent, code: APIError.Code(rawValue: refusal.code.rawValue), message: refusal.message)
+            }
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let contentDisposition = HTTPField.Name("Content-Disposition") ?? .contentLocation
+}
+
+struct LinkDeviceRequest: Codable, Sendable {
+    var deviceID: String
+    enum CodingKeys: String, CodingKey { case deviceID = "device_id" }
+}
+
+struct LinkDeviceResponse: Codable, Sendable {
+    var personID: String
+    var deviceID: String
+    var already: Bool
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case deviceID = "device_id"
+        case already
+    }
+}
+
+struct PersonDevice: Codable, Sendable {
+    var deviceID: String
+    var person: PersonProfile
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case person
+    }
+}
+
+struct GrantBody: Codable, Sendable {
+    var reason: String
+    var fromMilliseconds: Int64?
+    var untilMilliseconds: Int64?
+    var kinds: [String]?
+
+    init(_ grant: AccessPolicy.Grant) {
+        reason = grant.reason.rawValue
+        fromMilliseconds = grant.fromMilliseconds
+        untilMilliseconds = grant.untilMilliseconds
+        kinds = grant.kinds.map { $0.map(\.rawValue).sorted() }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case reason
+        case fromMilliseconds = "from_ms"
+        case untilMilliseconds = "until_ms"
+        case kinds
+    }
+}
+
+struct LimitsBody: Codable, Sendable {
+    var minimum: Int
+    var maximum: Int
+    init(_ limits: HeartRateLimits) {
+        minimum = limits.minimum
+        maximum = limits.maximum
+    }
+    enum CodingKeys: String, CodingKey {
+        case minimum = "min"
+        case maximum = "max"
+    }
+}
+
+struct PersonProfileBody: Codable, Sendable {
+    var personID: String
+    var displayName: String
+    var username: String
+    var devices: [PersonDevice]
+    var grants: [GrantBody]
+    var limits: LimitsBody?
+
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case displayName = "display_name"
+        case username, devices, grants, limits
+    }
+}
+
+struct HeartRateBody: Codable, Sendable {
+    var personID: String
+    var fromMilliseconds: Int64
+    var toMilliseconds: Int64
+    var heartRate: [HeartRateSample]
+    var truncated: Bool
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case fromMilliseconds = "from_ms"
+        case toMilliseconds = "to_ms"
+        case heartRate = "heart_rate"
+        case truncated
+    }
+}
+
+struct PositionsBody: Codable, Sendable {
+    var personID: String
+    var fromMilliseconds: Int64
+    var toMilliseconds: Int64
+    var positions: [PositionSample]
+    var truncated: Bool
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case fromMilliseconds = "from_ms"
+        case toMilliseconds = "to_ms"
+        case positions, truncated
+    }
+}
+
+struct StatisticsBody: Codable, Sendable {
+    var personID: String
+    var fromMilliseconds: Int64
+    var toMilliseconds: Int64
+    var days: [DailyStatistics]
+    var truncated: Bool
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case fromMilliseconds = "from_ms"
+        case toMilliseconds = "to_ms"
+        case days, truncated
+    }
+}
+
+struct PersonAlertList: Codable, Sendable {
+    var personID: String
+    var alerts: [PersonAlert]
+    enum CodingKeys: String, CodingKey {
+        case personID = "person_id"
+        case alerts
+    }
+}
+
+struct AccessLogBody: Codable, Sendable {
+    var entries: [AccessLogEntry]
+}
+
+struct AccessRequestRequest: Codable, Sendable {
+    /// The person's username.
+    var person: String
+    var kinds: [PersonDataKind]
+    var days: Int
+    var dataFromMilliseconds: Int64?
+    var purpose: String
+
+    enum CodingKeys: String, CodingKey {
+        case person, kinds, days
+        case dataFromMilliseconds = "data_from_ms"
+        case purpose
+    }
+}
+
+struct AccessRequestBody: Codable, Sendable {
+    var id: String
+    var organisationID: String
+    var organisationName: String
+    var personID: String
+    var personName: String
+    var personUsername: String
+    var kinds: [String]
+    var days: Int
+    var dataFromMilliseconds: Int64?
+    var purpose: String
+    /// `pending`, `approved`, `refused`, `refused_unanswered`, `revoked`, `expired`.
+    var status: String
+    var requestedMilliseconds: Int64
+    var answerByMilliseconds: Int64
+    var answeredMilliseconds: Int64?
+    var grantedFromMilliseconds: Int64?
+    var expiresMilliseconds: Int64?
+    var endedMilliseconds: Int64?
+    var endedBy: String?
+
+    init(_ r: AccessRequest, now: Int64, organisationName: String, personName: String, personUsername: String) {
+        id = r.id
+        organisationID = r.organisationID
+        self.organisationName = organisationName
+        personID = r.personID
+        self.personName = personName
+        self.personUsername = personUsername
+        kinds = r.kinds.map(\.rawValue).sorted()
+        days = r.days
+        dataFromMilliseconds = r.dataFromMilliseconds
+        purpose = r.purpose
+        status = r.effectiveStatus(now: now)
+        requestedMilliseconds = r.requestedMilliseconds
+        answerByMilliseconds = r.requestedMilliseconds + AccessRequest.answerWithinMilliseconds
+        answeredMilliseconds = r.answeredMilliseconds
+        grantedFromMilliseconds = r.grantedFromMilliseconds
+        expiresMilliseconds = r.expiresMilliseconds
+        endedMilliseconds = r.endedMilliseconds
+        endedBy = r.endedBy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case organisationID = "organisation_id"
+        case organisationName = "organisation_name"
+        case personID = "person_id"
+        case personName = "person_name"
+        case personUsername = "person_username"
+        case kinds, days
+        case dataFromMilliseconds = "data_from_ms"
+        case purpose, status
+        case requestedMilliseconds = "requested_ms"
+        case answerByMilliseconds = "answer_by_ms"
+        case answeredMilliseconds = "answered_ms"
+        case grantedFromMilliseconds = "granted_from_ms"
+        case expiresMilliseconds = "expires_ms"
+        case endedMilliseconds = "ended_ms"
+        case endedBy = "ended_by"
+    }
+}
+
+struct AccessRequestList: Codable, Sendable {
+    var requests: [AccessRequestBody]
+}

@@ -1,0 +1,187 @@
+import Foundation
+import TrackMeCore
+
+/// Reads one person's data for one principal, through `AccessPolicy` only: gathers the facts
+/// (the person's devices, their alerts, the consents they gave), asks the policy for the grants,
+/// reads no more than they cover, and logs every read that is not the person's own.
+///
+/// A person is a wearer account; their data is that of the devices linked to it.
+struct PersonData: Sendable {
+    let api: ServerAPI
+    var policy = AccessPolicy()
+
+    var store: any ServerStore { api.store }
+    var now: Int64 { api.configuration.wallClock() }
+
+    struct Person: Sendable {
+        var account: Account
+        var deviceIDs: [String]
+        var subject: AccessPolicy.Subject
+        var devices: [DeviceRow]
+    }
+
+    /// The wearer behind `id` (`me` is the principal's own account). 404 for anything that is not a wearer.
+    func person(_ id: String, principal: Principal) async throws -> Person {
+        let accountID = id == "me" ? (principal.accountID ?? "") : id
+        guard let account = try await store.account(id: accountID), account.role == .wearer else {
+            throw APIError.notFound("no person \(id)")
+        }
+        let deviceIDs = try await store.linkedDevices(accountID: account.id)
+        var spans: [AccessPolicy.AlertSpan] = []
+        for alertID in try await store.alertIDs(deviceIDs: deviceIDs) {
+            guard let row = try await store.alertRow(id: alertID) else { continue }
+            spans.append(Self.span(row))
+        }
+        let consents = try await store.accessRequests(personID: account.id).compactMap(\.consent)
+        var devices: [DeviceRow] = []
+        for deviceID in deviceIDs { if let device = try await store.device(id: deviceID) { devices.append(device) } }
+        return Person(
+            account: account, deviceIDs: deviceIDs,
+            subject: AccessPolicy.Subject(personID: account.id, deviceIDs: Set(deviceIDs), alerts: spans, consents: consents, ownerAccountIDs: [account.id]),
+            devices: devices)
+    }
+
+    static func span(_ row: AlertDeskRow) -> AccessPolicy.AlertSpan {
+        AccessPolicy.AlertSpan(
+            openedMilliseconds: row.createdMilliseconds, closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds))
+    }
+
+    /// The grants of the principal over the person now; 403 when there are none.
+    func grants(_ principal: Principal, _ person: Person) throws -> [AccessPolicy.Grant] {
+        let grants = policy.grants(principal, subject: person.subject, now: now)
+        guard !grants.isEmpty else { throw APIError.forbidden("no access to this person's data now (none granted, revoked, expired or not yet approved)") }
+        return grants
+    }
+
+    /// Records a read in the person's access log unless it is their own.
+    func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
+        let reasons = Set(grants.map(\.reason))
+        guard reasons != [.ownData], reasons != [.ownDevice] else { return }
+        var name = principal.tokenID
+        if let accountID = principal.accountID, let account = try await store.account(id: accountID) { name = account.displayName }
+        try await store.appendAccessLog(
+            AccessLogEntry(
+                id: 0, subject: subject, readerID: principal.actor, readerName: name, readerRole: principal.role.rawValue,
+                reason: reasons.map(\.rawValue).sorted().joined(separator: ","), what: what, atMilliseconds: now))
+    }
+
+    /// The stored readings of one device of `kind` in `[from, to)` that some grant covers, in
+    /// sequence order; at most `limit` (then `truncated`).
+    func readings(
+        deviceID: String, kind: PersonDataKind, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], afterSequence: Int64 = 0, limit: Int
+    ) async throws -> (rows: [StoredReadingRow], truncated: Bool) {
+        let wire: WireReading.Kind = kind == .position ? .position : .heartRate
+        var rows: [StoredReadingRow] = []
+        var seen = Set<Int64>()
+        for grant in grants where grant.covers(kind) {
+            let lower = [from, grant.fromMilliseconds].compactMap { $0 }.max()
+            let upper = [to, grant.untilMilliseconds].compactMap { $0 }.min()
+            if let lower, let upper, lower >= upper { continue }
+            var after = afterSequence
+            let pageSize = api.configuration.maxPageSize
+            while rows.count <= limit {
+                let page = try await store.readings(
+                    ReadingQuery(deviceID: deviceID, fromMilliseconds: lower, toMilliseconds: upper, kind: wire, afterSequence: after, limit: pageSize))
+                for row in page where seen.insert(row.sequence).inserted { rows.append(row) }
+                guard page.count == pageSize, let last = page.last else { break }
+                after = last.sequence
+            }
+        }
+        rows.sort { $0.sequence < $1.sequence }
+        let truncated = rows.count > limit
+        return (Array(rows.prefix(limit)), truncated)
+    }
+
+    static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
+        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else { return nil }
+        return HeartRateSample(atMilliseconds: row.placedMilliseconds, bpm: hr.bpm, deviceID: deviceID, contact: hr.contact != .notDetected)
+    }
+
+    static func position(_ row: StoredReadingRow, deviceID: String) -> PositionSample? {
+        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = wire.payload,
+            let latitude = fix.latitude, let longitude = fix.longitude
+        else { return nil }
+        return PositionSample(atMilliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude, deviceID: deviceID)
+    }
+
+    func heartRate(_ person: Person, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], limit: Int) async throws -> (samples: [HeartRateSample], truncated: Bool) {
+        var samples: [HeartRateSample] = []
+        var truncated = false
+        for deviceID in person.deviceIDs {
+            let (rows, more) = try await readings(deviceID: deviceID, kind: .heartRate, from: from, to: to, grants: grants, limit: limit)
+            truncated = truncated || more
+            samples += rows.compactMap { Self.heartRate($0, deviceID: deviceID) }
+        }
+        samples.sort { $0.atMilliseconds < $1.atMilliseconds }
+        return (samples, truncated)
+    }
+
+    func positions(_ person: Person, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], limit: Int) async throws -> (samples: [PositionSample], truncated: Bool) {
+        var samples: [PositionSample] = []
+        var truncated = false
+        for deviceID in person.deviceIDs {
+            let (rows, more) = try await readings(deviceID: deviceID, kind: .position, from: from, to: to, grants: grants, limit: limit)
+            truncated = truncated || more
+            samples += rows.compactMap { Self.position($0, deviceID: deviceID) }
+        }
+        samples.sort { $0.atMilliseconds < $1.atMilliseconds }
+        return (samples, truncated)
+    }
+
+    /// The person's alerts that a grant covers (by when they opened), newest first.
+    func alerts(_ person: Person, grants: [AccessPolicy.Grant]) async throws -> [PersonAlert] {
+        var alerts: [PersonAlert] = []
+        for alertID in try await store.alertIDs(deviceIDs: person.deviceIDs) {
+            guard let row = try await store.alertRow(id: alertID) else { continue }
+            guard grants.contains(where: { $0.covers(.alerts, at: row.createdMilliseconds) }) else { continue }
+            alerts.append(PersonAlert(AlertSummary(row)))
+        }
+        return alerts
+    }
+
+    /// The heart-rate limits of the person (their first device's profile).
+    func limits(_ person: Person) -> HeartRateLimits {
+        HeartRateLimits(profile: person.devices.first?.person ?? PersonProfile(name: person.account.displayName, age: 40))
+    }
+}
+
+/// An alert as the person's pages show it: what, when, where, and how it ended.
+struct PersonAlert: Codable, Hashable, Sendable {
+    var alertID: String
+    var deviceID: String
+    var kind: AlertKind?
+    var state: String
+    var open: Bool
+    var createdMilliseconds: Int64
+    var acknowledgedMilliseconds: Int64?
+    var outcome: AlertOutcome?
+    var resolvedMilliseconds: Int64?
+    var latitude: Double?
+    var longitude: Double?
+
+    init(_ summary: AlertSummary) {
+        alertID = summary.alertID
+        deviceID = summary.deviceID
+        kind = summary.kind
+        state = summary.state
+        open = summary.open
+        createdMilliseconds = summary.createdMilliseconds
+        acknowledgedMilliseconds = summary.acknowledgedMilliseconds
+        outcome = summary.outcome
+        resolvedMilliseconds = summary.resolvedMilliseconds
+        latitude = summary.record?.position?.fix.latitude
+        longitude = summary.record?.position?.fix.longitude
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case alertID = "alert_id"
+        case deviceID = "device_id"
+        case kind, state, open
+        case createdMilliseconds = "created_ms"
+        case acknowledgedMilliseconds = "acknowledged_ms"
+        case outcome
+        case resolvedMilliseconds = "resolved_ms"
+        case latitude = "lat"
+        case longitude = "lon"
+    }
+}

@@ -1,0 +1,250 @@
+import GRDB
+
+extension SQLiteServerStore {
+    func linkDevice(accountID: String, deviceID: String, atMilliseconds: Int64) async throws -> LinkOutcome {
+        try await pool.write { db in
+            if let existing = try String.fetchOne(db, sql: "SELECT account_id FROM wearer_devices WHERE device_id = ?", arguments: [deviceID]) {
+                return existing == accountID ? .alreadyLinked : .linkedToAnother
+            }
+            try db.execute(
+                sql: "INSERT INTO wearer_devices (account_id, device_id, linked_ms) VALUES (?, ?, ?)", arguments: [accountID, deviceID, atMilliseconds])
+            return .linked
+        }
+    }
+
+    func linkedDevices(accountID: String) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(db, sql: "SELECT device_id FROM wearer_devices WHERE account_id = ? ORDER BY device_id", arguments: [accountID])
+        }
+    }
+
+    func wearerAccount(deviceID: String) async throws -> String? {
+        try await pool.read { db in try String.fetchOne(db, sql: "SELECT account_id FROM wearer_devices WHERE device_id = ?", arguments: [deviceID]) }
+    }
+
+    func alertIDs(deviceIDs: [String]) async throws -> [String] {
+        guard !deviceIDs.isEmpty else { return [] }
+        return try await pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT alert_id FROM alerts WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ","))) ORDER BY created_ms DESC",
+                arguments: StatementArguments(deviceIDs))
+        }
+    }
+
+    func latestReadingSequence(deviceID: String) async throws -> Int64 {
+        try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM readings WHERE device_id = ?", arguments: [deviceID]) ?? 0 }
+    }
+
+    private static let requestColumns =
+        "id, organisation_id, person_id, kinds, days, data_from_ms, purpose, status, requested_ms, answered_ms, granted_from_ms, expires_ms, ended_ms, ended_by"
+
+    func insertAccessRequest(_ request: AccessRequest) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO access_requests (\(Self.requestColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: Self.arguments(request))
+        }
+    }
+
+    func accessRequest(id: String) async throws -> AccessRequest? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE id = ?", arguments: [id]).flatMap(Self.request(from:))
+        }
+    }
+
+    func accessRequests(personID: String) async throws -> [AccessRequest] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = ? ORDER BY requested_ms DESC", arguments: [personID])
+                .compactMap(Self.request(from:))
+        }
+    }
+
+    func accessRequests(organisationID: String) async throws -> [AccessRequest] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = ? ORDER BY requested_ms DESC", arguments: [organisationID]
+            ).compactMap(Self.request(from:))
+        }
+    }
+
+    func updateAccessRequest(_ request: AccessRequest, expected: AccessRequest.Status) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE access_requests SET status = ?, answered_ms = ?, granted_from_ms = ?, expires_ms = ?, ended_ms = ?, ended_by = ?
+                    WHERE id = ? AND status = ?
+                    """,
+                arguments: [
+                    request.status.rawValue, request.answeredMilliseconds, request.grantedFromMilliseconds, request.expiresMilliseconds,
+                    request.endedMilliseconds, request.endedBy, request.id, expected.rawValue,
+                ])
+            return db.changesCount == 1
+        }
+    }
+
+    private static func arguments(_ r: AccessRequest) -> StatementArguments {
+        [
+            r.id, r.organisationID, r.personID, r.kinds.map(\.rawValue).sorted().joined(separator: ","), r.days, r.dataFromMilliseconds, r.purpose,
+            r.status.rawValue, r.requestedMilliseconds, r.answeredMilliseconds, r.grantedFromMilliseconds, r.expiresMilliseconds,
+            r.endedMilliseconds, r.endedBy,
+        ]
+    }
+
+    private static func request(from row: Row) -> AccessRequest? {
+        guard let status = AccessRequest.Status(rawValue: row["status"]) else { return nil }
+        let kinds: String = row["kinds"]
+        return AccessRequest(
+            id: row["id"], organisationID: row["organisation_id"], personID: row["person_id"],
+            kinds: Set(kinds.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }), days: row["days"],
+            dataFromMilliseconds: row["data_from_ms"], purpose: row["purpose"], status: status, requestedMilliseconds: row["requested_ms"],
+            answeredMilliseconds: row["answered_ms"], grantedFromMilliseconds: row["granted_from_ms"], expiresMilliseconds: row["expires_ms"],
+            endedMilliseconds: row["ended_ms"], endedBy: row["ended_by"])
+    }
+
+    func appendAccessLog(_ entry: AccessLogEntry) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO access_log (subject, reader_id, reader_name, reader_role, reason, what, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [entry.subject, entry.readerID, entry.readerName, entry.readerRole, entry.reason, entry.what, entry.atMilliseconds])
+        }
+    }
+
+    func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry] {
+        guard !subjects.isEmpty else { return [] }
+        return try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, subject, reader_id, reader_name, reader_role, reason, what, at_ms FROM access_log
+                    WHERE subject IN (\(subjects.map { _ in "?" }.joined(separator: ","))) ORDER BY id DESC LIMIT \(max(1, limit))
+                    """, arguments: StatementArguments(subjects)
+            ).map {
+                AccessLogEntry(
+                    id: $0["id"], subject: $0["subject"], readerID: $0["reader_id"], readerName: $0["reader_name"], readerRole: $0["reader_role"],
+                    reason: $0["reason"], what: $0["what"], atMilliseconds: $0["at_ms"])
+            }
+        }
+    }
+
+    private static var personDayColumns: [String] {
+        ["person_key", "day", "age_band", "cell_lat", "cell_lon", "hr_count", "hr_sum"] + PeopleSchema.binColumns + PeopleSchema.alertColumns
+    }
+
+    func upsertPersonDays(_ days: [PersonDay]) async throws {
+        let columns = Self.personDayColumns
+        try await pool.write { db in
+            let statement = try db.makeStatement(
+                sql: "INSERT OR REPLACE INTO person_days (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))")
+            for day in days {
+                var values: [(any DatabaseValueConvertible)?] = [
+                    day.personKey, day.day, day.ageBand, day.cellLatitude, day.cellLongitude, day.heartRateCount, day.heartRateSum,
+                ]
+                values += day.bins.map { $0 as (any DatabaseValueConvertible)? }
+                values += day.alerts.map { $0 as (any DatabaseValueConvertible)? }
+                try statement.execute(arguments: StatementArguments(values))
+            }
+        }
+    }
+
+    func rollupThroughDay() async throws -> Int? {
+        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT through_day FROM people_rollup WHERE id = 1") }
+    }
+
+    func setRollupThroughDay(_ day: Int) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO people_rollup (id, through_day) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET through_day = excluded.through_day",
+                arguments: [day])
+        }
+    }
+
+    func devicesForRollup() async throws -> [(deviceID: String, person: String, wearer: String?)] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT d.device_id, d.person, w.account_id FROM devices d LEFT JOIN wearer_devices w ON w.device_id = d.device_id ORDER BY d.device_id"
+            ).map { row -> (deviceID: String, person: String, wearer: String?) in
+                let deviceID: String = row["device_id"]
+                let person: String = row["person"]
+                let wearer: String? = row["account_id"]
+                return (deviceID: deviceID, person: person, wearer: wearer)
+            }
+        }
+    }
+
+    private static func condition(_ cell: GroupFigures.Cell) -> String {
+        // Integers of our own making, never text from a request: safe to inline.
+        """
+        age_band BETWEEN \(cell.ageBandFrom) AND \(cell.ageBandTo) AND day BETWEEN \(cell.dayFrom) AND \(cell.dayTo) \
+        AND cell_lat BETWEEN \(cell.south) AND \(cell.north) AND cell_lon BETWEEN \(cell.west) AND \(cell.east)
+        """
+    }
+
+    func groupTotals(_ cell: GroupFigures.Cell) async throws -> GroupFigures.Totals {
+        let sums = (["hr_count", "hr_sum"] + PeopleSchema.binColumns + PeopleSchema.alertColumns).map { "COALESCE(SUM(\($0)), 0)" }
+        let sql = "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"
+        return try await pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: sql) else { return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: []) }
+            let bins = (0..<PeopleSchema.binCount).map { row[3 + $0] as Int64 }
+            let alerts = (0..<GroupFigures.alertKinds.count).map { row[3 + PeopleSchema.binCount + $0] as Int64 }
+            return GroupFigures.Totals(people: row[0], readings: row[1], heartRateSum: row[2], bins: bins, alerts: alerts)
+        }
+    }
+
+    func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))") ?? 0
+        }
+    }
+
+    func answeredGroups() async throws -> [AnsweredGroup] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms FROM group_queries ORDER BY id"
+            ).map {
+                AnsweredGroup(
+                    organisationID: $0["organisation_id"],
+                    cell: GroupFigures.Cell(
+                        ageBandFrom: $0["age_from"], ageBandTo: $0["age_to"], south: $0["south"], west: $0["west"], north: $0["north"],
+                        east: $0["east"], dayFrom: $0["day_from"], dayTo: $0["day_to"]),
+                    people: $0["people"], atMilliseconds: $0["at_ms"])
+            }
+        }
+    }
+
+    func recordAnsweredGroup(_ group: AnsweredGroup) async throws {
+        let c = group.cell
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO group_queries (organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [group.organisationID, c.ageBandFrom, c.ageBandTo, c.south, c.west, c.north, c.east, c.dayFrom, c.dayTo, group.people, group.atMilliseconds])
+        }
+    }
+
+    func plainGroupAggregate(_ cell: GroupFigures.Cell) async throws -> (people: Int, readings: Int64, sum: Int64) {
+        try await pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT COUNT(DISTINCT person_key), COALESCE(SUM(hr_count), 0), COALESCE(SUM(hr_sum), 0) FROM person_days WHERE \(Self.condition(cell))")
+            else { return (0, 0, 0) }
+            return (row[0], row[1], row[2])
+        }
+    }
+
+    func seedPersonDays(people: Int, days: Int, firstDay: Int) async throws {
+        let sql = """
+            WITH RECURSIVE p(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM p WHERE i + 1 < \(people)),
+            d(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM d WHERE j + 1 < \(days)),
+            s AS (SELECT i, j, 1000 + (i * 7 + j * 13) % 500 AS cnt, 55 + (i * 31 + j * 17) % 50 AS mean FROM p, d)
+            INSERT INTO person_days (\(Self.personDayColumns.joined(separator: ", ")))
+            SELECT 'sim-' || i, \(firstDay) + j, (i / 400) % 10, 450 + i % 20, 90 + (i / 20) % 20, cnt, cnt * mean,
+            \(PeopleSchema.binColumns.indices.map { "CASE WHEN MIN(\(PeopleSchema.binCount - 1), MAX(0, (mean - 40) / 10)) = \($0) THEN cnt ELSE 0 END" }.joined(separator: ", ")),
+            \(PeopleSchema.alertColumns.indices.map { "CASE WHEN (i + j * 7 + \($0)) % 97 = 0 THEN 1 ELSE 0 END" }.joined(separator: ", "))
+            FROM s
+            """
+        try await pool.write { db in try db.execute(sql: sql) }
+    }
+}
