@@ -103,11 +103,13 @@ targets += [
 // MARK: - Store and sync (issue 6)
 
 // EdgeStore: durable buffer (SQLite through GRDB), disk budget, sync cursor, alert journal.
-// EdgeSync: batching, gzip (system zlib, no NIO on the agent side), retries, two lanes.
+// EdgeSync: batching, gzip (GzipCodec: system zlib, no NIO on the agent side), retries, two lanes.
 // EdgeLoopbackServer: a small raw-socket HTTP/1.1 server with fault injection, for tests and
 // benchmarks only (never linked by the agent).
 targets += [
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    // The wire's gzip, one implementation for the agent's sync client and the server (issue 15).
+    .target(name: "GzipCodec", dependencies: ["CZlib"], swiftSettings: strictSettings),
     .target(
         name: "EdgeStore",
         dependencies: [
@@ -125,20 +127,20 @@ targets += [
     .target(
         name: "EdgeSync",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "CZlib", "CCurlShim",
+            "TrackMeCore", "EdgeStore", "GzipCodec", "CCurlShim",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
     ),
     .target(
         name: "EdgeLoopbackServer",
-        dependencies: ["TrackMeCore", "EdgeSync"],
+        dependencies: ["TrackMeCore", "EdgeSync", "GzipCodec"],
         swiftSettings: strictSettings
     ),
     .target(
         name: "EdgeBenchmarks",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer",
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "GzipCodec",
             .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: strictSettings
@@ -160,7 +162,7 @@ targets += [
     .testTarget(
         name: "EdgeSyncTests",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child",
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
@@ -176,7 +178,7 @@ targets += [
         name: "TrackMeServer",
         dependencies: [
             "TrackMeCore",
-            "CZlib",
+            "GzipCodec",
             .product(name: "Hummingbird", package: "hummingbird"),
             // issue 17: the connection guard (child channel, deadline handler after the decoder)
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -206,7 +208,7 @@ targets += [
     .testTarget(
         name: "TrackMeServerTests",
         dependencies: [
-            "TrackMeServer", "TrackMeCore", "CZlib",
+            "TrackMeServer", "TrackMeCore", "CZlib", "GzipCodec",
             // issue 17: the agent's transports against the HTTPS server.
             "EdgeSync",
             // issue 22: the group-commit tests reach into the SQLite store.

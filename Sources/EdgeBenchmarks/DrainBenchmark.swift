@@ -2,6 +2,7 @@ import Foundation
 import EdgeLoopbackServer
 import EdgeStore
 import EdgeSync
+import GzipCodec
 import TrackMeCore
 
 /// `trackme-sim bench drain`: time to drain a 24-hour backlog (86,400 heart-rate readings and

@@ -1,4 +1,5 @@
 import EdgeSync
+import GzipCodec
 public import Foundation
 import Glibc
 import Synchronization

@@ -886,7 +886,11 @@ public final class ReadingStore: Sendable {
         if deliveredUnrecorded { return !pendingAlertUpdates().isEmpty }
         if memory { return true }
         let exists = try? readStatement { db in
-            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM alert_updates WHERE delivered = 0)"))
+            // Local state records never leave the device (see `pendingAlertUpdates()`): they are
+            // not pending, or a lane waiting for the journal to empty would wait for ever.
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM alert_updates WHERE delivered = 0 AND update_seq < ?)"),
+                arguments: [Self.localAlertStateSequenceBase])
         }
         return (exists ?? nil) ?? false
     }

@@ -1,5 +1,6 @@
 public import EdgeStore
 import Foundation
+import GzipCodec
 public import Logging
 public import TrackMeCore
 
@@ -228,10 +229,9 @@ public actor SyncEngine {
     /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
     /// backing off (the server is unreachable for it too), the readings lane waits.
     private func waitForAlertLane() async {
-        // `pendingAlertUpdates()`, not `hasPendingAlertUpdates()`: the latter also counts the
-        // journal's local state rows, which never leave the device, and the lane would wait for
-        // ever on them.
-        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && !store.pendingAlertUpdates().isEmpty) {
+        // `hasPendingAlertUpdates()` leaves out the journal's local state rows, which never leave
+        // the device (counting them once made this lane wait for ever: FeedbackEndToEndTests).
+        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && store.hasPendingAlertUpdates()) {
             await withCheckedContinuation { alertLaneWaiters.append($0) }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GzipCodec
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -358,11 +359,11 @@ struct ServerAPI: Sendable {
             return bytes
         case "gzip", "x-gzip":
             do {
-                return try GzipInflater.inflate(bytes, limit: limit)
-            } catch .tooLarge {
+                return try Gzip.decompress(bytes, limit: limit)
+            } catch where error.tooLarge {
                 throw APIError.tooLarge(limit: limit)
-            } catch .corrupt(let message) {
-                throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(message)")
+            } catch {
+                throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(error.message)")
             }
         case .some(let other):
             throw APIError(status: .unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Encoding", message: "\(other) is not supported; use gzip")

@@ -220,6 +220,10 @@ struct ReadingStoreTests {
         store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 1)
         #expect(!store.hasPendingAlertUpdates())
         #expect(store.pendingAlertUpdates().isEmpty)
+        // A local state record (acknowledged, resolved) never leaves the device: not pending.
+        let local = ReadingStore.localAlertStateSequenceBase + 1
+        #expect(store.appendAlert(alertUpdate(id: "a1", at: 6, updateSequence: local)) == .durable)
+        #expect(!store.hasPendingAlertUpdates())
         // Held in memory while the disk refuses it: still pending.
         try store.simulate(.diskFull)
         guard case .memoryOnly = store.appendAlert(alertUpdate(id: "a2", at: 9)) else {

@@ -3,6 +3,7 @@ import EdgeLoopbackServer
 import EdgeStore
 import EdgeSync
 import Foundation
+import GzipCodec
 import Logging
 import Synchronization
 import Testing

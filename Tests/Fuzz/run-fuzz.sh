@@ -45,7 +45,7 @@ sources() { # name: copies the target's sources into $out/name/src
         cp "$root"/Sources/TrackMeCore/*.swift "$src/"
         strip_imports "$root/Sources/EdgeStore/ReadingBodyCodec.swift" > "$src/ReadingBodyCodec.swift" ;;
     gzip-inflater)
-        strip_imports "$root/Sources/TrackMeServer/GzipInflater.swift" | sed '1i import CZlib' > "$src/GzipInflater.swift" ;;
+        strip_imports "$root/Sources/GzipCodec/Gzip.swift" | sed '1i import CZlib' > "$src/Gzip.swift" ;;
     gpsd-report)
         cp "$root"/Sources/TrackMeCore/*.swift "$src/"
         for f in GPSDReport GPSDConnection GPSDStateMachine GPSDEvent GPSDError; do
