@@ -56,23 +56,23 @@ extension PostgresServerStore {
     }
 
     func accessRequest(id: String) async throws -> AccessRequest? {
-        try await requests(PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE id = $1", binds: try binds([id]))).first
+        try await requests(PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE id = $1", binds: binds([id]))).first
     }
 
     func accessRequests(personID: String) async throws -> [AccessRequest] {
         try await requests(
-            PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = $1 ORDER BY requested_ms DESC", binds: try binds([personID])))
+            PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = $1 ORDER BY requested_ms DESC", binds: binds([personID])))
     }
 
     func accessRequests(organisationID: String) async throws -> [AccessRequest] {
         try await requests(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = $1 ORDER BY requested_ms DESC", binds: try binds([organisationID])))
+                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = $1 ORDER BY requested_ms DESC", binds: binds([organisationID])))
     }
 
-    private func binds(_ values: [String]) throws -> PostgresBindings {
+    private func binds(_ values: [String]) -> PostgresBindings {
         var bindings = PostgresBindings()
-        for value in values { try bindings.append(value) }
+        for value in values { bindings.append(value) }
         return bindings
     }
 
@@ -136,16 +136,16 @@ extension PostgresServerStore {
                     try bindings.append(value)
                     placeholders.append("$\(index)")
                 }
-                func addOptional(_ value: Int?) throws {
+                func addOptional(_ value: Int?) {
                     index += 1
-                    try bindings.append(value)
+                    bindings.append(value)
                     placeholders.append("$\(index)")
                 }
                 try add(day.personKey)
                 try add(day.day)
                 try add(day.ageBand)
-                try addOptional(day.cellLatitude)
-                try addOptional(day.cellLongitude)
+                addOptional(day.cellLatitude)
+                addOptional(day.cellLongitude)
                 try add(day.heartRateCount)
                 try add(day.heartRateSum)
                 for value in day.bins { try add(value) }
