@@ -16,6 +16,9 @@ public enum SyncEvent: Hashable, Sendable {
     /// The server refused (4xx other than 408/429): not retried blindly; retried only after the
     /// backoff cap, in case the operator fixes the server or the token.
     case rejected(SyncError)
+    /// The server's reply carried orders (new care settings, a wipe), whatever its status; the
+    /// agent's `SyncReplyOrders` carries them out.
+    case orders(SyncOrders)
 }
 
 /// What one step of the readings lane did.
@@ -337,6 +340,7 @@ public actor SyncEngine {
             let response = try await transport.post(
                 path: "/v1/heartbeats",
                 headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"], body: Array(body))
+            if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
             if (200..<300).contains(response.status) {
                 policy.heartbeatSentAlone(now: elapsed())
                 onEvent(.heartbeatSentAlone)
@@ -451,6 +455,7 @@ public actor SyncEngine {
             logger.info("batch not delivered", metadata: ["sync.batch_seq": "\(batch.batchSequence)", "sync.error": "\(error)"])
             return .failed(error)
         }
+        if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
         if response.status == 409, let conflict = try? WireCodec.decode(BatchConflict.self, from: Data(response.body)) {
             return .failed(rebase(on: conflict, batch: batch))
         }

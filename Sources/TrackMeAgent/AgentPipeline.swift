@@ -134,6 +134,15 @@ public actor AgentPipeline {
 
     public var limits: HeartRateLimits { engine.limits }
 
+    /// The profile and rule settings in force (the configuration's, or the server's care
+    /// settings over them: `CareSettingsResolution`).
+    public var rulesInForce: (profile: PersonProfile, settings: SOSSettings) { (engine.profile, engine.settings) }
+
+    /// New care settings (`SyncReplyOrders`): the rules use them from the next event on.
+    public func reconfigure(profile: PersonProfile, settings: SOSSettings) {
+        engine.reconfigure(profile: profile, settings: settings)
+    }
+
     /// A Heart Rate Measurement notification as it came off the air: decoded here, so the
     /// decision latency measured from this call covers decode, rules, journal and hand-off.
     @discardableResult

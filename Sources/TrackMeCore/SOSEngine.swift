@@ -10,8 +10,8 @@
 /// `simulations/SOS-RULES.md`.
 public struct SOSEngine: Sendable {
     public let deviceID: String
-    public let profile: PersonProfile
-    public let settings: SOSSettings
+    public private(set) var profile: PersonProfile
+    public private(set) var settings: SOSSettings
     public private(set) var limits: HeartRateLimits
     /// Whether the rules are being evaluated (false while paused).
     public private(set) var isMonitoring = true
@@ -19,7 +19,8 @@ public struct SOSEngine: Sendable {
 
     private var ids: any AlertIDGenerator
     // Nanosecond copies of the settings, so the per-reading path does no Duration arithmetic.
-    private let thresholds: Thresholds
+    private var thresholds: Thresholds
+    private var learnedRestingRate: Int?
 
     /// The last notification, or when monitoring (re)started: strap silence counts from here.
     private var silenceSince: ReadingTimestamp
@@ -53,7 +54,18 @@ public struct SOSEngine: Sendable {
         self.limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate)
         self.ids = ids
         self.thresholds = Thresholds(settings)
+        self.learnedRestingRate = learnedRestingRate
         self.silenceSince = now
+    }
+
+    /// New care settings while running (the server's, over the device's configuration): the
+    /// profile's limits and the rules' settings change from the next event on. The open alert
+    /// and the episodes under way are kept: a rule switched off stops at its next evaluation.
+    public mutating func reconfigure(profile: PersonProfile, settings: SOSSettings) {
+        self.profile = profile
+        self.settings = settings
+        thresholds = Thresholds(settings)
+        limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate)
     }
 
     /// The open alert (pending, raised, delivered or acknowledged), if any.
@@ -64,6 +76,7 @@ public struct SOSEngine: Sendable {
     /// it. Explicit profile values still win. Episodes under way are judged by the new limits
     /// from the next reading on.
     public mutating func learnRestingRate(_ rate: Int?) {
+        learnedRestingRate = rate
         limits = HeartRateLimits(profile: profile, learnedRestingRate: rate)
     }
 

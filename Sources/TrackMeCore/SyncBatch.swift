@@ -94,6 +94,12 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     public var taxiState: TaxiAvailability?
     /// The run a runner joined, with their consent to be shown (issue 21); nil when none.
     public var run: RunParticipation?
+    /// The version of the server's care settings the device runs (`CareSettings.version`);
+    /// absent when it runs on its configuration file alone.
+    public var careVersion: Int64?
+    /// Care settings the device's own configuration overrides (`sos:` in its file), as
+    /// `rule.field` names (`heart_rate_low.threshold_bpm`); absent when none conflicts.
+    public var careConflicts: [String]?
 
     public init(
         strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil, batteryLow: Bool? = nil,
@@ -123,6 +129,8 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case profile
         case taxiState = "taxi_state"
         case run
+        case careVersion = "care_version"
+        case careConflicts = "care_conflicts"
     }
 }
 
@@ -222,11 +230,14 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
     /// repeated on every acknowledgement until it does (closing twice changes nothing). Absent
     /// from older servers: empty.
     public var resolvedAlerts: [String]
+    /// What the server tells the device to do (new care settings); absent when nothing.
+    public var orders: SyncOrders?
 
     public init(
         version: Int = SyncBatch.currentVersion, idempotencyKey: String, stored: Int, duplicates: Int,
-        acknowledgedAlerts: [String] = [], resolvedAlerts: [String] = []
+        acknowledgedAlerts: [String] = [], resolvedAlerts: [String] = [], orders: SyncOrders? = nil
     ) {
+        self.orders = orders
         self.version = version
         self.idempotencyKey = idempotencyKey
         self.stored = stored
@@ -241,6 +252,7 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
         case stored, duplicates
         case acknowledgedAlerts = "acknowledged_alerts"
         case resolvedAlerts = "resolved_alerts"
+        case orders
     }
 
     public init(from decoder: any Decoder) throws {
@@ -251,5 +263,6 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
         duplicates = try c.decode(Int.self, forKey: .duplicates)
         acknowledgedAlerts = try c.decode([String].self, forKey: .acknowledgedAlerts)
         resolvedAlerts = try c.decodeIfPresent([String].self, forKey: .resolvedAlerts) ?? []
+        orders = try c.decodeIfPresent(SyncOrders.self, forKey: .orders)
     }
 }

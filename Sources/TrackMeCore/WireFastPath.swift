@@ -39,12 +39,13 @@ public enum WireFastPath {
     /// `WireCodec.encode(heartbeat)` as text, byte for byte, when its strings need no escaping.
     public static func canonicalJSON(_ heartbeat: DeviceHeartbeat) -> String? {
         let strings = [heartbeat.strap, heartbeat.gpsd, heartbeat.bodySensorLocation, heartbeat.storeState, heartbeat.storeProblem]
-        guard strings.allSatisfy({ $0.map(isPlain) ?? true }) else { return nil }
+        guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil else { return nil }
         // Sorted keys; optional fields are left out when nil (synthesized `encodeIfPresent`).
         var fields: [String] = []
         if let value = heartbeat.batteryLow { fields.append("\"battery_low\":\(value)") }
         if let value = heartbeat.batteryPercent { fields.append("\"battery_pct\":\(value)") }
         if let value = heartbeat.bodySensorLocation { fields.append("\"body_location\":\"\(value)\"") }
+        if let value = heartbeat.careVersion { fields.append("\"care_version\":\(value)") }
         fields.append("\"gpsd\":\"\(heartbeat.gpsd)\"")
         if let value = heartbeat.monitoringPaused { fields.append("\"monitoring_paused\":\(value)") }
         if let value = heartbeat.quarantinedReadings { fields.append("\"quarantined\":\(value)") }
@@ -454,6 +455,10 @@ struct FastJSONReader {
             case "quarantined":
                 guard let value = reader.optional({ $0.int64() }) else { return false }
                 heartbeat.quarantinedReadings = value
+                return true
+            case "care_version":
+                guard let value = reader.optional({ $0.int64() }) else { return false }
+                heartbeat.careVersion = value
                 return true
             default: return false
             }

@@ -122,6 +122,19 @@ enum OpenAPIDocument {
                           stored: {type: integer}
                           duplicates: {type: integer}
                           acknowledged_alerts: {type: array, items: {type: string}}
+                          orders: {$ref: "#/components/schemas/SyncOrders"}
+                "410":
+                  description: |
+                    device_erased: the token belonged to a device whose person's data was erased. Nothing is
+                    stored; the body's orders.wipe tells the device to wipe its store and stop (WIRE.md).
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        required: [error, orders]
+                        properties:
+                          error: {type: object}
+                          orders: {$ref: "#/components/schemas/SyncOrders"}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -388,6 +401,70 @@ enum OpenAPIDocument {
               summary: Every device with its person, last seen, silence and last heartbeat (admin, dispatcher)
               responses:
                 "200": {description: "{devices: [...]}"}
+          /v1/devices/{id}/care-settings:
+            get:
+              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher)
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200":
+                  description: Care settings (null before any were set)
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        properties:
+                          device_id: {type: string}
+                          settings: {oneOf: [{$ref: "#/components/schemas/CareSettings"}, {type: "null"}]}
+                          updated_ms: {type: [integer, "null"]}
+                          updated_by: {type: [string, "null"]}
+                          device_version: {type: [integer, "null"], description: "the version in the device's last heartbeat"}
+                          device_conflicts: {type: array, items: {type: string}, description: "fields the device's own configuration overrides (rule.field)"}
+                          device_reported_ms: {type: [integer, "null"]}
+                "404": {$ref: "#/components/responses/NotFound"}
+            put:
+              summary: Set the person's care settings (admin, on behalf of the person or their carer); the next version
+              description: |
+                The new version reaches the device in the reply to its next batch (orders.care_settings) and is
+                repeated until the device's heartbeat reports running it. The person's profile (console, contact
+                escalation) takes the thresholds and contacts at once. Thresholds 20-250 bpm, min_hr below max_hr,
+                known rule names; the manual SOS cannot be switched off. `version` in the body is ignored.
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema: {$ref: "#/components/schemas/CareSettings"}
+              responses:
+                "200": {description: Stored, content: {application/json: {schema: {$ref: "#/components/schemas/CareSettings"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/devices/{id}/erase:
+            post:
+              summary: Erase every row of the device and its person, in every table (admin, on the person's request)
+              description: |
+                One transaction on either backend: readings, batches, epochs, tokens, care settings, alerts with
+                their updates, notes and contact notifications, feed events naming the device or its alerts, and the
+                device with the person's profile. A wipe order keyed by a digest of the device's token stays, so the
+                device is told to wipe its store at its next sync (410 device_erased); it ages with retired_people.
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200":
+                  description: Erased
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        properties:
+                          device_id: {type: string}
+                          erased: {const: true}
+                          rows_deleted: {type: integer}
+                          wipe_orders: {type: integer}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {$ref: "#/components/responses/NotFound"}
           # People's data, Data4Help (issue 20). {id} is a wearer account id, or `me`. Every read goes
           # through AccessPolicy: the wearer reads all of their own; a third party the kinds and window
           # of a consent in force; a dispatcher around an alert it handles. Reads by others are logged.
@@ -666,7 +743,7 @@ enum OpenAPIDocument {
                   type: object
                   required: [code, field, message]
                   properties:
-                    code: {enum: [missing_field, wrong_type, invalid_value, malformed_json, unauthorized, forbidden, too_large, not_found, conflict, unsupported_media_type, internal]}
+                    code: {enum: [missing_field, wrong_type, invalid_value, malformed_json, unauthorized, forbidden, too_large, not_found, conflict, unsupported_media_type, internal, device_erased]}
                     field: {type: [string, "null"]}
                     message: {type: string}
             Timestamp:
@@ -708,6 +785,8 @@ enum OpenAPIDocument {
                         code: {type: string}
                         show: {type: boolean}
                         checked_in_ms: {type: [integer, "null"]}
+                    care_version: {type: integer, description: "the care settings version the device runs"}
+                    care_conflicts: {type: array, items: {type: string}, description: "care settings its own configuration overrides"}
                 readings:
                   type: array
                   items:
@@ -719,6 +798,21 @@ enum OpenAPIDocument {
                       t: {$ref: "#/components/schemas/Timestamp"}
                       hr: {type: object}
                       fix: {type: object}
+            CareSettings:
+              type: object
+              description: WIRE.md, "Orders in the sync reply"
+              properties:
+                version: {type: integer}
+                min_hr: {type: [integer, "null"], minimum: 20, maximum: 250}
+                max_hr: {type: [integer, "null"], minimum: 20, maximum: 250}
+                resting_hr: {type: [integer, "null"], minimum: 20, maximum: 250}
+                rules: {type: [object, "null"], additionalProperties: {type: boolean}, description: "heart_rate_low, heart_rate_high, no_pulse, contact_lost, strap_silent, manual"}
+                contacts: {type: [array, "null"], items: {type: object, properties: {name: {type: string}, relation: {type: string}, phone: {type: string}, email: {type: string}}}}
+            SyncOrders:
+              type: object
+              properties:
+                care_settings: {$ref: "#/components/schemas/CareSettings"}
+                wipe: {type: object, properties: {ordered_ms: {type: integer}}}
             AlertUpdate:
               type: object
               description: WIRE.md, "An alert or alert update"

@@ -142,6 +142,7 @@ final class SQLiteServerStore: ServerStore {
             try db.execute(sql: "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER")
         }
         ConsoleSchema.register(in: &migrator)
+        CareSchema.register(in: &migrator)
         PeopleSchema.register(in: &migrator)
         RaceSchema.register(in: &migrator)
         try migrator.migrate(pool)

@@ -53,6 +53,7 @@ struct ServerAPI: Sendable {
         ConsoleRoutes(api: self).register(on: router)
         ContactRoutes(api: self).register(on: router)
         TokenRoutes(api: self).register(on: router)
+        CareRoutes(api: self).register(on: router)
         PeopleRoutes(api: self).register(on: router)
         PeoplePages(api: self).register(on: router)
         RaceRoutes(api: self).register(on: router)
@@ -85,7 +86,11 @@ struct ServerAPI: Sendable {
     // MARK: - Device
 
     func ingestBatch(_ request: Request) async throws -> Response {
-        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
+        let principal: Principal
+        switch try await authenticateDevice(request) {
+        case .device(let device): principal = device
+        case .erased(let wipeOrder): return wipeOrder
+        }
         let body = try await readBody(request)
         // The fast path gives up on anything unusual; the general decoder then decides (and
         // names the field that is wrong).
@@ -138,7 +143,8 @@ struct ServerAPI: Sendable {
         let ack = BatchAcknowledgement(
             idempotencyKey: batch.idempotencyKey, stored: result.stored, duplicates: result.duplicates,
             acknowledgedAlerts: result.acknowledgedAlerts,
-            resolvedAlerts: try await store.resolvedAlertsAwaitingDevice(deviceID: batch.deviceID))
+            resolvedAlerts: try await store.resolvedAlertsAwaitingDevice(deviceID: batch.deviceID),
+            orders: try await careOrders(deviceID: batch.deviceID, heartbeat: batch.heartbeat))
         return try json(.ok, ack)
     }
 

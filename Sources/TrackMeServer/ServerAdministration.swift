@@ -22,6 +22,11 @@ struct ServerAdministration: Sendable {
         guard enrolled else {
             throw APIError(status: .conflict, code: .conflict, field: "device_id", message: "device \(deviceID) is already enrolled")
         }
+        // The thresholds and contacts set at enrolment are the person's first care settings: they
+        // reach the device with the reply to its first batch.
+        if let settings = CareAccess.settings(enrolled: person) {
+            _ = try await store.putCareSettings(deviceID: deviceID, settings: settings, person: person, by: "enrolment", atMilliseconds: wallClock())
+        }
         return DeviceCredentials(deviceID: deviceID, token: token.text)
     }
 

@@ -69,8 +69,12 @@ public struct ServerConfiguration: Sendable {
     public var silenceThreshold: Duration
     /// How often devices are checked for silence.
     public var silenceCheckInterval: Duration
-    /// Readings filed longer ago than this are deleted; alerts are kept.
+    /// How long personal data is kept, for every kind not in `retentionPeriods`
+    /// (`RetentionPolicy`, 60 days by default).
     public var retention: Duration
+    /// Periods per kind that differ from `retention` (`--retain KIND=DAYS`), e.g. closed alerts
+    /// kept a year.
+    public var retentionPeriods: [PersonalDataKind: Duration] = [:]
     /// How often the retention job runs.
     public var retentionInterval: Duration
     /// A wall time this far past the server's own clock is flagged `future`.

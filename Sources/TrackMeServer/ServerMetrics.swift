@@ -21,6 +21,9 @@ final class ServerMetrics: Sendable {
         var alertFloods = 0
         var connectionsRefused = 0
         var connectionsTimedOut = 0
+        /// Rows deleted by the retention job, per `PersonalDataKind`.
+        var retentionDeleted: [String: Int] = [:]
+        var erasures = 0
     }
 
     private let counters = Mutex(Counters())
@@ -58,6 +61,12 @@ final class ServerMetrics: Sendable {
         counter("retention_refused_total", "Retention passes refused because the wall clock jumped ahead.", c.retentionRefusals)
         gauge("database_damaged", "1 when the database failed its integrity check at start (ingest refused).", databaseDamaged ? 1 : 0)
         gauge("retention_refusing", "1 while the retention job refuses to act on a wall clock that jumped.", retentionRefused ? 1 : 0)
+        counter("erasures_total", "People whose data was erased on request.", c.erasures)
+        out += "# HELP trackme_server_retention_deleted_total Rows of personal data deleted by the retention job, by kind.\n"
+        out += "# TYPE trackme_server_retention_deleted_total counter\n"
+        for kind in PersonalDataKind.allCases {
+            out += "trackme_server_retention_deleted_total{kind=\"\(kind.rawValue)\"} \(c.retentionDeleted[kind.rawValue, default: 0])\n"
+        }
         out += "# HELP trackme_server_responses_total HTTP responses by status.\n# TYPE trackme_server_responses_total counter\n"
         for (status, count) in c.responsesByStatus.sorted(by: { $0.key < $1.key }) {
             out += "trackme_server_responses_total{status=\"\(status)\"} \(count)\n"

@@ -161,7 +161,7 @@ struct StoreCounts: Hashable, Sendable {
 /// whole or not at all, and a feed event is appended in the transaction of the change it
 /// reports, so the feed never tells of something that was rolled back and never misses what
 /// was committed.
-protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, PeopleStore, RaceStore, Sendable {
+protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, PeopleStore, RaceStore, CareStore, Sendable {
     /// A short name for logs: `sqlite:/path` or `postgres://host:port/db`.
     var displayName: String { get }
 

@@ -29,6 +29,8 @@ public final class TrackMeServer: Service, Sendable {
     /// clock guard.
     private let stopwatch: Stopwatch
     private let retentionGuard: Mutex<RetentionClockGuard>
+    /// How long each kind of personal data is kept (`--retain`).
+    let retentionPolicy: RetentionPolicy
 
     /// Opens (creating if needed) and migrates the store. Nothing listens until `run()`.
     public init(configuration: ServerConfiguration, logger: Logger) async throws {
@@ -42,6 +44,11 @@ public final class TrackMeServer: Service, Sendable {
                     message: "plain HTTP is served only on loopback, not on \(configuration.host): configure a TLS certificate and key")
             }
             certificates = nil
+        }
+        do {
+            retentionPolicy = try RetentionPolicy(defaultPeriod: configuration.retention, periods: configuration.retentionPeriods)
+        } catch {
+            throw ServerConfigurationError(message: "retention: \(error.message)")
         }
         let store = try await Self.openStore(configuration.storage, durability: configuration.durability, logger: logger)
         do {
@@ -177,9 +184,11 @@ public final class TrackMeServer: Service, Sendable {
         return silenced
     }
 
-    /// One pass of the retention job: deletes readings filed more than `retention` ago.
+    /// One pass of the retention job: for every kind of personal data, deletes what is older
+    /// than its period (`RetentionPolicy`), unless the wall clock jumped ahead. Returns the rows
+    /// deleted per kind (empty when refused).
     @discardableResult
-    public func applyRetention() async throws -> Int {
+    public func applyRetention() async throws -> [PersonalDataKind: Int] {
         let wall = configuration.wallClock()
         let monotonic = stopwatch.elapsed()
         let decision = retentionGuard.withLock { $0.decide(wallMilliseconds: wall, monotonicNow: monotonic) }
@@ -189,16 +198,22 @@ public final class TrackMeServer: Service, Sendable {
             api.databaseHealth.retentionRefusal = reason
             api.metrics.update { $0.retentionRefusals += 1 }
             logger.warning("retention refused: the wall clock jumped ahead", metadata: ["server.ahead_ms": "\(ahead)"])
-            return 0
+            return [:]
         case .act:
             api.databaseHealth.retentionRefusal = nil
             try await store.setTrustedWallTime(wall)
         }
-        let cutoff = wall - configuration.retention.milliseconds
-        let deleted = try await store.deleteReadings(placedBefore: cutoff)
-        if deleted > 0 {
-            api.metrics.update { $0.readingsDeletedByRetention += deleted }
-            logger.info("retention deleted readings", metadata: ["server.deleted": "\(deleted)"])
+        var deleted: [PersonalDataKind: Int] = [:]
+        for cutoff in retentionPolicy.cutoffs(nowMilliseconds: wall) {
+            let count = try await store.applyRetention(cutoff, nowMilliseconds: wall)
+            deleted[cutoff.kind] = count
+            if count > 0 {
+                api.metrics.update {
+                    $0.retentionDeleted[cutoff.kind.rawValue, default: 0] += count
+                    if cutoff.kind == .readings { $0.readingsDeletedByRetention += count }
+                }
+                logger.info("retention deleted", metadata: ["server.kind": "\(cutoff.kind.rawValue)", "server.deleted": "\(count)"])
+            }
         }
         return deleted
     }

@@ -66,6 +66,16 @@ struct RunCommand: AsyncParsableCommand {
             logger.error("stopped with an error", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        if pipeline.wipe.isOrdered {
+            // The server ordered it (the person's data was erased): the store is closed now.
+            do {
+                let report = try DeviceWipe.wipe(configuration)
+                logger.notice("device wiped on the server's order; not syncing again until enrolled anew", metadata: ["agent.removed": "\(report.removed.count)"])
+            } catch {
+                logger.critical("wipe ordered by the server failed", metadata: ["error": "\(error)"])
+                throw ExitCode(1)
+            }
+        }
         logger.info("stopped")
     }
 }
@@ -76,10 +86,11 @@ enum Pipeline {
     struct Parts {
         var services: [any Service]
         var control: any AgentControl
+        var wipe: WipeSignal
     }
 
     static func make(configuration: AgentConfiguration, timestamps: AgentTimestamps, logger: Logger) throws -> Parts {
         let parts = try AgentAssembly.make(configuration: configuration, timestamps: timestamps, logger: logger)
-        return Parts(services: parts.services, control: parts.control)
+        return Parts(services: parts.services, control: parts.control, wipe: parts.wipe)
     }
 }

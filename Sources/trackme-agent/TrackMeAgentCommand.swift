@@ -22,6 +22,7 @@ struct TrackMeAgentCommand: AsyncParsableCommand {
             TaxiCommand.self,
             RunJoinCommand.self,
             RunCheckInCommand.self,
+            WipeCommand.self,
         ]
     )
 }

@@ -64,8 +64,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds without a batch or heartbeat before a device is reported silent.")
     var silenceSeconds = 90
 
-    @Option(help: "Days readings are kept.")
+    @Option(help: "Days personal data is kept (readings, alert updates, closed alerts, feed events, retired people), unless --retain says otherwise for a kind.")
     var retentionDays = 60
+
+    @Option(
+        help: ArgumentHelp(
+            "Days one kind of personal data is kept (repeatable), e.g. closed_alerts=365.",
+            valueName: "kind=days"))
+    var retain: [String] = []
 
     @Option(help: "Largest request body in bytes (compressed and inflated).")
     var maxBodyBytes = 1 << 20
@@ -157,6 +163,14 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port, storage: storage.location, adminToken: adminToken,
             maxBodyBytes: maxBodyBytes, silenceThreshold: .seconds(silenceSeconds), retention: .seconds(retentionDays * 24 * 3600),
             limits: limits, tls: tlsCert.flatMap { cert in tlsKey.map { ServerTLS(certificateChainPath: cert, privateKeyPath: $0) } })
+        for text in retain {
+            do {
+                let (kind, period) = try RetentionPolicy.parsePeriod(text)
+                configuration.retentionPeriods[kind] = period
+            } catch {
+                throw ValidationError("--retain: \(error.message)")
+            }
+        }
         configuration.console = ConsoleConfiguration(
             sessionLifetime: .seconds(sessionSeconds), secureCookies: secureCookies, bcryptCost: UInt8(bcryptCost), tileURL: tileURL)
         // Under TLS the session cookie is Secure whether or not the flag was given.

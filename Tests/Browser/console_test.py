@@ -246,6 +246,13 @@ class ConsoleTest:
         finally:
             browser.quit()
             contact.stop()
+        care = Server(self.binary, self.workdir)
+        browser = Chromium()
+        try:
+            self.care_flow(care, browser)
+        finally:
+            browser.quit()
+            care.stop()
         fielded = Server(self.binary, self.workdir)
         browser = Chromium()
         agent = None
@@ -508,6 +515,65 @@ class ConsoleTest:
             journaled = agent.status()
             assert journaled.get("alert") is None or journaled["alert"]["alert_id"] != state["alert"] or journaled["alert"]["state"] == "resolved", journaled
         self.check("the real agent: resolve on the page, and the device's alert is closed", resolve_closes_on_device)
+
+    def care_flow(self, server, browser):
+        """Issue 20 (care): an admin sets a person's care settings on the Devices tab; they reach
+        the device in its sync reply; the version it runs and its local override show on the page;
+        erasing the person's data removes the device, which is then told to wipe."""
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "root", "password": "correct horse battery", "role": "admin"}, token=ADMIN)
+        assert status == 201, status
+        device = Device(server, "pi-0200", {"name": "Hedy", "age": 72})
+        device.batch(bpm=70)
+
+        def batch(heartbeat_extra):
+            device.batch_seq += 1
+            body = {"version": 1, "device_id": device.id, "batch_seq": device.batch_seq, "idempotency_key": f"{device.id}:{device.batch_seq}",
+                    "dropped_by_budget": 0, "heartbeat": dict({"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096}, **heartbeat_extra),
+                    "readings": []}
+            return http(server.base, "POST", "/v1/batches", body, token=device.token, headers={"Idempotency-Key": body["idempotency_key"]})
+
+        def set_on_page():
+            self.sign_in(browser, server.base, "root", "correct horse battery")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            browser.find('.tab[data-tab="devices"]').click()
+            wait_for(lambda: browser.find_all('tr[data-device-id="pi-0200"] .care-show'), what="the device's Care button")
+            browser.find('tr[data-device-id="pi-0200"] .care-show').click()
+            wait_for(lambda: browser.find_all("#care-form"), what="the care form")
+            browser.find("#care-min").send_keys("52")
+            browser.find("#care-max").send_keys("150")
+            browser.find('.care-rule[data-rule="contact_lost"]').click()
+            browser.find("#care-contacts").send_keys("Ines; daughter; +1 555 0100")
+            browser.find("#care-save").click()
+            wait_for(lambda: "Saved version 1" in browser.find("#care-message").text, what="the saved version")
+            status, view = http(server.base, "GET", "/v1/devices/pi-0200/care-settings", token=ADMIN)
+            assert status == 200, (status, view)
+            settings = view["settings"]
+            assert settings["min_hr"] == 52 and settings["max_hr"] == 150, settings
+            assert settings["rules"]["contact_lost"] is False and settings["rules"]["no_pulse"] is True, settings
+            assert settings["contacts"][0] == {"name": "Ines", "relation": "daughter", "phone": "+1 555 0100"}, settings
+        self.check("care settings: an admin sets thresholds, rule switches and contacts on the Devices tab", set_on_page)
+
+        def reach_device():
+            status, ack = batch({})
+            assert status == 200 and ack["orders"]["care_settings"]["version"] == 1, (status, ack)
+            status, ack = batch({"care_version": 1, "care_conflicts": ["heart_rate_low.threshold_bpm"]})
+            assert status == 200 and "orders" not in ack, (status, ack)
+            browser.find('tr[data-device-id="pi-0200"] .care-show').click()
+            wait_for(lambda: "runs version 1" in browser.find("#care-running").text, what="the version the device runs")
+            assert "heart_rate_low.threshold_bpm" in browser.find("#care-conflicts").text
+            self.shot(browser, "05-care-settings")
+        self.check("care settings reach the device in its sync reply; the version it runs and its local override show", reach_device)
+
+        def erase():
+            browser.find("#care-erase").click()
+            browser.answer_prompt("pi-0200")
+            wait_for(lambda: "Erased pi-0200" in browser.find("#care-message").text, what="the erasure")
+            wait_for(lambda: not browser.find_all('tr[data-device-id="pi-0200"]'), what="the device to leave the list")
+            status, _ = http(server.base, "GET", "/v1/devices/pi-0200/care-settings", token=ADMIN)
+            assert status == 404, status
+            status, answer = batch({})
+            assert status == 410 and answer["orders"]["wipe"]["ordered_ms"] > 0, (status, answer)
+        self.check("erasing a person's data on the page: the device is gone and is told to wipe", erase)
 
     def expiry_flow(self, server, browser):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "eve", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)

@@ -134,6 +134,11 @@ class Chromium:
     def cookies(self):
         return self._call("GET", "/cookie")
 
+    def answer_prompt(self, text):
+        """Types into the open `window.prompt` and accepts it."""
+        self._call("POST", "/alert/text", {"text": text})
+        self._call("POST", "/alert/accept", {})
+
     def screenshot(self, path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:

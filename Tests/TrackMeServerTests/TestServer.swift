@@ -50,7 +50,8 @@ final class TestServer: Sendable {
     /// limits sets its own); `storage` shares another server's database (two instances).
     static func start(
         _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
-        storage sharedStorage: StorageLocation? = nil, console: (inout ConsoleConfiguration) -> Void = { _ in }
+        storage sharedStorage: StorageLocation? = nil, console: (inout ConsoleConfiguration) -> Void = { _ in },
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -74,6 +75,7 @@ final class TestServer: Sendable {
         // bcrypt's least cost keeps sign-in tests fast; the server's default is 12.
         configuration.console = ConsoleConfiguration(sessionLifetime: .seconds(3600), bcryptCost: 4)
         console(&configuration.console)
+        configure(&configuration)
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         let task = Task { try await group.run() }

@@ -22,6 +22,9 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     /// The device's profile and a taxi's state or a runner's run (issue 21); nil from an agent
     /// without one (a wearer).
     public var profile: ProfileState?
+    /// Which care settings the rules run on (the server's version, or the configuration file)
+    /// and the local overrides that conflict with them.
+    public var care: CareStatus?
 
     public init(
         deviceID: String,
@@ -53,7 +56,21 @@ public struct AgentStatus: Hashable, Sendable, Codable {
         case deviceID = "device_id"
         case uptimeSeconds = "uptime_s"
         case monitoringPaused = "monitoring_paused"
-        case strap, gpsd, store, sync, alert, limits, feedback, profile
+        case strap, gpsd, store, sync, alert, limits, feedback, profile, care
+    }
+}
+
+/// The care settings in force: the server's (`version`) over the configuration file, with the
+/// fields the file's `sos:` overrides set otherwise (the local override wins; the server sees
+/// the same list in the heartbeat).
+public struct CareStatus: Hashable, Sendable, Codable {
+    /// The server's care settings version applied; nil: the configuration file's values alone.
+    public var version: Int64?
+    public var conflicts: [String]
+
+    public init(version: Int64?, conflicts: [String]) {
+        self.version = version
+        self.conflicts = conflicts
     }
 }
 

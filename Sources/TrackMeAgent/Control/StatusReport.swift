@@ -79,6 +79,11 @@ public enum StatusReport {
         if let feedback = status.feedback {
             rows.append(("feedback", feedback.rawValue, ""))
         }
+        if let care = status.care {
+            let source = care.version.map { "server v\($0)" } ?? "config file"
+            let detail = care.conflicts.isEmpty ? "" : "LOCAL OVERRIDE differs from the server: " + care.conflicts.joined(separator: ", ")
+            rows.append(("care", source, detail))
+        }
 
         let first = rows.map(\.0.count).max() ?? 0
         let second = rows.map(\.1.count).max() ?? 0

@@ -25,6 +25,8 @@ public enum AgentAssembly {
         /// What the sync heartbeat tells the server about the device.
         var heartbeat: HeartbeatState
         var dispatchSettings: DispatchSettings
+        /// Ordered by the server (the person's data was erased): wipe after the services stop.
+        public var wipe: WipeSignal
     }
 
     /// Start-up failures, naming what and where.
@@ -99,9 +101,11 @@ public enum AgentAssembly {
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
         let dispatchSettings = dispatchSettings(configuration.fallback)
-        // The device profile first (issue 21), then the file's own rule overrides on top.
-        let (profileSettings, profiledPerson) = configuration.profile.applied(to: SOSSettings(), profile: configuration.person)
-        let (settings, profile) = configuration.sos.applied(to: profileSettings, profile: profiledPerson)
+        // The server's care settings kept from an earlier run, over the device profile's
+        // settings (issue 21) and the configuration file's; the file's own rule overrides on top.
+        let care = SyncReplyOrders.startingResolution(
+            configured: configuration.person, device: configuration.profile, overrides: configuration.sos, store: store, logger: logger)
+        let (settings, profile) = (care.settings, care.profile)
         // The one composition root, on the real clock; the simulation builds the same on its
         // virtual clock.
         var inputs = AgentCore.Inputs(
@@ -134,6 +138,10 @@ public enum AgentAssembly {
             pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
             feedback: feedback, heartbeat: heartbeat, profile: configuration.profile,
             run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) })
+        let wipe = WipeSignal()
+        let replyOrders = SyncReplyOrders(
+            person: configuration.person, device: configuration.profile, overrides: configuration.sos, store: store, pipeline: pipeline,
+            heartbeat: heartbeat, wipe: wipe, inForce: care, logger: logger)
 
         let connector: StrapConnector
         if let simulated {
@@ -149,7 +157,9 @@ public enum AgentAssembly {
             feedbackService(configuration.feedback, driver: feedback, logger: logger),
             DispatchService(lane: lane, pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             SyncService(
-                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps),
+                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps,
+                replyOrders: replyOrders),
+            WipeService(signal: wipe),
             TickerService(pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             HeartRateService(
                 link: link, simulated: simulated, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps,
@@ -163,7 +173,7 @@ public enum AgentAssembly {
                     reader: reader, longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)), control: control,
                     clock: ContinuousClock(), logger: logger))
         }
-        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings)
+        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings, wipe: wipe)
     }
 
     static func restoreClockAnchors(from store: ReadingStore, into anchors: WallClockAnchors, logger: Logger) {

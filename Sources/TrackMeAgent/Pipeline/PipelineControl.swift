@@ -119,7 +119,7 @@ public actor PipelineControl: AgentControl {
         let current = await pipeline.current
         board.monitoringPaused = !current.monitoring
         board.limits = LimitsStatus(
-            limits: current.limits, profile: pipeline.configuration.profile, learnedRestingRate: current.learnedRestingRate,
+            limits: current.limits, profile: await pipeline.rulesInForce.profile, learnedRestingRate: current.learnedRestingRate,
             learnedSamples: current.baselineSamples, learnedSamplesNeeded: current.baselineSamplesNeeded)
         board.feedback = feedback?.shown
         board.profile = profileState
@@ -129,7 +129,9 @@ public actor PipelineControl: AgentControl {
             board.openAlert = nil
             board.countdownDeadline = nil
         }
-        return board.snapshot(now: timestamps.now())
+        var status = board.snapshot(now: timestamps.now())
+        status.care = heartbeat?.careStatus()
+        return status
     }
 
     public func triggerSOS() async throws -> AlertStatus {

@@ -63,6 +63,7 @@ package final class HeartbeatState: Sendable {
         var profile: DeviceProfile?
         var taxiState: TaxiAvailability?
         var run: RunParticipation?
+        var care = CareStatus(version: nil, conflicts: [])
     }
 
     private let state = Mutex(State())
@@ -87,6 +88,9 @@ package final class HeartbeatState: Sendable {
     func profile(_ value: DeviceProfile) { state.withLock { $0.profile = value } }
     func taxiState(_ value: TaxiAvailability?) { state.withLock { $0.taxiState = value } }
     func run(_ value: RunParticipation?) { state.withLock { $0.run = value } }
+    /// The care settings version in force and the local overrides that conflict with it.
+    func care(_ value: CareStatus) { state.withLock { $0.care = value } }
+    func careStatus() -> CareStatus { state.withLock { $0.care } }
 
     package func heartbeat() -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
@@ -97,6 +101,8 @@ package final class HeartbeatState: Sendable {
             heartbeat.profile = $0.profile
             heartbeat.taxiState = $0.taxiState
             heartbeat.run = $0.run
+            heartbeat.careVersion = $0.care.version
+            heartbeat.careConflicts = $0.care.conflicts.isEmpty ? nil : $0.care.conflicts
             return heartbeat
         }
     }
@@ -314,6 +320,8 @@ public struct SyncService: Service {
     let pipeline: AgentPipeline
     let control: PipelineControl
     let timestamps: AgentTimestamps
+    /// Carries out what the server's replies order (care settings, a wipe).
+    let replyOrders: SyncReplyOrders
 
     public func run() async {
         let batchesOK = Counter(label: AgentMetricNames.syncBatches, dimensions: [("result", "ok")])
@@ -342,6 +350,8 @@ public struct SyncService: Service {
                         await control.syncFailed("\(error)")
                     case .heartbeatSentAlone:
                         break
+                    case .orders(let orders):
+                        await replyOrders.handle(orders)
                     }
                     if Task.isCancelled { break }
                 }

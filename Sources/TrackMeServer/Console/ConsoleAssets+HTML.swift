@@ -35,7 +35,7 @@ enum ConsoleAssets {
           </header>
           <main>
             <section id="board" class="panel"><p class="empty">No open alerts.</p></section>
-            <section id="devices" class="panel" hidden></section>
+            <section id="devices" class="panel" hidden><div id="device-list"></div><div id="care" hidden></div></section>
             <section id="history" class="panel" hidden></section>
             <section id="accounts" class="panel" hidden>
               <form id="account-form">
@@ -95,5 +95,11 @@ enum ConsoleAssets {
         .history-item { background: var(--panel); border-radius: 6px; padding: .6rem 1rem; margin-bottom: .6rem; }
         #account-form { background: var(--panel); padding: 1rem; border-radius: 6px; margin-bottom: 1rem; display: flex; gap: .6rem; flex-wrap: wrap; align-items: end; }
         #account-form h2 { width: 100%; }
+        #care { background: var(--panel); padding: 1rem; border-radius: 6px; margin-top: 1rem; }
+        #care form { display: flex; gap: .6rem; flex-wrap: wrap; align-items: end; }
+        #care input[type=number] { width: 5rem; }
+        #care textarea { width: 100%; min-height: 3.5rem; }
+        #care label.wide { width: 100%; }
+        #care .conflict { color: var(--crit); }
         """#
 }

@@ -391,9 +391,60 @@ extension ConsoleAssets {
               el('td', {}, d.device_id), el('td', { class: 'device-person' }, d.person ? d.person.name : ''),
               el('td', {}, el('span', { class: 'age', dataset: { at: d.last_seen_ms } }, ago(d.last_seen_ms))),
               el('td', {}, hb.strap || '—'), el('td', {}, hb.battery_pct !== undefined && hb.battery_pct !== null ? hb.battery_pct + '%' : '—'), el('td', {}, hb.gpsd || '—'),
-              el('td', {}, d.silent ? el('span', { class: 'badge' }, 'SILENT') : 'ok'));
+              el('td', {}, d.silent ? el('span', { class: 'badge' }, 'SILENT') : 'ok'),
+              el('td', {}, el('button', { type: 'button', class: 'care-show', onclick: () => showCare(d.device_id) }, 'Care')));
           });
-          fill($('devices'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Battery', 'GPS', 'State'].map((h) => el('th', {}, h))), rows));
+          fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Battery', 'GPS', 'State', ''].map((h) => el('th', {}, h))), rows));
+        }
+        // ---- care settings and erasure (Data4Help: the person's thresholds, rules, contacts) ----
+        const RULES = ['heart_rate_low', 'heart_rate_high', 'no_pulse', 'contact_lost', 'strap_silent', 'manual'];
+        async function showCare(deviceID) {
+          let view;
+          try { view = await api('GET', '/v1/devices/' + encodeURIComponent(deviceID) + '/care-settings'); } catch (e) { fill($('care'), e.message); $('care').hidden = false; return; }
+          const s = view.settings || {};
+          const admin = state.account && state.account.role === 'admin';
+          const number = (id, value) => el('input', { id, type: 'number', min: 20, max: 250, value: value === undefined || value === null ? '' : String(value), disabled: !admin });
+          const rules = RULES.map((r) => el('label', {}, el('input', { type: 'checkbox', class: 'care-rule', dataset: { rule: r },
+            checked: !(s.rules && s.rules[r] === false), disabled: !admin || r === 'manual' }), ' ' + label(r)));
+          const contacts = el('textarea', { id: 'care-contacts', disabled: !admin, placeholder: 'name; relation; phone (one a line)' });
+          contacts.value = (s.contacts || []).map((c) => [c.name, c.relation || '', c.phone || ''].join('; ')).join('\n');
+          const running = view.device_version === null || view.device_version === undefined ? 'the device has not reported a version yet' : 'the device runs version ' + view.device_version;
+          const message = el('p', { id: 'care-message', role: 'status' });
+          const save = async (event) => {
+            event.preventDefault();
+            const value = (id) => $(id).value === '' ? null : Number($(id).value);
+            const body = { min_hr: value('care-min'), max_hr: value('care-max'), resting_hr: value('care-resting'), rules: {},
+              contacts: contacts.value.split('\n').map((line) => line.split(';').map((x) => x.trim())).filter((p) => p[0])
+                .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })) };
+            for (const box of document.querySelectorAll('.care-rule')) if (box.dataset.rule !== 'manual') body.rules[box.dataset.rule] = box.checked;
+            try {
+              const stored = await api('PUT', '/v1/devices/' + encodeURIComponent(deviceID) + '/care-settings', body);
+              await showCare(deviceID);
+              $('care-message').textContent = 'Saved version ' + stored.version + '; it reaches the device at its next sync.';
+            } catch (e) { message.textContent = e.message; }
+          };
+          const erase = async () => {
+            const typed = window.prompt('This erases everything the server holds of the person wearing ' + deviceID + ', and the device wipes itself at its next sync. Type the device id to confirm.');
+            if (typed !== deviceID) { message.textContent = 'Not erased.'; return; }
+            try {
+              await api('POST', '/v1/devices/' + encodeURIComponent(deviceID) + '/erase');
+              fill($('care'), el('p', { id: 'care-message', role: 'status' }, 'Erased ' + deviceID + '.'));
+              refreshDevices();
+            } catch (e) { message.textContent = e.message; }
+          };
+          fill($('care'),
+            el('h2', {}, 'Care settings of ', el('span', { class: 'care-person' }, view.device_id)),
+            el('p', { class: 'muted' }, s.version ? 'Version ' + s.version + ' by ' + view.updated_by + ' · ' : 'Not set: the device uses its own configuration · ',
+              el('span', { id: 'care-running' }, running)),
+            view.device_conflicts.length ? el('p', { class: 'conflict', id: 'care-conflicts' }, 'Overridden on the device: ' + view.device_conflicts.join(', ')) : null,
+            el('form', { id: 'care-form', onsubmit: save },
+              el('label', {}, 'Min bpm ', number('care-min', s.min_hr)), el('label', {}, 'Max bpm ', number('care-max', s.max_hr)),
+              el('label', {}, 'Resting bpm ', number('care-resting', s.resting_hr)),
+              el('div', {}, rules), el('label', { class: 'wide' }, 'Contacts', contacts),
+              admin ? el('button', { type: 'submit', class: 'primary', id: 'care-save' }, 'Save') : null,
+              admin ? el('button', { type: 'button', id: 'care-erase', onclick: erase }, 'Erase this person\'s data') : null),
+            message);
+          $('care').hidden = false;
         }
         async function refreshHistory() {
           try { state.history = (await api('GET', '/v1/alerts?status=closed&limit=50')).alerts; } catch (e) { return; }

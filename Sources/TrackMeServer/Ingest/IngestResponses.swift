@@ -35,7 +35,11 @@ extension ServerAPI {
     /// `POST /v1/heartbeats`: a device whose store cannot reserve a batch (its disk is full)
     /// still says it is alive. Records contact and the heartbeat; no readings, no key.
     func ingestHeartbeat(_ request: Request) async throws -> Response {
-        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
+        let principal: Principal
+        switch try await authenticateDevice(request) {
+        case .device(let device): principal = device
+        case .erased(let wipeOrder): return wipeOrder
+        }
         let body = try await readBody(request)
         let message = try decode(HeartbeatMessage.self, body)
         guard message.deviceID == principal.deviceID else {

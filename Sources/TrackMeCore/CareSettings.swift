@@ -1,0 +1,113 @@
+import Foundation
+
+/// The person's care settings as the person or their carer set them on the server: heart-rate
+/// thresholds, which SOS rules are on, whom to call. Versioned by the server (each change is the
+/// next version); the device receives them in the reply to a batch (`SyncOrders`), applies them
+/// over its configuration file's values, and reports the version it runs in its heartbeat.
+public struct CareSettings: Hashable, Sendable, Codable {
+    /// 1 for the first settings of a device, one more for each change; 0 never set.
+    public var version: Int64
+    public var minimumHeartRate: Int?
+    public var maximumHeartRate: Int?
+    public var restingHeartRate: Int?
+    /// Rule switches by `AlertKind` name (`heart_rate_low`, `no_pulse`, ...); a rule not named
+    /// keeps the device's own setting.
+    public var rules: [String: Bool]?
+    public var contacts: [EmergencyContact]?
+
+    public init(
+        version: Int64 = 0, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil, restingHeartRate: Int? = nil,
+        rules: [String: Bool]? = nil, contacts: [EmergencyContact]? = nil
+    ) {
+        self.version = version
+        self.minimumHeartRate = minimumHeartRate
+        self.maximumHeartRate = maximumHeartRate
+        self.restingHeartRate = restingHeartRate
+        self.rules = rules
+        self.contacts = contacts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version
+        case minimumHeartRate = "min_hr"
+        case maximumHeartRate = "max_hr"
+        case restingHeartRate = "resting_hr"
+        case rules, contacts
+    }
+
+    /// `version` may be left out (a person or carer sending new settings does not number them).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decodeIfPresent(Int64.self, forKey: .version) ?? 0
+        minimumHeartRate = try c.decodeIfPresent(Int.self, forKey: .minimumHeartRate)
+        maximumHeartRate = try c.decodeIfPresent(Int.self, forKey: .maximumHeartRate)
+        restingHeartRate = try c.decodeIfPresent(Int.self, forKey: .restingHeartRate)
+        rules = try c.decodeIfPresent([String: Bool].self, forKey: .rules)
+        contacts = try c.decodeIfPresent([EmergencyContact].self, forKey: .contacts)
+    }
+
+    /// The rule switch for `kind`, if the settings name it.
+    public func ruleEnabled(_ kind: AlertKind) -> Bool? { rules?[kind.rawValue] }
+
+    /// Why these settings cannot be used, or nil: thresholds within 20-250 bpm with the minimum
+    /// below the maximum, only known rule names, and the manual SOS never switched off (a
+    /// wearer must always be able to call for help).
+    public func problem() -> (field: String, message: String)? {
+        for (field, value) in [("min_hr", minimumHeartRate), ("max_hr", maximumHeartRate), ("resting_hr", restingHeartRate)] {
+            if let value, !(20...250).contains(value) { return (field, "must be 20-250 bpm") }
+        }
+        if let low = minimumHeartRate, let high = maximumHeartRate, low >= high { return ("min_hr", "must be below max_hr") }
+        for (name, enabled) in rules ?? [:] {
+            guard let kind = AlertKind(rawValue: name) else {
+                return ("rules", "unknown rule \(name); known: \(AlertKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            if kind == .manual, !enabled { return ("rules", "the manual SOS cannot be switched off") }
+        }
+        return nil
+    }
+}
+
+/// An order to erase everything on the device: its person asked for their data to be erased
+/// (or an admin did on their behalf), and the server no longer knows the device.
+public struct WipeOrder: Hashable, Sendable, Codable {
+    /// Server wall time of the erasure.
+    public var orderedMilliseconds: Int64
+
+    public init(orderedMilliseconds: Int64) {
+        self.orderedMilliseconds = orderedMilliseconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case orderedMilliseconds = "ordered_ms"
+    }
+}
+
+/// What the server tells the device to do, carried in the reply to a batch (`orders`, WIRE.md
+/// "Orders in the sync reply"): new care settings to apply, or a wipe.
+public struct SyncOrders: Hashable, Sendable, Codable {
+    public var careSettings: CareSettings?
+    public var wipe: WipeOrder?
+
+    public init(careSettings: CareSettings? = nil, wipe: WipeOrder? = nil) {
+        self.careSettings = careSettings
+        self.wipe = wipe
+    }
+
+    public var isEmpty: Bool { careSettings == nil && wipe == nil }
+
+    enum CodingKeys: String, CodingKey {
+        case careSettings = "care_settings"
+        case wipe
+    }
+
+    /// The `orders` of a reply body (an acknowledgement, or the 410 answer to an erased
+    /// device), or nil when it has none or is not JSON.
+    public static func inReply(_ body: [UInt8]) -> SyncOrders? {
+        struct Reply: Decodable {
+            var orders: SyncOrders?
+        }
+        guard body.first == UInt8(ascii: "{") else { return nil }
+        guard let orders = (try? WireCodec.decode(Reply.self, from: Data(body)))?.orders, !orders.isEmpty else { return nil }
+        return orders
+    }
+}

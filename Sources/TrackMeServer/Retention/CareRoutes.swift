@@ -1,0 +1,189 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TrackMeCore
+
+/// The person's side of retention and care (Data4Help):
+///
+/// - `GET /v1/devices/{id}/care-settings`: the settings, their version, and the version the
+///   device reports running with the fields its own configuration overrides (conflicts).
+/// - `PUT /v1/devices/{id}/care-settings`: the next version; it reaches the device in the
+///   reply to its next batch (`orders.care_settings`), and the person's profile (console,
+///   contact escalation) takes the thresholds and contacts at once.
+/// - `POST /v1/devices/{id}/erase`: erases every row of the device and its person, in every
+///   table; the device is told to wipe its store at its next sync (410 `device_erased` with
+///   `orders.wipe`).
+///
+/// Who may: an admin (token or account), on the person's behalf. The person's and their carer's
+/// own accounts come through `CareAccess` once accounts are linked to people.
+struct CareRoutes: Sendable {
+    let api: ServerAPI
+
+    func register(on router: Router<ServerRequestContext>) {
+        router.get("/v1/devices/:id/care-settings") { request, context in
+            try await show(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+        }
+        router.put("/v1/devices/:id/care-settings") { request, context in
+            try await change(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+        }
+        router.post("/v1/devices/:id/erase") { request, context in
+            try await erase(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+        }
+    }
+
+    func show(_ request: Request, deviceID: String) async throws -> Response {
+        _ = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
+        guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
+        let stored = try await api.store.careSettings(deviceID: deviceID)
+        let contact = try await api.store.deviceContact(id: deviceID)
+        let heartbeat = contact.heartbeatJSON.flatMap { try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8)) }
+        return try json(
+            .ok,
+            CareSettingsView(
+                deviceID: deviceID, settings: stored?.settings, updatedMilliseconds: stored?.updatedMilliseconds, updatedBy: stored?.updatedBy,
+                deviceVersion: heartbeat?.careVersion, deviceConflicts: heartbeat?.careConflicts ?? [],
+                deviceReportedMilliseconds: contact.lastSeenMilliseconds))
+    }
+
+    func change(_ request: Request, deviceID: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
+        let body = try await api.readBody(request)
+        let settings = try api.decode(CareSettings.self, body)
+        if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
+        guard let device = try await api.store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
+        let stored = try await api.store.putCareSettings(
+            deviceID: deviceID, settings: settings, person: CareAccess.profile(device.person, with: settings), by: principal.actor,
+            atMilliseconds: api.configuration.wallClock())
+        api.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
+        return try json(.ok, stored)
+    }
+
+    func erase(_ request: Request, deviceID: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.erasers)
+        guard let result = try await api.store.erase(deviceID: deviceID, nowMilliseconds: api.configuration.wallClock()) else {
+            throw APIError.notFound("no device \(deviceID)")
+        }
+        api.notifier.notify()
+        api.metrics.update { $0.erasures += 1 }
+        // The log names the device id (the operator's own record that an erasure was done),
+        // nothing of the person.
+        api.logger.notice(
+            "person's data erased", metadata: ["device.id": "\(deviceID)", "server.by": "\(principal.actor)", "server.rows": "\(result.rowsDeleted)"])
+        return try json(.ok, ErasureAnswer(deviceID: deviceID, erased: true, rowsDeleted: result.rowsDeleted, wipeOrders: result.wipeOrders))
+    }
+}
+
+/// Who may read and change a person's care settings and erase their data.
+enum CareAccess {
+    static let readers: Set<Role> = [.admin, .dispatcher]
+    static let changers: Set<Role> = [.admin]
+    static let erasers: Set<Role> = [.admin]
+
+    /// The person's profile with the care settings' thresholds and contacts.
+    static func profile(_ person: PersonProfile, with settings: CareSettings) -> PersonProfile {
+        var person = person
+        if let value = settings.minimumHeartRate { person.minimumHeartRate = value }
+        if let value = settings.maximumHeartRate { person.maximumHeartRate = value }
+        if let value = settings.restingHeartRate { person.restingHeartRate = value }
+        if let contacts = settings.contacts { person.contacts = contacts }
+        return person
+    }
+
+    /// The care settings an enrolment's profile implies (thresholds and contacts), or nil when
+    /// it sets none.
+    static func settings(enrolled person: PersonProfile) -> CareSettings? {
+        guard person.minimumHeartRate != nil || person.maximumHeartRate != nil || person.restingHeartRate != nil || person.contacts != nil else {
+            return nil
+        }
+        return CareSettings(
+            minimumHeartRate: person.minimumHeartRate, maximumHeartRate: person.maximumHeartRate, restingHeartRate: person.restingHeartRate,
+            contacts: person.contacts)
+    }
+}
+
+extension ServerAPI {
+    /// The orders for a device's batch reply: its care settings when the device does not run
+    /// their version yet.
+    func careOrders(deviceID: String, heartbeat: DeviceHeartbeat?) async throws -> SyncOrders? {
+        guard let stored = try await store.careSettings(deviceID: deviceID) else { return nil }
+        if let running = heartbeat?.careVersion, running >= stored.settings.version { return nil }
+        return SyncOrders(careSettings: stored.settings)
+    }
+
+    /// For a token the server no longer knows: 410 `device_erased` with a wipe order when the
+    /// token belonged to an erased device, else nil.
+    func wipeOrderResponse(_ request: Request) async throws -> Response? {
+        guard let token = BearerToken(authorization: request.headers[.authorization] ?? "") else { return nil }
+        guard let ordered = try await store.wipeOrder(tokenDigest: WipeOrderDigest.of(tokenID: token.id, secretHash: token.secretHash)) else {
+            return nil
+        }
+        return try json(
+            .gone,
+            ErasedDeviceAnswer(
+                error: .init(code: "device_erased", message: "this device's person asked for their data to be erased: wipe the store and stop"),
+                orders: SyncOrders(wipe: WipeOrder(orderedMilliseconds: ordered))))
+    }
+
+    /// Authenticates a device; a token of an erased device gets its wipe order as the answer.
+    func authenticateDevice(_ request: Request) async throws -> DeviceAuthentication {
+        do {
+            return .device(try await authenticator.authenticate(request.headers[.authorization], roles: [.device]))
+        } catch let error as APIError where error.status == .unauthorized {
+            if let answer = try await wipeOrderResponse(request) { return .erased(answer) }
+            throw error
+        }
+    }
+}
+
+enum DeviceAuthentication {
+    case device(Principal)
+    /// The 410 answer with the wipe order, to send as it is.
+    case erased(Response)
+}
+
+struct ErasedDeviceAnswer: Codable, Sendable {
+    struct Body: Codable, Sendable {
+        var code: String
+        var message: String
+    }
+    var error: Body
+    var orders: SyncOrders
+}
+
+struct ErasureAnswer: Codable, Sendable {
+    var deviceID: String
+    var erased: Bool
+    var rowsDeleted: Int
+    var wipeOrders: Int
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case erased
+        case rowsDeleted = "rows_deleted"
+        case wipeOrders = "wipe_orders"
+    }
+}
+
+struct CareSettingsView: Codable, Sendable {
+    var deviceID: String
+    var settings: CareSettings?
+    var updatedMilliseconds: Int64?
+    var updatedBy: String?
+    /// The version the device last reported running (heartbeat), nil before it reported one.
+    var deviceVersion: Int64?
+    /// Fields the device's own configuration overrides.
+    var deviceConflicts: [String]
+    var deviceReportedMilliseconds: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case settings
+        case updatedMilliseconds = "updated_ms"
+        case updatedBy = "updated_by"
+        case deviceVersion = "device_version"
+        case deviceConflicts = "device_conflicts"
+        case deviceReportedMilliseconds = "device_reported_ms"
+    }
+}
