@@ -135,6 +135,9 @@ struct RetentionErasureTests {
             #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/ack", token: dispatcher, body: Data()).status == 200)
             #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/notes", token: dispatcher, json: ["text": "called Yorick Quixote"]).status == 201)
             #expect(try await s.client.send("PUT", "/v1/devices/pi-erase-me/care-settings", token: TestServer.adminToken, json: ["max_hr": 150]).status == 200)
+            // A fleet terminal row under the person's name (issue 21's tables are scanned too).
+            try await s.server.store.saveFleetTaxi(
+                FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall))
             await Self.pass(s, days: 1)
 
             let tokenID = try #require(token.split(separator: ".").first.map(String.init))

@@ -70,7 +70,7 @@ enum RetentionSQL {
                     sql: "DELETE FROM feed_marks WHERE at_ms < (SELECT MAX(at_ms) FROM feed_marks WHERE at_ms < ?)", values: [before], counts: false),
             ]
         case .retiredPeople:
-            return ["readings", "batches", "device_epochs", "care_settings"].map {
+            return ["readings", "batches", "device_epochs", "care_settings", "run_entries", "fleet_taxis"].map {
                 PortableStatement(sql: "DELETE FROM \($0) WHERE device_id IN (\(retired))", values: [before])
             } + [
                 PortableStatement(sql: "DELETE FROM devices WHERE device_id IN (\(retired))", values: [before]),
@@ -94,10 +94,11 @@ enum ErasureSQL {
             }
             statements.append(quotedInFeed(alertID))
         }
+        // Races/ (issue 21): its run entries (name, track) and its fleet terminal row.
         // People/ (issue 20): the device's link to a wearer account, reads logged about it, its daily figures.
         statements.append(PortableStatement(sql: "DELETE FROM access_log WHERE subject = ?", values: [.text(deviceID)]))
         statements.append(PortableStatement(sql: "DELETE FROM person_days WHERE person_key = ?", values: [.text(deviceID)]))
-        for table in ["readings", "batches", "device_epochs", "tokens", "care_settings", "alert_updates", "alerts", "wearer_devices"] {
+        for table in ["readings", "batches", "device_epochs", "tokens", "care_settings", "alert_updates", "alerts", "wearer_devices", "run_entries", "fleet_taxis"] {
             statements.append(PortableStatement(sql: "DELETE FROM \(table) WHERE device_id = ?", values: [.text(deviceID)]))
         }
         statements.append(quotedInFeed(deviceID))
