@@ -17,13 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from webdriver import Chromium, WebDriverError, free_port, wait_for  # noqa: E402
+from webdriver import CheckRun, Chromium, WebDriverError, free_port, wait_for  # noqa: E402
 
 ADMIN = "browser-test-admin-token"
 HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">Ada <b>Lovelace</b>'
@@ -190,7 +189,7 @@ metrics: {{enabled: false}}
         self.log.close()
 
 
-class ConsoleTest:
+class ConsoleTest(CheckRun):
     def __init__(self, binary, agent, out):
         self.binary = binary
         self.agent = agent
@@ -200,17 +199,6 @@ class ConsoleTest:
 
     def shot(self, browser, name):
         browser.screenshot(os.path.join(self.out, f"{name}.png"))
-
-    def check(self, name, function):
-        started = time.monotonic()
-        try:
-            function()
-            self.results.append((name, True, ""))
-            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
-        except Exception as error:  # noqa: BLE001 - report every failure and go on
-            self.results.append((name, False, str(error)))
-            print(f"FAIL {name}: {error}", flush=True)
-            traceback.print_exc()
 
     def sign_in(self, browser, base, username, password):
         browser.get(base + "/")
@@ -264,9 +252,7 @@ class ConsoleTest:
                 agent.stop()
             browser.quit()
             fielded.stop()
-        failed = [r for r in self.results if not r[1]]
-        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
-        return 1 if failed else 0
+        return self.summary(self.out)
 
     def main_flow(self, server, browser):
         status, _ = http(server.base, "POST", "/v1/accounts",

@@ -13,11 +13,10 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_test import ADMIN, Device, Server, http  # noqa: E402
-from webdriver import Chromium, wait_for  # noqa: E402
+from webdriver import CheckRun, Chromium, wait_for  # noqa: E402
 
 HOSTILE_ORG = '<img src=x onerror="window.__pwned=1">Acme <b>Research</b>'
 PASSWORD = "correct horse battery"
@@ -45,23 +44,12 @@ class WearerDevice(Device):
         assert status == 200, (status, ack)
 
 
-class PeopleTest:
+class PeopleTest(CheckRun):
     def __init__(self, binary, out):
         self.binary = binary
         self.out = out
         self.workdir = tempfile.mkdtemp(prefix="trackme-people-browser-")
         self.results = []
-
-    def check(self, name, function):
-        started = time.monotonic()
-        try:
-            function()
-            self.results.append((name, True, ""))
-            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
-        except Exception as error:  # noqa: BLE001 - report every failure and go on
-            self.results.append((name, False, str(error)))
-            print(f"FAIL {name}: {error}", flush=True)
-            traceback.print_exc()
 
     def shot(self, browser, name):
         browser.screenshot(os.path.join(self.out, f"people-{name}.png"))
@@ -92,9 +80,7 @@ class PeopleTest:
         finally:
             browser.quit()
             server.stop()
-        failed = [r for r in self.results if not r[1]]
-        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
-        return 1 if failed else 0
+        return self.summary(self.out)
 
     def flow(self, server, browser):
         status, ada = http(server.base, "POST", "/v1/accounts",

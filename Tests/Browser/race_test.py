@@ -16,7 +16,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_test import ADMIN, Server, http  # noqa: E402
-from webdriver import Chromium, wait_for  # noqa: E402
+from webdriver import CheckRun, Chromium, wait_for  # noqa: E402
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">Eve <b>Runner</b>'
 HIDDEN = "Hidden Nonconsenting"
@@ -56,21 +56,11 @@ class Device:
         self.report(lat, lon, {"profile": "taxi", "taxi_state": state})
 
 
-class RaceTest:
+class RaceTest(CheckRun):
     def __init__(self, binary, out):
         self.binary, self.out = binary, out
         self.workdir = tempfile.mkdtemp(prefix="trackme-race-browser-")
         self.results = []
-
-    def check(self, name, function):
-        started = time.monotonic()
-        try:
-            function()
-            self.results.append((name, True))
-            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
-        except Exception as error:  # noqa: BLE001 - report every failure and go on
-            self.results.append((name, False))
-            print(f"FAIL {name}: {error!r}", flush=True)
 
     def shot(self, browser, name):
         browser.screenshot(os.path.join(self.out, f"{name}.png"))
@@ -161,9 +151,7 @@ class RaceTest:
         finally:
             browser.quit()
             server.stop()
-        failed = [r for r in self.results if not r[1]]
-        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {self.out}")
-        return 1 if failed or not self.results else 0
+        return self.summary(self.out)
 
 
 def main():

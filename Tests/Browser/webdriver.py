@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import time
+import traceback
 import urllib.error
 import urllib.request
 
@@ -35,6 +36,28 @@ def wait_for(predicate, timeout=15.0, interval=0.05, what="condition"):
             last_error = error
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
+
+
+class CheckRun:
+    """The named checks of one browser test file (the subclass sets `self.results = []`): each
+    runs, reports ok or FAIL with its time, and the run goes on; `summary()` prints the count and
+    gives the exit code (1 when a check failed or none ran)."""
+
+    def check(self, name, function):
+        started = time.monotonic()
+        try:
+            function()
+            self.results.append((name, True, ""))
+            print(f"ok   {name} ({time.monotonic() - started:.1f} s)", flush=True)
+        except Exception as error:  # noqa: BLE001 - report every failure and go on
+            self.results.append((name, False, str(error)))
+            print(f"FAIL {name}: {error!r}", flush=True)
+            traceback.print_exc()
+
+    def summary(self, out):
+        failed = [r for r in self.results if not r[1]]
+        print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {out}")
+        return 1 if failed or not self.results else 0
 
 
 class Element:
