@@ -135,6 +135,13 @@ struct RetentionErasureTests {
             #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/ack", token: dispatcher, body: Data()).status == 200)
             #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/notes", token: dispatcher, json: ["text": "called Yorick Quixote"]).status == 201)
             #expect(try await s.client.send("PUT", "/v1/devices/pi-erase-me/care-settings", token: TestServer.adminToken, json: ["max_hr": 150]).status == 200)
+            // The person's own wearer account (signed in once), and an organisation's request to it.
+            let wearerID = try await s.createAccount("zelda-wears", role: "wearer", displayName: "Zelda Q. Wearer")
+            #expect(try await s.client.send("POST", "/v1/people/\(wearerID)/devices", token: TestServer.adminToken, json: ["device_id": "pi-erase-me"]).status == 201)
+            _ = try await s.signIn("zelda-wears")
+            let organisation = try await s.organisation("org-asks-zelda", name: "Org Asking")
+            let ask: [String: Any] = ["person": "zelda-wears", "kinds": ["heart_rate"], "days": 2, "purpose": "study of Zelda"]
+            #expect(try await s.page("POST", "/v1/access-requests", organisation, json: ask).status == 201)
             // A fleet terminal row under the person's name (issue 21's tables are scanned too).
             try await s.server.store.saveFleetTaxi(
                 FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall))
@@ -142,7 +149,7 @@ struct RetentionErasureTests {
 
             let tokenID = try #require(token.split(separator: ".").first.map(String.init))
             let secretHash = try #require(BearerToken(authorization: "Bearer \(token)")?.secretHash)
-            let identifiers = ["pi-erase-me", "Zelda Quixote", "Yorick Quixote", "7700 900123", "door code 4711", tokenID, secretHash, "alert-of-zelda", "open-of-zelda"]
+            let identifiers = ["pi-erase-me", "Zelda Quixote", "Yorick Quixote", "7700 900123", "door code 4711", tokenID, secretHash, "alert-of-zelda", "open-of-zelda", "zelda-wears", "Zelda Q. Wearer", wearerID, "study of Zelda"]
             // Before: the scan finds them (so it can fail).
             #expect(try await DatabaseScan.occurrences(of: identifiers, in: s.server.store).count >= identifiers.count)
 
