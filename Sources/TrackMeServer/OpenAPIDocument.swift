@@ -403,7 +403,7 @@ enum OpenAPIDocument {
                 "200": {description: "{devices: [...]}"}
           /v1/devices/{id}/care-settings:
             get:
-              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher)
+              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher, the wearer of this device)
               parameters:
                 - {name: id, in: path, required: true, schema: {type: string}}
               responses:
@@ -423,7 +423,7 @@ enum OpenAPIDocument {
                           device_reported_ms: {type: [integer, "null"]}
                 "404": {$ref: "#/components/responses/NotFound"}
             put:
-              summary: Set the person's care settings (admin, on behalf of the person or their carer); the next version
+              summary: Set the person's care settings (admin on behalf of the person or their carer, or the wearer of this device); the next version
               description: |
                 The new version reaches the device in the reply to its next batch (orders.care_settings) and is
                 repeated until the device's heartbeat reports running it. The person's profile (console, contact
@@ -443,7 +443,7 @@ enum OpenAPIDocument {
                 "404": {$ref: "#/components/responses/NotFound"}
           /v1/devices/{id}/erase:
             post:
-              summary: Erase every row of the device and its person, in every table (admin, on the person's request)
+              summary: Erase every row of the device and its person, in every table, and their wearer account (admin on the person's request, or the wearer of this device)
               description: |
                 One transaction on either backend: readings, batches, epochs, tokens, care settings, alerts with
                 their updates, notes and contact notifications, feed events naming the device or its alerts, and the

@@ -222,6 +222,28 @@ struct RetentionErasureTests {
         }
     }
 
+    @Test("the person themself: a wearer sets their own device's care settings and erases its data, and no other device's", arguments: Backend.enabled)
+    func wearerManagesOwnDevice(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let (_, token) = try await s.wearer("ines", device: "pi-ines")
+            _ = try await s.wearer("other", device: "pi-other")
+            let ines = try await s.signIn("ines")
+            #expect(try await s.page("PUT", "/v1/devices/pi-ines/care-settings", ines, json: ["min_hr": 48]).status == 200)
+            #expect(try await s.page("GET", "/v1/devices/pi-ines/care-settings", ines).status == 200)
+            // Not another person's device, nor one that does not exist.
+            #expect(try await s.page("PUT", "/v1/devices/pi-other/care-settings", ines, json: ["min_hr": 30]).status == 403)
+            #expect(try await s.page("GET", "/v1/devices/pi-other/care-settings", ines).status == 403)
+            #expect(try await s.page("POST", "/v1/devices/pi-other/erase", ines).status == 403)
+            #expect(try await s.page("POST", "/v1/devices/pi-nobody/erase", ines).status == 403)
+            // Without the CSRF token a session changes nothing.
+            #expect(try await s.page("POST", "/v1/devices/pi-ines/erase", ines, csrf: false).status == 403)
+            #expect(try await s.page("POST", "/v1/devices/pi-ines/erase", ines).status == 200)
+            let reply = try await s.send(Sample.batch("pi-ines", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: token)
+            #expect(reply.status == 410)
+            #expect(try await s.client.send("GET", "/v1/devices/pi-other/care-settings", token: TestServer.adminToken).status == 200)
+        }
+    }
+
     @Test("thresholds and contacts set at enrolment are the first care settings and reach the device", arguments: Backend.enabled)
     func enrolmentThresholdsReachTheDevice(backend: Backend) async throws {
         try await TestServer.with(backend) { s in

@@ -16,8 +16,8 @@ import TrackMeCore
 ///   table; the device is told to wipe its store at its next sync (410 `device_erased` with
 ///   `orders.wipe`).
 ///
-/// Who may: an admin (token or account), on the person's behalf. The person's and their carer's
-/// own accounts come through `CareAccess` once accounts are linked to people.
+/// Who may: an admin (token or account), on the person's behalf, and the person themself: a
+/// wearer account, for the device linked to it (`CareAccess.mayAct`). Dispatchers may read.
 struct CareRoutes: Sendable {
     let api: ServerAPI
 
@@ -34,7 +34,8 @@ struct CareRoutes: Sendable {
     }
 
     func show(_ request: Request, deviceID: String) async throws -> Response {
-        _ = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
+        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
+        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
         guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
         let stored = try await api.store.careSettings(deviceID: deviceID)
         let contact = try await api.store.deviceContact(id: deviceID)
@@ -49,6 +50,7 @@ struct CareRoutes: Sendable {
 
     func change(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
+        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
         let body = try await api.readBody(request)
         let settings = try api.decode(CareSettings.self, body)
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
@@ -62,6 +64,7 @@ struct CareRoutes: Sendable {
 
     func erase(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.erasers)
+        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
         guard let result = try await api.store.erase(deviceID: deviceID, nowMilliseconds: api.configuration.wallClock()) else {
             throw APIError.notFound("no device \(deviceID)")
         }
@@ -77,9 +80,18 @@ struct CareRoutes: Sendable {
 
 /// Who may read and change a person's care settings and erase their data.
 enum CareAccess {
-    static let readers: Set<Role> = [.admin, .dispatcher]
-    static let changers: Set<Role> = [.admin]
-    static let erasers: Set<Role> = [.admin]
+    static let readers: Set<Role> = [.admin, .dispatcher, .wearer]
+    static let changers: Set<Role> = [.admin, .wearer]
+    static let erasers: Set<Role> = [.admin, .wearer]
+
+    /// A wearer acts only on the device linked to their own account (403 otherwise, the same
+    /// answer whether or not the device exists); the other roles were checked by `authenticate`.
+    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore) async throws {
+        guard principal.role == .wearer else { return }
+        guard let account = principal.accountID, try await store.wearerAccount(deviceID: deviceID) == account else {
+            throw APIError.forbidden("a wearer manages only their own device")
+        }
+    }
 
     /// The person's profile with the care settings' thresholds and contacts.
     static func profile(_ person: PersonProfile, with settings: CareSettings) -> PersonProfile {
