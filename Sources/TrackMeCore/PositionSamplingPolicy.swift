@@ -76,7 +76,7 @@ public struct PositionSamplingPolicy: Hashable, Sendable {
     }
 
     /// Great-circle distance (haversine, mean Earth radius); ample for a 25 m threshold.
-    static func distanceMetres(
+    package static func distanceMetres(
         fromLatitude lat1: Double, longitude lon1: Double, toLatitude lat2: Double, longitude lon2: Double
     ) -> Double {
         let radians = Double.pi / 180
@@ -84,8 +84,11 @@ public struct PositionSamplingPolicy: Hashable, Sendable {
         let dLon = (lon2 - lon1) * radians
         let a = sin(dLat / 2) * sin(dLat / 2)
             + cos(lat1 * radians) * cos(lat2 * radians) * sin(dLon / 2) * sin(dLon / 2)
-        return 2 * 6_371_008.8 * asin(min(1, sqrt(a)))
+        return 2 * earthRadiusMetres * asin(min(1, sqrt(a)))
     }
+
+    /// The mean Earth radius (IUGG), for every distance the project computes.
+    package static let earthRadiusMetres = 6_371_008.8
 
     public static func == (lhs: PositionSamplingPolicy, rhs: PositionSamplingPolicy) -> Bool {
         lhs.configuration == rhs.configuration && lhs.forced == rhs.forced && lhs.lastStored?.timestamp == rhs.lastStored?.timestamp

@@ -311,8 +311,8 @@ struct RacePureTests {
 
     @Test("CSV fields: quoted when needed, formulas defused")
     func csv() {
-        #expect(RaceRoutes.csvField("Ann") == "Ann")
-        #expect(RaceRoutes.csvField("A, B") == "\"A, B\"")
-        #expect(RaceRoutes.csvField("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
+        #expect(Downloads.csvField("Ann") == "Ann")
+        #expect(Downloads.csvField("A, B") == "\"A, B\"")
+        #expect(Downloads.csvField("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
     }
 }

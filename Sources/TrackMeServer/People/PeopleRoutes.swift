@@ -115,7 +115,7 @@ struct PeopleRoutes: Sendable {
         let (principal, person, grants) = try await open(request, id: id)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "heart_rate \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "heart_rate \(Downloads.iso(from)) to \(Downloads.iso(to))")
         return try json(.ok, HeartRateBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, heartRate: samples, truncated: truncated))
     }
 
@@ -123,7 +123,7 @@ struct PeopleRoutes: Sendable {
         let (principal, person, grants) = try await open(request, id: id)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "position \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "position \(Downloads.iso(from)) to \(Downloads.iso(to))")
         return try json(.ok, PositionsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, positions: samples, truncated: truncated))
     }
 
@@ -132,7 +132,7 @@ struct PeopleRoutes: Sendable {
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: 10_000_000)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "statistics \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))")
         return try json(
             .ok,
             StatisticsBody(
@@ -154,7 +154,7 @@ struct PeopleRoutes: Sendable {
         let (hr, hrMore) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: limit)
         let (fixes, fixMore) = try await data.positions(person, from: from, to: to, grants: grants, limit: limit)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "\(what) \(PersonExport.iso(from)) to \(PersonExport.iso(to))")
+        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))")
         return PersonExport(
             personID: person.account.id, displayName: person.account.displayName, fromMilliseconds: from, toMilliseconds: to, devices: person.deviceIDs,
             heartRate: hr, positions: fixes, statistics: DailyStatistics.days(hr, limits: data.limits(person)), alerts: alerts, truncated: hrMore || fixMore)

@@ -88,7 +88,7 @@ struct RaceRoutes: Sendable {
         var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms\n"
         for (index, entry) in ranked.enumerated() {
             let distance = entry.distanceMetres.map { String(format: "%.1f", $0) } ?? ""
-            csv += "\(index + 1),\(Self.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
+            csv += "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
         }
         return download(csv, type: "text/csv; charset=utf-8", filename: "\(run.code)-results.csv")
     }
@@ -159,15 +159,6 @@ struct RaceRoutes: Sendable {
         headers[.contentType] = type
         headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    /// A CSV field quoted when it must be; a leading `= + - @` is prefixed with `'` so a
-    /// spreadsheet never runs a runner's name as a formula.
-    static func csvField(_ text: String) -> String {
-        var value = text
-        if let first = value.first, "=+-@\t\r".contains(first) { value = "'" + value }
-        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
-        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     static func generateCode() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TrackMeCore
 
 /// A run's course (Track4Run): the points of a GPX track or route, with the distance along the
 /// course at each, and where a runner's fix lies along it. Pure: no I/O, no clock.
@@ -120,15 +121,11 @@ package struct RunPath: Hashable, Sendable, Codable {
         return ((dx * dx + dy * dy).squareRoot(), fraction)
     }
 
-    package static let metresPerDegree = 6_371_008.8 * .pi / 180
+    package static let metresPerDegree = PositionSamplingPolicy.earthRadiusMetres * .pi / 180
 
-    /// Great-circle distance in metres (haversine).
+    /// Great-circle distance in metres: the one the device's sampling uses.
     static func distance(_ a: [Double], _ b: [Double]) -> Double {
-        let radians = Double.pi / 180
-        let dLat = (b[0] - a[0]) * radians
-        let dLon = (b[1] - a[1]) * radians
-        let h = sin(dLat / 2) * sin(dLat / 2) + cos(a[0] * radians) * cos(b[0] * radians) * sin(dLon / 2) * sin(dLon / 2)
-        return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+        PositionSamplingPolicy.distanceMetres(fromLatitude: a[0], longitude: a[1], toLatitude: b[0], longitude: b[1])
     }
 }
 
@@ -136,46 +133,4 @@ package struct RunPathError: Error, Hashable, Sendable, CustomStringConvertible 
     var message: String
     init(_ message: String) { self.message = message }
     package var description: String { message }
-}
-
-/// GPX 1.1 output: one `<trk>` per runner. Every text is escaped for XML.
-enum GPXWriter {
-    struct Track: Sendable {
-        var name: String
-        /// `(wall ms, latitude, longitude)`, in time order.
-        var points: [(Int64, Double, Double)]
-    }
-
-    static func document(name: String, tracks: [Track]) -> String {
-        var out = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <gpx version="1.1" creator="trackme-server" xmlns="http://www.topografix.com/GPX/1/1">
-            <metadata><name>\(escape(name))</name></metadata>
-
-            """
-        for track in tracks {
-            out += "<trk><name>\(escape(track.name))</name><trkseg>\n"
-            for (time, latitude, longitude) in track.points {
-                let date = Date(timeIntervalSince1970: Double(time) / 1000)
-                out += "<trkpt lat=\"\(latitude)\" lon=\"\(longitude)\"><time>\(date.formatted(.iso8601))</time></trkpt>\n"
-            }
-            out += "</trkseg></trk>\n"
-        }
-        return out + "</gpx>\n"
-    }
-
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
 }

@@ -1,0 +1,63 @@
+import Foundation
+
+/// The text downloads the server gives people (a wearer's export, a run's results and tracks):
+/// one CSV field rule, one GPX writer, one timestamp form, whoever asks. Pure.
+enum Downloads {
+    /// One CSV field: quoted when it holds a comma, quote or line break; a leading `= + - @`,
+    /// tab or carriage return is prefixed with `'` (unless the field is a number) so that a
+    /// spreadsheet never runs a name as a formula.
+    static func csvField(_ text: String) -> String {
+        var value = text
+        if let first = value.first, "=+-@\t\r".contains(first), Double(value) == nil { value = "'" + value }
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Wall-clock milliseconds as ISO 8601 UTC with milliseconds.
+    static func iso(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}
+
+/// GPX 1.1 output: one `<trk>` per runner or device. Every text is escaped for XML.
+enum GPXWriter {
+    struct Track: Sendable {
+        var name: String
+        /// `(wall ms, latitude, longitude)`, in time order.
+        var points: [(Int64, Double, Double)]
+    }
+
+    static func document(name: String, tracks: [Track]) -> String {
+        var out = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx version="1.1" creator="trackme-server" xmlns="http://www.topografix.com/GPX/1/1">
+            <metadata><name>\(escape(name))</name></metadata>
+
+            """
+        for track in tracks {
+            out += "<trk><name>\(escape(track.name))</name><trkseg>\n"
+            for (time, latitude, longitude) in track.points {
+                out += "<trkpt lat=\"\(latitude)\" lon=\"\(longitude)\"><time>\(Downloads.iso(time))</time></trkpt>\n"
+            }
+            out += "</trkseg></trk>\n"
+        }
+        return out + "</gpx>\n"
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
