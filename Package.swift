@@ -104,8 +104,6 @@ targets += [
 
 // EdgeStore: durable buffer (SQLite through GRDB), disk budget, sync cursor, alert journal.
 // EdgeSync: batching, gzip (GzipCodec: system zlib, no NIO on the agent side), retries, two lanes.
-// EdgeLoopbackServer: a small raw-socket HTTP/1.1 server with fault injection, for tests and
-// benchmarks only (never linked by the agent).
 targets += [
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
     // The wire's gzip, one implementation for the agent's sync client and the server (issue 15).
@@ -133,14 +131,9 @@ targets += [
         swiftSettings: strictSettings
     ),
     .target(
-        name: "EdgeLoopbackServer",
-        dependencies: ["TrackMeCore", "EdgeSync", "GzipCodec"],
-        swiftSettings: strictSettings
-    ),
-    .target(
         name: "EdgeBenchmarks",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "GzipCodec",
+            "TrackMeCore", "EdgeStore", "EdgeSync", "GzipCodec",
             .product(name: "GRDB", package: "GRDB.swift"),
         ],
         swiftSettings: strictSettings
@@ -162,7 +155,9 @@ targets += [
     .testTarget(
         name: "EdgeSyncTests",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeLoopbackServer", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
+            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
+            // issue 15: the real server behind a fault-injecting proxy (no second server).
+            "ServerTestSupport", "TrackMeServer",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
@@ -194,6 +189,19 @@ targets += [
         ],
         swiftSettings: strictSettings
     ),
+    // issue 15: the real server started in-process on loopback (the one starter, for the server's
+    // tests, the agent's sync tests and `bench drain`) and a fault-injecting proxy in front of it;
+    // uses the agent's socket layer. Never linked by the agent.
+    .target(
+        name: "ServerTestSupport",
+        dependencies: [
+            "TrackMeServer", "TrackMeCore", "EdgeSync", "TrackMeAgent",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ],
+        swiftSettings: strictSettings
+    ),
     .executableTarget(
         name: "trackme-server",
         dependencies: [
@@ -208,7 +216,7 @@ targets += [
     .testTarget(
         name: "TrackMeServerTests",
         dependencies: [
-            "TrackMeServer", "TrackMeCore", "CZlib", "GzipCodec",
+            "TrackMeServer", "TrackMeCore", "CZlib", "GzipCodec", "ServerTestSupport",
             // issue 17: the agent's transports against the HTTPS server.
             "EdgeSync",
             // issue 22: the group-commit tests reach into the SQLite store.
@@ -294,7 +302,7 @@ targets += [
         name: "TrackMeSimulation",
         dependencies: [
             "TrackMeCore", "TrackMeAgent", "BlueZHeartRate", "SimulatedStrap", "EdgeStore", "EdgeSync", "EdgeDispatch",
-            "TrackMeServer", "GPSDPosition", "GPSDTestSupport",
+            "TrackMeServer", "GPSDPosition", "GPSDTestSupport", "ServerTestSupport", "EdgeBenchmarks",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -3,8 +3,8 @@ public import TrackMeCore
 /// The one comparison behind "every reading the store acknowledged is at the server exactly
 /// once": what a device's store holds against what a server holds for that device, reading by
 /// reading (sequence number and content). The tests of the store-and-sync crash child (against
-/// the loopback server) and of the real `trackme-agent` binary (against the real
-/// `trackme-server`) both ask it.
+/// the real server in-process) and of the real `trackme-agent` binary (against the real
+/// `trackme-server` binary) both ask it.
 public enum ExactlyOnce {
     /// Everything that is wrong, worst first, each as one line; empty when the server holds
     /// exactly the store's readings, each once and unchanged, and the store has them all

@@ -122,7 +122,7 @@ public enum StoreBenchmark {
         var description: String
     }
 
-    static func seconds(_ d: Duration) -> Double {
+    public static func seconds(_ d: Duration) -> Double {
         Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

@@ -27,16 +27,35 @@ extension TrackMeServer {
     /// arrived: tests check that a restarted agent goes on sending them, numbered above the
     /// ones before.
     public func alertUpdates(alertID: String) async throws -> [AlertUpdate] {
+        try await storedAlertUpdates().filter { $0.alert.id == alertID }
+    }
+
+    /// Every alert update the server took, of every device, in the order they arrived.
+    public func storedAlertUpdates() async throws -> [AlertUpdate] {
         var result: [AlertUpdate] = []
         var after: Int64 = 0
         while true {
             let page = try await store.feedEvents(after: after, limit: 500)
             guard let last = page.last else { return result }
             for event in page where event.kind == FeedKind.alert {
-                let update = try WireCodec.decode(AlertUpdate.self, from: Data(event.data.utf8))
-                if update.alert.id == alertID { result.append(update) }
+                result.append(try WireCodec.decode(AlertUpdate.self, from: Data(event.data.utf8)))
             }
             after = last.id
+        }
+    }
+
+    /// Every reading the store holds for a device, exactly as the wire carried it, in sequence
+    /// order: tests compare them with what the device's store holds (issue 15: the agent's sync
+    /// tests check the real server, not a copy of it).
+    public func storedReadings(deviceID: String) async throws -> [WireReading] {
+        var result: [WireReading] = []
+        var after: Int64 = Int64.min
+        while true {
+            let page = try await store.readings(
+                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
+            guard let last = page.last else { return result }
+            for row in page { result.append(try WireCodec.decode(WireReading.self, from: Data(row.body.utf8))) }
+            after = last.sequence
         }
     }
 }

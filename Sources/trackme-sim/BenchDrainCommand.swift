@@ -1,6 +1,6 @@
 import ArgumentParser
-import EdgeBenchmarks
 import Foundation
+import TrackMeSimulation
 
 /// `trackme-sim bench drain [--json]`: time to drain a 24 h backlog to a local server and bytes
 /// sent per reading after gzip, next to POSTing the same prepared batches.

@@ -1,8 +1,8 @@
 import EdgeBenchmarks
-import EdgeLoopbackServer
 import EdgeStore
 import EdgeSync
 import Foundation
+import ServerTestSupport
 import Testing
 import TrackMeCore
 
@@ -82,96 +82,100 @@ struct CrashTests {
         let key = try encrypted ? StoreKey(material: Array(Self.storeKeyHex.utf8), source: "test") : nil
         let started = ContinuousClock.now
         let child = try crashChildURL()
-        let f = try SyncFixture()
-        f.store.close()
-        let storePath = f.storePath
-        let url = f.server.baseURL.absoluteString
-        // The blocking loop runs on a thread of its own, not on the cooperative pool.
-        let outcome: Result<(acknowledged: Int, runs: [ChildRun], failures: [String]), any Error> = await withCheckedContinuation { done in
-            Thread {
-                var generator = SplitMix64(seed: 2026)
-                var acknowledged = Set<Int64>()
-                var alerts = Set<String>()
-                var runs: [ChildRun] = []
-                var failures: [String] = []
-                do {
-                    for index in 0..<cycles {
-                        // Every 25th run starts with a moved-aside copy of the store to salvage
-                        // (a snapshot of the store as the last check left it): the child is killed
-                        // at once or early, during salvage, which must be all or nothing.
-                        let salvaging = index % 25 == 12
-                        if salvaging {
-                            let aside = storePath + ".corrupt-\(1000 + index)"
-                            try FileManager.default.copyItem(atPath: storePath, toPath: aside)
-                            if FileManager.default.fileExists(atPath: storePath + "-wal") {
-                                try FileManager.default.copyItem(atPath: storePath + "-wal", toPath: aside + "-wal")
+        try await SyncFixture.with { f in
+            f.store.close()
+            let storePath = f.storePath
+            // The children send to the real server directly (no faults but their own deaths).
+            let url = f.server.baseURL.absoluteString
+            let token = f.token
+            // The blocking loop runs on a thread of its own, not on the cooperative pool.
+            let outcome: Result<(acknowledged: Int, runs: [ChildRun], failures: [String]), any Error> = await withCheckedContinuation { done in
+                Thread {
+                    var generator = SplitMix64(seed: 2026)
+                    var acknowledged = Set<Int64>()
+                    var alerts = Set<String>()
+                    var runs: [ChildRun] = []
+                    var failures: [String] = []
+                    do {
+                        for index in 0..<cycles {
+                            // Every 25th run starts with a moved-aside copy of the store to salvage
+                            // (a snapshot of the store as the last check left it): the child is killed
+                            // at once or early, during salvage, which must be all or nothing.
+                            let salvaging = index % 25 == 12
+                            if salvaging {
+                                let aside = storePath + ".corrupt-\(1000 + index)"
+                                try FileManager.default.copyItem(atPath: storePath, toPath: aside)
+                                if FileManager.default.fileExists(atPath: storePath + "-wal") {
+                                    try FileManager.default.copyItem(atPath: storePath + "-wal", toPath: aside + "-wal")
+                                }
+                            }
+                            // Mostly mid-stream, sometimes right at start-up (open, migration,
+                            // recovery, salvage).
+                            // A long soak takes fewer readings per run, so that a thousand runs stay
+                            // within the disk budget (eviction would remove synced readings the
+                            // check expects) and each check stays quick.
+                            let target =
+                                index % 10 == 3 || salvaging
+                                ? Int.random(in: 0...2, using: &generator) : Int.random(in: 1...(cycles > 100 ? 400 : 3000), using: &generator)
+                            let run = try runAndKill(
+                                child: child, arguments: [storePath, url, deviceID, token, String(index)] + (encrypted ? [Self.storeKeyHex] : []),
+                                target: target)
+                            runs.append(run)
+                            acknowledged.formUnion(run.committed)
+                            alerts.formUnion(run.alerts)
+                            let store = try ReadingStore(
+                                configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
+                            defer { store.close() }
+                            if store.openReport.memoryFallback != nil { failures.append("run \(index): store not opened on disk") }
+                            if store.openReport.movedAsidePath != nil { failures.append("run \(index): store was found corrupt") }
+                            let verdict = try store.integrityCheck()
+                            if verdict != ["ok"] { failures.append("run \(index): integrity_check \(verdict)") }
+                            let present = Set(try store.sequenceNumbers())
+                            let missing = acknowledged.subtracting(present)
+                            if !missing.isEmpty { failures.append("run \(index): \(missing.count) acknowledged readings missing") }
+                            let journaled = Set(try store.alertStates().map { "\($0.alert.id):\($0.updateSequence)" })
+                            if !alerts.isSubset(of: journaled) { failures.append("run \(index): acknowledged alert missing") }
+                            if salvaging {
+                                // Opening the store above finished the salvage if the child did not.
+                                let aside = storePath + ".corrupt-\(1000 + index)"
+                                if try store.salvageRecords().contains(where: { $0.path == aside }) != true {
+                                    failures.append("run \(index): the copy beside the store was not salvaged")
+                                }
+                                try? FileManager.default.removeItem(atPath: aside)
+                                try? FileManager.default.removeItem(atPath: aside + "-wal")
                             }
                         }
-                        // Mostly mid-stream, sometimes right at start-up (open, migration,
-                        // recovery, salvage).
-                        // A long soak takes fewer readings per run, so that a thousand runs stay
-                        // within the disk budget (eviction would remove synced readings the
-                        // check expects) and each check stays quick.
-                        let target =
-                            index % 10 == 3 || salvaging
-                            ? Int.random(in: 0...2, using: &generator) : Int.random(in: 1...(cycles > 100 ? 400 : 3000), using: &generator)
-                        let run = try runAndKill(
-                            child: child, arguments: [storePath, url, deviceID, "secret", String(index)] + (encrypted ? [Self.storeKeyHex] : []),
-                            target: target)
-                        runs.append(run)
-                        acknowledged.formUnion(run.committed)
-                        alerts.formUnion(run.alerts)
-                        let store = try ReadingStore(
-                            configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
-                        defer { store.close() }
-                        if store.openReport.memoryFallback != nil { failures.append("run \(index): store not opened on disk") }
-                        if store.openReport.movedAsidePath != nil { failures.append("run \(index): store was found corrupt") }
-                        let verdict = try store.integrityCheck()
-                        if verdict != ["ok"] { failures.append("run \(index): integrity_check \(verdict)") }
-                        let present = Set(try store.sequenceNumbers())
-                        let missing = acknowledged.subtracting(present)
-                        if !missing.isEmpty { failures.append("run \(index): \(missing.count) acknowledged readings missing") }
-                        let journaled = Set(try store.alertStates().map { "\($0.alert.id):\($0.updateSequence)" })
-                        if !alerts.isSubset(of: journaled) { failures.append("run \(index): acknowledged alert missing") }
-                        if salvaging {
-                            // Opening the store above finished the salvage if the child did not.
-                            let aside = storePath + ".corrupt-\(1000 + index)"
-                            if try store.salvageRecords().contains(where: { $0.path == aside }) != true {
-                                failures.append("run \(index): the copy beside the store was not salvaged")
-                            }
-                            try? FileManager.default.removeItem(atPath: aside)
-                            try? FileManager.default.removeItem(atPath: aside + "-wal")
-                        }
+                        done.resume(returning: .success((acknowledged.count, runs, failures)))
+                    } catch {
+                        done.resume(returning: .failure(error))
                     }
-                    done.resume(returning: .success((acknowledged.count, runs, failures)))
-                } catch {
-                    done.resume(returning: .failure(error))
-                }
-            }.start()
-        }
-        let (acknowledgedCount, runs, failures) = try outcome.get()
-        #expect(failures.isEmpty, "\(failures)")
-        #expect(runs.count == cycles)
-        #expect(runs.allSatisfy { $0.killedBySignal })
-        #expect(acknowledgedCount > 1000)
-        // The children synced while they ran (and were killed mid-batch).
-        let syncedByChildren = f.server.readings(deviceID: deviceID).count
-        #expect(syncedByChildren > 0)
+                }.start()
+            }
+            let (acknowledgedCount, runs, failures) = try outcome.get()
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(runs.count == cycles)
+            #expect(runs.allSatisfy { $0.killedBySignal })
+            #expect(acknowledgedCount > 1000)
+            // The children synced while they ran (and were killed mid-batch).
+            let syncedByChildren = try await f.stored().count
+            #expect(syncedByChildren > 0)
 
-        // Sync continues from the store's cursor: drain the rest and compare.
-        let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
-        #expect(store.isEncrypted == encrypted)
-        f.store = store
-        let engine = f.engine(maxBatchReadings: 500)
-        try await engine.drain()
-        #expect(await engine.sendAlertUpdates(store.pendingAlertUpdates()) == nil)
-        try f.expectExactlyOnce()
-        // The figures for simulations/RELIABILITY.md.
-        print(
-            "crash test\(encrypted ? " (store encrypted)" : ""): \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
-                + "\(acknowledgedCount) readings acknowledged by the store, \(f.server.readings(deviceID: deviceID).count) at the server "
-                + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)")
-        let journaledAlerts = try store.alertStates().map(\.alert.id)
-        #expect(Set(f.server.alertUpdates.keys) == Set(journaledAlerts))
+            // Sync continues from the store's cursor: drain the rest and compare.
+            let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
+            #expect(store.isEncrypted == encrypted)
+            f.store = store
+            let engine = f.engine(maxBatchReadings: 500)
+            try await engine.drain()
+            #expect(await engine.sendAlertUpdates(store.pendingAlertUpdates()) == nil)
+            try await f.expectExactlyOnce()
+            // The figures for simulations/RELIABILITY.md.
+            let atServer = try await f.stored().count
+            print(
+                "crash test\(encrypted ? " (store encrypted)" : ""): \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
+                    + "\(acknowledgedCount) readings acknowledged by the store, \(atServer) at the server "
+                    + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)")
+            let journaledAlerts = try store.alertStates().map(\.alert.id)
+            #expect(Set(try await f.server.alertUpdates().map(\.alert.id)) == Set(journaledAlerts))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServerTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -43,8 +44,8 @@ final class TestServer: Sendable {
     let wall: ManualWallClock
     let client: HTTPTestClient
     let directory: URL
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    /// The one in-process starter (ServerTestSupport), shared with the agent's sync tests.
+    private let running: InProcessServer
 
     /// `limits` default to the production ones with no rate limits (each test that is about
     /// limits sets its own); `storage` shares another server's database (two instances).
@@ -53,56 +54,50 @@ final class TestServer: Sendable {
         storage sharedStorage: StorageLocation? = nil, console: (inout ConsoleConfiguration) -> Void = { _ in },
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let storage: StorageLocation
+        let storage: StorageLocation?
         switch (backend, sharedStorage) {
         case (_, .some(let shared)):
             storage = shared
         case (.sqlite, nil):
-            storage = .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
+            storage = nil
         case (.postgres, nil):
             storage = .postgres(url: try await PostgresFixture.shared.createDatabase())
         }
         let clock = VirtualClock()
         let wall = ManualWallClock(startWall)
-        var logger = Logger(label: "test.server")
-        logger.logLevel = .warning
-        var configuration = ServerConfiguration(
-            host: host, port: 0, storage: storage, adminToken: adminToken, maxBodyBytes: maxBodyBytes,
-            silenceThreshold: .seconds(90), silenceCheckInterval: .seconds(5), retention: .seconds(60 * 24 * 3600),
-            retentionInterval: .seconds(3600), clock: clock, wallClock: { wall.now }, limits: limits)
-        // bcrypt's least cost keeps sign-in tests fast; the server's default is 12.
-        configuration.console = ConsoleConfiguration(sessionLifetime: .seconds(3600), bcryptCost: 4)
-        console(&configuration.console)
-        configure(&configuration)
-        let server = try await TrackMeServer(configuration: configuration, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        let task = Task { try await group.run() }
-        let port = try await server.boundPort()
-        return TestServer(server: server, port: port, clock: clock, wall: wall, directory: directory, group: group, task: task)
+        let running = try await InProcessServer.start(storage: storage) { configuration in
+            configuration.host = host
+            configuration.adminToken = adminToken
+            configuration.maxBodyBytes = maxBodyBytes
+            configuration.silenceThreshold = .seconds(90)
+            configuration.silenceCheckInterval = .seconds(5)
+            configuration.retention = .seconds(60 * 24 * 3600)
+            configuration.retentionInterval = .seconds(3600)
+            configuration.clock = clock
+            configuration.wallClock = { wall.now }
+            configuration.limits = limits
+            // bcrypt's least cost keeps sign-in tests fast; the server's default is 12.
+            configuration.console = ConsoleConfiguration(sessionLifetime: .seconds(3600), bcryptCost: 4)
+            console(&configuration.console)
+            configure(&configuration)
+        }
+        return TestServer(running: running, clock: clock, wall: wall)
     }
 
-    private init(
-        server: TrackMeServer, port: Int, clock: VirtualClock, wall: ManualWallClock, directory: URL, group: ServiceGroup, task: Task<Void, any Error>
-    ) {
-        self.server = server
-        self.port = port
+    private init(running: InProcessServer, clock: VirtualClock, wall: ManualWallClock) {
+        self.running = running
+        server = running.server
+        port = running.port
+        directory = running.directory
         self.clock = clock
         self.wall = wall
-        self.directory = directory
-        self.group = group
-        self.task = task
         client = HTTPTestClient(port: port)
     }
 
     /// Shuts the server down gracefully, as SIGTERM would, and checks that it ended cleanly.
     func stop() async {
         client.close()
-        await group.triggerGracefulShutdown()
-        let result = await task.result
-        if case .failure(let error) = result { Issue.record("server ended with \(error)") }
-        try? FileManager.default.removeItem(at: directory)
+        if case .failure(let error) = await running.stop() { Issue.record("server ended with \(error)") }
     }
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.

@@ -1,15 +1,19 @@
-import Foundation
-import EdgeLoopbackServer
+import EdgeBenchmarks
 import EdgeStore
 import EdgeSync
+import Foundation
 import GzipCodec
+import ServerTestSupport
+import Synchronization
 import TrackMeCore
+import TrackMeServer
 
 /// `trackme-sim bench drain`: time to drain a 24-hour backlog (86,400 heart-rate readings and
-/// 86,400 fixes) from the store to a local server, and bytes sent per reading after gzip; next
-/// to a baseline measured in the same run: POSTing the same batches, encoded and compressed
-/// beforehand, to a fresh server over the same transport (the network and server share of the
-/// time, without the store, the cursor and the encoding).
+/// 86,400 fixes) from the store to the real server on loopback (`TrackMeServer` in-process,
+/// SQLite; issue 15: it was a loopback copy of the server before), and bytes sent per reading
+/// after gzip; next to a baseline measured in the same run: POSTing the same batches, encoded and
+/// compressed beforehand, to a fresh server over the same transport (the network and server share
+/// of the time, without the store, the cursor and the encoding).
 public enum DrainBenchmark {
     public struct Result: Codable, Hashable, Sendable {
         public var readings: Int
@@ -56,21 +60,23 @@ public enum DrainBenchmark {
             })
         }
 
-        let server = try LoopbackSyncServer(token: "bench")
-        defer { server.shutdown() }
-        let configuration = SyncConfiguration(deviceID: "pi-bench", token: "bench", maxBatchReadings: batchReadings, latestFirst: false)
-        let engine = SyncEngine(
-            store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30)), configuration: configuration,
-            clock: ContinuousClock())
-        let start = ContinuousClock.now
-        try await engine.drain()
-        let elapsed = ContinuousClock.now - start
-        guard server.readings(deviceID: "pi-bench").count == count else {
-            throw Failure(description: "server holds \(server.readings(deviceID: "pi-bench").count) of \(count) readings")
+        let (elapsed, compressed, uncompressed, batches) = try await InProcessServer.with { (server) async throws -> (Duration, Int, Int, Int) in
+            let token = try await server.enrol("pi-bench")
+            let configuration = SyncConfiguration(deviceID: "pi-bench", token: token, maxBatchReadings: batchReadings, latestFirst: false)
+            let acknowledged = Atomic<Int>(0)
+            let engine = SyncEngine(
+                store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30)), configuration: configuration,
+                clock: ContinuousClock(),
+                onEvent: { event in
+                    if case .batchAcknowledged = event { acknowledged.add(1, ordering: .relaxed) }
+                })
+            let start = ContinuousClock.now
+            try await engine.drain()
+            let elapsed = ContinuousClock.now - start
+            let stored = try await server.server.storedReadingCount()
+            guard stored == count else { throw Failure(description: "server holds \(stored) of \(count) readings") }
+            return (elapsed, await engine.bodyBytesSent, await engine.uncompressedBytesSent, acknowledged.load(ordering: .relaxed))
         }
-        let compressed = await engine.bodyBytesSent
-        let uncompressed = await engine.uncompressedBytesSent
-        let batches = server.batches.count
 
         // Baseline: the same batches, prepared beforehand, POSTed in turn to a fresh server.
         let all = try store.allReadings().map(\.reading)
@@ -80,18 +86,21 @@ public enum DrainBenchmark {
                 deviceID: "pi-bench", batchSequence: Int64(n + 1), readings: Array(all[startIndex..<min(startIndex + batchReadings, all.count)]))
             bodies.append((batch.idempotencyKey, try Gzip.compress(Array(try WireCodec.encode(batch)))))
         }
-        let baselineServer = try LoopbackSyncServer(token: "bench")
-        defer { baselineServer.shutdown() }
-        let transport = URLSessionTransport(baseURL: baselineServer.baseURL, timeout: .seconds(30))
-        let baselineStart = ContinuousClock.now
-        for (key, body) in bodies {
-            let response = try await transport.post(
-                path: "/v1/batches",
-                headers: ["Authorization": "Bearer bench", "Idempotency-Key": key, "Content-Type": "application/json", "Content-Encoding": "gzip"],
-                body: body)
-            guard response.status == 200 else { throw Failure(description: "baseline batch answered \(response.status)") }
+        let baselineElapsed = try await InProcessServer.with { (server) async throws -> Duration in
+            let token = try await server.enrol("pi-bench")
+            let transport = URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30))
+            let baselineStart = ContinuousClock.now
+            for (key, body) in bodies {
+                let response = try await transport.post(
+                    path: "/v1/batches",
+                    headers: [
+                        "Authorization": "Bearer \(token)", "Idempotency-Key": key, "Content-Type": "application/json", "Content-Encoding": "gzip",
+                    ],
+                    body: body)
+                guard response.status == 200 else { throw Failure(description: "baseline batch answered \(response.status)") }
+            }
+            return ContinuousClock.now - baselineStart
         }
-        let baselineElapsed = ContinuousClock.now - baselineStart
 
         let drainSeconds = StoreBenchmark.seconds(elapsed)
         let baselineSeconds = StoreBenchmark.seconds(baselineElapsed)

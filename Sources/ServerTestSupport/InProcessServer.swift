@@ -1,0 +1,146 @@
+// ServerTestSupport: the far end of the data path (step 5, sync) for tests and benchmarks of the
+// agent side: the real `TrackMeServer` started in this process on a loopback port (the one
+// starter, used by TrackMeServerTests' `TestServer` too), and `FaultProxy`, a small TCP proxy
+// in front of it that injects what a field network does (dropped connections, 500s, slowness).
+// There is no second implementation of the server side of the wire protocol: what a test
+// checks was stored is what the real server stored. Never linked by the agent.
+import EdgeSync
+public import Foundation
+public import Logging
+import GRDB
+import ServiceLifecycle
+public import TrackMeCore
+public import TrackMeServer
+
+/// A real `TrackMeServer` on a free loopback port, with a directory of its own (its SQLite file
+/// unless `storage` says otherwise), running in a `ServiceGroup` until `stop()`.
+public final class InProcessServer: Sendable {
+    public let server: TrackMeServer
+    public let port: Int
+    /// Removed by `stop()`.
+    public let directory: URL
+    public let configuration: ServerConfiguration
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    public var baseURL: URL {
+        // The literal is well formed; the fallback is never taken.
+        URL(string: "http://127.0.0.1:\(port)") ?? URL(fileURLWithPath: "/")
+    }
+
+    /// The SQLite file, when the server stores there.
+    public var sqlitePath: String? {
+        if case .sqlite(let path) = configuration.storage { return path }
+        return nil
+    }
+
+    /// Starts the server. The configuration starts as: 127.0.0.1, port 0, `storage` (default: a
+    /// SQLite file in a fresh temporary directory), its periodic jobs on a `VirtualClock` that
+    /// nobody advances (they run only when a test says so), no rate limits; `configure` changes
+    /// the rest.
+    public static func start(
+        storage: StorageLocation? = nil, logLevel: Logger.Level = .warning, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> InProcessServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var logger = Logger(label: "test.server")
+        logger.logLevel = logLevel
+        var configuration = ServerConfiguration(
+            host: "127.0.0.1", port: 0, storage: storage ?? .sqlite(path: directory.appendingPathComponent("server.sqlite").path),
+            clock: VirtualClock(), limits: .withoutRateLimits)
+        configure(&configuration)
+        do {
+            let server = try await TrackMeServer(configuration: configuration, logger: logger)
+            let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
+            let task = Task { try await group.run() }
+            let port = try await server.boundPort()
+            return InProcessServer(server: server, port: port, directory: directory, configuration: configuration, group: group, task: task)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private init(
+        server: TrackMeServer, port: Int, directory: URL, configuration: ServerConfiguration, group: ServiceGroup, task: Task<Void, any Error>
+    ) {
+        self.server = server
+        self.port = port
+        self.directory = directory
+        self.configuration = configuration
+        self.group = group
+        self.task = task
+    }
+
+    /// Shuts the server down gracefully, as SIGTERM would, removes its directory, and returns
+    /// how the server ended.
+    @discardableResult
+    public func stop() async -> Result<Void, any Error> {
+        await group.triggerGracefulShutdown()
+        let result = await task.result
+        try? FileManager.default.removeItem(at: directory)
+        return result
+    }
+
+    /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
+    public static func with<T>(
+        storage: StorageLocation? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (InProcessServer) async throws -> T
+    ) async throws -> T {
+        let running = try await start(storage: storage, configure: configure)
+        do {
+            let result = try await body(running)
+            await running.stop()
+            return result
+        } catch {
+            await running.stop()
+            throw error
+        }
+    }
+
+    // MARK: - What the server stored
+
+    /// Enrols a device through the server's administration (as `POST /v1/devices` does) and
+    /// returns its bearer token.
+    public func enrol(_ deviceID: String, age: Int = 70) async throws -> String {
+        try await server.enrolDevice(deviceID: deviceID, person: PersonProfile(name: "Test Wearer", age: age)).token
+    }
+
+    /// Every reading the server holds for the device, as the wire carried it, in sequence order.
+    public func readings(deviceID: String) async throws -> [WireReading] {
+        try await server.storedReadings(deviceID: deviceID)
+    }
+
+    /// Every alert update the server took, in the order it took them.
+    public func alertUpdates() async throws -> [AlertUpdate] {
+        try await server.storedAlertUpdates()
+    }
+
+    /// The sum of `dropped_by_budget` the device reported, as the server's SQLite file keeps it
+    /// (no API shows it).
+    public func droppedByBudget(deviceID: String) throws -> Int64 {
+        guard let path = sqlitePath else { throw SupportFailure("droppedByBudget reads the SQLite file; this server stores elsewhere") }
+        var options = GRDB.Configuration()
+        options.readonly = true
+        let database = try DatabaseQueue(path: path, configuration: options)
+        defer { try? database.close() }
+        return try database.read { db in
+            try Int64.fetchOne(db, sql: "SELECT dropped_by_budget FROM devices WHERE device_id = ?", arguments: [deviceID]) ?? 0
+        }
+    }
+
+    /// Acknowledges an alert as a dispatcher does (`POST /v1/alerts/{id}/ack` with a fresh
+    /// dispatcher token); the device hears of it in its next batch answer.
+    public func acknowledgeAlert(_ alertID: String) async throws {
+        let dispatcher = try await server.createDispatcher(name: "test dispatcher")
+        let response = try await CurlTransport(baseURL: baseURL, trust: .system).post(
+            path: "v1/alerts/\(alertID)/ack", headers: ["Authorization": "Bearer \(dispatcher.token)"], body: [])
+        guard response.status == 200 else {
+            throw SupportFailure("acknowledge \(alertID): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
+}
+
+public struct SupportFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
