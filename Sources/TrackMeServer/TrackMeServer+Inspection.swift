@@ -5,30 +5,33 @@ extension TrackMeServer {
     /// Every reading sequence number the store holds for a device, in order, one entry per
     /// stored row: the simulation compares it with what the device acknowledged.
     public func storedSequences(deviceID: String) async throws -> [Int64] {
-        var result: [Int64] = []
-        var after: Int64 = Int64.min
-        while true {
-            let page = try await store.readings(
-                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
-            guard let last = page.last else { return result }
-            result += page.map(\.sequence)
-            after = last.sequence
-        }
+        try await storedRows(deviceID: deviceID).map(\.sequence)
     }
 
     /// Every reading the server holds for a device with where it filed it in time and the
     /// timestamp the device sent, in sequence order (the simulation checks each reading's time).
     public func storedReadingTimes(deviceID: String) async throws -> [(sequence: Int64, placedMilliseconds: Int64, timestamp: ReadingTimestamp)] {
-        var result: [(sequence: Int64, placedMilliseconds: Int64, timestamp: ReadingTimestamp)] = []
+        try await storedRows(deviceID: deviceID).map { row in
+            (row.sequence, row.placedMilliseconds, try WireCodec.decode(WireReading.self, from: Data(row.body.utf8)).timestamp)
+        }
+    }
+
+    /// Every reading the store holds for a device, exactly as the wire carried it, in sequence
+    /// order: tests compare them with what the device's store holds (issue 15: the agent's sync
+    /// tests check the real server, not a copy of it).
+    public func storedReadings(deviceID: String) async throws -> [WireReading] {
+        try await storedRows(deviceID: deviceID).map { try WireCodec.decode(WireReading.self, from: Data($0.body.utf8)) }
+    }
+
+    /// Every stored row of a device, in sequence order, a page at a time.
+    private func storedRows(deviceID: String) async throws -> [StoredReadingRow] {
+        var result: [StoredReadingRow] = []
         var after: Int64 = Int64.min
         while true {
             let page = try await store.readings(
                 ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
             guard let last = page.last else { return result }
-            for row in page {
-                let reading = try WireCodec.decode(WireReading.self, from: Data(row.body.utf8))
-                result.append((row.sequence, row.placedMilliseconds, reading.timestamp))
-            }
+            result += page
             after = last.sequence
         }
     }
@@ -58,21 +61,6 @@ extension TrackMeServer {
                 result.append(try WireCodec.decode(AlertUpdate.self, from: Data(event.data.utf8)))
             }
             after = last.id
-        }
-    }
-
-    /// Every reading the store holds for a device, exactly as the wire carried it, in sequence
-    /// order: tests compare them with what the device's store holds (issue 15: the agent's sync
-    /// tests check the real server, not a copy of it).
-    public func storedReadings(deviceID: String) async throws -> [WireReading] {
-        var result: [WireReading] = []
-        var after: Int64 = Int64.min
-        while true {
-            let page = try await store.readings(
-                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
-            guard let last = page.last else { return result }
-            for row in page { result.append(try WireCodec.decode(WireReading.self, from: Data(row.body.utf8))) }
-            after = last.sequence
         }
     }
 }
