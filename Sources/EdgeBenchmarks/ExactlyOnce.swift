@@ -1,3 +1,5 @@
+// Data path, step 6 (benchmarks and checks of steps 4-5): store benchmarks against a baseline, synthetic readings, the exactly-once check.
+
 public import TrackMeCore
 
 /// The one comparison behind "every reading the store acknowledged is at the server exactly

@@ -1,3 +1,9 @@
+// Data path, step 6 (tests of step 5, sync): the far end of the agent's sync for its tests and
+// benchmarks: the real `TrackMeServer` started in this process on loopback (`InProcessServer`)
+// and `FaultProxy`, a small TCP proxy in front of it that injects what a field network does. No
+// second implementation of the server side of the wire protocol: what a test checks was stored
+// is what the real server stored. Never linked by the agent.
+
 public import Foundation
 import Synchronization
 import TrackMeAgent

@@ -1,10 +1,3 @@
-// ServerTestSupport: the far end of the data path (step 5, sync) for tests and benchmarks of the
-// agent side: the real `TrackMeServer` started in this process on a loopback port (the one
-// starter, used by TrackMeServerTests' `TestServer` too), and `FaultProxy`, a small TCP proxy
-// in front of it that injects what a field network does (dropped connections, 500s, slowness).
-// There is no second implementation of the server side of the wire protocol: what a test
-// checks was stored is what the real server stored. Never linked by the agent.
-import EdgeSync
 public import Foundation
 public import Logging
 import GRDB
@@ -13,7 +6,9 @@ public import TrackMeCore
 public import TrackMeServer
 
 /// A real `TrackMeServer` on a free loopback port, with a directory of its own (its SQLite file
-/// unless `storage` says otherwise), running in a `ServiceGroup` until `stop()`.
+/// unless `storage` says otherwise), running in a `ServiceGroup` until `stop()`. The one
+/// in-process starter: TrackMeServerTests' `TestServer`, the agent's sync tests and `bench drain`
+/// use it.
 public final class InProcessServer: Sendable {
     public let server: TrackMeServer
     public let port: Int
