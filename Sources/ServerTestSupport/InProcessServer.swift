@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+import EdgeSync
 import GRDB
 import ServiceLifecycle
 public import TrackMeCore
