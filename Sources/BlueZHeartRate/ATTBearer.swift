@@ -1,3 +1,5 @@
+// Data path, step 1 (heart rate): HCI scan, ATT client over an L2CAP LE socket, Heart Rate Measurement decoding, reconnects.
+
 import Glibc
 import Synchronization
 

@@ -1,3 +1,5 @@
+// Data path, step 5 (sync): libcurl for the agent's HTTP client (CA file and key pins).
+
 #include "tm_curl_shim.h"
 
 #include <curl/curl.h>

@@ -1,3 +1,5 @@
+// Data path, step 2 (position): the only C that reads libgps's report struct.
+
 // The only code that touches `struct gps_data_t`. See include/tm_gps_shim.h for why.
 #include "tm_gps_shim.h"
 

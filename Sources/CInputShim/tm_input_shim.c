@@ -1,3 +1,5 @@
+// Data path, step 3 (the wearer's SOS button): Linux input events and LED writes over <linux/input.h>.
+
 #include "tm_input_shim.h"
 
 #include <errno.h>

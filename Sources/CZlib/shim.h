@@ -1,3 +1,5 @@
+// Data path, step 5 (sync): zlib for GzipCodec.
+
 #ifndef TRACKME_CZLIB_SHIM_H
 #define TRACKME_CZLIB_SHIM_H
 #include <zlib.h>

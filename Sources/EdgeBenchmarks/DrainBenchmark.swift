@@ -1,3 +1,5 @@
+// Data path, step 6 (benchmarks of steps 4-5): store and sync measured against a baseline.
+
 import Foundation
 import EdgeLoopbackServer
 import EdgeStore

@@ -1,3 +1,5 @@
+// Data path, step 5 for alerts: the dispatch lane that delivers each alert at once, retries, and falls back locally.
+
 public import TrackMeCore
 
 /// Delivers one alert update to the server (`POST /v1/alerts`). The HTTP implementation lives

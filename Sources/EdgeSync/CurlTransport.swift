@@ -1,3 +1,5 @@
+// Data path, step 5 (sync): batches, retries with backoff, idempotency keys, the HTTP client.
+
 import CCurlShim
 public import Foundation
 

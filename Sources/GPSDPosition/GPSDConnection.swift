@@ -1,3 +1,5 @@
+// Data path, step 2 (position): gpsd through libgps on its own thread, as an AsyncSequence of fixes.
+
 import CGPSShim
 import TrackMeCore
 

@@ -1,3 +1,5 @@
+// Data path, step 6 (tests of step 2): the real gpsd and gpsfake for tests and field-mode scenarios.
+
 import Foundation
 
 /// Finds the gpsd tools, failing loudly when they are missing instead of skipping a test.

@@ -1,3 +1,5 @@
+// Data path, step 1 in the simulation (step 6): the strap's side of the BLE link, playing a recorded trace.
+
 public import BlueZHeartRate
 public import TrackMeCore
 

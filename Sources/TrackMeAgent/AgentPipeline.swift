@@ -1,3 +1,5 @@
+// Data path, step 3 (decide) and the agent's wiring of steps 1-5: readings in, rules, journal, dispatch and sync lanes.
+
 import BlueZHeartRate
 import Foundation
 public import EdgeStore

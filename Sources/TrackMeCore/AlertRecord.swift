@@ -1,3 +1,5 @@
+// Data path: the domain every step shares (readings, the SOS rules of step 3, the wire format of step 5); no I/O.
+
 /// Which rule raised an alert.
 public enum AlertKind: String, Hashable, Sendable, Codable, CaseIterable {
     case heartRateLow = "heart_rate_low"

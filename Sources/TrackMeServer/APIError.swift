@@ -1,3 +1,5 @@
+// Data path: the server, the far end of step 5 (batches, alerts, the feed) and what people use (console, people, runs, fleet).
+
 public import Hummingbird
 public import HTTPTypes
 import TrackMeCore

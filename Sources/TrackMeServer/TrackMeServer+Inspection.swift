@@ -16,6 +16,23 @@ extension TrackMeServer {
         }
     }
 
+    /// Every reading the server holds for a device with where it filed it in time and the
+    /// timestamp the device sent, in sequence order (the simulation checks each reading's time).
+    public func storedReadingTimes(deviceID: String) async throws -> [(sequence: Int64, placedMilliseconds: Int64, timestamp: ReadingTimestamp)] {
+        var result: [(sequence: Int64, placedMilliseconds: Int64, timestamp: ReadingTimestamp)] = []
+        var after: Int64 = Int64.min
+        while true {
+            let page = try await store.readings(
+                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
+            guard let last = page.last else { return result }
+            for row in page {
+                let reading = try WireCodec.decode(WireReading.self, from: Data(row.body.utf8))
+                result.append((row.sequence, row.placedMilliseconds, reading.timestamp))
+            }
+            after = last.sequence
+        }
+    }
+
     /// The device's last heartbeat as the server keeps it, and when it was last heard from.
     public func deviceContact(deviceID: String) async throws -> (heartbeat: DeviceHeartbeat?, lastSeenMilliseconds: Int64?) {
         let (json, lastSeen) = try await store.deviceContact(id: deviceID)

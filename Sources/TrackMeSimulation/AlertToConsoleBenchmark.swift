@@ -1,3 +1,5 @@
+// Data path, step 6 (simulation): the agent's own pipeline and lanes driven over recorded traces on a virtual clock, with faults.
+
 import AsyncHTTPClient
 import BlueZHeartRate
 import EdgeDispatch

@@ -76,6 +76,12 @@ public enum ExpectationEvaluator {
             return .init(
                 expectation: name, passed: delay <= limit,
                 message: delay <= limit ? "slowest took \(seconds(delay))" : "\(alert.kind.rawValue) took \(seconds(delay)), \(seconds(delay - limit)) over")
+        case .readingsAtTrueTime:
+            return .init(
+                expectation: "every reading filed at its true time", passed: r.offTrueTime == 0 && r.receivedByServer > 0,
+                message: r.offTrueTime == 0
+                    ? "\(r.receivedByServer) at their true time, \(r.correctedByDevice) of them corrected by the device"
+                    : "\(r.offTrueTime) of \(r.receivedByServer) filed away from their true time")
         case .allSynced:
             let missing = r.produced - r.receivedByServer - r.droppedByBudget
             return .init(

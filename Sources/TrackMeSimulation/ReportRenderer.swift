@@ -28,6 +28,7 @@ public struct ReportRenderer: Sendable {
         case .contactLoss: "#fdd0a2"
         case .flatline: "#fb6a4a"
         case .gpsdStopped: "#c7e9c0"
+        case .wallClockUnset: "#fee391"
         case .agentCrash: "#de2d26"
         case .manualSOS, .cancel, .acknowledge: "#756bb1"
         }
@@ -98,7 +99,7 @@ public struct ReportRenderer: Sendable {
         let r = report.readings
         var lines = [
             "scenario \(report.scenario) (\(report.mode), seed \(report.seed)): \(ExpectationEvaluator.seconds(report.virtualDurationMilliseconds)) of trace in \(Int(report.wallMilliseconds)) ms",
-            "readings: produced \(r.produced), stored \(r.stored), synced \(r.synced), at server \(r.receivedByServer), duplicates \(r.duplicatesAtServer), dropped by budget \(r.droppedByBudget), lost \(r.lost), uncommitted at crash \(r.uncommittedAtCrash)",
+            "readings: produced \(r.produced), stored \(r.stored), synced \(r.synced), at server \(r.receivedByServer), duplicates \(r.duplicatesAtServer), dropped by budget \(r.droppedByBudget), lost \(r.lost), uncommitted at crash \(r.uncommittedAtCrash), off their true time \(r.offTrueTime), corrected by the device \(r.correctedByDevice)",
         ]
         if report.alerts.isEmpty { lines.append("alerts: none") }
         for a in report.alerts {

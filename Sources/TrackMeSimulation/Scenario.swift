@@ -50,6 +50,9 @@ public struct Scenario: Codable, Sendable {
             case flatline
             /// gpsd stops; no fixes until it returns.
             case gpsdStopped = "gpsd_stopped"
+            /// The board's wall clock reads 1970 and is untrusted (no real-time clock, before NTP
+            /// or GPS set it); at the window's end the true time arrives.
+            case wallClockUnset = "wall_clock_unset"
             /// The agent is killed (nothing in memory survives) and restarted.
             case agentCrash = "agent_crash"
             /// The wearer presses SOS.
@@ -111,6 +114,9 @@ public struct Scenario: Codable, Sendable {
             case alertPositionAge = "alert_position_age"
             /// Every alert ends acknowledged (a dispatcher confirmed it and the device learned of it).
             case alertAcknowledged = "alert_acknowledged"
+            /// The server files every reading it holds at its true time (within a second), none
+            /// at the time it received it or in 1970.
+            case readingsAtTrueTime = "readings_at_true_time"
         }
 
         public var type: Kind
@@ -150,6 +156,9 @@ public struct Scenario: Codable, Sendable {
     public var pace: Pace?
     /// Store disk budget in bytes (default: the agent's 10 MB).
     public var diskBudgetBytes: Int64?
+    /// Readings the device counted before the scenario starts (earlier days and nights of the
+    /// same person): its learned resting heart rate, kept in its store as the agent keeps it.
+    public var baselineHistory: HeartRateSource?
     public var faults: [Fault]
     public var expectations: [Expectation]
 
@@ -158,6 +167,7 @@ public struct Scenario: Codable, Sendable {
         case heartRate = "heart_rate"
         case gps, pace
         case diskBudgetBytes = "disk_budget_bytes"
+        case baselineHistory = "baseline_history"
         case faults
         case expectations = "expect"
     }

@@ -84,6 +84,11 @@ public struct ScenarioRunner: Sendable {
             wallClockTrusted: true)
     }
 
+    /// The true wall time of a reading stamped by `timestamp(_:)` (whatever its wall clock said).
+    static func trueWallMilliseconds(_ timestamp: ReadingTimestamp) -> Int64 {
+        wallOrigin + Int64(timestamp.monotonicNanoseconds / 1_000_000) - 10_000
+    }
+
     public func run(_ scenario: Scenario) async throws -> Outcome {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
         do {
@@ -102,14 +107,7 @@ public struct ScenarioRunner: Sendable {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
 
-        let traceURL = options.simulationsDirectory.appendingPathComponent(scenario.heartRate.trace)
-        var trace = try HeartRateTrace(csv: String(contentsOf: traceURL, encoding: .utf8))
-        let from = Int64(((scenario.heartRate.fromSeconds ?? 0) * 1000).rounded())
-        let to = scenario.heartRate.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
-        trace.rows = trace.rows.filter { $0.timeMilliseconds >= from && $0.timeMilliseconds <= to }
-        if let until = scenario.heartRate.repeatUntilSeconds {
-            trace = trace.repeated(untilMilliseconds: Int64((until * 1000).rounded()))
-        }
+        let trace = try Self.trace(of: scenario.heartRate, in: options.simulationsDirectory)
         guard let first = trace.rows.first, let last = trace.rows.last else {
             throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
         }
@@ -125,12 +123,17 @@ public struct ScenarioRunner: Sendable {
         // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
         // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
         let durable = options.field || options.fsync
+        // The agent's clock: trace time, moved by this loop. The server's wall clock reads the
+        // same trace time, so that it files each reading by the time it was taken and judges
+        // "future" and "before enrolment" as it would live.
+        let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(first.timeMilliseconds)))
         // The server, in process, on loopback.
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
                 host: "127.0.0.1", port: options.port, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
                 durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin",
                 // The rate limits count wall time, and fast mode replays a day in seconds.
+                wallClock: { Self.trueWallMilliseconds(Self.timestamp(Self.traceMilliseconds(clock.now.offset))) },
                 limits: .withoutRateLimits),
             logger: quiet("trackme.sim.server"))
         let serverTask = Task { try await server.run() }
@@ -167,9 +170,21 @@ public struct ScenarioRunner: Sendable {
         }
 
         let storePath = work.appendingPathComponent("agent.sqlite").path
+        // Faults, worked out per trace second in advance: the windows in force and the moments
+        // (kill, SOS, cancel, acknowledge) that come due at each row.
+        let timeline = FaultTimeline(faults: scenario.faults, rows: trace.rows)
+        // A board that boots without a real-time clock reads 1970 from its first moment.
+        let wall = SimulatedWallClock()
+        wall.set(unset: timeline.flags.first?.wallClockUnset ?? false)
+        var baseline: RestingHeartRateEstimator?
+        if let history = scenario.baselineHistory {
+            var estimator = RestingHeartRateEstimator()
+            for row in try Self.rows(of: history, in: options.simulationsDirectory) { estimator.add(row.reading) }
+            baseline = estimator
+        }
         let device = try await SimulatedDevice(
             scenario: scenario, storePath: storePath, durability: durable ? .powerLoss : .processCrash, credentials: credentials,
-            transport: transport, connector: connector, startMilliseconds: first.timeMilliseconds, logger: options.logger)
+            transport: transport, connector: connector, clock: clock, wall: wall, baseline: baseline, logger: options.logger)
         try await device.connectStrap(at: first.timeMilliseconds)
 
         var fixIndex = 0
@@ -185,9 +200,6 @@ public struct ScenarioRunner: Sendable {
         let realStart = ContinuousClock.now
         var fieldFixSerial = 0
 
-        // Faults, worked out per trace second in advance: the windows in force and the moments
-        // (kill, SOS, cancel, acknowledge) that come due at each row.
-        let timeline = FaultTimeline(faults: scenario.faults, rows: trace.rows)
         let realTime = options.field || scenario.pace == .realtime
         // Heart rate decoded ahead by the link, for the rows from `decodedFrom` on.
         var decoded: [SimulatedDevice.DecodedReading?] = []
@@ -217,6 +229,7 @@ public struct ScenarioRunner: Sendable {
                 default: break
                 }
             }
+            wall.set(unset: flags.wallClockUnset)
             faults.update {
                 $0.networkDown = flags.networkDown
                 $0.serverErrorStatus = flags.serverError
@@ -299,12 +312,34 @@ public struct ScenarioRunner: Sendable {
             virtualDurationMilliseconds: duration, wallMilliseconds: Self.milliseconds(ContinuousClock.now - started),
             alerts: alerts, readings: readings, faults: scenario.faults, expectations: [])
         report.expectations = ExpectationEvaluator.evaluate(scenario.expectations, report: report)
-        let limits = HeartRateLimits(profile: scenario.person)
+        // The limits the run started with (a learned baseline lowers the minimum).
+        let limits = HeartRateLimits(profile: scenario.person, learnedRestingRate: baseline?.estimate)
         return Outcome(
             report: report,
             renderer: ReportRenderer(
                 report: report, heartRate: heartRateSeries.map { ($0.0 - first.timeMilliseconds, $0.1) },
                 minimumHeartRate: limits.minimum, maximumHeartRate: limits.maximum, originMilliseconds: first.timeMilliseconds))
+    }
+
+    /// The selected part of a heart-rate source, repeated as it asks.
+    static func trace(of source: Scenario.HeartRateSource, in directory: URL) throws -> HeartRateTrace {
+        var trace = try HeartRateTrace(csv: String(contentsOf: directory.appendingPathComponent(source.trace), encoding: .utf8))
+        let from = Int64(((source.fromSeconds ?? 0) * 1000).rounded())
+        let to = source.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
+        trace.rows = trace.rows.filter { $0.timeMilliseconds >= from && $0.timeMilliseconds <= to }
+        if let until = source.repeatUntilSeconds {
+            trace = trace.repeated(untilMilliseconds: Int64((until * 1000).rounded()))
+        }
+        return trace
+    }
+
+    static func rows(of source: Scenario.HeartRateSource, in directory: URL) throws -> [HeartRateTrace.Row] {
+        try trace(of: source, in: directory).rows
+    }
+
+    /// A virtual clock's offset in whole trace milliseconds.
+    static func traceMilliseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
     }
 
     static func milliseconds(_ d: Duration) -> Double {
@@ -326,6 +361,7 @@ struct FaultFlags: Equatable {
     var contactLoss = false
     var flatline = false
     var gpsdStopped = false
+    var wallClockUnset = false
 }
 
 extension FaultFlags {
@@ -361,6 +397,7 @@ struct FaultTimeline {
                 case .contactLoss: if fault.covers(seconds) { f.contactLoss = true }
                 case .flatline: if fault.covers(seconds) { f.flatline = true }
                 case .gpsdStopped: if fault.covers(seconds) { f.gpsdStopped = true }
+                case .wallClockUnset: if fault.covers(seconds) { f.wallClockUnset = true }
                 case .agentCrash, .manualSOS, .cancel, .acknowledge:
                     guard fault.fromSeconds <= seconds, applied.insert(index).inserted else { continue }
                     moments[rowIndex].append(fault)

@@ -101,6 +101,11 @@ final class SimulatedDevice {
     let committed = Mutex<[Int64]>([])
     /// The agent's clock: trace milliseconds, moved by the event loop.
     let clock: VirtualClock
+    /// The board's wall clock: right, or 1970 and untrusted (`wall_clock_unset`).
+    let wall: SimulatedWallClock
+    /// The agent's timestamps over `clock` and `wall`: what trusted times teach corrects what
+    /// was stamped before, as in the daemon (a new one per run of the agent).
+    private(set) var timestamps: AgentTimestamps
 
     private(set) var core: AgentCore
     var store: ReadingStore { core.store }
@@ -122,7 +127,7 @@ final class SimulatedDevice {
 
     init(
         scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
-        connector: StrapConnector, startMilliseconds: Int64, logger: Logger
+        connector: StrapConnector, clock: VirtualClock, wall: SimulatedWallClock, baseline: RestingHeartRateEstimator? = nil, logger: Logger
     ) async throws {
         self.scenario = scenario
         self.storePath = storePath
@@ -131,16 +136,14 @@ final class SimulatedDevice {
         self.transport = transport
         self.connector = connector
         self.logger = logger
-        nextSyncVisit = startMilliseconds + Self.sendIntervalMilliseconds
-        let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(startMilliseconds)))
+        nextSyncVisit = ScenarioRunner.traceMilliseconds(clock.now.offset) + Self.sendIntervalMilliseconds
         self.clock = clock
+        self.wall = wall
+        let timestamps = wall.timestamps(clock: clock)
+        self.timestamps = timestamps
         core = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            clock: clock, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), logger: logger)
-    }
-
-    private static func milliseconds(_ d: Duration) -> Int64 {
-        d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+            clock: clock, timestamps: timestamps, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), baseline: baseline, logger: logger)
     }
 
     /// Time passes for the agent up to trace time `ms` (never back).
@@ -150,14 +153,24 @@ final class SimulatedDevice {
 
     private static func build(
         scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
-        inbox: DispatchInbox, clock: VirtualClock, ids: SequentialAlertIDs, logger: Logger
+        inbox: DispatchInbox, clock: VirtualClock, timestamps: AgentTimestamps, ids: SequentialAlertIDs, baseline: RestingHeartRateEstimator? = nil,
+        logger: Logger
     ) throws -> AgentCore {
         let store = try ReadingStore(
             configuration: StoreConfiguration(
                 path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000, durability: durability), logger: logger)
+        // What earlier runs of the agent learned (`baseline_history`: the nights before the
+        // scenario), kept in the store as the agent keeps it.
+        if let baseline {
+            try store.setDeviceState(try JSONEncoder().encode(baseline), for: ReadingStore.DeviceStateKey.restingHeartRate)
+        }
+        // As the daemon starts: the learned baseline and pause, and the wall-clock anchors, from the store.
+        let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
+        timestamps.restoreAnchors(from: store, deviceID: credentials.deviceID, logger: logger)
         var inputs = AgentCore.Inputs(
             store: store, sync: syncConfiguration(credentials), profile: scenario.person, clock: clock, transport: transport, ids: ids,
-            timestamp: { ScenarioRunner.timestamp(milliseconds(clock.now.offset)) }, logger: logger)
+            timestamp: { timestamps.now() }, deviceState: deviceState, logger: logger)
+        inputs.correctTimes = { timestamps.corrected($1, batchSequence: $0) }
         // The event loop flushes every trace second, as the agent's one-second group commit does.
         inputs.commitInterval = .seconds(3600)
         inputs.seed = scenario.seed ?? 1
@@ -243,7 +256,7 @@ final class SimulatedDevice {
     func heartRate(_ decoded: DecodedReading, at ms: Int64) async {
         advance(to: ms)
         inbox.begin(transit: decoded.transit)
-        await pipeline.heartRate(decoded.reading, at: ScenarioRunner.timestamp(ms))
+        await pipeline.heartRate(decoded.reading, at: stamp(ms))
         await dispatchStep(at: ms)
     }
 
@@ -257,7 +270,7 @@ final class SimulatedDevice {
         for event in gpsReports.receive(tpv: fix, now: .milliseconds(ms)) {
             guard case .fix(let delivered) = event else { continue }
             inbox.begin()
-            await pipeline.position(delivered, at: ScenarioRunner.timestamp(ms))
+            await pipeline.position(delivered, at: stamp(ms))
         }
     }
 
@@ -265,14 +278,14 @@ final class SimulatedDevice {
     func deliveredFix(_ fix: PositionFix, at ms: Int64) async {
         advance(to: ms)
         inbox.begin()
-        await pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
+        await pipeline.position(fix, at: stamp(ms))
     }
 
     /// A wearer's action (SOS, cancel) or any other event for the rules.
     func receive(_ event: SOSEvent, at ms: Int64) async {
         advance(to: ms)
         inbox.begin()
-        await pipeline.receive(event, at: ScenarioRunner.timestamp(ms))
+        await pipeline.receive(event, at: stamp(ms))
     }
 
     /// Time passes for the rules and the dispatch policy. `pollJournal`: also look for
@@ -281,25 +294,33 @@ final class SimulatedDevice {
     func tick(at ms: Int64, pollJournal: Bool = false) async {
         advance(to: ms)
         inbox.begin()
-        await pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
+        await pipeline.receive(.tick, at: stamp(ms))
         await dispatchStep(at: ms, pollJournal: pollJournal)
+        // The daemon's ticker saves what the timestamps learned.
+        timestamps.saveAnchors(to: store, logger: logger)
+    }
+
+    /// The agent's timestamp of trace millisecond `ms` (the event loop hands a second's
+    /// readings over after the clock passed it).
+    func stamp(_ ms: Int64) -> ReadingTimestamp {
+        timestamps.taken(wall.reading(ms))
     }
 
     /// The dispatch lane's work due now (`DispatchLane.step`: the agent's policy, sends through
     /// the real HTTP alert path, send timeout, fallback), and what it did back to the rules.
     func dispatchStep(at ms: Int64, pollJournal: Bool = false) async {
         advance(to: ms)
-        let stamp = ScenarioRunner.timestamp(ms)
+        let now = stamp(ms)
         for action in inbox.takeActions() { note(action, at: ms) }
         await core.lane.step()
         for event in inbox.takeLaneEvents() {
             switch event {
             case .delivered(let id):
                 if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
-                await pipeline.receive(.delivered(alertID: id), at: stamp)
+                await pipeline.receive(.delivered(alertID: id), at: now)
                 for action in inbox.takeActions() { note(action, at: ms) }
             case .acknowledged(let id):
-                await pipeline.receive(.acknowledged(alertID: id), at: stamp)
+                await pipeline.receive(.acknowledged(alertID: id), at: now)
                 for action in inbox.takeActions() { note(action, at: ms) }
             case .showAcknowledgement, .sent, .sendFailed, .fallbackSucceeded, .fallbackFailed:
                 break
@@ -314,7 +335,7 @@ final class SimulatedDevice {
             for update in pending where update.updateSequence == 0 {
                 if alerts[update.alert.id]?.deliveredMilliseconds == nil { alerts[update.alert.id]?.deliveredMilliseconds = ms }
                 // As the agent's sync service tells the rules.
-                await pipeline.receive(.delivered(alertID: update.alert.id), at: ScenarioRunner.timestamp(ms))
+                await pipeline.receive(.delivered(alertID: update.alert.id), at: stamp(ms))
                 for action in inbox.takeActions() { note(action, at: ms) }
             }
         }
@@ -372,7 +393,7 @@ final class SimulatedDevice {
     /// Dispatcher acknowledgements that came back with batches reach the rules.
     private func takeAcknowledgements(at ms: Int64) async {
         for id in inbox.takeAcknowledged() {
-            await pipeline.receive(.acknowledged(alertID: id), at: ScenarioRunner.timestamp(ms))
+            await pipeline.receive(.acknowledged(alertID: id), at: stamp(ms))
         }
     }
 
@@ -413,9 +434,11 @@ final class SimulatedDevice {
         _ = inbox.takeLaneEvents()
         // A restarted agent must never reuse an alert id. The composition root restores the
         // open alert from the journal and the lane adopts it, as in the agent.
+        // A new process: new timestamps, which take up the anchors the store kept.
+        timestamps = wall.timestamps(clock: clock)
         core = try Self.build(
             scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            clock: clock, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), logger: logger)
+            clock: clock, timestamps: timestamps, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), logger: logger)
         // The restarted agent's readings lane starts at once (the newest readings first).
         nextSyncVisit = ms
         try await connectStrap(at: ms)
@@ -455,22 +478,53 @@ final class SimulatedDevice {
 
     func readingCounts(server: TrackMeServer) async throws -> SimulationReport.Readings {
         let committed = Set(committed.withLock { $0 })
-        let atServer = try await server.storedSequences(deviceID: credentials.deviceID)
-        let distinct = Set(atServer)
+        let atServer = try await server.storedReadingTimes(deviceID: credentials.deviceID)
+        let distinct = Set(atServer.map(\.sequence))
         let stats = store.statistics()
         let synced = stats.readings - stats.unsyncedReadings
         let dropped = Int(stats.droppedByBudgetTotal)
         let missing = committed.subtracting(distinct).count
+        // A reading's true time is the trace's, which its monotonic time carries.
+        let offTrueTime = atServer.filter {
+            abs($0.placedMilliseconds - ScenarioRunner.trueWallMilliseconds($0.timestamp)) > 1000
+        }.count
         return SimulationReport.Readings(
             produced: await pipeline.current.readingsProduced + producedBeforeCrash,
             stored: committed.count, synced: synced, receivedByServer: distinct.count,
             duplicatesAtServer: atServer.count - distinct.count, droppedByBudget: dropped, lost: max(0, missing - dropped),
-            uncommittedAtCrash: uncommittedAtCrash)
+            uncommittedAtCrash: uncommittedAtCrash, offTrueTime: offTrueTime,
+            correctedByDevice: atServer.filter(\.timestamp.wallClockCorrected).count)
     }
 
     func shutdown() async {
         await linkInbox.close()
         linkTask?.cancel()
         store.close()
+    }
+}
+
+/// The simulated board's wall clock. Right by default (`ScenarioRunner.timestamp`); while a
+/// `wall_clock_unset` window is in force it reads as a board without a real-time clock does
+/// before NTP or GPS set it: 1970 plus the time since boot, untrusted.
+final class SimulatedWallClock: Sendable {
+    private let unset = Mutex(false)
+
+    func set(unset value: Bool) { unset.withLock { $0 = value } }
+
+    /// Both clocks at trace millisecond `ms`, as the board reads them.
+    func reading(_ ms: Int64) -> ReadingTimestamp {
+        var timestamp = ScenarioRunner.timestamp(ms)
+        if unset.withLock({ $0 }) {
+            timestamp.wallClockMilliseconds = Int64(timestamp.monotonicNanoseconds / 1_000_000)
+            timestamp.wallClockTrusted = false
+        }
+        return timestamp
+    }
+
+    /// The agent's timestamps over this board's clocks, now being `clock`'s time.
+    func timestamps(clock: VirtualClock) -> AgentTimestamps {
+        AgentTimestamps(bootID: ScenarioRunner.bootID) { [self] in
+            reading(ScenarioRunner.traceMilliseconds(clock.now.offset))
+        }
     }
 }

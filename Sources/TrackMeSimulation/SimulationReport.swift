@@ -57,6 +57,13 @@ public struct SimulationReport: Codable, Sendable {
         /// Readings produced but not yet committed when the agent was killed (never acknowledged,
         /// so not "lost" in the durability sense; bounded by the group-commit window).
         public var uncommittedAtCrash: Int
+        /// Readings the server holds filed more than a second away from their true time (the
+        /// trace's): at the time it received them, because the device's clock was not trusted
+        /// and could not be corrected before they were sent.
+        public var offTrueTime: Int
+        /// Readings stamped while the device's clock was untrusted that it corrected before
+        /// sending (flagged `wall_corrected`).
+        public var correctedByDevice: Int
 
         enum CodingKeys: String, CodingKey {
             case produced, stored, synced
@@ -65,6 +72,8 @@ public struct SimulationReport: Codable, Sendable {
             case droppedByBudget = "dropped_by_budget"
             case lost
             case uncommittedAtCrash = "uncommitted_at_crash"
+            case offTrueTime = "off_true_time"
+            case correctedByDevice = "corrected_by_device"
         }
     }
 

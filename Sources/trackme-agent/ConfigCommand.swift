@@ -1,3 +1,5 @@
+// Data path: the agent's executable, running steps 1-5 on the device (TrackMeAgent).
+
 import ArgumentParser
 import TrackMeAgent
 

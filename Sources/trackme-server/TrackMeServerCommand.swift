@@ -1,3 +1,5 @@
+// Data path: the server's executable (TrackMeServer).
+
 import ArgumentParser
 import Foundation
 import Logging

@@ -1,3 +1,5 @@
+// Data path, step 6 (simulation): the `trackme-sim` executable, scenarios and benchmarks.
+
 import ArgumentParser
 import Foundation
 import TrackMeSimulation

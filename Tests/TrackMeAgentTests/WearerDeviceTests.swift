@@ -1,6 +1,7 @@
 import EdgeStore
 import Foundation
 import ServiceLifecycle
+import Synchronization
 import Testing
 import TrackMeCore
 
@@ -172,15 +173,17 @@ struct WallClockAnchorsTests {
         try FileManager.default.createDirectory(atPath: directory.file("data"), withIntermediateDirectories: true)
         let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: directory.file("data/agent.sqlite")), logger: quietLogger)
         defer { store.close() }
-        let anchors = WallClockAnchors()
-        anchors.learn(Self.stamp(100, boot: "b", wall: 1_795_000_100_000, trusted: true))
-        anchors.learn(Self.stamp(101, boot: "b", wall: 1_795_000_101_005, trusted: true))
-        AgentAssembly.saveClockAnchors(anchors, to: store, logger: quietLogger)
-        #expect(anchors.takeChanged() == nil, "saved: nothing more to save")
+        let next = Mutex(Self.stamp(100, boot: "b", wall: 1_795_000_100_000, trusted: true))
+        let timestamps = AgentTimestamps(bootID: "b") { next.withLock { $0 } }
+        _ = timestamps.now()
+        next.withLock { $0 = Self.stamp(101, boot: "b", wall: 1_795_000_101_005, trusted: true) }
+        _ = timestamps.now()
+        timestamps.saveAnchors(to: store, logger: quietLogger)
+        #expect(timestamps.corrections.takeChanged() == nil, "saved: nothing more to save")
 
-        let restarted = WallClockAnchors()
-        AgentAssembly.restoreClockAnchors(from: store, into: restarted, logger: quietLogger)
-        #expect(restarted.current.offset(bootID: "b") == 1_795_000_000_000)
+        let restarted = AgentTimestamps(bootID: "b") { next.withLock { $0 } }
+        restarted.restoreAnchors(from: store, deviceID: "dev", logger: quietLogger)
+        #expect(restarted.corrections.current.offset(bootID: "b") == 1_795_000_000_000)
         let early = WireReading(
             sequence: 1, timestamp: Self.stamp(7, boot: "b", wall: 7000, trusted: false),
             payload: .heartRate(HeartRateReading(bpm: 70, contact: .detected)))

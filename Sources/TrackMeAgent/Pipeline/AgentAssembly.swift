@@ -72,12 +72,7 @@ public enum AgentAssembly {
         }
         let token = try deviceToken(configuration.server.tokenFile, store: store, logger: logger)
         let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
-        restoreClockAnchors(from: store, into: timestamps.corrections, logger: logger)
-        // A batch in flight may have gone out before the restart: anchors not yet in force
-        // apply only above it, so its resend carries what it carried then.
-        if let inFlight = try? store.inFlightBatches(deviceID: deviceID).map(\.batch.batchSequence).max() {
-            timestamps.corrections.noteSent(upTo: inFlight)
-        }
+        timestamps.restoreAnchors(from: store, deviceID: deviceID, logger: logger)
         let committed = Counter(label: AgentMetricNames.readingsCommitted)
 
         // A configured CA or pins need libcurl directly (URLSession on Linux trusts only the
@@ -118,7 +113,7 @@ public enum AgentAssembly {
         inputs.onAlertsAcknowledged = { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } }
         inputs.onAlertsResolved = { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } }
         inputs.onSyncEvent = { syncEventSink.yield($0) }
-        inputs.correctTimes = { timestamps.corrections.corrected($1, batchSequence: $0) }
+        inputs.correctTimes = { timestamps.corrected($1, batchSequence: $0) }
         inputs.onDispatch = { action in
             if case .raise(let record) = action {
                 Counter(label: AgentMetricNames.alertsRaised, dimensions: [("kind", record.kind.rawValue)]).increment()
@@ -174,26 +169,6 @@ public enum AgentAssembly {
                     clock: ContinuousClock(), logger: logger))
         }
         return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings, wipe: wipe)
-    }
-
-    static func restoreClockAnchors(from store: ReadingStore, into anchors: WallClockAnchors, logger: Logger) {
-        do {
-            if let data = try store.deviceState(ReadingStore.DeviceStateKey.wallClockAnchors) {
-                anchors.restore(try JSONDecoder().decode(WallClockCorrection.self, from: data))
-            }
-        } catch {
-            logger.warning("wall clock anchors unreadable; readings of earlier runs stay uncorrected", metadata: ["store.error": "\(error)"])
-        }
-    }
-
-    /// Saves the wall-clock anchors if they changed (the ticker calls it every second).
-    static func saveClockAnchors(_ anchors: WallClockAnchors, to store: ReadingStore, logger: Logger) {
-        guard let changed = anchors.takeChanged() else { return }
-        do {
-            try store.setDeviceState(try JSONEncoder().encode(changed), for: ReadingStore.DeviceStateKey.wallClockAnchors)
-        } catch {
-            logger.warning("wall clock anchors not saved", metadata: ["store.error": "\(error)"])
-        }
     }
 
     /// `fallback.after_seconds` becomes the lane's fallback delay.

@@ -1,4 +1,6 @@
+public import EdgeStore
 import Foundation
+public import Logging
 import Synchronization
 public import TrackMeCore
 
@@ -25,27 +27,84 @@ public struct AgentTimestamps: Sendable {
     /// system clock. Nil in service.
     let wallOffset: WallClockOffsetFile?
 
+    /// Reads both clocks once; the wall time's trusted flag is the source's own judgement.
+    private let read: @Sendable () -> ReadingTimestamp
+
     public init(wallClockOffsetFile: String? = nil) {
         let raw = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         // Without /proc (a container without it) a per-process id keeps ages within this run right.
-        bootID = trimmed.isEmpty ? "process-\(UUID().uuidString.lowercased())" : trimmed
-        wallOffset = wallClockOffsetFile.map(WallClockOffsetFile.init(path:))
+        let bootID = trimmed.isEmpty ? "process-\(UUID().uuidString.lowercased())" : trimmed
+        let wallOffset = wallClockOffsetFile.map(WallClockOffsetFile.init(path:))
+        self.bootID = bootID
+        self.wallOffset = wallOffset
+        read = { Self.systemNow(bootID: bootID, wallOffset: wallOffset) }
+    }
+
+    /// Timestamps from another source of both clocks: the simulation's virtual clock, whose
+    /// wall time a scenario may set to 1970 and untrusted (a board without a real-time clock
+    /// before NTP or GPS). Learning and correcting are the daemon's own.
+    public init(bootID: String, read: @escaping @Sendable () -> ReadingTimestamp) {
+        self.bootID = bootID
+        self.wallOffset = nil
+        self.read = read
     }
 
     /// Now, on both clocks.
     public func now() -> ReadingTimestamp {
+        taken(read())
+    }
+
+    /// A timestamp read from this source's clocks at another moment than now (the simulation
+    /// stamps a trace second's readings after the fact): a trusted one teaches the offset as
+    /// `now()`'s would.
+    public func taken(_ timestamp: ReadingTimestamp) -> ReadingTimestamp {
+        if timestamp.wallClockTrusted { corrections.learn(timestamp) }
+        return timestamp
+    }
+
+    /// Batch `batchSequence`'s readings as they are to be sent, their untrusted wall times
+    /// corrected with what trusted timestamps taught (the sync engine's `correctTimes`).
+    public func corrected(_ readings: [WireReading], batchSequence: Int64) -> [WireReading] {
+        corrections.corrected(readings, batchSequence: batchSequence)
+    }
+
+    /// Takes up the anchors an earlier run saved in `store`; a batch in flight may have gone
+    /// out before the restart, so anchors not yet in force apply only above it and its resend
+    /// carries what it carried then.
+    public func restoreAnchors(from store: ReadingStore, deviceID: String, logger: Logger) {
+        do {
+            if let data = try store.deviceState(ReadingStore.DeviceStateKey.wallClockAnchors) {
+                corrections.restore(try JSONDecoder().decode(WallClockCorrection.self, from: data))
+            }
+        } catch {
+            logger.warning("wall clock anchors unreadable; readings of earlier runs stay uncorrected", metadata: ["store.error": "\(error)"])
+        }
+        if let inFlight = try? store.inFlightBatches(deviceID: deviceID).map(\.batch.batchSequence).max() {
+            corrections.noteSent(upTo: inFlight)
+        }
+    }
+
+    /// Saves the anchors in `store` if they changed (the ticker calls it every second).
+    public func saveAnchors(to store: ReadingStore, logger: Logger) {
+        guard let changed = corrections.takeChanged() else { return }
+        do {
+            try store.setDeviceState(try JSONEncoder().encode(changed), for: ReadingStore.DeviceStateKey.wallClockAnchors)
+        } catch {
+            logger.warning("wall clock anchors not saved", metadata: ["store.error": "\(error)"])
+        }
+    }
+
+    static func systemNow(bootID: String, wallOffset: WallClockOffsetFile?) -> ReadingTimestamp {
         var boot = timespec()
         clock_gettime(CLOCK_BOOTTIME, &boot)
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let mono = UInt64(max(0, boot.tv_sec)) * 1_000_000_000 + UInt64(max(0, boot.tv_nsec))
         let wallMilliseconds = Int64(wall.tv_sec) * 1000 + Int64(wall.tv_nsec) / 1_000_000 + (wallOffset?.milliseconds(now: mono) ?? 0)
-        let timestamp = ReadingTimestamp(
+        return ReadingTimestamp(
             monotonicNanoseconds: mono, bootID: bootID, wallClockMilliseconds: wallMilliseconds,
             wallClockTrusted: Self.wallClockSynchronised())
-        if timestamp.wallClockTrusted { corrections.learn(timestamp) }
-        return timestamp
     }
 
     /// Whether the kernel considers the system clock synchronised: a read-only `adjtimex`

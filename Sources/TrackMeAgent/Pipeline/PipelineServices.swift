@@ -265,7 +265,7 @@ public struct TickerService: Service {
                 count += 1
                 if count % 4 == 0 {
                     await control.refreshStore(pipeline.store.statistics())
-                    AgentAssembly.saveClockAnchors(timestamps.corrections, to: pipeline.store, logger: logger)
+                    timestamps.saveAnchors(to: pipeline.store, logger: logger)
                 }
             }
         }
