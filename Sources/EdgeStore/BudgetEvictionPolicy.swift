@@ -1,6 +1,4 @@
-// EdgeStore is step 4 of the data path (sources → SOS rules → store → sync → server): the
-// device's durable buffer of readings, alerts and the sync cursor in SQLite, within a disk budget.
-// `ReadingStore` is the store; `GroupCommitter` feeds it; this file is the budget's decision.
+// Data path, step 4 (store): the durable buffer on the device, its disk budget and sync cursor.
 
 /// The disk budget's decision: when a commit has left the store over its byte budget, which
 /// readings go, in what order, and which never do. Sans I/O, like `DispatchPolicy` and
