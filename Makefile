@@ -98,6 +98,7 @@ browser-tests: deps
 	$(SWIFT) build $(TRAITS) --product trackme-agent
 	python3 Tests/Browser/console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent --out simulations/out/browser
 	python3 Tests/Browser/people_test.py --server .build/debug/trackme-server --out simulations/out/browser
+	python3 Tests/Browser/carer_test.py --server .build/debug/trackme-server --out simulations/out/browser
 	python3 Tests/Browser/race_test.py --server .build/debug/trackme-server --out simulations/out/browser
 
 # The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual

@@ -403,7 +403,7 @@ enum OpenAPIDocument {
                 "200": {description: "{devices: [...]}"}
           /v1/devices/{id}/care-settings:
             get:
-              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher, the wearer of this device)
+              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher, the wearer of this device, a carer the wearer linked; logged in the person's access log unless the person reads)
               parameters:
                 - {name: id, in: path, required: true, schema: {type: string}}
               responses:
@@ -418,12 +418,13 @@ enum OpenAPIDocument {
                           settings: {oneOf: [{$ref: "#/components/schemas/CareSettings"}, {type: "null"}]}
                           updated_ms: {type: [integer, "null"]}
                           updated_by: {type: [string, "null"]}
+                          updated_by_name: {type: [string, "null"], description: "the display name of the account that set them"}
                           device_version: {type: [integer, "null"], description: "the version in the device's last heartbeat"}
                           device_conflicts: {type: array, items: {type: string}, description: "fields the device's own configuration overrides (rule.field)"}
                           device_reported_ms: {type: [integer, "null"]}
                 "404": {$ref: "#/components/responses/NotFound"}
             put:
-              summary: Set the person's care settings (admin on behalf of the person or their carer, or the wearer of this device); the next version
+              summary: Set the person's care settings (admin on the person's behalf, the wearer of this device, or a carer the wearer linked); the next version
               description: |
                 The new version reaches the device in the reply to its next batch (orders.care_settings) and is
                 repeated until the device's heartbeat reports running it. The person's profile (console, contact
@@ -574,6 +575,55 @@ enum OpenAPIDocument {
                 - {name: id, in: path, required: true, schema: {type: string}}
               responses:
                 "200": {description: "{requests: [AccessRequest]}"}
+          /v1/people/{id}/carers:
+            get:
+              summary: The person's carers (the person or the admin)
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{carers: [{carer_id, username, display_name, may_export, granted_ms, granted_by: person | admin}]}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+            post:
+              summary: "The person names a carer: {carer (a carer account's username), may_export?: false} (the person, or the admin on their behalf); again changes may_export"
+              description: |
+                A linked carer reads and sets the person's care settings (GET/PUT /v1/devices/{id}/care-settings)
+                and reads their data (reason `carer`); downloads it (export, track.gpx) only with may_export; never
+                erases it. Every read and change of theirs is in the person's access log. The person ends the link
+                at any time (DELETE); erasing the person removes it.
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [carer]
+                      properties:
+                        carer: {type: string}
+                        may_export: {type: boolean}
+              responses:
+                "201": {description: "Linked: {carer_id, username, display_name, may_export, granted_ms, granted_by}"}
+                "200": {description: Already linked; may_export updated}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {description: No carer account with that username}
+          /v1/people/{id}/carers/{carer_id}:
+            delete:
+              summary: "End a carer link: the person (at any time), the admin, or the carer stepping down (carer_id `me`)"
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: carer_id, in: path, required: true, schema: {type: string}}
+              responses:
+                "200": {description: "{person_id, carer_id, unlinked: true}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
+                "404": {$ref: "#/components/responses/NotFound"}
+          /v1/cared-for:
+            get:
+              summary: The people the signed-in carer cares for, with their devices
+              responses:
+                "200": {description: "{people: [{person_id, username, display_name, may_export, granted_ms, devices: [device_id]}]}"}
+                "403": {$ref: "#/components/responses/Forbidden"}
           /v1/access-requests:
             post:
               summary: "A third party asks one person: {person (username), kinds: [heart_rate | position | alerts], days: 1-365, data_from_ms?, purpose}. Unanswered for 3 days: refused"

@@ -60,6 +60,15 @@ struct AccessPolicyTests {
                 name: "carer, consent given to someone else", principal: principal(.carer),
                 subject: with { $0.consents = [.init(accountID: "acc-2", fromMilliseconds: now - hour, untilMilliseconds: nil)] }, expected: .denied),
             Case(
+                name: "carer the person linked", principal: principal(.carer),
+                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: false)] }, expected: .allowed(.carer)),
+            Case(
+                name: "carer linked by another person", principal: principal(.carer),
+                subject: with { $0.carers = [.init(accountID: "acc-2", mayExport: true)] }, expected: .denied),
+            Case(
+                name: "a wearer named in the carers is no carer", principal: principal(.wearer),
+                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: true)] }, expected: .denied),
+            Case(
                 name: "organiser during the run", principal: principal(.organiser),
                 subject: with { $0.runs = [.init(organiserAccountID: "acc-1", startMilliseconds: now - hour, endMilliseconds: now + hour)] },
                 expected: .allowed(.joinedRun)),
@@ -74,6 +83,19 @@ struct AccessPolicyTests {
     @Test(arguments: cases)
     func decide(_ c: Case) {
         #expect(AccessPolicy().decide(c.principal, subject: c.subject, now: Self.now) == c.expected)
+    }
+
+    @Test("a carer's grant covers every kind, and downloads only when the person allowed them")
+    func carerGrants() {
+        var subject = Self.subject
+        subject.carers = [.init(accountID: "acc-1", mayExport: false)]
+        let grants = AccessPolicy().grants(Self.principal(.carer), subject: subject, now: Self.now)
+        #expect(grants.map(\.reason) == [.carer])
+        #expect(grants.allSatisfy { $0.covers(.position) && $0.covers(.heartRate) && !$0.export })
+        subject.carers = [.init(accountID: "acc-1", mayExport: true)]
+        #expect(AccessPolicy().grants(Self.principal(.carer), subject: subject, now: Self.now).map(\.export) == [true])
+        // The person's own grant and an admin's cover downloads.
+        #expect(AccessPolicy().grants(Self.principal(.admin), subject: subject, now: Self.now).map(\.export) == [true])
     }
 
     @Test("every role is decided (none falls through to allowed by default)")

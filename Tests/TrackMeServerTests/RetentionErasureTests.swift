@@ -138,7 +138,15 @@ struct RetentionErasureTests {
             // The person's own wearer account (signed in once), and an organisation's request to it.
             let wearerID = try await s.createAccount("zelda-wears", role: "wearer", displayName: "Zelda Q. Wearer")
             #expect(try await s.client.send("POST", "/v1/people/\(wearerID)/devices", token: TestServer.adminToken, json: ["device_id": "pi-erase-me"]).status == 201)
-            _ = try await s.signIn("zelda-wears")
+            let zelda = try await s.signIn("zelda-wears")
+            // A carer Zelda named, who read and changed her care settings and downloaded her data
+            // (the link and the access log's rows name her; the carer's own account stays).
+            let carerID = try await s.createAccount("carer-of-z", role: "carer", displayName: "A Carer")
+            #expect(try await s.page("POST", "/v1/people/me/carers", zelda, json: ["carer": "carer-of-z", "may_export": true]).status == 201)
+            let carer = try await s.signIn("carer-of-z")
+            #expect(try await s.page("GET", "/v1/devices/pi-erase-me/care-settings", carer).status == 200)
+            #expect(try await s.page("PUT", "/v1/devices/pi-erase-me/care-settings", carer, json: ["max_hr": 149]).status == 200)
+            #expect(try await s.page("GET", "/v1/people/\(wearerID)/export?format=json", carer).status == 200)
             let organisation = try await s.organisation("org-asks-zelda", name: "Org Asking")
             let ask: [String: Any] = ["person": "zelda-wears", "kinds": ["heart_rate"], "days": 2, "purpose": "study of Zelda"]
             #expect(try await s.page("POST", "/v1/access-requests", organisation, json: ask).status == 201)
@@ -158,6 +166,11 @@ struct RetentionErasureTests {
             #expect(erased.object["wipe_orders"] as? Int == 1)
             let found = try await DatabaseScan.occurrences(of: identifiers, in: s.server.store)
             #expect(found.isEmpty, "still in the database: \(found)")
+            #expect(try await Self.rows(s, "SELECT count(*) FROM carer_links") == 0)
+            #expect(try await s.server.store.account(id: carerID) != nil)
+            let carerAgain = try await s.signIn("carer-of-z")
+            let caredFor = try await s.page("GET", "/v1/cared-for", carerAgain)
+            #expect(caredFor.status == 200 && (caredFor.object["people"] as? [Any])?.isEmpty == true, "\(caredFor.text)")
             // Another person's data is untouched.
             #expect(try await s.readings("pi-keep-1").count == 1)
             // Erasing again: no such device.

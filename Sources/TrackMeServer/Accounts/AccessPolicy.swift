@@ -22,6 +22,14 @@ struct AccessPolicy: Hashable, Sendable {
         var runs: [RunMembership] = []
         /// The person's own accounts (a wearer signed in reads all of their data).
         var ownerAccountIDs: Set<String> = []
+        /// The carers the person linked (`CarerLink`): they read the person's data, and
+        /// download it only when the person allowed it.
+        var carers: [Carer] = []
+    }
+
+    struct Carer: Hashable, Sendable {
+        var accountID: String
+        var mayExport: Bool
     }
 
     struct AlertSpan: Hashable, Sendable {
@@ -65,6 +73,8 @@ struct AccessPolicy: Hashable, Sendable {
         case consent
         case joinedRun = "joined_run"
         case ownData = "own_data"
+        /// A carer the person linked.
+        case carer
     }
 
     func decide(_ principal: Principal, subject: Subject, now: Int64) -> Decision {
@@ -84,6 +94,9 @@ struct AccessPolicy: Hashable, Sendable {
             return recent ? .allowed(.recentlyClosedAlert) : .denied
         case .wearer, .carer, .thirdParty:
             if let account = principal.accountID, subject.ownerAccountIDs.contains(account) { return .allowed(.ownData) }
+            if principal.role == .carer, let account = principal.accountID, subject.carers.contains(where: { $0.accountID == account }) {
+                return .allowed(.carer)
+            }
             return consented(principal, subject: subject, now: now) ? .allowed(.consent) : .denied
         case .organiser:
             guard let account = principal.accountID else { return .denied }

@@ -15,6 +15,9 @@ extension AccessPolicy {
         var untilMilliseconds: Int64?
         /// Nil: every kind.
         var kinds: Set<PersonDataKind>?
+        /// Whether it covers downloads (export JSON/CSV, track GPX): a carer's only when the
+        /// person allowed them.
+        var export: Bool = true
 
         func covers(_ kind: PersonDataKind) -> Bool { kinds?.contains(kind) ?? true }
 
@@ -34,6 +37,9 @@ extension AccessPolicy {
             switch reason {
             case .administrator, .ownData, .ownDevice:
                 return [Grant(reason: reason)]
+            case .carer:
+                guard let account = principal.accountID else { return [] }
+                return subject.carers.filter { $0.accountID == account }.map { Grant(reason: .carer, export: $0.mayExport) }
             case .openAlert, .recentlyClosedAlert:
                 return subject.alerts.compactMap { span in
                     guard span.openedMilliseconds <= now else { return nil }

@@ -74,6 +74,34 @@ enum PeopleAssets {
               <h3>Alerts</h3>
               <table id="alerts"></table>
             </section>
+            <section id="wearer-care" class="panel" hidden>
+              <h2>My care settings</h2>
+              <p class="muted">The thresholds, alarms and contacts your device uses. A change reaches the device at its next sync.</p>
+              <div id="care-forms"></div>
+              <h2>My carers</h2>
+              <p class="muted">A carer reads your data and sets your care settings; everything they read or change shows under Access. They never erase your data; they download it only if you tick the box.</p>
+              <table id="carers"></table>
+              <form id="carer-form" class="card">
+                <label>Carer's username <input id="carer-username" required autocomplete="off"></label>
+                <label><input type="checkbox" id="carer-export"> may download my data</label>
+                <button id="carer-add" type="submit">Add carer</button>
+                <p id="carer-message" role="status"></p>
+              </form>
+            </section>
+            <section id="carer-people" class="panel" hidden>
+              <h2>People I care for</h2>
+              <table id="cared-for"></table>
+              <section id="carer-person" hidden>
+                <h2 id="carer-person-name"></h2>
+                <p id="carer-person-downloads"></p>
+                <h3>Heart rate, last 24 hours</h3>
+                <p id="carer-hr-summary" class="muted"></p>
+                <h3>Alerts</h3>
+                <table id="carer-alerts"></table>
+                <h3>Care settings</h3>
+                <div id="carer-care-forms"></div>
+              </section>
+            </section>
             <section id="wearer-requests" class="panel" hidden>
               <h2>Who asks for my data</h2>
               <table id="requests"></table>
@@ -134,6 +162,15 @@ enum PeopleAssets {
         .status-approved { color: var(--ok); }
         #register-form label { display: block; margin: .6rem 0; }
         #group-answer { background: var(--panel); padding: .8rem; border-radius: 6px; white-space: pre-wrap; }
+        .care-device { background: var(--panel); padding: 1rem; border-radius: 6px; margin-bottom: 1rem; }
+        .care-device form { display: flex; gap: .6rem; flex-wrap: wrap; align-items: end; }
+        .care-device input[type=number] { width: 5rem; }
+        .care-device textarea { width: 100%; min-height: 3.5rem; }
+        .care-device label.wide { width: 100%; }
+        .care-device .rules { width: 100%; display: flex; gap: 1rem; flex-wrap: wrap; }
+        .care-conflict { color: var(--crit); border: 1px solid var(--crit); border-radius: 4px; padding: .4rem .6rem; }
+        .care-pending { color: var(--warn); }
+        .care-current { color: var(--ok); }
         """#
 
     static let script = #"""
@@ -228,7 +265,8 @@ enum PeopleAssets {
           });
 
           const tabsByRole = {
-            wearer: [["wearer-data", "My data"], ["wearer-requests", "Access"]],
+            wearer: [["wearer-data", "My data"], ["wearer-care", "Care"], ["wearer-requests", "Access"]],
+            carer: [["carer-people", "People I care for"]],
             third_party: [["org-requests", "People"], ["org-groups", "Group figures"]],
           };
 
@@ -259,6 +297,8 @@ enum PeopleAssets {
             for (const button of document.querySelectorAll("#tabs .tab")) button.setAttribute("aria-pressed", button.dataset.tab === panel ? "true" : "false");
             if (panel === "wearer-data") loadWearerData();
             if (panel === "wearer-requests") loadWearerRequests();
+            if (panel === "wearer-care") loadWearerCare();
+            if (panel === "carer-people") loadCaredFor();
             if (panel === "org-requests") loadOrgRequests();
           }
 
@@ -332,6 +372,208 @@ enum PeopleAssets {
             for (const [index, tr] of Array.from($("requests").querySelectorAll("tr")).slice(1).entries()) tr.dataset.request = requests.requests[index].id;
             table($("access-log"), ["when", "who", "role", "why", "what"],
               log.entries.map((e) => [when(e.at_ms), e.reader_name, e.reader_role.replace(/_/g, " "), e.reason.replace(/_/g, " "), e.what]));
+          }
+
+          // Care settings (thresholds, rule switches, contacts) of one device: the version on the
+          // server, the version the device reports running, and the fields the device's own
+          // configuration overrides (a conflict: the device's value wins there).
+          const RULES = [["heart_rate_low", "Heart rate too low"], ["heart_rate_high", "Heart rate too high"], ["no_pulse", "No pulse"],
+            ["contact_lost", "Strap contact lost"], ["strap_silent", "Strap silent"], ["manual", "SOS button (always on)"]];
+          const FIELDS = { "heart_rate_low.threshold_bpm": "the low heart-rate limit", "heart_rate_high.threshold_bpm": "the high heart-rate limit" };
+          function conflictText(field) {
+            if (FIELDS[field]) return FIELDS[field];
+            const rule = RULES.find((r) => field === r[0] + ".enabled");
+            return rule ? "whether \u201c" + rule[1] + "\u201d is on" : field;
+          }
+
+          async function careForm(container, deviceID) {
+            const box = el("section", null, "care-device");
+            box.dataset.device = deviceID;
+            container.appendChild(box);
+            await fillCare(box, deviceID, "");
+          }
+
+          async function fillCare(box, deviceID, note) {
+            let view;
+            try { view = await api("GET", "/v1/devices/" + encodeURIComponent(deviceID) + "/care-settings"); } catch (e) {
+              box.replaceChildren(el("p", e.message, "care-message"));
+              return;
+            }
+            const s = view.settings || {};
+            box.replaceChildren();
+            box.appendChild(el("h3", "Device " + deviceID));
+            const server = s.version
+              ? "On the server: version " + s.version + ", set by " + (view.updated_by_name || view.updated_by) + " on " + when(view.updated_ms) + "."
+              : "Nothing set on the server yet: the device uses its own configuration.";
+            box.appendChild(el("p", server, "care-server-version"));
+            let running, runningClass = "care-device-version";
+            if (view.device_version === null || view.device_version === undefined) {
+              running = "The device has not reported running any version from the server yet.";
+              if (s.version) { running += " It takes version " + s.version + " at its next sync."; runningClass += " care-pending"; }
+            } else if (s.version && view.device_version < s.version) {
+              running = "The device runs version " + view.device_version + (view.device_reported_ms ? " (reported " + when(view.device_reported_ms) + ")" : "") + "; it takes version " + s.version + " at its next sync.";
+              runningClass += " care-pending";
+            } else {
+              running = "The device runs version " + view.device_version + (view.device_reported_ms ? " (reported " + when(view.device_reported_ms) + ")" : "") + ".";
+              runningClass += " care-current";
+            }
+            box.appendChild(el("p", running, runningClass));
+            if (view.device_conflicts && view.device_conflicts.length) {
+              const conflict = el("div", null, "care-conflict");
+              conflict.appendChild(el("strong", "Conflict: the device's own configuration overrides the server here, and its value is the one in force: "));
+              conflict.appendChild(el("span", view.device_conflicts.map(conflictText).join("; ") + "."));
+              conflict.dataset.fields = view.device_conflicts.join(",");
+              box.appendChild(conflict);
+            }
+            const form = el("form", null, "care-form");
+            const number = (cls, label, value) => {
+              const wrap = el("label", label + " ");
+              const input = el("input", null, cls);
+              input.type = "number"; input.min = "20"; input.max = "250";
+              input.value = value === undefined || value === null ? "" : String(value);
+              wrap.appendChild(input);
+              form.appendChild(wrap);
+              return input;
+            };
+            const min = number("care-min", "Low limit (bpm)", s.min_hr);
+            const max = number("care-max", "High limit (bpm)", s.max_hr);
+            const resting = number("care-resting", "Resting (bpm)", s.resting_hr);
+            const rules = el("div", null, "rules");
+            for (const [rule, label] of RULES) {
+              const wrap = el("label");
+              const input = el("input", null, "care-rule");
+              input.type = "checkbox"; input.dataset.rule = rule;
+              input.checked = !(s.rules && s.rules[rule] === false);
+              input.disabled = rule === "manual";
+              wrap.appendChild(input);
+              wrap.appendChild(document.createTextNode(" " + label));
+              rules.appendChild(wrap);
+            }
+            form.appendChild(rules);
+            const contactsLabel = el("label", "Emergency contacts (one a line: name; relation; phone)", "wide");
+            const contacts = el("textarea", null, "care-contacts");
+            contacts.value = (s.contacts || []).map((c) => [c.name, c.relation || "", c.phone || ""].join("; ")).join("\n");
+            contactsLabel.appendChild(contacts);
+            form.appendChild(contactsLabel);
+            const save = el("button", "Save", "care-save");
+            save.type = "submit";
+            form.appendChild(save);
+            box.appendChild(form);
+            const message = el("p", note, "care-message");
+            message.setAttribute("role", "status");
+            box.appendChild(message);
+            form.addEventListener("submit", async (event) => {
+              event.preventDefault();
+              const value = (input) => input.value === "" ? null : Number(input.value);
+              const body = {
+                min_hr: value(min), max_hr: value(max), resting_hr: value(resting), rules: {},
+                contacts: contacts.value.split("\n").map((line) => line.split(";").map((x) => x.trim())).filter((p) => p[0])
+                  .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
+              };
+              for (const input of form.querySelectorAll(".care-rule")) if (input.dataset.rule !== "manual") body.rules[input.dataset.rule] = input.checked;
+              try {
+                const stored = await api("PUT", "/v1/devices/" + encodeURIComponent(deviceID) + "/care-settings", body);
+                await fillCare(box, deviceID, "Saved version " + stored.version + "; it reaches the device at its next sync.");
+              } catch (e) {
+                message.textContent = e.message;
+              }
+            });
+          }
+
+          async function careForms(container, personID) {
+            container.replaceChildren();
+            const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
+            if (profile.devices.length === 0) container.appendChild(el("p", "No device is linked yet.", "muted"));
+            for (const device of profile.devices) await careForm(container, device.device_id);
+          }
+
+          // The wearer's care settings and carers.
+          async function loadWearerCare() {
+            await careForms($("care-forms"), "me");
+            await loadCarers();
+          }
+
+          async function loadCarers() {
+            const list = await api("GET", "/v1/people/me/carers");
+            table($("carers"), ["carer", "username", "downloads", "since", ""],
+              list.carers.map((c) => {
+                const remove = el("button", "Remove");
+                remove.dataset.action = "remove-carer";
+                remove.dataset.carer = c.carer_id;
+                remove.addEventListener("click", async () => {
+                  try { await api("DELETE", "/v1/people/me/carers/" + encodeURIComponent(c.carer_id)); } catch (e) { $("carer-message").textContent = e.message; }
+                  loadCarers();
+                });
+                return [c.display_name, c.username, c.may_export ? "allowed" : "no", when(c.granted_ms), remove];
+              }));
+            for (const [index, tr] of Array.from($("carers").querySelectorAll("tr")).slice(1).entries()) tr.dataset.carer = list.carers[index].carer_id;
+          }
+
+          $("carer-form").addEventListener("submit", async (event) => {
+            event.preventDefault();
+            try {
+              const link = await api("POST", "/v1/people/me/carers", { carer: $("carer-username").value.trim(), may_export: $("carer-export").checked });
+              $("carer-message").textContent = link.display_name + " is now your carer.";
+              $("carer-username").value = "";
+            } catch (e) {
+              $("carer-message").textContent = e.message;
+            }
+            loadCarers();
+          });
+
+          // A carer: the people they care for.
+          async function loadCaredFor() {
+            const list = await api("GET", "/v1/cared-for");
+            if (list.people.length === 0) $("carer-person").hidden = true;
+            table($("cared-for"), ["person", "username", "devices", "downloads", ""],
+              list.people.map((p) => {
+                const actions = el("span", null, "actions");
+                const open = el("button", "Open");
+                open.dataset.action = "open-person";
+                open.addEventListener("click", () => openPerson(p));
+                actions.appendChild(open);
+                const stop = el("button", "Stop caring");
+                stop.dataset.action = "step-down";
+                stop.addEventListener("click", async () => {
+                  try { await api("DELETE", "/v1/people/" + encodeURIComponent(p.person_id) + "/carers/me"); } catch (e) { /* shown by the reload */ }
+                  $("carer-person").hidden = true;
+                  loadCaredFor();
+                });
+                actions.appendChild(stop);
+                return [p.display_name, p.username, p.devices.join(", "), p.may_export ? "allowed" : "not allowed", actions];
+              }));
+            for (const [index, tr] of Array.from($("cared-for").querySelectorAll("tr")).slice(1).entries()) tr.dataset.person = list.people[index].person_id;
+          }
+
+          async function openPerson(p) {
+            $("carer-person").hidden = false;
+            $("carer-person-name").textContent = p.display_name;
+            const id = encodeURIComponent(p.person_id);
+            const downloads = $("carer-person-downloads");
+            downloads.replaceChildren();
+            if (p.may_export) {
+              for (const [label, href] of [["JSON", "/v1/people/" + id + "/export?format=json"], ["CSV", "/v1/people/" + id + "/export?format=csv"], ["GPX", "/v1/people/" + id + "/track.gpx"]]) {
+                const a = el("a", label, "button");
+                a.href = href; a.download = ""; a.id = "carer-download-" + label.toLowerCase();
+                downloads.appendChild(a);
+                downloads.appendChild(document.createTextNode(" "));
+              }
+            } else {
+              downloads.appendChild(el("span", p.display_name + " has not allowed downloads.", "muted"));
+            }
+            try {
+              const now = Date.now();
+              const [hr, alerts] = await Promise.all([
+                api("GET", "/v1/people/" + id + "/heart-rate?from=" + (now - 86400000) + "&to=" + (now + 60000)), api("GET", "/v1/people/" + id + "/alerts"),
+              ]);
+              const last = hr.heart_rate.length ? hr.heart_rate[hr.heart_rate.length - 1] : null;
+              $("carer-hr-summary").textContent = hr.heart_rate.length + " readings" + (last ? "; last " + last.bpm + " bpm at " + when(last.at_ms) : "");
+              table($("carer-alerts"), ["opened", "kind", "state", "outcome"],
+                alerts.alerts.map((a) => [when(a.created_ms), a.kind, a.state, a.outcome ? a.outcome.replace(/_/g, " ") : (a.open ? "open" : "")]));
+            } catch (e) {
+              $("carer-hr-summary").textContent = e.message;
+            }
+            await careForms($("carer-care-forms"), p.person_id);
           }
 
           // An organisation's requests and reads.

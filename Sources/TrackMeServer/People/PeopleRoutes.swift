@@ -37,6 +37,7 @@ struct PeopleRoutes: Sendable {
         router.post("/v1/access-requests/:id/refuse") { request, context in try await answer(request, id: context.parameters.get("id") ?? "", approve: false) }
         router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: context.parameters.get("id") ?? "") }
         router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
+        CarerRoutes(api: api).register(on: router)
     }
 
     // MARK: - Accounts
@@ -100,7 +101,9 @@ struct PeopleRoutes: Sendable {
     func profile(_ request: Request, id: String) async throws -> Response {
         let (principal, person, grants) = try await open(request, id: id)
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "profile")
-        let own = grants.contains { $0.reason == .ownData || $0.reason == .administrator }
+        // The person, an admin and the person's carers see the devices with the profile (the carer
+        // needs them to set the care settings).
+        let own = grants.contains { $0.reason == .ownData || $0.reason == .administrator || $0.reason == .carer }
         return try json(
             .ok,
             PersonProfileBody(
@@ -148,7 +151,10 @@ struct PeopleRoutes: Sendable {
     }
 
     func collectExport(_ request: Request, id: String, what: String) async throws -> PersonExport {
-        let (principal, person, grants) = try await open(request, id: id)
+        let (principal, person, allGrants) = try await open(request, id: id)
+        // A carer downloads only when the person allowed it (`CarerLink.mayExport`).
+        let grants = allGrants.filter(\.export)
+        guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
         let (from, to) = try span(request, defaultDays: 36_500)
         let limit = 5_000_000
         let (hr, hrMore) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: limit)

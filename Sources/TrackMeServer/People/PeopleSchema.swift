@@ -3,8 +3,8 @@ import GRDB
 
 /// The tables of people's data (Data4Help): wearer accounts linked to devices, third parties'
 /// access requests (consents), the log of who read whose data, and the daily per-person
-/// summaries and answered queries of the anonymised group figures. One migration per backend;
-/// append-only like the rest.
+/// summaries and answered queries of the anonymised group figures; the carers a person linked
+/// (`people-2`). Migrations per backend, append-only like the rest.
 enum PeopleSchema {
     /// Heart-rate bins of the daily summaries: below 50, 50-59, ..., 140-149, 150 and above.
     static let binCount = 12
@@ -82,6 +82,23 @@ enum PeopleSchema {
                     CREATE TABLE people_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), through_day INTEGER NOT NULL);
                     """)
         }
+        // Carers (issue 20): a person links other accounts as their carers (`CarerLink`).
+        // `wearer_devices` says whose a device is (one account per device); a carer is linked to
+        // the person, not to a device, and acts on all of the person's devices.
+        migrator.registerMigration("people-2") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE carer_links (
+                        person_id TEXT NOT NULL,
+                        carer_id TEXT NOT NULL,
+                        may_export INTEGER NOT NULL,
+                        granted_ms INTEGER NOT NULL,
+                        granted_by TEXT NOT NULL,
+                        PRIMARY KEY (person_id, carer_id)
+                    );
+                    CREATE INDEX carer_links_carer ON carer_links (carer_id);
+                    """)
+        }
     }
 
     static var postgres: [(String, [String])] {
@@ -121,7 +138,18 @@ enum PeopleSchema {
                     """,
                     "CREATE TABLE people_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), through_day INTEGER NOT NULL)",
                 ]
-            )
+            ),
+            (
+                "people-2",
+                [
+                    """
+                    CREATE TABLE carer_links (
+                        person_id TEXT NOT NULL, carer_id TEXT NOT NULL, may_export INTEGER NOT NULL, granted_ms BIGINT NOT NULL,
+                        granted_by TEXT NOT NULL, PRIMARY KEY (person_id, carer_id))
+                    """,
+                    "CREATE INDEX carer_links_carer ON carer_links (carer_id)",
+                ]
+            ),
         ]
     }
 }

@@ -92,7 +92,7 @@ enum LinkOutcome: Hashable, Sendable {
 }
 
 /// People's data (Data4Help), on both backends.
-protocol PeopleStore: Sendable {
+protocol PeopleStore: CarerStore, Sendable {
     func linkDevice(accountID: String, deviceID: String, atMilliseconds: Int64) async throws -> LinkOutcome
     func linkedDevices(accountID: String) async throws -> [String]
     func wearerAccount(deviceID: String) async throws -> String?

@@ -33,11 +33,13 @@ struct PersonData: Sendable {
             spans.append(Self.span(row))
         }
         let consents = try await store.accessRequests(personID: account.id).compactMap(\.consent)
+        let carers = try await store.carerLinks(personID: account.id).map(\.policyCarer)
         var devices: [DeviceRow] = []
         for deviceID in deviceIDs { if let device = try await store.device(id: deviceID) { devices.append(device) } }
         return Person(
             account: account, deviceIDs: deviceIDs,
-            subject: AccessPolicy.Subject(personID: account.id, deviceIDs: Set(deviceIDs), alerts: spans, consents: consents, ownerAccountIDs: [account.id]),
+            subject: AccessPolicy.Subject(
+                personID: account.id, deviceIDs: Set(deviceIDs), alerts: spans, consents: consents, ownerAccountIDs: [account.id], carers: carers),
             devices: devices)
     }
 
@@ -57,12 +59,18 @@ struct PersonData: Sendable {
     func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
         let reasons = Set(grants.map(\.reason))
         guard reasons != [.ownData], reasons != [.ownDevice] else { return }
+        try await log(principal, subject: subject, reason: reasons.map(\.rawValue).sorted().joined(separator: ","), what: what)
+    }
+
+    /// Records a read or a change by `principal` in the access log of `subject` (`person:ACCOUNT`
+    /// or `device:ID`), for a reason given as text.
+    func log(_ principal: Principal, subject: String, reason: String, what: String) async throws {
         var name = principal.tokenID
         if let accountID = principal.accountID, let account = try await store.account(id: accountID) { name = account.displayName }
         try await store.appendAccessLog(
             AccessLogEntry(
-                id: 0, subject: subject, readerID: principal.actor, readerName: name, readerRole: principal.role.rawValue,
-                reason: reasons.map(\.rawValue).sorted().joined(separator: ","), what: what, atMilliseconds: now))
+                id: 0, subject: subject, readerID: principal.actor, readerName: name, readerRole: principal.role.rawValue, reason: reason, what: what,
+                atMilliseconds: now))
     }
 
     /// The stored readings of one device of `kind` in `[from, to)` that some grant covers, in

@@ -17,7 +17,9 @@ import TrackMeCore
 ///   `orders.wipe`).
 ///
 /// Who may: an admin (token or account), on the person's behalf, and the person themself: a
-/// wearer account, for the device linked to it (`CareAccess.mayAct`). Dispatchers may read.
+/// wearer account, for the device linked to it (`CareAccess.mayAct`); a carer the person linked
+/// reads and sets the settings, and does not erase. Dispatchers may read. Every read and change
+/// by anyone but the person is in the person's access log.
 struct CareRoutes: Sendable {
     let api: ServerAPI
 
@@ -35,22 +37,31 @@ struct CareRoutes: Sendable {
 
     func show(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
-        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
         guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
         let stored = try await api.store.careSettings(deviceID: deviceID)
         let contact = try await api.store.deviceContact(id: deviceID)
         let heartbeat = contact.heartbeatJSON.flatMap { try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8)) }
+        var updatedByName: String?
+        if let by = stored?.updatedBy {
+            if by.hasPrefix("account:") {
+                updatedByName = try await api.store.account(id: String(by.dropFirst("account:".count)))?.displayName
+            } else {
+                updatedByName = by
+            }
+        }
+        try await CareAccess.log(principal, access, deviceID: deviceID, what: "care settings of \(deviceID)", api: api)
         return try json(
             .ok,
             CareSettingsView(
                 deviceID: deviceID, settings: stored?.settings, updatedMilliseconds: stored?.updatedMilliseconds, updatedBy: stored?.updatedBy,
-                deviceVersion: heartbeat?.careVersion, deviceConflicts: heartbeat?.careConflicts ?? [],
+                updatedByName: updatedByName, deviceVersion: heartbeat?.careVersion, deviceConflicts: heartbeat?.careConflicts ?? [],
                 deviceReportedMilliseconds: contact.lastSeenMilliseconds))
     }
 
     func change(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
-        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
         let body = try await api.readBody(request)
         let settings = try api.decode(CareSettings.self, body)
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
@@ -58,6 +69,7 @@ struct CareRoutes: Sendable {
         let stored = try await api.store.putCareSettings(
             deviceID: deviceID, settings: settings, person: CareAccess.profile(device.person, with: settings), by: principal.actor,
             atMilliseconds: api.configuration.wallClock())
+        try await CareAccess.log(principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)", api: api)
         api.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
         return try json(.ok, stored)
     }
@@ -80,17 +92,49 @@ struct CareRoutes: Sendable {
 
 /// Who may read and change a person's care settings and erase their data.
 enum CareAccess {
-    static let readers: Set<Role> = [.admin, .dispatcher, .wearer]
-    static let changers: Set<Role> = [.admin, .wearer]
+    static let readers: Set<Role> = [.admin, .dispatcher, .wearer, .carer]
+    static let changers: Set<Role> = [.admin, .wearer, .carer]
+    /// A carer does not erase: erasure is the person's decision (or an admin's on their request).
     static let erasers: Set<Role> = [.admin, .wearer]
 
-    /// A wearer acts only on the device linked to their own account (403 otherwise, the same
-    /// answer whether or not the device exists); the other roles were checked by `authenticate`.
-    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore) async throws {
-        guard principal.role == .wearer else { return }
-        guard let account = principal.accountID, try await store.wearerAccount(deviceID: deviceID) == account else {
-            throw APIError.forbidden("a wearer manages only their own device")
+    /// Whose device it is, and why the principal may act on it.
+    struct Access: Sendable {
+        /// The wearer account linked to the device, if any.
+        var personID: String?
+        /// `own_data`, `carer`, or the role's name for admins and dispatchers (checked by `authenticate`).
+        var reason: String
+    }
+
+    /// A wearer acts only on the device linked to their own account, a carer only on the devices
+    /// of a person who linked them (`AccessPolicy`: reason `own_data` or `carer`; 403 otherwise,
+    /// the same answer whether or not the device exists); the other roles were checked by
+    /// `authenticate`.
+    @discardableResult
+    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore) async throws -> Access {
+        let personID = try await store.wearerAccount(deviceID: deviceID)
+        switch principal.role {
+        case .wearer, .carer:
+            guard let personID else { throw APIError.forbidden("a wearer or carer manages only the devices of their own person") }
+            let carers = try await store.carerLinks(personID: personID).map(\.policyCarer)
+            let subject = AccessPolicy.Subject(personID: personID, deviceIDs: [deviceID], ownerAccountIDs: [personID], carers: carers)
+            switch AccessPolicy().decide(principal, subject: subject, now: 0) {
+            case .allowed(.ownData): return Access(personID: personID, reason: AccessPolicy.Reason.ownData.rawValue)
+            case .allowed(.carer): return Access(personID: personID, reason: AccessPolicy.Reason.carer.rawValue)
+            case .allowed, .denied: throw APIError.forbidden("a wearer or carer manages only the devices of their own person")
+            }
+        case .admin:
+            return Access(personID: personID, reason: AccessPolicy.Reason.administrator.rawValue)
+        case .device, .dispatcher, .thirdParty, .organiser, .fleetOperator:
+            return Access(personID: personID, reason: principal.role.rawValue)
         }
+    }
+
+    /// Records a read or change in the person's access log (the device's when no wearer account
+    /// is linked), unless the person did it.
+    static func log(_ principal: Principal, _ access: Access, deviceID: String, what: String, api: ServerAPI) async throws {
+        guard access.reason != AccessPolicy.Reason.ownData.rawValue else { return }
+        let subject = access.personID.map { "person:\($0)" } ?? "device:\(deviceID)"
+        try await PersonData(api: api).log(principal, subject: subject, reason: access.reason, what: what)
     }
 
     /// The person's profile with the care settings' thresholds and contacts.
@@ -183,6 +227,8 @@ struct CareSettingsView: Codable, Sendable {
     var settings: CareSettings?
     var updatedMilliseconds: Int64?
     var updatedBy: String?
+    /// Who set them, as pages show it (the account's display name).
+    var updatedByName: String?
     /// The version the device last reported running (heartbeat), nil before it reported one.
     var deviceVersion: Int64?
     /// Fields the device's own configuration overrides.
@@ -194,6 +240,7 @@ struct CareSettingsView: Codable, Sendable {
         case settings
         case updatedMilliseconds = "updated_ms"
         case updatedBy = "updated_by"
+        case updatedByName = "updated_by_name"
         case deviceVersion = "device_version"
         case deviceConflicts = "device_conflicts"
         case deviceReportedMilliseconds = "device_reported_ms"

@@ -95,17 +95,24 @@ enum ErasureSQL {
             statements.append(quotedInFeed(alertID))
         }
         // The wearer account linked to this device and to no other (issue 20): its sessions,
-        // the access requests made to it, the reads logged about or by it, then the account.
-        // Before `wearer_devices` goes, which says whose it is.
+        // the access requests made to it, its carer links, the reads logged about it (subject
+        // `person:ACCOUNT`) or by it (reader `account:ACCOUNT`), then the account. Before
+        // `wearer_devices` goes, which says whose it is.
         let soleWearers =
             "SELECT account_id FROM wearer_devices WHERE device_id = ? AND account_id NOT IN (SELECT account_id FROM wearer_devices WHERE device_id <> ?)"
-        for (table, column) in [("sessions", "account_id"), ("access_requests", "person_id"), ("access_log", "subject"), ("access_log", "reader_id"), ("accounts", "id")] {
+        for (prefix, column) in [("person:", "subject"), ("account:", "reader_id")] {
+            statements.append(
+                PortableStatement(
+                    sql: "DELETE FROM access_log WHERE \(column) IN (SELECT '\(prefix)' || account_id FROM (\(soleWearers)) w)",
+                    values: [.text(deviceID), .text(deviceID)]))
+        }
+        for (table, column) in [("sessions", "account_id"), ("access_requests", "person_id"), ("carer_links", "person_id"), ("accounts", "id")] {
             statements.append(
                 PortableStatement(sql: "DELETE FROM \(table) WHERE \(column) IN (\(soleWearers))", values: [.text(deviceID), .text(deviceID)]))
         }
         // Races/ (issue 21): its run entries (name, track) and its fleet terminal row.
         // People/ (issue 20): the device's link to a wearer account, reads logged about it, its daily figures.
-        statements.append(PortableStatement(sql: "DELETE FROM access_log WHERE subject = ?", values: [.text(deviceID)]))
+        statements.append(PortableStatement(sql: "DELETE FROM access_log WHERE subject = ?", values: [.text("device:\(deviceID)")]))
         statements.append(PortableStatement(sql: "DELETE FROM person_days WHERE person_key = ?", values: [.text(deviceID)]))
         for table in ["readings", "batches", "device_epochs", "tokens", "care_settings", "alert_updates", "alerts", "wearer_devices", "run_entries", "fleet_taxis"] {
             statements.append(PortableStatement(sql: "DELETE FROM \(table) WHERE device_id = ?", values: [.text(deviceID)]))

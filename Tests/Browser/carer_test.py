@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Care settings and carers on the people's page (/people, issue 20) in a real browser: Debian's
+chromium through chromium-driver, against a real trackme-server on loopback. The wearer sets a
+threshold, a rule switch and a contact through the form and sees the version on the server, then
+the version the device reports and the conflict of a local override on the device; the wearer
+names a carer (with a hostile display name, shown as text); the carer signs in, sees the person,
+changes a threshold, and is refused a download the wearer did not allow; the wearer sees the
+carer's reads and change in the access log and removes the carer, who then sees nothing. Run by
+`make browser-tests`; screenshots go to simulations/out/browser/carer-*.png.
+
+Usage: carer_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console_test import ADMIN, Server, http  # noqa: E402
+from people_test import PASSWORD, PeopleTest, WearerDevice  # noqa: E402
+from webdriver import Chromium, wait_for  # noqa: E402
+
+HOSTILE_CARER = '<img src=x onerror="window.__pwned=1">Cara <b>Carer</b>'
+FORM = '.care-device[data-device="pi-0001"]'
+
+
+class CarerTest(PeopleTest):
+    def shot(self, browser, name):
+        browser.screenshot(os.path.join(self.out, f"carer-{name}.png"))
+
+    def run(self):
+        server = Server(self.binary, self.workdir)
+        browser = Chromium()
+        try:
+            self.flow(server, browser)
+        finally:
+            browser.quit()
+            server.stop()
+        return self.summary(self.out)
+
+    @staticmethod
+    def report(device, care_version, conflicts):
+        """A batch whose heartbeat says which care settings the device runs, as the agent sends it."""
+        device.batch_seq += 1
+        heartbeat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, "care_version": care_version}
+        if conflicts:
+            heartbeat["care_conflicts"] = conflicts
+        body = {
+            "version": 1, "device_id": device.id, "batch_seq": device.batch_seq, "idempotency_key": f"{device.id}:{device.batch_seq}",
+            "dropped_by_budget": 0, "heartbeat": heartbeat, "readings": [],
+        }
+        status, ack = http(device.server.base, "POST", "/v1/batches", body, token=device.token, headers={"Idempotency-Key": body["idempotency_key"]})
+        assert status == 200, (status, ack)
+        return ack
+
+    def fetch_status(self, browser, method, path):
+        return browser.async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch(arguments[1], {method: arguments[0], credentials: 'same-origin'}).then(r => done(r.status), e => done('error ' + e));",
+            method, path)
+
+    @staticmethod
+    def set_number(form, css, value):
+        field = form.find(css)
+        field.clear()
+        field.send_keys(str(value))
+
+    def flow(self, server, browser):
+        status, ada = http(server.base, "POST", "/v1/accounts",
+                           {"username": "ada", "password": PASSWORD, "display_name": "Ada Lovelace", "role": "wearer"}, token=ADMIN)
+        assert status == 201, (status, ada)
+        device = WearerDevice(server, "pi-0001", {"name": "Ada Lovelace", "age": 70})
+        status, body = http(server.base, "POST", f"/v1/people/{ada['id']}/devices", {"device_id": "pi-0001"}, token=ADMIN)
+        assert status == 201, (status, body)
+        device.readings([("hr", 64), ("hr", 66)])
+        status, cara = http(server.base, "POST", "/v1/accounts",
+                            {"username": "cara", "password": PASSWORD, "display_name": HOSTILE_CARER, "role": "carer"}, token=ADMIN)
+        assert status == 201, (status, cara)
+
+        def wearer_sets_threshold():
+            self.sign_in(browser, server.base, "ada")
+            self.tab(browser, "wearer-care")
+            form = wait_for(lambda: next(iter(browser.find_all(FORM)), None), what="the care form of pi-0001")
+            wait_for(lambda: "Nothing set on the server" in form.find(".care-server-version").text, what="no settings yet")
+            self.set_number(form, ".care-min", 45)
+            form.find('.care-rule[data-rule="contact_lost"]').click()
+            assert form.find('.care-rule[data-rule="manual"]').property("disabled") is True
+            form.find(".care-contacts").send_keys("Yorick <b>Q</b>; son; +44 7700 900123")
+            form.find(".care-save").click()
+            wait_for(lambda: browser.find(FORM + " .care-message").text.startswith("Saved version 1"), what="saved version 1")
+            assert "version 1, set by Ada Lovelace" in browser.find(FORM + " .care-server-version").text, browser.find(FORM + " .care-server-version").text
+            running = browser.find(FORM + " .care-device-version")
+            assert "not reported" in running.text and "care-pending" in running.attribute("class"), running.text
+            status, view = http(server.base, "GET", "/v1/devices/pi-0001/care-settings", token=ADMIN)
+            assert status == 200, (status, view)
+            settings = view["settings"]
+            assert settings["version"] == 1 and settings["min_hr"] == 45, settings
+            assert settings["rules"]["contact_lost"] is False and settings["rules"]["no_pulse"] is True, settings
+            assert settings["contacts"] == [{"name": "Yorick <b>Q</b>", "relation": "son", "phone": "+44 7700 900123"}], settings
+            self.shot(browser, "01-wearer-saved")
+        self.check("the wearer sets a threshold, a rule switch and a contact through the form; the page shows version 1 on the server, not yet on the device", wearer_sets_threshold)
+
+        def device_reports_conflict():
+            ack = self.report(device, None, None)
+            assert ack["orders"]["care_settings"]["version"] == 1 and ack["orders"]["care_settings"]["min_hr"] == 45, ack
+            self.report(device, 1, ["heart_rate_low.threshold_bpm"])
+            self.tab(browser, "wearer-data")
+            self.tab(browser, "wearer-care")
+            wait_for(lambda: "runs version 1" in browser.find(FORM + " .care-device-version").text, what="the device's version")
+            conflict = wait_for(lambda: next(iter(browser.find_all(FORM + " .care-conflict")), None), what="the conflict")
+            assert conflict.displayed()
+            assert "the low heart-rate limit" in conflict.text, conflict.text
+            assert conflict.attribute("data-fields") == "heart_rate_low.threshold_bpm"
+            assert browser.find(FORM + " .care-contacts").property("value") == "Yorick <b>Q</b>; son; +44 7700 900123"
+            self.shot(browser, "02-device-conflict")
+        self.check("the device's version and its local override show as a conflict on the wearer's form", device_reports_conflict)
+
+        def wearer_adds_carer():
+            browser.find("#carer-username").send_keys("cara")
+            browser.find("#carer-add").click()
+            row = wait_for(lambda: next(iter(browser.find_all("#carers tr[data-carer]")), None), what="the carer in the list")
+            assert HOSTILE_CARER in row.text, row.text
+            assert "no" in row.text
+            assert self.pwned(browser) is None, "a hostile name ran script"
+            self.shot(browser, "03-carer-added")
+        self.check("the wearer names a carer by username (the hostile name shown as text)", wearer_adds_carer)
+
+        def carer_changes_threshold():
+            self.sign_in(browser, server.base, "cara")
+            assert browser.find("#whoami").text.startswith(HOSTILE_CARER), browser.find("#whoami").text
+            row = wait_for(lambda: next(iter(browser.find_all("#cared-for tr[data-person]")), None), what="the person cared for")
+            assert "Ada Lovelace" in row.text and "pi-0001" in row.text, row.text
+            row.find('button[data-action="open-person"]').click()
+            form_css = "#carer-care-forms " + FORM
+            wait_for(lambda: browser.find(form_css + " .care-min").property("value") == "45", what="the person's settings in the carer's form")
+            assert browser.find_all(form_css + " .care-conflict"), "the carer sees the conflict too"
+            wait_for(lambda: browser.find("#carer-hr-summary").text.startswith("2 readings"), what="the person's heart rate")
+            assert "has not allowed downloads" in browser.find("#carer-person-downloads").text
+            form = browser.find(form_css)
+            self.set_number(form, ".care-max", 150)
+            form.find(".care-save").click()
+            wait_for(lambda: browser.find(form_css + " .care-message").text.startswith("Saved version 2"), what="saved version 2")
+            assert "set by " + HOSTILE_CARER in browser.find(form_css + " .care-server-version").text
+            assert "takes version 2" in browser.find(form_css + " .care-device-version").text
+            assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/export?format=csv") == 403
+            assert self.fetch_status(browser, "POST", "/v1/devices/pi-0001/erase") == 403
+            assert self.pwned(browser) is None
+            self.shot(browser, "04-carer")
+            status, view = http(server.base, "GET", "/v1/devices/pi-0001/care-settings", token=ADMIN)
+            assert view["settings"]["max_hr"] == 150 and view["settings"]["min_hr"] == 45, view
+        self.check("the carer signs in, sees the person and changes a threshold; no download, no erasure", carer_changes_threshold)
+
+        def wearer_sees_log_and_removes():
+            self.sign_in(browser, server.base, "ada")
+            self.tab(browser, "wearer-requests")
+            wait_for(lambda: "changed care settings of pi-0001 to version 2" in browser.find("#access-log").text, what="the carer's change in the log")
+            log = browser.find("#access-log").text
+            assert HOSTILE_CARER in log and "carer" in log and "care settings of pi-0001" in log, log
+            assert self.pwned(browser) is None
+            self.shot(browser, "05-access-log")
+            self.tab(browser, "wearer-care")
+            wait_for(lambda: browser.find_all('#carers button[data-action="remove-carer"]'), what="the Remove button")
+            browser.find('#carers button[data-action="remove-carer"]').click()
+            wait_for(lambda: not browser.find_all("#carers tr[data-carer]"), what="the carer removed")
+        self.check("the wearer sees the carer's reads and change in the access log, and removes the carer", wearer_sees_log_and_removes)
+
+        def carer_sees_nothing():
+            self.sign_in(browser, server.base, "cara")
+            wait_for(lambda: len(browser.find_all("#cared-for tr")) == 1, what="the empty list")
+            assert not browser.find_all("#cared-for tr[data-person]")
+            assert self.fetch_status(browser, "GET", "/v1/devices/pi-0001/care-settings") == 403
+            assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/heart-rate?from=0") == 403
+        self.check("after removal the carer sees and reads nothing of the person", carer_sees_nothing)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", default=".build/debug/trackme-server")
+    parser.add_argument("--out", default="simulations/out/browser")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    return CarerTest(os.path.abspath(args.server), args.out).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
