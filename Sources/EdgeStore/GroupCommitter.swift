@@ -1,5 +1,3 @@
-// Data path, step 4 (store): the durable buffer on the device, its disk budget and sync cursor.
-
 public import TrackMeCore
 
 /// Buffers readings in memory and commits them to the store in groups: when `interval` has

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 import TrackMeCore
 
 /// Salvage of stores moved aside as corrupt (`PATH.corrupt-N`): what can still be read of
@@ -187,6 +188,55 @@ extension ReadingStore {
                 ])
         } catch {
             logger.info("salvage failed, tried again at the next start", metadata: ["store.salvaged_from": "\(file)", "store.error": "\(error)"])
+        }
+    }
+
+    /// Writes what `harvest` read from a moved-aside file, with the `salvage` row naming the
+    /// file, in one transaction; returns how many readings were new here.
+    func salvageWrite(file: String, harvest: SalvageHarvest) throws -> Int {
+        let (inserted, unsynced) = try write { db -> (Int, Int) in
+            let insert = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)")
+            var inserted = 0
+            for row in harvest.readings {
+                let boot = try bootRef(row.bootID, db)
+                let body = try storedReadingBody(row.body, seq: row.seq)
+                let crc = ReadingChecksum.compute(boot: boot, monotonicNanoseconds: row.mono, wallMilliseconds: row.wall, body: body)
+                try insert.execute(arguments: [row.seq, boot, row.mono, row.wall, Data(body), crc])
+                inserted += db.changesCount
+            }
+            for update in harvest.alerts {
+                let boot = try bootRef(update.alert.firstCritical.bootID, db)
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered) VALUES (?, ?, ?, ?, ?, 0)",
+                    arguments: [
+                        update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds),
+                        try storedAlertBody(update),
+                    ])
+            }
+            if harvest.dropped > 0 { try addDropped(harvest.dropped, db) }
+            let bump = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value"
+            try db.execute(sql: bump, arguments: [MetaKey.salvagedTotal, inserted])
+            try db.execute(sql: bump, arguments: [MetaKey.unsalvageableTotal, harvest.unreadable])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO salvage (path, salvaged, unreadable, note) VALUES (?, ?, ?, ?)",
+                arguments: [file, inserted, harvest.unreadable, harvest.notes.prefix(5).joined(separator: "; ")])
+            return (inserted, inserted)
+        }
+        state.withLock { s in
+            s.rowCount += inserted
+            s.unsyncedCount += unsynced
+            s.unsyncedFloor = 0
+        }
+        return inserted
+    }
+
+    /// Moved-aside files salvaged into this store: the file, readings salvaged, rows unreadable.
+    public func salvageRecords() throws(StoreError) -> [(path: String, salvaged: Int64, unreadable: Int64)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT path, salvaged, unreadable FROM salvage ORDER BY rowid").map {
+                ($0[0] as String? ?? "", $0[1] as Int64? ?? 0, $0[2] as Int64? ?? 0)
+            }
         }
     }
 }
