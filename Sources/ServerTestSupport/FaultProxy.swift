@@ -76,7 +76,7 @@ public final class FaultProxy: Sendable {
         var connections: [ObjectIdentifier: Socket] = [:]
         /// Bumped by `goAway()`: the connections of an earlier generation end.
         var generation = 0
-        var accepting: AcceptLoop?
+        var accepting: Acceptor?
         var stopped = false
     }
 
@@ -106,11 +106,10 @@ public final class FaultProxy: Sendable {
     }
 
     deinit {
-        let (loop, connections) = state.withLock { s -> (AcceptLoop?, [Socket]) in
+        let connections = state.withLock { s -> [Socket] in
             s.stopped = true
-            return (s.accepting, Array(s.connections.values))
+            return Array(s.connections.values)
         }
-        loop?.stop()
         for connection in connections { connection.shutdownWrite() }
     }
 
@@ -128,7 +127,7 @@ public final class FaultProxy: Sendable {
 
     /// Stops listening and drops every connection: the server is gone (connections refused).
     public func goAway() async {
-        let (loop, connections) = state.withLock { s -> (AcceptLoop?, [Socket]) in
+        let (acceptor, connections) = state.withLock { s -> (Acceptor?, [Socket]) in
             defer {
                 s.generation += 1
                 s.accepting = nil
@@ -137,7 +136,7 @@ public final class FaultProxy: Sendable {
             return (s.accepting, Array(s.connections.values))
         }
         for connection in connections { connection.shutdownWrite() }
-        await loop?.stopAndWait()
+        await acceptor?.finished()
     }
 
     /// Listens again on the same port.
@@ -182,34 +181,46 @@ public final class FaultProxy: Sendable {
 
     // MARK: - Connections
 
+    /// Accepts on a thread of its own (never on the cooperative pool, which a busy test process
+    /// may starve), polling so that `goAway()` stops it; the thread closes the listener itself.
     private func startAccepting(_ listener: Socket) {
-        let loop = AcceptLoop(listener: listener, pollMilliseconds: Self.pollMilliseconds, onError: { _ in })
+        let acceptor = Acceptor()
         let generation = state.withLock { s -> Int in
-            s.accepting = loop
+            s.accepting = acceptor
             return s.generation
         }
-        let connections = loop.connections
-        Task.detached { [self] in
-            for await connection in connections {
-                if matchingFault(forConnection: true) != nil {
-                    state.withLock { $0.refusedConnections += 1 }
-                    connection.close()
-                    continue
-                }
-                let admitted = state.withLock { s -> Bool in
-                    guard !s.stopped, s.generation == generation else { return false }
-                    s.connections[ObjectIdentifier(connection)] = connection
-                    return true
-                }
-                guard admitted else {
-                    connection.close()
-                    continue
-                }
-                let thread = Thread { [self] in serve(connection, generation: generation) }
-                thread.name = "trackme-fault-proxy"
-                thread.start()
+        let thread = Thread { [self] in
+            while isCurrent(generation) {
+                guard (try? listener.waitReadable(timeoutMilliseconds: Self.pollMilliseconds)) == true, isCurrent(generation),
+                    let connection = try? listener.accept()
+                else { continue }
+                admit(connection, generation: generation)
             }
+            listener.close()
+            acceptor.finish()
         }
+        thread.name = "trackme-fault-proxy-accept"
+        thread.start()
+    }
+
+    private func admit(_ connection: Socket, generation: Int) {
+        if matchingFault(forConnection: true) != nil {
+            state.withLock { $0.refusedConnections += 1 }
+            connection.close()
+            return
+        }
+        let admitted = state.withLock { s -> Bool in
+            guard !s.stopped, s.generation == generation else { return false }
+            s.connections[ObjectIdentifier(connection)] = connection
+            return true
+        }
+        guard admitted else {
+            connection.close()
+            return
+        }
+        let thread = Thread { [self] in serve(connection, generation: generation) }
+        thread.name = "trackme-fault-proxy"
+        thread.start()
     }
 
     private func isCurrent(_ generation: Int) -> Bool {
@@ -298,6 +309,30 @@ public final class FaultProxy: Sendable {
         var head = "HTTP/1.1 \(status) Injected\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
         if let retryAfterSeconds { head += "Retry-After: \(retryAfterSeconds)\r\n" }
         return Array((head + "\r\n").utf8) + body
+    }
+}
+
+/// Tells `goAway()` when the accepting thread has closed the listener (so the port can be bound again).
+final class Acceptor: Sendable {
+    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func finish() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.done = true
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func finished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if !s.done { s.waiters.append(continuation) }
+                return s.done
+            }
+            if done { continuation.resume() }
+        }
     }
 }
 
