@@ -10,7 +10,6 @@ carer's reads and change in the access log and removes the carer, who then sees 
 
 Usage: carer_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
 """
-import argparse
 import os
 import sys
 
@@ -172,14 +171,5 @@ class CarerTest(PeopleTest):
         self.check("after removal the carer sees and reads nothing of the person", carer_sees_nothing)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", default=".build/debug/trackme-server")
-    parser.add_argument("--out", default="simulations/out/browser")
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    return CarerTest(os.path.abspath(args.server), args.out).run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(CarerTest.main())

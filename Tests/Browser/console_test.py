@@ -10,7 +10,6 @@ under gpsfake): its alert reaches the board, the dispatcher's clicks reach the a
 
 Usage: console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent [--out simulations/out/browser]
 """
-import argparse
 import json
 import os
 import subprocess
@@ -587,15 +586,5 @@ def dispatcher_token(server):
     return _dispatcher_tokens[server.base]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", default=".build/debug/trackme-server")
-    parser.add_argument("--agent", default=".build/debug/trackme-agent")
-    parser.add_argument("--out", default="simulations/out/browser")
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    return ConsoleTest(os.path.abspath(args.server), os.path.abspath(args.agent), args.out).run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(ConsoleTest.main("agent"))

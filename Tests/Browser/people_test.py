@@ -8,7 +8,6 @@ simulations/out/browser/people-*.png.
 
 Usage: people_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -179,14 +178,5 @@ class PeopleTest(CheckRun):
         self.check("after revocation the organisation reads nothing", organisation_reads_nothing)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", default=".build/debug/trackme-server")
-    parser.add_argument("--out", default="simulations/out/browser")
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    return PeopleTest(os.path.abspath(args.server), args.out).run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PeopleTest.main())

@@ -7,7 +7,6 @@ screenshots go to simulations/out/browser/.
 
 Usage: race_test.py --server .build/debug/trackme-server [--out simulations/out/browser]
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -154,14 +153,5 @@ class RaceTest(CheckRun):
         return self.summary(self.out)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", default=".build/debug/trackme-server")
-    parser.add_argument("--out", default="simulations/out/browser")
-    args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    return RaceTest(os.path.abspath(args.server), args.out).run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(RaceTest.main())

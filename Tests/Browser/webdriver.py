@@ -1,5 +1,6 @@
 """A small W3C WebDriver client over plain HTTP (urllib): enough to drive Debian's chromium
 through chromium-driver without a client library to install."""
+import argparse
 import base64
 import json
 import os
@@ -58,6 +59,21 @@ class CheckRun:
         failed = [r for r in self.results if not r[1]]
         print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {out}")
         return 1 if failed or not self.results else 0
+
+    @classmethod
+    def main(cls, *extra):
+        """The command line of a test file whose class takes (server, [extra paths...], out):
+        `--server`, each of `extra` (e.g. "agent") as `--NAME` with `.build/debug/trackme-NAME`
+        as default, and `--out`; returns the exit code."""
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--server", default=".build/debug/trackme-server")
+        for name in extra:
+            parser.add_argument(f"--{name}", default=f".build/debug/trackme-{name}")
+        parser.add_argument("--out", default="simulations/out/browser")
+        args = parser.parse_args()
+        os.makedirs(args.out, exist_ok=True)
+        paths = [os.path.abspath(getattr(args, name)) for name in ("server",) + extra]
+        return cls(*paths, args.out).run()
 
 
 class Element:
