@@ -38,6 +38,11 @@ import TrackMeCore
         Case(file: "mimicdb037_icu_10min.csv", age: 60, expected: []),
         Case(file: "cinc2015_a103l_false_asystole_artifact.csv", age: 60, expected: []),
         Case(file: "prcp12726_tilt_contact_loss.csv", age: 28, expected: []),
+        // Derived (MIT-BIH 100 slowed 1.85x, a sleeping athlete): the default 40 bpm minimum
+        // raises a false alarm here; a learned resting rate prevents it (scenario night-baseline).
+        Case(
+            file: "derived_mitdb100_slowed_1_85.csv", age: 28,
+            expected: [Expected(kind: .heartRateLow, firstCritical: 2509, countdownStarted: 2515, raised: 2525)]),
     ]
 
     static func load(_ file: String) throws -> HeartRateTrace {
