@@ -221,7 +221,7 @@ enum OpenAPIDocument {
             post:
               summary: Acknowledge an alert (dispatcher); the device learns of it in its next batch acknowledgement
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200":
                   description: Acknowledged (idempotent)
@@ -241,7 +241,7 @@ enum OpenAPIDocument {
             get:
               summary: Stored readings of a device (admin, dispatcher), in seq order, paged
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
                 - {name: from, in: query, schema: {type: integer}, description: "placed_ms >= from (ms since epoch)"}
                 - {name: to, in: query, schema: {type: integer}, description: "placed_ms < to"}
                 - {name: kind, in: query, schema: {enum: [hr, fix]}}
@@ -299,7 +299,7 @@ enum OpenAPIDocument {
             post:
               summary: Replace a token by a new one for the same role and device (admin); the old one is refused at once
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "201":
                   description: The new token, shown only this once
@@ -350,7 +350,7 @@ enum OpenAPIDocument {
             post:
               summary: Disable an account (admin); its sessions end
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The account}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -358,7 +358,7 @@ enum OpenAPIDocument {
             post:
               summary: Enable an account again (admin)
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The account}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -374,7 +374,7 @@ enum OpenAPIDocument {
             get:
               summary: "One alert: person, timeline, notes, track since it opened, heart rate of the last 10 min, device health (AccessPolicy decides)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The alert}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -383,7 +383,7 @@ enum OpenAPIDocument {
             post:
               summary: "Resolve with {outcome: help_arrived | false_alarm | wearer_safe | unreachable}; the device learns it (WIRE.md)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{alert_id, device_id, outcome, already_closed}"}
                 "400": {$ref: "#/components/responses/BadRequest"}
@@ -392,7 +392,7 @@ enum OpenAPIDocument {
             post:
               summary: "Add a note {text: 1-2000 characters}; it is data, shown as text"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "201": {description: The note}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -405,7 +405,7 @@ enum OpenAPIDocument {
             get:
               summary: The person's care settings, their version, and what the device reports running (admin, dispatcher, the wearer of this device, a carer the wearer linked; logged in the person's access log unless the person reads)
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200":
                   description: Care settings (null before any were set)
@@ -431,7 +431,7 @@ enum OpenAPIDocument {
                 escalation) takes the thresholds and contacts at once. Thresholds 20-250 bpm, min_hr below max_hr,
                 known rule names; the manual SOS cannot be switched off. `version` in the body is ignored.
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               requestBody:
                 required: true
                 content:
@@ -451,7 +451,7 @@ enum OpenAPIDocument {
                 device with the person's profile. A wipe order keyed by a digest of the device's token stays, so the
                 device is told to wipe its store at its next sync (410 device_erased); it ages with retired_people.
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200":
                   description: Erased
@@ -481,7 +481,7 @@ enum OpenAPIDocument {
             post:
               summary: "Link a wearer account to an enrolled device (admin): {device_id}; a device is one wearer's (409)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "201": {description: "{person_id, device_id, already}"}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -490,7 +490,7 @@ enum OpenAPIDocument {
             get:
               summary: "The person: name, devices and limits (to themselves), and the caller's grants"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{person_id, display_name, username, devices, grants, limits}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -499,9 +499,9 @@ enum OpenAPIDocument {
             get:
               summary: "Heart rate in [from, to) (ms; default the last day), within the caller's grants"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
-                - {name: from, in: query, schema: {type: integer}}
-                - {name: to, in: query, schema: {type: integer}}
+                - {$ref: "#/components/parameters/ID"}
+                - {$ref: "#/components/parameters/From"}
+                - {$ref: "#/components/parameters/To"}
               responses:
                 "200": {description: "{person_id, from_ms, to_ms, heart_rate: [{at_ms, bpm, device_id, contact}], truncated}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -509,9 +509,9 @@ enum OpenAPIDocument {
             get:
               summary: "Positions in [from, to), within the caller's grants"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
-                - {name: from, in: query, schema: {type: integer}}
-                - {name: to, in: query, schema: {type: integer}}
+                - {$ref: "#/components/parameters/ID"}
+                - {$ref: "#/components/parameters/From"}
+                - {$ref: "#/components/parameters/To"}
               responses:
                 "200": {description: "{person_id, from_ms, to_ms, positions: [{at_ms, lat, lon, device_id}], truncated}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -519,9 +519,9 @@ enum OpenAPIDocument {
             get:
               summary: "Per UTC day (default the last 7, at most 93): min, mean, max, resting estimate, seconds out of the person's range"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
-                - {name: from, in: query, schema: {type: integer}}
-                - {name: to, in: query, schema: {type: integer}}
+                - {$ref: "#/components/parameters/ID"}
+                - {$ref: "#/components/parameters/From"}
+                - {$ref: "#/components/parameters/To"}
               responses:
                 "200": {description: "{person_id, from_ms, to_ms, days: [{day_ms, readings, min, mean, max, resting_estimate, seconds_out_of_range, limit_min, limit_max}]}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -529,7 +529,7 @@ enum OpenAPIDocument {
             get:
               summary: "The person's alerts with their outcomes (newest first), within the caller's grants"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{person_id, alerts: [{alert_id, device_id, kind, state, open, created_ms, acknowledged_ms, outcome, resolved_ms, lat, lon}]}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -537,10 +537,10 @@ enum OpenAPIDocument {
             get:
               summary: "Everything in [from, to) (default all) as a download: format=json (one document) or csv (one table, a record column)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
                 - {name: format, in: query, schema: {enum: [json, csv]}}
-                - {name: from, in: query, schema: {type: integer}}
-                - {name: to, in: query, schema: {type: integer}}
+                - {$ref: "#/components/parameters/From"}
+                - {$ref: "#/components/parameters/To"}
               responses:
                 "200": {description: "Attachment", content: {application/json: {}, text/csv: {}}}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -548,7 +548,7 @@ enum OpenAPIDocument {
             get:
               summary: "Positions in [from, to) as GPX 1.1, one track per device"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "Attachment", content: {application/gpx+xml: {}}}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -556,7 +556,7 @@ enum OpenAPIDocument {
             get:
               summary: "New readings as Server-Sent Events (event heart_rate or position, data as in the lists) while a grant covers them; access_ended when it ends"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: An event stream, content: {text/event-stream: {}}}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -564,7 +564,7 @@ enum OpenAPIDocument {
             get:
               summary: "Who read the person's data, when, why and what (the person or the admin), newest first"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{entries: [{id, subject, reader_id, reader_name, reader_role, reason, what, at_ms}]}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -572,14 +572,14 @@ enum OpenAPIDocument {
             get:
               summary: The requests made to the person (the person or the admin)
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{requests: [AccessRequest]}"}
           /v1/people/{id}/carers:
             get:
               summary: The person's carers (the person or the admin)
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{carers: [{carer_id, username, display_name, may_export, granted_ms, granted_by: person | admin}]}"}
                 "403": {$ref: "#/components/responses/Forbidden"}
@@ -591,7 +591,7 @@ enum OpenAPIDocument {
                 erases it. Every read and change of theirs is in the person's access log. The person ends the link
                 at any time (DELETE); erasing the person removes it.
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               requestBody:
                 required: true
                 content:
@@ -612,7 +612,7 @@ enum OpenAPIDocument {
             delete:
               summary: "End a carer link: the person (at any time), the admin, or the carer stepping down (carer_id `me`)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
                 - {name: carer_id, in: path, required: true, schema: {type: string}}
               responses:
                 "200": {description: "{person_id, carer_id, unlinked: true}"}
@@ -639,7 +639,7 @@ enum OpenAPIDocument {
             post:
               summary: "The person approves: access from data_from_ms (or now) for `days` days, only the kinds named"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The request}
                 "409": {description: "Not pending any more (answered, refused after 3 days, revoked)"}
@@ -647,7 +647,7 @@ enum OpenAPIDocument {
             post:
               summary: The person refuses
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The request}
                 "409": {description: Not pending any more}
@@ -655,7 +655,7 @@ enum OpenAPIDocument {
             post:
               summary: Either side ends an approved access at once (open streams end); the organisation may also withdraw a pending request
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The request}
                 "409": {description: Nothing to revoke}
@@ -702,7 +702,7 @@ enum OpenAPIDocument {
             get:
               summary: "The run with every runner as its organiser sees them: check-in, consent, newest fix, distance along the course (AccessPolicy reason joined_run)"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "The run with entries: [{device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m}]"}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -710,7 +710,7 @@ enum OpenAPIDocument {
             post:
               summary: "Open or close enrolment {open: bool}; runners enrol from their device (heartbeat run: WIRE.md) only while it is open"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: The run}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -718,14 +718,14 @@ enum OpenAPIDocument {
             get:
               summary: "Standings as CSV (rank, name, distance_m, checked_in_ms, last_fix_ms), furthest first"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: CSV, content: {text/csv: {schema: {type: string}}}}
           /v1/runs/{id}/tracks.gpx:
             get:
               summary: Every runner's track of the run as one GPX 1.1 document (one trk per runner)
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: GPX, content: {application/gpx+xml: {schema: {type: string}}}}
           /v1/public/runs/{id}:
@@ -733,7 +733,7 @@ enum OpenAPIDocument {
               summary: "The spectator page's data, without an account: the course and the runners who consented to be shown, furthest first, with the leader; no device ids, no one else"
               security: []
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: "{name, start_ms, end_ms, length_m, path: [[lat, lon]], runners: [{id, name, lat, lon, distance_m, fix_ms}], leader}"}
                 "404": {$ref: "#/components/responses/NotFound"}
@@ -742,7 +742,7 @@ enum OpenAPIDocument {
               summary: The public spectator page of a run (HTML; reads /v1/public/runs/{id} every second)
               security: []
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: HTML page}
           /v1/fleet/zones:
@@ -760,7 +760,7 @@ enum OpenAPIDocument {
             get:
               summary: "For a ride-booking system (a fleet_operator token, POST /v1/fleet/tokens): the first available taxi in the zone's queue"
               parameters:
-                - {name: id, in: path, required: true, schema: {type: string}}
+                - {$ref: "#/components/parameters/ID"}
               responses:
                 "200": {description: A Taxi}
                 "404": {description: "No such zone, or error.code no_taxi: none available"}
@@ -778,6 +778,10 @@ enum OpenAPIDocument {
         components:
           securitySchemes:
             bearer: {type: http, scheme: bearer}
+          parameters:
+            ID: {name: id, in: path, required: true, schema: {type: string}}
+            From: {name: from, in: query, schema: {type: integer}}
+            To: {name: to, in: query, schema: {type: integer}}
           responses:
             BadRequest: {description: "Malformed JSON, missing or wrong field (named in error.field)", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
             Unauthorized: {description: Missing or wrong token, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
