@@ -14,9 +14,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import ADMIN, Server, http  # noqa: E402
+from console_test import ADMIN, http  # noqa: E402
 from people_test import PASSWORD, PeopleTest, WearerDevice  # noqa: E402
-from webdriver import Chromium, wait_for  # noqa: E402
+from webdriver import wait_for  # noqa: E402
 
 HOSTILE_CARER = '<img src=x onerror="window.__pwned=1">Cara <b>Carer</b>'
 FORM = '.care-device[data-device="pi-0001"]'
@@ -25,16 +25,6 @@ FORM = '.care-device[data-device="pi-0001"]'
 class CarerTest(PeopleTest):
     def shot(self, browser, name):
         browser.screenshot(os.path.join(self.out, f"carer-{name}.png"))
-
-    def run(self):
-        server = Server(self.binary, self.workdir)
-        browser = Chromium()
-        try:
-            self.flow(server, browser)
-        finally:
-            browser.quit()
-            server.stop()
-        return self.summary(self.out)
 
     @staticmethod
     def report(device, care_version, conflicts):

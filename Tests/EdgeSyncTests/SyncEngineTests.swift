@@ -89,6 +89,25 @@ final class SyncFixture {
             clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42)
     }
 
+    /// Moves `clock` on by 10 ms `times` times, each once the engine's two loops sleep on it.
+    static func step(_ clock: VirtualClock, times: Int) async {
+        for _ in 0..<times {
+            await clock.waitForSleepers(2)
+            clock.advance(by: .milliseconds(10))
+        }
+    }
+
+    /// Moves `clock` on by 10 ms whenever the engine's two loops sleep on it, until cancelled.
+    static func step(_ clock: VirtualClock) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                await clock.waitForSleepers(2)
+                clock.advance(by: .milliseconds(10))
+                await Task.yield()
+            }
+        }
+    }
+
     /// What the real server stored for the device, by sequence number.
     func stored() async throws -> [Int64: WireReading] {
         Dictionary(try await server.readings(deviceID: deviceID).map { ($0.sequence, $0) }, uniquingKeysWith: { first, _ in first })
@@ -340,19 +359,10 @@ struct SyncEngineTests {
                 Issue.record("the latest batch did not go first")
                 return
             }
-            for _ in 0..<400 {
-                await clock.waitForSleepers(2)
-                clock.advance(by: .milliseconds(10))
-            }
+            await SyncFixture.step(clock, times: 400)
             #expect(try f.sentBatches().count == 1, "a small batch went out before the send interval")
             try f.append(10..<60)
-            let ticker = Task {
-                while !Task.isCancelled {
-                    await clock.waitForSleepers(2)
-                    clock.advance(by: .milliseconds(10))
-                    await Task.yield()
-                }
-            }
+            let ticker = SyncFixture.step(clock)
             defer { ticker.cancel() }
             guard case .batchAcknowledged(_, let readings, _, _, _) = await iterator.next() else {
                 Issue.record("no batch")
@@ -370,20 +380,11 @@ struct SyncEngineTests {
             let engine = f.engine(clock: clock, heartbeatInterval: .seconds(30), onEvent: { continuation.yield($0) })
             let runner = Task { await engine.run() }
             defer { runner.cancel() }
-            for _ in 0..<2900 {
-                await clock.waitForSleepers(2)
-                clock.advance(by: .milliseconds(10))
-            }
+            await SyncFixture.step(clock, times: 2900)
             #expect(f.proxy.requestCount == 0, "a heartbeat went out before its interval")
             #expect(try await f.server.server.deviceContact(deviceID: deviceID).heartbeat == nil)
             var iterator = events.makeAsyncIterator()
-            let ticker = Task {
-                while !Task.isCancelled {
-                    await clock.waitForSleepers(2)
-                    clock.advance(by: .milliseconds(10))
-                    await Task.yield()
-                }
-            }
+            let ticker = SyncFixture.step(clock)
             defer { ticker.cancel() }
             guard case .batchAcknowledged(_, let readings, _, _, _) = await iterator.next() else {
                 Issue.record("no heartbeat")
