@@ -45,6 +45,6 @@ public enum JSONLines {
     }
 
     static func milliseconds(_ duration: Duration) -> String {
-        String(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+        String(duration.milliseconds)
     }
 }

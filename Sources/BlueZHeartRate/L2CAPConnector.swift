@@ -1,5 +1,6 @@
 import CBlueZ
 import Glibc
+import TrackMeCore
 
 /// Why connecting to a strap over L2CAP failed.
 public struct L2CAPConnectError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -118,7 +119,7 @@ public enum L2CAPConnector {
     }
 
     private static func waitConnected(fd: Int32, address: BluetoothAddress, timeout: Duration, stop: StopFlag) throws {
-        let slices = max(1, Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000) / Int(SeqPacketBearer.pollSlice))
+        let slices = max(1, Int(timeout.milliseconds) / Int(SeqPacketBearer.pollSlice))
         for _ in 0..<slices {
             if stop.isStopped { throw CancellationError() }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)

@@ -199,6 +199,13 @@ public struct AlertStateMachine: Hashable, Sendable {
 }
 
 extension Duration {
+    /// The whole milliseconds in this duration (truncated toward zero): for wire fields, poll
+    /// timeouts and virtual-clock offsets alike.
+    public var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
     /// The whole nanoseconds in this duration, saturating.
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components

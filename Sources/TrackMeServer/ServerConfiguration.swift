@@ -150,10 +150,3 @@ extension ServerConfiguration {
         Int64((Date().timeIntervalSince1970 * 1000).rounded())
     }
 }
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

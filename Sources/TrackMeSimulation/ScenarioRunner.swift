@@ -132,8 +132,8 @@ public struct ScenarioRunner: Sendable {
             configuration: ServerConfiguration(
                 host: "127.0.0.1", port: options.port, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
                 durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin",
+                wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
                 // The rate limits count wall time, and fast mode replays a day in seconds.
-                wallClock: { Self.trueWallMilliseconds(Self.timestamp(Self.traceMilliseconds(clock.now.offset))) },
                 limits: .withoutRateLimits),
             logger: quiet("trackme.sim.server"))
         let serverTask = Task { try await server.run() }
@@ -179,7 +179,7 @@ public struct ScenarioRunner: Sendable {
         var baseline: RestingHeartRateEstimator?
         if let history = scenario.baselineHistory {
             var estimator = RestingHeartRateEstimator()
-            for row in try Self.rows(of: history, in: options.simulationsDirectory) { estimator.add(row.reading) }
+            for row in try Self.trace(of: history, in: options.simulationsDirectory).rows { estimator.add(row.reading) }
             baseline = estimator
         }
         let device = try await SimulatedDevice(
@@ -331,15 +331,6 @@ public struct ScenarioRunner: Sendable {
             trace = trace.repeated(untilMilliseconds: Int64((until * 1000).rounded()))
         }
         return trace
-    }
-
-    static func rows(of source: Scenario.HeartRateSource, in directory: URL) throws -> [HeartRateTrace.Row] {
-        try trace(of: source, in: directory).rows
-    }
-
-    /// A virtual clock's offset in whole trace milliseconds.
-    static func traceMilliseconds(_ d: Duration) -> Int64 {
-        d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
     }
 
     static func milliseconds(_ d: Duration) -> Double {

@@ -136,7 +136,7 @@ final class SimulatedDevice {
         self.transport = transport
         self.connector = connector
         self.logger = logger
-        nextSyncVisit = ScenarioRunner.traceMilliseconds(clock.now.offset) + Self.sendIntervalMilliseconds
+        nextSyncVisit = clock.now.offset.milliseconds + Self.sendIntervalMilliseconds
         self.clock = clock
         self.wall = wall
         let timestamps = wall.timestamps(clock: clock)
@@ -524,7 +524,7 @@ final class SimulatedWallClock: Sendable {
     /// The agent's timestamps over this board's clocks, now being `clock`'s time.
     func timestamps(clock: VirtualClock) -> AgentTimestamps {
         AgentTimestamps(bootID: ScenarioRunner.bootID) { [self] in
-            reading(ScenarioRunner.traceMilliseconds(clock.now.offset))
+            reading(clock.now.offset.milliseconds)
         }
     }
 }

@@ -2,6 +2,7 @@ import CInputShim
 import Foundation
 public import Logging
 import Synchronization
+import TrackMeCore
 
 /// Reads one key of a Linux input device (`/dev/input/eventN`, what `gpio-keys` and a Pi's
 /// `dtoverlay=gpio-key` give) on a thread of its own, through `CInputShim`, and delivers its
@@ -43,7 +44,7 @@ public struct ButtonReader: Sendable {
 
     /// The blocking loop: open, read until the device fails or `stop`; again after a pause.
     private func loop(stop: ButtonStopFlag, deliver: (Event) -> Void) {
-        let pollMilliseconds = Int32(clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds / 1_000_000_000_000_000)
+        let pollMilliseconds = Int32(clamping: pollInterval.milliseconds)
         var failing = false
         while !stop.isRaised {
             let fd = tm_input_open(path)

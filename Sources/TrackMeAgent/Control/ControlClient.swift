@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// The CLI's side of the control socket: one connection, one request, one response.
 public enum ControlClient {
     /// Sends `request` to the agent at `socketPath` and returns its response. Throws
@@ -9,7 +11,7 @@ public enum ControlClient {
     ) async throws
         -> ControlResponse
     {
-        let milliseconds = Int(timeout.components.seconds) * 1000 + Int(timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int(timeout.milliseconds)
         let line = try ControlCodec.encodeLine(request)
         let answer = try await BlockingIO.run { () throws(SocketError) -> [UInt8] in
             let socket = try Socket.connectUnixStream(path: socketPath)

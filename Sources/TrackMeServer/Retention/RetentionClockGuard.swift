@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// Decides whether the retention job may trust the wall clock now (a sans-I/O struct: the job
 /// passes both clocks in).
 ///

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TrackMeCore
 
 /// A rotated token: the new one, shown only this once, and what it speaks for.
 public struct RotatedToken: Codable, Hashable, Sendable {
