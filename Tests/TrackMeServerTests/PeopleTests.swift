@@ -229,15 +229,24 @@ struct PeopleTests {
             defer { stream.close() }
             // Wait until the stream is open (a follower is counted) before sending.
             while s.server.feedFollowers == 0 { await Task.yield() }
-            #expect(
-                try await s.send(
-                    Sample.batch(
-                        "pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 77, wall: Self.t0 + 4_000), Sample.fix(seq: 2, wall: Self.t0 + 4_500)]),
-                    token: device
-                ).status == 200)
-            let events = try await stream.nextEvents(1)
-            #expect(events.map(\.event) == ["heart_rate"])
-            #expect(events.first?.data.contains("\"bpm\":77") == true)
+            // Batches arrive while the stream is looking at the last one: none is skipped (the
+            // stream once moved its cursor to the newest row after reading, losing a batch stored
+            // in between). Positions are not granted and never sent.
+            for seq in Int64(1)...25 {
+                #expect(
+                    try await s.send(
+                        Sample.batch(
+                            "pi-0001", seq: seq,
+                            readings: [
+                                Sample.heartRate(seq: 2 * seq - 1, bpm: Int(50 + seq), wall: Self.t0 + 4_000 + seq), Sample.fix(seq: 2 * seq, wall: Self.t0 + 4_500 + seq),
+                            ]),
+                        token: device
+                    ).status == 200)
+            }
+            let events = try await stream.nextEvents(25)
+            #expect(events.map(\.event) == Array(repeating: "heart_rate", count: 25))
+            #expect(events.first?.data.contains("\"bpm\":51") == true)
+            #expect(events.last?.data.contains("\"bpm\":75") == true)
             #expect(try await s.page("POST", "/v1/access-requests/\(id)/revoke", person).status == 200)
             let ended = try await stream.nextEvents(1)
             #expect(ended.map(\.event) == ["access_ended"])

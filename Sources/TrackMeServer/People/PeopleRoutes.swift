@@ -238,21 +238,28 @@ struct PeopleRoutes: Sendable {
                         var text = ""
                         for deviceID in person.deviceIDs {
                             let after = cursors[deviceID] ?? 0
-                            var newest = after
+                            // The newest sequence is read before the rows: a batch stored while this
+                            // looks is then either below it and in the rows, or above it and left for
+                            // the next wake, never skipped.
+                            let latest = try await data.store.latestReadingSequence(deviceID: deviceID)
+                            guard latest > after else { continue }
+                            var bound = latest
+                            var rows: [StoredReadingRow] = []
                             for kind in [PersonDataKind.heartRate, .position] {
-                                let (rows, _) = try await data.readings(deviceID: deviceID, kind: kind, from: nil, to: nil, grants: grants, afterSequence: after, limit: 10_000)
-                                for row in rows {
-                                    newest = max(newest, row.sequence)
-                                    if let sample = PersonData.heartRate(row, deviceID: deviceID) {
-                                        text += "event: heart_rate\ndata: \(try StoreJSON.encode(sample))\n\n"
-                                    } else if let sample = PersonData.position(row, deviceID: deviceID) {
-                                        text += "event: position\ndata: \(try StoreJSON.encode(sample))\n\n"
-                                    }
+                                let page = try await data.readings(deviceID: deviceID, kind: kind, from: nil, to: nil, grants: grants, afterSequence: after, limit: 10_000)
+                                let taken = page.rows.filter { $0.sequence <= latest }
+                                if page.truncated, let last = taken.last { bound = min(bound, last.sequence) }
+                                rows += taken
+                            }
+                            for row in rows.sorted(by: { $0.sequence < $1.sequence }) where row.sequence <= bound {
+                                if let sample = PersonData.heartRate(row, deviceID: deviceID) {
+                                    text += "event: heart_rate\ndata: \(try StoreJSON.encode(sample))\n\n"
+                                } else if let sample = PersonData.position(row, deviceID: deviceID) {
+                                    text += "event: position\ndata: \(try StoreJSON.encode(sample))\n\n"
                                 }
                             }
                             // Readings outside every grant are skipped for good, not held back.
-                            let latest = try await data.store.latestReadingSequence(deviceID: deviceID)
-                            cursors[deviceID] = max(newest, latest)
+                            cursors[deviceID] = bound
                         }
                         if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
                         guard let wake = await iterator.next() else { break }
