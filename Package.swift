@@ -17,8 +17,15 @@ var targets: [Target] = []
 // MARK: - Core (issue 2): domain model, wire format, SOS rules. No I/O, no dependencies of ours.
 
 targets += [
-    .target(name: "TrackMeCore", exclude: ["WIRE.md"], swiftSettings: strictSettings),
-    .testTarget(name: "TrackMeCoreTests", dependencies: ["TrackMeCore"], swiftSettings: strictSettings),
+    // swift-system (issue 15): the one errno error and descriptor owner (SystemError.swift) every shell uses.
+    .target(
+        name: "TrackMeCore", dependencies: [.product(name: "SystemPackage", package: "swift-system")], exclude: ["WIRE.md"],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "TrackMeCoreTests", dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        swiftSettings: strictSettings
+    ),
 ]
 
 // MARK: - System libraries (issue 2)
@@ -51,6 +58,7 @@ targets += [
         dependencies: [
             "TrackMeCore", "CBlueZ",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ],
         swiftSettings: strictSettings
     ),
@@ -92,7 +100,10 @@ targets += [
         ],
         swiftSettings: strictSettings
     ),
-    .target(name: "GPSDTestSupport", swiftSettings: strictSettings),
+    .target(
+        name: "GPSDTestSupport", dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        swiftSettings: strictSettings
+    ),
     .testTarget(
         name: "GPSDPositionTests",
         dependencies: ["GPSDPosition", "GPSDTestSupport", "TrackMeCore"],
@@ -257,6 +268,7 @@ targets += [
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ],
         exclude: ["WIRING.md"],
         swiftSettings: strictSettings
@@ -266,6 +278,7 @@ targets += [
         dependencies: [
             "TrackMeAgent",
             "TrackMeCore",
+            .product(name: "SystemPackage", package: "swift-system"),
             // The end-to-end test: a real gpsd, a loopback server, and the store reopened after.
             "TrackMeServer", "GPSDTestSupport", "EdgeStore", "EdgeSync", "EdgeBenchmarks",
             // The button test writes real `struct input_event`s into a FIFO.
@@ -290,6 +303,7 @@ targets += [
             .product(name: "Prometheus", package: "swift-prometheus"),
             "BlueZHeartRate",
             "GPSDPosition",
+            .product(name: "SystemPackage", package: "swift-system"),
         ],
         swiftSettings: strictSettings
     ),
@@ -354,6 +368,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // issue 17: the store's per-row AEAD (no NIO; BoringSSL's C compiled in, as on the server)
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // issue 15: FileDescriptor and Errno, the one system-call layer (already in the graph)
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // MARK: server-side packages
         // MARK: agent (issue 9): Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),

@@ -2,6 +2,8 @@
 
 import Glibc
 import Synchronization
+import SystemPackage
+import TrackMeCore
 
 /// A connected ATT bearer: one PDU per message, in both directions.
 ///
@@ -23,7 +25,7 @@ public protocol ATTBearer: Sendable {
 /// `recv` (on Debian's 6.1 kernel a blocking L2CAP receive stalls the adapter's receive path).
 public final class SeqPacketBearer: ATTBearer {
     public let incoming: AsyncThrowingStream<[UInt8], any Error>
-    private let descriptor: FileDescriptor
+    private let descriptor: OwnedFileDescriptor
     private let stopping = StopFlag()
 
     /// How long one `poll` waits before checking whether the bearer was closed.
@@ -32,7 +34,7 @@ public final class SeqPacketBearer: ATTBearer {
     static let receiveBufferSize = 1024
 
     /// Takes ownership of a connected, non-blocking `SOCK_SEQPACKET` descriptor.
-    init(descriptor: FileDescriptor) {
+    init(descriptor: OwnedFileDescriptor) {
         self.descriptor = descriptor
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .bufferingNewest(512))
         incoming = stream
@@ -47,18 +49,21 @@ public final class SeqPacketBearer: ATTBearer {
     /// strap and the tests use in place of an L2CAP link.
     public static func pair() throws -> (SeqPacketBearer, SeqPacketBearer) {
         var fds: [Int32] = [-1, -1]
-        try SystemError.check("socketpair") {
+        try SystemError.retrying("socketpair") {
             socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
         }
-        return (SeqPacketBearer(descriptor: FileDescriptor(fds[0])), SeqPacketBearer(descriptor: FileDescriptor(fds[1])))
+        return (
+            SeqPacketBearer(descriptor: OwnedFileDescriptor(FileDescriptor(rawValue: fds[0]))),
+            SeqPacketBearer(descriptor: OwnedFileDescriptor(FileDescriptor(rawValue: fds[1])))
+        )
     }
 
     /// Sends one PDU. Never waits: callers run on Swift's cooperative pool, so a full send queue
     /// (a congested link) is an error (`EAGAIN`) for the caller to handle, not a stall.
     public func send(_ pdu: [UInt8]) throws {
-        _ = try descriptor.withOpen { (fd) throws(SystemError) in
-            try SystemError.check("send") {
-                pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        _ = try descriptor.withOpen("send") { (fd) throws(SystemError) in
+            try SystemError.retrying("send") {
+                pdu.withUnsafeBytes { Glibc.send(fd.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             }
         }
     }
@@ -68,56 +73,70 @@ public final class SeqPacketBearer: ATTBearer {
     public func close() {
         stopping.stop()
         // Shut down now so the peer sees the hang-up at once; the receive thread closes the fd.
-        _ = try? descriptor.withOpen { (fd) throws(SystemError) in _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        _ = try? descriptor.withOpen("shutdown") { (fd) throws(SystemError) in _ = shutdown(fd.rawValue, Int32(SHUT_RDWR)) }
     }
 
     private static func receiveLoop(
-        descriptor: FileDescriptor, stopping: StopFlag,
+        descriptor owner: OwnedFileDescriptor, stopping: StopFlag,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) {
+        defer { owner.close() }
+        // Only this thread closes the descriptor (on its way out), so the snapshot stays valid.
+        guard let descriptor = owner.descriptor else { return continuation.finish() }
+        do throws(SystemError) {
+            if try receive(from: descriptor, stopping: stopping, continuation: continuation) {
+                continuation.finish()
+            }
+        } catch {
+            continuation.finish(throwing: error)
+        }
+    }
+
+    /// Polls and receives until the link ends (true: cleanly) or `stopping`; throws the error that
+    /// ended it.
+    private static func receive(
+        from descriptor: FileDescriptor, stopping: StopFlag,
+        continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    ) throws(SystemError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
-        defer { descriptor.close() }
         while !stopping.isStopped {
-            var p = pollfd(fd: descriptor.raw, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, pollSlice)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                continuation.finish(throwing: SystemError(call: "poll", errno: errno))
-                return
+            let events = try descriptor.poll(Int16(POLLIN), timeoutMilliseconds: pollSlice)
+            if events == 0 { continue }
+            if events & Int16(POLLIN) != 0 {
+                let count: Int
+                do throws(SystemError) {
+                    count = try SystemError.retrying("recv") {
+                        buffer.withUnsafeMutableBytes { recv(descriptor.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    }
+                } catch {
+                    switch error.errno {
+                    case .resourceTemporarilyUnavailable, .wouldBlock: continue
+                    case .connectionReset, .socketNotConnected: return true
+                    default: throw error
+                    }
+                }
+                if count == 0 { return true }
+                continuation.yield(Array(buffer[0..<count]))
+                continue
             }
-            if ready == 0 { continue }
-            if p.revents & Int16(POLLIN) != 0 {
-                let count = buffer.withUnsafeMutableBytes { recv(descriptor.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                if count > 0 {
-                    continuation.yield(Array(buffer[0..<count]))
-                    continue
-                }
-                if count == 0 {
-                    continuation.finish()
-                    return
-                }
-                let code = errno
-                if code == EINTR || code == EAGAIN || code == EWOULDBLOCK { continue }
-                if code == ECONNRESET || code == ENOTCONN {
-                    continuation.finish()
-                    return
-                }
-                continuation.finish(throwing: SystemError(call: "recv", errno: code))
-                return
-            }
-            if p.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
-                var error: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                _ = getsockopt(descriptor.raw, SOL_SOCKET, SO_ERROR, &error, &length)
-                if error != 0 && error != ECONNRESET {
-                    continuation.finish(throwing: SystemError(call: "poll", errno: error))
-                } else {
-                    continuation.finish()
-                }
-                return
+            if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                let error = (try? descriptor.pendingSocketError()) ?? 0
+                if error != 0 && error != ECONNRESET { throw SystemError(call: "poll", errno: Errno(rawValue: error)) }
+                return true
             }
         }
-        continuation.finish()
+        return true
+    }
+}
+
+extension FileDescriptor {
+    /// The socket's pending error (`SO_ERROR`, cleared by reading it): what a failed non-blocking
+    /// connect or a reset link left; 0 if none.
+    func pendingSocketError() throws(SystemError) -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        try SystemError.retrying("getsockopt(SO_ERROR)") { getsockopt(rawValue, SOL_SOCKET, SO_ERROR, &error, &length) }
+        return error
     }
 }
 

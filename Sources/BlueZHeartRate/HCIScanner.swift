@@ -1,5 +1,7 @@
 import CBlueZ
 import Glibc
+import SystemPackage
+import TrackMeCore
 
 /// Why an LE scan could not run.
 public struct HCIScanError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -56,14 +58,26 @@ public enum HCIScanner {
         return stream
     }
 
+    /// One non-blocking read; nil when nothing is there after all (`EAGAIN`).
+    private static func readAvailable(_ hci: FileDescriptor, into buffer: inout [UInt8]) throws(SystemError) -> Int? {
+        do {
+            return try SystemError.system("read(hci)") { try buffer.withUnsafeMutableBytes { try hci.read(into: $0) } }
+        } catch {
+            if error.errno == .resourceTemporarilyUnavailable { return nil }
+            throw error
+        }
+    }
+
     private static func scanLoop(adapter: String?, stop: StopFlag, emit: (AdvertisingReport) -> Void) throws {
         let deviceID = adapter.map { hci_devid($0) } ?? hci_get_route(nil)
         guard deviceID >= 0 else { throw HCIScanError(detail: "no Bluetooth adapter \(adapter ?? "(default)")") }
-        let dd = try SystemError.check("hci_open_dev") { hci_open_dev(deviceID) }
-        let descriptor = FileDescriptor(dd)
+        let hci = FileDescriptor(rawValue: try SystemError.retrying("hci_open_dev") { hci_open_dev(deviceID) })
+        let descriptor = OwnedFileDescriptor(hci)
         defer { descriptor.close() }
+        // libbluetooth's calls take the descriptor as a C int.
+        let dd = hci.rawValue
         // Active scan, 10 ms interval and window, public own address, accept all.
-        try SystemError.check("hci_le_set_scan_parameters") {
+        try SystemError.retrying("hci_le_set_scan_parameters") {
             hci_le_set_scan_parameters(dd, 0x01, UInt16(0x0010).littleEndian, UInt16(0x0010).littleEndian, 0x00, 0x00, 1000)
         }
         // The filter goes on before scanning starts: hci_send_req restores it after the enable
@@ -73,25 +87,18 @@ public enum HCIScanner {
         hci_filter_clear(&filter)
         hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
         hci_filter_set_event(EVT_LE_META_EVENT, &filter)
-        try SystemError.check("setsockopt(HCI_FILTER)") {
+        try SystemError.retrying("setsockopt(HCI_FILTER)") {
             setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size))
         }
-        try SystemError.check("hci_le_set_scan_enable") { hci_le_set_scan_enable(dd, 0x01, 0x00, 1000) }
+        try SystemError.retrying("hci_le_set_scan_enable") { hci_le_set_scan_enable(dd, 0x01, 0x00, 1000) }
         defer { _ = hci_le_set_scan_enable(dd, 0x00, 0x00, 1000) }
-        let flags = try SystemError.check("fcntl(F_GETFL)") { fcntl(dd, F_GETFL) }
-        try SystemError.check("fcntl(F_SETFL)") { fcntl(dd, F_SETFL, flags | O_NONBLOCK) }
+        let flags = try SystemError.retrying("fcntl(F_GETFL)") { fcntl(dd, F_GETFL) }
+        try SystemError.retrying("fcntl(F_SETFL)") { fcntl(dd, F_SETFL, flags | O_NONBLOCK) }
 
         var buffer = [UInt8](repeating: 0, count: Int(HCI_MAX_EVENT_SIZE) + 1)
         while !stop.isStopped {
-            var p = pollfd(fd: dd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, SeqPacketBearer.pollSlice)
-            if ready < 0 && errno != EINTR { throw SystemError(call: "poll(hci)", errno: errno) }
-            guard ready > 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { read(dd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                throw SystemError(call: "read(hci)", errno: errno)
-            }
+            guard try hci.poll(Int16(POLLIN), timeoutMilliseconds: SeqPacketBearer.pollSlice, call: "poll(hci)") != 0 else { continue }
+            guard let count = try readAvailable(hci, into: &buffer) else { continue }
             // A report that does not parse is one device's problem, not the scan's.
             for report in (try? AdvertisingReport.reports(fromHCIPacket: Array(buffer[0..<count]))) ?? [] {
                 emit(report)

@@ -1,5 +1,6 @@
 import CBlueZ
 import Glibc
+import SystemPackage
 import TrackMeCore
 
 /// Why connecting to a strap over L2CAP failed.
@@ -71,25 +72,26 @@ public enum L2CAPConnector {
                 throw L2CAPConnectError(code: .noAdapter, detail: "no Bluetooth adapter \(adapter)")
             }
         }
-        let fd = try SystemError.check("socket(AF_BLUETOOTH)") {
-            socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
-        }
-        let descriptor = FileDescriptor(fd)
+        let socketFD = FileDescriptor(
+            rawValue: try SystemError.retrying("socket(AF_BLUETOOTH)") {
+                socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
+            })
+        let descriptor = OwnedFileDescriptor(socketFD)
         do {
             var source = sockaddr_l2()
             source.l2_family = sa_family_t(AF_BLUETOOTH)
             source.l2_bdaddr = local
             source.l2_cid = attChannel.littleEndian
             source.l2_bdaddr_type = UInt8(BDADDR_LE_PUBLIC)
-            try SystemError.check("bind(l2cap)") {
+            try SystemError.retrying("bind(l2cap)") {
                 withUnsafePointer(to: &source) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
                 }
             }
             var security = bt_security()
             security.level = UInt8(BT_SECURITY_LOW)
-            try SystemError.check("setsockopt(BT_SECURITY)") {
-                setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size))
+            try SystemError.retrying("setsockopt(BT_SECURITY)") {
+                setsockopt(socketFD.rawValue, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size))
             }
             var destination = sockaddr_l2()
             destination.l2_family = sa_family_t(AF_BLUETOOTH)
@@ -98,19 +100,21 @@ public enum L2CAPConnector {
             destination.l2_cid = attChannel.littleEndian
             destination.l2_bdaddr_type = UInt8(addressType == .public ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
             let started = withUnsafePointer(to: &destination) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socketFD.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
             }
             if started != 0 {
-                let code = errno
+                // Not `retrying`: a non-blocking connect goes on in the kernel after EINTR as after
+                // EINPROGRESS, and calling it again would fail with EALREADY.
+                let code = SystemError.current
                 switch code {
-                case EINPROGRESS, EINTR: break
-                case EHOSTDOWN, EHOSTUNREACH, ETIMEDOUT:
+                case .nowInProgress, .interrupted: break
+                case .hostIsDown, .noRouteToHost, .timedOut:
                     throw L2CAPConnectError(code: .notFound, detail: "\(address): \(SystemError(call: "connect", errno: code))")
                 default:
                     throw L2CAPConnectError(code: .failed, detail: SystemError(call: "connect(l2cap)", errno: code).description)
                 }
             }
-            try waitConnected(fd: fd, address: address, timeout: timeout, stop: stop)
+            try waitConnected(socketFD, address: address, timeout: timeout, stop: stop)
         } catch {
             descriptor.close()
             throw error
@@ -118,23 +122,16 @@ public enum L2CAPConnector {
         return SeqPacketBearer(descriptor: descriptor)
     }
 
-    private static func waitConnected(fd: Int32, address: BluetoothAddress, timeout: Duration, stop: StopFlag) throws {
+    private static func waitConnected(_ descriptor: FileDescriptor, address: BluetoothAddress, timeout: Duration, stop: StopFlag) throws {
         let slices = max(1, Int(timeout.milliseconds) / Int(SeqPacketBearer.pollSlice))
         for _ in 0..<slices {
             if stop.isStopped { throw CancellationError() }
-            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&p, 1, SeqPacketBearer.pollSlice)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw SystemError(call: "poll(connect)", errno: errno)
-            }
-            if ready == 0 { continue }
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            try SystemError.check("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) }
+            let events = try descriptor.poll(Int16(POLLOUT), timeoutMilliseconds: SeqPacketBearer.pollSlice, call: "poll(connect)")
+            if events == 0 { continue }
+            let error = Errno(rawValue: try descriptor.pendingSocketError())
             switch error {
-            case 0: return
-            case EHOSTDOWN, EHOSTUNREACH, ETIMEDOUT:
+            case Errno(rawValue: 0): return
+            case .hostIsDown, .noRouteToHost, .timedOut:
                 throw L2CAPConnectError(code: .notFound, detail: "\(address) did not answer (\(SystemError(call: "connect", errno: error)))")
             default:
                 throw L2CAPConnectError(code: .failed, detail: SystemError(call: "connect", errno: error).description)

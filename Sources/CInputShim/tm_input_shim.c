@@ -77,5 +77,3 @@ int tm_input_write(int fd, uint16_t type, uint16_t code, int32_t value) {
 }
 
 int tm_input_event_size(void) { return (int)sizeof(struct input_event); }
-
-void tm_input_close(int fd) { close(fd); }

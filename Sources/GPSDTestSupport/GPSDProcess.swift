@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import SystemPackage
+import TrackMeCore
 
 #if canImport(Glibc)
 import Glibc
@@ -108,20 +110,33 @@ public final class GPSDProcess: Sendable {
 
     /// A port that was free a moment ago (bound to port 0, then released).
     public static func freeLoopbackPort() throws(GPSDTestSupportError) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw GPSDTestSupportError(code: .socketFailed, context: "socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        let (socket, port) = try boundLoopbackSocket(listening: false)
+        socket.close()
+        return port
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a free port (and listening, with `listening`), and
+    /// the port: what `freeLoopbackPort` and `LogFeedServer` both start from.
+    static func boundLoopbackSocket(listening: Bool) throws(GPSDTestSupportError) -> (OwnedFileDescriptor, port: Int) {
+        do throws(SystemError) {
+            let owner = OwnedFileDescriptor(
+                FileDescriptor(rawValue: try SystemError.retrying("socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }))
+            let fd = owner.descriptor?.rawValue ?? -1
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafeMutablePointer(to: &address) { (pointer) throws(SystemError) in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (generic) throws(SystemError) in
+                    try SystemError.retrying("bind") { bind(fd, generic, length) }
+                    if listening { try SystemError.retrying("listen") { listen(fd, 16) } }
+                    try SystemError.retrying("getsockname") { getsockname(fd, generic, &length) }
+                }
             }
+            return (owner, Int(UInt16(bigEndian: address.sin_port)))
+        } catch {
+            throw GPSDTestSupportError(code: .socketFailed, context: error.description)
         }
-        guard ok else { throw GPSDTestSupportError(code: .socketFailed, context: "bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -1,5 +1,7 @@
 public import Foundation
 import Synchronization
+import SystemPackage
+import TrackMeCore
 
 #if canImport(Glibc)
 import Glibc
@@ -10,36 +12,14 @@ import Glibc
 /// device only when a client watches, so nothing is lost before the reader connects.
 public final class LogFeedServer: Sendable {
     public let port: Int
-    private let listener: Int32
+    private let listener: OwnedFileDescriptor
     private let stopped = StoppedFlag()
 
     /// Listens on 127.0.0.1 on a free port and serves `bytes` to each connection.
     public init(bytes: [UInt8]) throws(GPSDTestSupportError) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Self.failure("socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw Self.failure("bind/listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        guard named == 0 else {
-            close(fd)
-            throw Self.failure("getsockname")
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        let (listener, port) = try GPSDProcess.boundLoopbackSocket(listening: true)
+        self.listener = listener
+        self.port = port
         let thread = Thread { [listener, stopped] in
             Self.serve(listener: listener, bytes: bytes, stopped: stopped)
         }
@@ -55,25 +35,26 @@ public final class LogFeedServer: Sendable {
     public func stop() {
         guard !stopped.value.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // shutdown wakes the thread blocked in accept; the thread then closes the listener.
-        shutdown(listener, Int32(SHUT_RDWR))
+        _ = try? listener.withOpen("shutdown") { (fd) throws(SystemError) in shutdown(fd.rawValue, Int32(SHUT_RDWR)) }
     }
 
-    private static func serve(listener: Int32, bytes: [UInt8], stopped: StoppedFlag) {
+    private static func serve(listener owner: OwnedFileDescriptor, bytes: [UInt8], stopped: StoppedFlag) {
+        defer { owner.close() }
+        // Only this thread closes the listener, so the snapshot stays valid.
+        guard let listener = owner.descriptor else { return }
         while !stopped.value.load(ordering: .acquiring) {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                break
-            }
+            guard let accepted = try? SystemError.retrying("accept", { accept(listener.rawValue, nil, nil) }) else { break }
+            let client = FileDescriptor(rawValue: accepted)
             // A gpsd spawned by a parallel test must not inherit this connection: it would keep
             // it open after we close it, and the receiver would never "unplug".
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(client.rawValue, F_SETFD, FD_CLOEXEC)
             bytes.withUnsafeBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {
-                    let written = send(client, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
-                    if written < 0 && errno == EINTR { continue }
-                    if written <= 0 { break }
+                    let written = try? SystemError.retrying("send") {
+                        send(client.rawValue, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                    }
+                    guard let written, written > 0 else { break }
                     offset += written
                 }
             }
@@ -81,18 +62,9 @@ public final class LogFeedServer: Sendable {
             // dies): closing first would make gpsd's probe writes fail and it could drop unread
             // sentences. What gpsd writes to the "receiver" is discarded.
             var sink = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let received = recv(client, &sink, sink.count, 0)
-                if received < 0 && errno == EINTR { continue }
-                if received <= 0 { break }
-            }
-            close(client)
+            while let received = try? SystemError.retrying("recv", { recv(client.rawValue, &sink, sink.count, 0) }), received > 0 {}
+            try? client.close()
         }
-        close(listener)
-    }
-
-    private static func failure(_ call: String) -> GPSDTestSupportError {
-        GPSDTestSupportError(code: .socketFailed, context: "\(call) failed: errno \(errno)")
     }
 
     /// gpsd's own end-of-log marker (what gpsfake sends): a `# EOF` comment line makes gpsd

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BlueZHeartRate
-import Glibc
+import SystemPackage
 
 /// `trackme-agent scan`: lists heart-rate straps (devices advertising 0x180D) nearby.
 struct ScanCommand: AsyncParsableCommand {
@@ -41,19 +41,12 @@ struct ScanCommand: AsyncParsableCommand {
 /// Line output on the standard streams, one unbuffered write per line so pipes see each line
 /// at once and lines from concurrent writers never interleave.
 enum FileHandleOutput {
-    static func standardOutput(_ line: String) { writeLine(line, to: STDOUT_FILENO) }
+    static func standardOutput(_ line: String) { writeLine(line, to: .standardOutput) }
 
-    static func standardError(_ line: String) { writeLine(line, to: STDERR_FILENO) }
+    static func standardError(_ line: String) { writeLine(line, to: .standardError) }
 
-    private static func writeLine(_ line: String, to fd: Int32) {
-        var bytes = Array((line + "\n").utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            bytes = bytes.dropFirst(written)
-        }
+    private static func writeLine(_ line: String, to descriptor: FileDescriptor) {
+        // A closed pipe or full disk: the line is lost, as with print.
+        _ = try? descriptor.writeAll((line + "\n").utf8)
     }
 }

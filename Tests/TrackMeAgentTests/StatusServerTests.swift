@@ -2,6 +2,7 @@ import Foundation
 import Prometheus
 import ServiceLifecycle
 import ServiceLifecycleTestKit
+import SystemPackage
 import Testing
 import TrackMeCore
 
@@ -152,7 +153,7 @@ struct StatusServerTests {
             try await ControlClient.send(.status, socketPath: directory.file("none.sock"))
         }
         #expect(error.code == .systemCall)
-        #expect(error.errno == ENOENT)
+        #expect(error.errno == .noSuchFileOrDirectory)
     }
 }
 

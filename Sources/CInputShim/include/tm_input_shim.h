@@ -42,8 +42,6 @@ int tm_input_write(int fd, uint16_t type, uint16_t code, int32_t value);
 /// The size of the kernel's `struct input_event` here (24 bytes on LP64).
 int tm_input_event_size(void);
 
-void tm_input_close(int fd);
-
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@ import CInputShim
 import Foundation
 public import Logging
 import Synchronization
+import SystemPackage
 import TrackMeCore
 
 /// Reads one key of a Linux input device (`/dev/input/eventN`, what `gpio-keys` and a Pi's
@@ -47,17 +48,18 @@ public struct ButtonReader: Sendable {
         let pollMilliseconds = Int32(clamping: pollInterval.milliseconds)
         var failing = false
         while !stop.isRaised {
-            let fd = tm_input_open(path)
-            guard fd >= 0 else {
+            let opened = tm_input_open(path)
+            guard opened >= 0 else {
                 if !failing {
-                    logger.warning("button device cannot be opened", metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(fd))"])
-                    deliver(.unavailable("cannot open \(path): \(Self.describe(fd))"))
+                    logger.warning("button device cannot be opened", metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(opened))"])
+                    deliver(.unavailable("cannot open \(path): \(Self.describe(opened))"))
                 }
                 failing = true
                 pause(stop: stop)
                 continue
             }
-            if tm_input_has_key(fd, keyCode) == 0 {
+            let device = FileDescriptor(rawValue: opened)
+            if tm_input_has_key(device.rawValue, keyCode) == 0 {
                 logger.warning("button device does not report the configured key", metadata: ["button.device": "\(path)", "button.key_code": "\(keyCode)"])
             }
             if failing { logger.info("button device open", metadata: ["button.device": "\(path)"]) }
@@ -65,7 +67,7 @@ public struct ButtonReader: Sendable {
             var events = [tm_input_event](repeating: tm_input_event(), count: 16)
             var ended: Int32 = 0
             while !stop.isRaised {
-                let count = events.withUnsafeMutableBufferPointer { tm_input_read(fd, pollMilliseconds, $0.baseAddress, Int32($0.count), &ended) }
+                let count = events.withUnsafeMutableBufferPointer { tm_input_read(device.rawValue, pollMilliseconds, $0.baseAddress, Int32($0.count), &ended) }
                 if count < 0 {
                     logger.warning("button device read failed", metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(count))"])
                     deliver(.unavailable("read \(path): \(Self.describe(count))"))
@@ -78,7 +80,7 @@ public struct ButtonReader: Sendable {
                     if event.value == 1 { deliver(.down) } else if event.value == 0 { deliver(.up) }
                 }
             }
-            tm_input_close(fd)
+            try? device.close()
             if !stop.isRaised { pause(stop: stop) }
         }
     }
@@ -92,8 +94,9 @@ public struct ButtonReader: Sendable {
         }
     }
 
+    /// The shim's `-errno` as text.
     private static func describe(_ negativeErrno: Int32) -> String {
-        String(cString: strerror(-negativeErrno))
+        Errno(rawValue: -negativeErrno).description
     }
 }
 

@@ -20,7 +20,7 @@ public enum ControlClient {
             try socket.writeAll(line)
             socket.shutdownWrite()
             guard let response = try LineReader(socket: socket, maximumLineLength: 1 << 20).readLine() else {
-                throw SocketError(code: .connectionClosed, call: "recv", context: socketPath)
+                throw SocketError(code: .connectionClosed, context: socketPath)
             }
             return response
         }

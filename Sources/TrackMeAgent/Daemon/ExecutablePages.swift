@@ -1,6 +1,8 @@
 import Foundation
 public import Logging
 public import ServiceLifecycle
+import SystemPackage
+import TrackMeCore
 
 #if canImport(Glibc)
 import Glibc
@@ -76,14 +78,13 @@ public enum ExecutablePages {
             let length = Int(mapping.end - mapping.start)
             // Random access first: a page faulted back is read alone, without read-around.
             if madvise(address, length, MADV_RANDOM) != 0 || madvise(address, length, MADV_DONTNEED) != 0 {
-                outcome.error = "madvise: \(String(cString: strerror(errno)))"
+                outcome.error = SystemError(call: "madvise", errno: SystemError.current).description
                 return outcome
             }
         }
-        let fd = open(executable, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-            close(fd)
+        if let file = try? FileDescriptor.open(executable, .readOnly, options: .closeOnExec) {
+            _ = posix_fadvise(file.rawValue, 0, 0, POSIX_FADV_DONTNEED)
+            try? file.close()
         }
         return outcome
     }

@@ -1,8 +1,6 @@
 import EdgeDispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemPackage
 
 /// How an LED shows one `FeedbackState`.
 public enum LEDPattern: Hashable, Sendable {
@@ -100,16 +98,18 @@ public struct LEDClassDevice: Sendable {
     /// One write of `value` and a newline, as `echo value > file` does (O_TRUNC, never O_CREAT).
     private func write(_ file: String, _ value: String) throws(FeedbackOutputError) {
         let path = directory + "/" + file
-        var fd: Int32
-        repeat { fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { throw FeedbackOutputError(code: .ledWrite, path: path, message: String(cString: strerror(errno))) }
-        defer { close(fd) }
         let bytes = Array((value + "\n").utf8)
-        var result: Int
-        repeat { result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } } while result < 0 && errno == EINTR
-        guard result == bytes.count else {
-            let message = result < 0 ? String(cString: strerror(errno)) : "short write (\(result) of \(bytes.count) bytes)"
-            throw FeedbackOutputError(code: .ledWrite, path: path, message: message)
+        // One write, not `writeAll`: a sysfs attribute takes its whole value in one write.
+        let result = Result { () throws -> Int in
+            let fd = try FileDescriptor.open(path, .writeOnly, options: [.truncate, .closeOnExec])
+            return try fd.closeAfter { try bytes.withUnsafeBytes { try fd.write($0) } }
+        }
+        switch result {
+        case .success(let written) where written == bytes.count: return
+        case .success(let written):
+            throw FeedbackOutputError(code: .ledWrite, path: path, message: "short write (\(written) of \(bytes.count) bytes)")
+        case .failure(let error):
+            throw FeedbackOutputError(code: .ledWrite, path: path, message: (error as? Errno)?.description ?? "\(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -105,25 +106,13 @@ public struct JournaldLogHandler: LogHandler {
         let parts = stream.split(separator: ":")
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return .plain }
         var info = stat()
-        guard fstat(2, &info) == 0 else { return .plain }
+        guard fstat(FileDescriptor.standardError.rawValue, &info) == 0 else { return .plain }
         return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode ? .journald : .plain
     }
 
     @Sendable public static func writeToStandardError(_ line: String) {
-        var bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { raw in
-                write(2, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-            }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                return
-            }
-        }
+        // A log line that cannot be written has nowhere else to go.
+        _ = try? FileDescriptor.standardError.writeAll(line.utf8)
     }
 
     private static func quoted(_ value: String) -> String {

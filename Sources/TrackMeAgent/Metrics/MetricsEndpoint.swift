@@ -70,7 +70,7 @@ public final class MetricsEndpoint: Service, Sendable {
         let end: [UInt8] = Array("\r\n\r\n".utf8)
         while !head.suffix(4).elementsEqual(end) {
             guard head.count < 8192 else {
-                throw SocketError(code: .messageTooLong, call: "recv", context: connection.label)
+                throw SocketError(code: .messageTooLong, context: connection.label)
             }
             let chunk = try connection.read(maximum: 1024)
             if chunk.isEmpty { break }

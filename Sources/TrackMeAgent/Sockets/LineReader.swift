@@ -25,12 +25,12 @@ package final class LineReader: @unchecked Sendable {
                 return line
             }
             guard buffer.count <= maximumLineLength else {
-                throw SocketError(code: .messageTooLong, call: "recv", context: socket.label)
+                throw SocketError(code: .messageTooLong, context: socket.label)
             }
             let chunk = try socket.read(maximum: 4096)
             if chunk.isEmpty {
                 if buffer.isEmpty { return nil }
-                throw SocketError(code: .connectionClosed, call: "recv", context: socket.label)
+                throw SocketError(code: .connectionClosed, context: socket.label)
             }
             buffer += chunk
         }

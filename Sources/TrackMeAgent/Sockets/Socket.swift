@@ -1,4 +1,5 @@
-import Synchronization
+import SystemPackage
+import TrackMeCore
 
 #if canImport(Glibc)
 import Glibc
@@ -21,35 +22,28 @@ private let socketCloseOnExec = SOCK_CLOEXEC
 /// One socket file descriptor, closed exactly once (by `close()` or on deinit).
 ///
 /// The thin wrapper over the POSIX socket calls the status server, the metrics endpoint, the
-/// systemd notifier and the CLI client share: every `-1` becomes a `SocketError` here, `EINTR` is
-/// retried here, and no C type leaves this file. All calls block; callers run them on a thread
-/// of their own, never on the cooperative pool.
+/// systemd notifier and the CLI client share: every `-1` becomes a `SocketError` here (through
+/// TrackMeCore's `SystemError.retrying`, which retries `EINTR`), and no C type leaves this file.
+/// All calls block; callers run them on a thread of their own, never on the cooperative pool.
 package final class Socket: Sendable {
-    private let descriptor: Mutex<Int32>
+    private let owner: OwnedFileDescriptor
     /// What the socket is for (its path or address), for error messages.
     package let label: String
 
-    private init(descriptor: Int32, label: String) {
-        self.descriptor = Mutex(descriptor)
+    private init(descriptor: FileDescriptor, label: String) {
+        self.owner = OwnedFileDescriptor(descriptor)
         self.label = label
     }
 
-    deinit {
-        close()
-    }
-
-    package var isClosed: Bool { descriptor.withLock { $0 < 0 } }
+    package var isClosed: Bool { owner.isClosed }
 
     package func close() {
-        let fd = descriptor.withLock { fd -> Int32 in
-            let old = fd
-            fd = -1
-            return old
-        }
-        if fd >= 0 { _ = systemClose(fd) }
+        owner.close()
     }
 
-    private var fd: Int32 { descriptor.withLock { $0 } }
+    /// The descriptor for one C call (-1 once closed, so the call fails with `EBADF`). A
+    /// snapshot, not held under a lock: blocking calls must not stall `close()`.
+    private var descriptor: FileDescriptor { owner.descriptor ?? FileDescriptor(rawValue: -1) }
 
     // MARK: - Making sockets
 
@@ -66,20 +60,20 @@ package final class Socket: Sendable {
         var info = stat()
         if lstat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFSOCK else {
-                throw SocketError(code: .pathOccupied, call: "lstat", context: path)
+                throw SocketError(code: .pathOccupied, context: path)
             }
             if let live = try? connectUnixStream(path: path) {
                 live.close()
-                throw SocketError(code: .inUse, call: "connect", context: path)
+                throw SocketError(code: .inUse, context: path)
             }
             _ = unlink(path)
         }
         let socket = try make(domain: AF_UNIX, type: socketStream, label: path)
         try withUnixAddress(path: Array(path.utf8), label: path) { (address, length) throws(SocketError) in
-            try check(bind(socket.fd, address, length), call: "bind", context: path)
+            _ = try call("bind", context: path) { bind(socket.descriptor.rawValue, address, length) }
         }
-        try check(chmod(path, mode_t(permissions)), call: "chmod", context: path)
-        try check(listen(socket.fd, backlog), call: "listen", context: path)
+        try call("chmod", context: path) { chmod(path, mode_t(permissions)) }
+        try call("listen", context: path) { listen(socket.descriptor.rawValue, backlog) }
         return socket
     }
 
@@ -88,22 +82,16 @@ package final class Socket: Sendable {
         let label = "127.0.0.1:\(port)"
         let socket = try make(domain: AF_INET, type: socketStream, label: label)
         var yes: Int32 = 1
-        try check(
-            setsockopt(socket.fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size)),
-            call: "setsockopt",
-            context: label
-        )
+        try call("setsockopt", context: label) {
+            setsockopt(socket.descriptor.rawValue, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = loopbackAddress(port: port)
         try withUnsafePointer(to: &address) { (pointer) throws(SocketError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (generic) throws(SocketError) in
-                try check(
-                    bind(socket.fd, generic, socklen_t(MemoryLayout<sockaddr_in>.size)),
-                    call: "bind",
-                    context: label
-                )
+                _ = try call("bind", context: label) { bind(socket.descriptor.rawValue, generic, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }
-        try check(listen(socket.fd, backlog), call: "listen", context: label)
+        try call("listen", context: label) { listen(socket.descriptor.rawValue, backlog) }
         return socket
     }
 
@@ -111,7 +99,7 @@ package final class Socket: Sendable {
     package static func connectUnixStream(path: String) throws(SocketError) -> Socket {
         let socket = try make(domain: AF_UNIX, type: socketStream, label: path)
         try withUnixAddress(path: Array(path.utf8), label: path) { (address, length) throws(SocketError) in
-            try retryingInterrupts(call: "connect", context: path) { connect(socket.fd, address, length) }
+            _ = try call("connect", context: path) { connect(socket.descriptor.rawValue, address, length) }
         }
         return socket
     }
@@ -124,7 +112,7 @@ package final class Socket: Sendable {
         try withUnsafePointer(to: &address) { (pointer) throws(SocketError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (generic) throws(SocketError) in
                 let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-                try retryingInterrupts(call: "connect", context: label) { connect(socket.fd, generic, length) }
+                _ = try call("connect", context: label) { connect(socket.descriptor.rawValue, generic, length) }
             }
         }
         return socket
@@ -139,15 +127,14 @@ package final class Socket: Sendable {
     package static func bindUnixDatagram(address: [UInt8], label: String) throws(SocketError) -> Socket {
         let socket = try make(domain: AF_UNIX, type: socketDatagram, label: label)
         try withUnixAddress(path: address, label: label) { (pointer, length) throws(SocketError) in
-            try check(bind(socket.fd, pointer, length), call: "bind", context: label)
+            _ = try call("bind", context: label) { bind(socket.descriptor.rawValue, pointer, length) }
         }
         return socket
     }
 
     private static func make(domain: Int32, type: Int32, label: String) throws(SocketError) -> Socket {
-        let fd = socket(domain, type | socketCloseOnExec, 0)
-        try check(fd, call: "socket", context: label)
-        return Socket(descriptor: fd, label: label)
+        let fd = try call("socket", context: label) { socket(domain, type | socketCloseOnExec, 0) }
+        return Socket(descriptor: FileDescriptor(rawValue: fd), label: label)
     }
 
     // MARK: - Using sockets
@@ -156,39 +143,33 @@ package final class Socket: Sendable {
     package func localPort() throws(SocketError) -> UInt16 {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = self.fd
-        let result = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        let fd = descriptor.rawValue
+        try Self.call("getsockname", context: label) {
+            withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
         }
-        try Self.check(result, call: "getsockname", context: label)
         return UInt16(bigEndian: address.sin_port)
     }
 
     /// Waits up to `timeoutMilliseconds` for the socket to become readable (or for a pending
     /// connection on a listener). Returns false on timeout.
     package func waitReadable(timeoutMilliseconds: Int32) throws(SocketError) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while true {
-            let result = poll(&entry, 1, timeoutMilliseconds)
-            if result >= 0 { return result > 0 }
-            if errno == EINTR { continue }
-            throw SocketError(code: .systemCall, call: "poll", errno: errno, context: label)
+        do throws(SystemError) {
+            return try descriptor.poll(Int16(POLLIN), timeoutMilliseconds: timeoutMilliseconds) != 0
+        } catch {
+            throw SocketError(call: "poll", errno: error.errno, context: label)
         }
     }
 
     /// Accepts one pending connection; call after `waitReadable` said so.
     package func accept() throws(SocketError) -> Socket {
-        while true {
-            let client = systemAccept(fd)
-            if client >= 0 {
-                // accept4 is not visible without _GNU_SOURCE; the agent starts no children
-                // between these two calls, so setting close-on-exec after is enough.
-                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                return Socket(descriptor: client, label: label)
-            }
-            if errno == EINTR { continue }
-            throw SocketError(code: .systemCall, call: "accept", errno: errno, context: label)
-        }
+        let fd = descriptor.rawValue
+        let client = try Self.call("accept", context: label) { systemAccept(fd) }
+        // accept4 is not visible without _GNU_SOURCE; the agent starts no children
+        // between these two calls, so setting close-on-exec after is enough.
+        _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        return Socket(descriptor: FileDescriptor(rawValue: client), label: label)
     }
 
     /// Bounds how long a blocking read or write may wait, so a silent peer cannot hold a
@@ -196,77 +177,60 @@ package final class Socket: Sendable {
     package func setTimeouts(milliseconds: Int) throws(SocketError) {
         var value = timeval(tv_sec: milliseconds / 1000, tv_usec: .init((milliseconds % 1000) * 1000))
         let size = socklen_t(MemoryLayout<timeval>.size)
-        try Self.check(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, size), call: "setsockopt", context: label)
-        try Self.check(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, size), call: "setsockopt", context: label)
+        let fd = descriptor.rawValue
+        try Self.call("setsockopt", context: label) { setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, size) }
+        try Self.call("setsockopt", context: label) { setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, size) }
     }
 
     /// Reads what is available (blocking until something is), up to `maximum` bytes; an empty
     /// result means the peer closed its end.
     package func read(maximum: Int) throws(SocketError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: maximum)
-        let fd = self.fd
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, maximum, 0) }
-            if count >= 0 { return Array(buffer.prefix(count)) }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw SocketError(code: .timedOut, call: "recv", errno: errno, context: label)
-            }
-            throw SocketError(code: .systemCall, call: "recv", errno: errno, context: label)
-        }
+        let fd = descriptor.rawValue
+        let count = try Self.call("recv", context: label) { buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, maximum, 0) } }
+        return Array(buffer.prefix(count))
     }
 
     /// Writes all of `bytes`, however many calls that takes.
     package func writeAll(_ bytes: [UInt8]) throws(SocketError) {
-        let fd = self.fd
+        let fd = descriptor.rawValue
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                systemSend(fd, raw.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            offset += try Self.call("send", context: label) {
+                bytes.withUnsafeBytes { raw in
+                    systemSend(fd, raw.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                }
             }
-            if count >= 0 {
-                offset += count
-                continue
-            }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw SocketError(code: .timedOut, call: "send", errno: errno, context: label)
-            }
-            throw SocketError(code: .systemCall, call: "send", errno: errno, context: label)
         }
     }
 
     /// Closes our sending side so the peer reads end-of-file after our last byte.
     package func shutdownWrite() {
-        _ = shutdown(fd, Int32(SHUT_WR))
+        _ = shutdown(descriptor.rawValue, Int32(SHUT_WR))
     }
 
     /// Sends one datagram to the Unix socket `address` (a path, or `\0`-prefixed abstract name).
     package func send(datagram: [UInt8], toUnixAddress address: [UInt8]) throws(SocketError) {
-        let fd = self.fd
+        let fd = descriptor.rawValue
         let label = self.label
         try Self.withUnixAddress(path: address, label: label) { (pointer, length) throws(SocketError) in
-            try Self.retryingInterrupts(call: "sendto", context: label) {
-                let sent = datagram.withUnsafeBytes {
-                    sendto(fd, $0.baseAddress, datagram.count, Int32(MSG_NOSIGNAL), pointer, length)
-                }
-                return Int32(clamping: sent)
+            _ = try Self.call("sendto", context: label) {
+                datagram.withUnsafeBytes { sendto(fd, $0.baseAddress, datagram.count, Int32(MSG_NOSIGNAL), pointer, length) }
             }
         }
     }
 
     // MARK: - errno in one place
 
-    private static func check(_ result: Int32, call: String, context: String) throws(SocketError) {
-        guard result < 0 else { return }
-        throw SocketError(code: .systemCall, call: call, errno: errno, context: context)
-    }
-
-    private static func retryingInterrupts(call: String, context: String, _ body: () -> Int32) throws(SocketError) {
-        while true {
-            if body() >= 0 { return }
-            if errno == EINTR { continue }
-            throw SocketError(code: .systemCall, call: call, errno: errno, context: context)
+    /// One C call through `SystemError.retrying` (EINTR retried there); its failure as a
+    /// `SocketError` naming the socket. `EAGAIN` is a receive or send timeout running out.
+    @discardableResult
+    private static func call<T: FixedWidthInteger>(_ call: String, context: String, _ body: () -> T) throws(SocketError) -> T {
+        do throws(SystemError) {
+            return try SystemError.retrying(call, body)
+        } catch {
+            let timedOut = error.errno == .resourceTemporarilyUnavailable || error.errno == .wouldBlock
+            throw SocketError(code: timedOut ? .timedOut : .systemCall, call: call, errno: error.errno, context: context)
         }
     }
 
@@ -289,7 +253,7 @@ package final class Socket: Sendable {
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         let isAbstract = path.first == 0
         guard !path.isEmpty, path.count <= (isAbstract ? capacity : capacity - 1) else {
-            throw SocketError(code: .pathTooLong, call: "bind", context: label)
+            throw SocketError(code: .pathTooLong, context: label)
         }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -309,16 +273,6 @@ package final class Socket: Sendable {
         }
         if let failure { throw failure }
     }
-}
-
-private func systemClose(_ fd: Int32) -> Int32 {
-    #if canImport(Darwin)
-    Darwin.close(fd)
-    #elseif canImport(Musl)
-    Musl.close(fd)
-    #else
-    Glibc.close(fd)
-    #endif
 }
 
 private func systemAccept(_ fd: Int32) -> Int32 {

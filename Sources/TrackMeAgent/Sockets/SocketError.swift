@@ -1,12 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+public import SystemPackage
+public import TrackMeCore
 
-/// A failed socket call: which call, the errno it set, and what the socket was for.
+/// A failed socket operation: what went wrong and what the socket was for. A failed system call
+/// (`.systemCall`, `.timedOut`) carries the project's one errno error, `SystemError`, whose call
+/// names the socket: `connect(/run/trackme/agent.sock): No such file or directory (errno 2)`.
 public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Hashable, Sendable {
         /// A system call returned -1; `errno` says why.
@@ -28,24 +25,29 @@ public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var code: Code
-    /// The system call, e.g. `bind`.
-    public var call: String
-    public var errno: Int32
     /// The socket path or address concerned.
     public var context: String
+    /// The failed system call, for `.systemCall` and `.timedOut`.
+    public var systemError: SystemError?
 
-    public init(code: Code, call: String, errno: Int32 = 0, context: String) {
+    /// The errno of the failed system call, if one failed.
+    public var errno: Errno? { systemError?.errno }
+
+    public init(code: Code, context: String, systemError: SystemError? = nil) {
         self.code = code
-        self.call = call
-        self.errno = errno
         self.context = context
+        self.systemError = systemError
+    }
+
+    /// `call` on the socket for `context` failed with `errno`.
+    public init(code: Code = .systemCall, call: String, errno: Errno, context: String) {
+        self.init(code: code, context: context, systemError: SystemError(call: "\(call)(\(context))", errno: errno))
     }
 
     public var description: String {
         switch code {
         case .systemCall:
-            let text = String(cString: strerror(errno))
-            return "\(call)(\(context)): \(text) (errno \(errno))"
+            return systemError?.description ?? "\(context): system call failed"
         case .pathTooLong: return "\(context): socket path too long"
         case .pathOccupied: return "\(context): exists and is not a socket; not removing it"
         case .inUse: return "\(context): another process is listening there (is the agent already running?)"

@@ -30,7 +30,7 @@ public struct SystemdNotifier: Sendable {
             address = Array(name.utf8)
         } else {
             // systemd 254+ may also pass vsock: addresses (for VMs); not on a Pi.
-            throw SocketError(code: .unsupportedAddress, call: "sendto", context: name)
+            throw SocketError(code: .unsupportedAddress, context: name)
         }
         socketName = name
     }
