@@ -84,20 +84,19 @@ public final class SeqPacketBearer: ATTBearer {
         // Only this thread closes the descriptor (on its way out), so the snapshot stays valid.
         guard let descriptor = owner.descriptor else { return continuation.finish() }
         do throws(SystemError) {
-            if try receive(from: descriptor, stopping: stopping, continuation: continuation) {
-                continuation.finish()
-            }
+            try receive(from: descriptor, stopping: stopping, continuation: continuation)
+            continuation.finish()
         } catch {
             continuation.finish(throwing: error)
         }
     }
 
-    /// Polls and receives until the link ends (true: cleanly) or `stopping`; throws the error that
-    /// ended it.
+    /// Polls and receives until the link ends cleanly (hang-up, reset) or `stopping`; throws the
+    /// error that ended it otherwise.
     private static func receive(
         from descriptor: FileDescriptor, stopping: StopFlag,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
-    ) throws(SystemError) -> Bool {
+    ) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
         while !stopping.isStopped {
             let events = try descriptor.poll(Int16(POLLIN), timeoutMilliseconds: pollSlice)
@@ -111,21 +110,20 @@ public final class SeqPacketBearer: ATTBearer {
                 } catch {
                     switch error.errno {
                     case .resourceTemporarilyUnavailable, .wouldBlock: continue
-                    case .connectionReset, .socketNotConnected: return true
+                    case .connectionReset, .socketNotConnected: return
                     default: throw error
                     }
                 }
-                if count == 0 { return true }
+                if count == 0 { return }
                 continuation.yield(Array(buffer[0..<count]))
                 continue
             }
             if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                 let error = (try? descriptor.pendingSocketError()) ?? 0
                 if error != 0 && error != ECONNRESET { throw SystemError(call: "poll", errno: Errno(rawValue: error)) }
-                return true
+                return
             }
         }
-        return true
     }
 }
 
