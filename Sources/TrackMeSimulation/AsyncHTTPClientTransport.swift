@@ -3,6 +3,7 @@ import EdgeSync
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TrackMeCore
 
 /// `HTTPTransport` over AsyncHTTPClient, for fast mode.
 ///
@@ -15,7 +16,13 @@ struct AsyncHTTPClientTransport: HTTPTransport {
     let baseURL: URL
     /// The caller owns the client and shuts it down.
     let client: HTTPClient
-    var timeout: TimeAmount = .seconds(10)
+    let timeout: TimeAmount
+
+    init(baseURL: URL, client: HTTPClient, timeout: Duration = .seconds(10)) {
+        self.baseURL = baseURL
+        self.client = client
+        self.timeout = .milliseconds(timeout.milliseconds)
+    }
 
     func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> HTTPResponse {
         var request = HTTPClientRequest(url: baseURL.appendingPathComponent(path).absoluteString)

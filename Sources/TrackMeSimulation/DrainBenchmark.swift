@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import EdgeBenchmarks
 import EdgeStore
 import EdgeSync
@@ -15,6 +16,16 @@ import TrackMeServer
 /// compressed beforehand, to a fresh server over the same transport (the network and server share
 /// of the time, without the store, the cursor and the encoding).
 public enum DrainBenchmark {
+    /// The HTTP client both the drain and the baseline send through.
+    public enum Transport: String, CaseIterable, Sendable {
+        /// The agent's `CurlTransport` (kept-alive connections).
+        case curl
+        /// `CurlTransport` keeping no connection: a new connection per batch, as before issue 15.
+        case curlNoReuse = "curl-no-reuse"
+        /// The simulation's fast-mode `AsyncHTTPClientTransport` (SwiftNIO).
+        case asyncHTTPClient = "async-http-client"
+    }
+
     public struct Result: Codable, Hashable, Sendable {
         public var readings: Int
         public var batchReadings: Int
@@ -27,6 +38,9 @@ public enum DrainBenchmark {
         public var baselineSeconds: Double
         /// drain time / baseline time (1.0 = the agent adds nothing over sending bytes).
         public var ratio: Double
+        public var transport: String
+        /// Baseline time per POST, in milliseconds (the transport's and the server's share).
+        public var baselineMillisecondsPerBatch: Double
 
         enum CodingKeys: String, CodingKey {
             case readings
@@ -39,6 +53,8 @@ public enum DrainBenchmark {
             case compressionRatio = "compression_ratio"
             case baselineSeconds = "baseline_seconds"
             case ratio
+            case transport
+            case baselineMillisecondsPerBatch = "baseline_ms_per_batch"
         }
     }
 
@@ -46,7 +62,27 @@ public enum DrainBenchmark {
         public var description: String
     }
 
-    public static func run(hours: Int = 24, batchReadings: Int = 1000) async throws -> Result {
+    public static func run(hours: Int = 24, batchReadings: Int = 1000, transport kind: Transport = .curl) async throws -> Result {
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        do {
+            let result = try await run(hours: hours, batchReadings: batchReadings, transport: kind, client: client)
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    static func transport(_ kind: Transport, _ baseURL: URL, client: HTTPClient) -> any HTTPTransport {
+        switch kind {
+        case .curl: CurlTransport(baseURL: baseURL, timeout: .seconds(30))
+        case .curlNoReuse: CurlTransport(baseURL: baseURL, timeout: .seconds(30), keptConnections: 0)
+        case .asyncHTTPClient: AsyncHTTPClientTransport(baseURL: baseURL, client: client, timeout: .seconds(30))
+        }
+    }
+
+    static func run(hours: Int, batchReadings: Int, transport kind: Transport, client: HTTPClient) async throws -> Result {
         let dir = NSTemporaryDirectory() + "trackme-bench-drain-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -65,7 +101,7 @@ public enum DrainBenchmark {
             let configuration = SyncConfiguration(deviceID: "pi-bench", token: token, maxBatchReadings: batchReadings, latestFirst: false)
             let acknowledged = Atomic<Int>(0)
             let engine = SyncEngine(
-                store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30)), configuration: configuration,
+                store: store, transport: transport(kind, server.baseURL, client: client), configuration: configuration,
                 clock: ContinuousClock(),
                 onEvent: { event in
                     if case .batchAcknowledged = event { acknowledged.add(1, ordering: .relaxed) }
@@ -88,7 +124,7 @@ public enum DrainBenchmark {
         }
         let baselineElapsed = try await InProcessServer.with { (server) async throws -> Duration in
             let token = try await server.enrol("pi-bench")
-            let transport = URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30))
+            let transport = transport(kind, server.baseURL, client: client)
             let baselineStart = ContinuousClock.now
             for (key, body) in bodies {
                 let response = try await transport.post(
@@ -108,6 +144,7 @@ public enum DrainBenchmark {
             readings: count, batchReadings: batchReadings, batches: batches, drainSeconds: drainSeconds,
             readingsPerSecond: Double(count) / drainSeconds, compressedBytesPerReading: Double(compressed) / Double(count),
             uncompressedBytesPerReading: Double(uncompressed) / Double(count), compressionRatio: Double(uncompressed) / Double(compressed),
-            baselineSeconds: baselineSeconds, ratio: drainSeconds / baselineSeconds)
+            baselineSeconds: baselineSeconds, ratio: drainSeconds / baselineSeconds, transport: kind.rawValue,
+            baselineMillisecondsPerBatch: baselineSeconds * 1000 / Double(bodies.count))
     }
 }

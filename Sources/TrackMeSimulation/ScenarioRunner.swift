@@ -158,7 +158,7 @@ public struct ScenarioRunner: Sendable {
         // Field mode sends through the agent's own transport; fast mode through a kept-alive
         // SwiftNIO connection (see `AsyncHTTPClientTransport`).
         let http: any HTTPTransport =
-            options.field ? URLSessionTransport(baseURL: baseURL) : AsyncHTTPClientTransport(baseURL: baseURL, client: client)
+            options.field ? CurlTransport(baseURL: baseURL) : AsyncHTTPClientTransport(baseURL: baseURL, client: client)
         let transport = FaultInjectingTransport(base: http, faults: faults)
         let strapClock = ContinuousClock()
         let strap = SimulatedStrap(trace: trace, clock: strapClock)
