@@ -186,6 +186,8 @@ targets += [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            // SHA-256 and HMAC of tokens, batch digests and contact links (was a hand-written copy).
+            .product(name: "Crypto", package: "swift-crypto"),
         ],
         swiftSettings: strictSettings
     ),

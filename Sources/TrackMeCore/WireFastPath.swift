@@ -19,27 +19,77 @@ public enum WireFastPath {
         }
     }
 
-    /// `WireCodec.encode(reading)` as text, byte for byte, for a heart-rate reading whose strings
-    /// need no escaping; nil otherwise (positions carry doubles, whose text is `JSONEncoder`'s).
+    /// `WireCodec.encode(reading)` as text, byte for byte, when its strings need no escaping and
+    /// its numbers are finite; nil otherwise.
     public static func canonicalJSON(_ reading: WireReading) -> String? {
-        guard case .heartRate(let hr) = reading.payload, isPlain(reading.timestamp.bootID) else { return nil }
-        var text = "{\"hr\":{\"bpm\":\(hr.bpm),\"contact\":\"\(hr.contact.rawValue)\",\"energy_kj\":"
-        text += hr.energyExpendedKilojoules.map { "\($0)" } ?? "null"
-        text += ",\"rr\":["
-        for (index, rr) in hr.rrIntervals.enumerated() {
-            if index > 0 { text += "," }
-            text += "\(rr)"
+        guard isPlain(reading.timestamp.bootID) else { return nil }
+        var text: String
+        switch reading.payload {
+        case .heartRate(let hr):
+            text = "{\"hr\":{\"bpm\":\(hr.bpm),\"contact\":\"\(hr.contact.rawValue)\",\"energy_kj\":"
+            text += hr.energyExpendedKilojoules.map { "\($0)" } ?? "null"
+            text += ",\"rr\":["
+            for (index, rr) in hr.rrIntervals.enumerated() {
+                if index > 0 { text += "," }
+                text += "\(rr)"
+            }
+            text += "]},\"kind\":\"hr\""
+        case .position(let fix):
+            guard fix.time.map(isPlain) ?? true else { return nil }
+            // Every key is written, null when absent (the type's `encode(to:)`), sorted.
+            guard let altitudeHAE = number(fix.altitudeHAE), let altitudeMSL = number(fix.altitudeMSL), let eph = number(fix.horizontalError),
+                let latitude = number(fix.latitude), let longitude = number(fix.longitude), let speed = number(fix.speed),
+                let track = number(fix.track)
+            else { return nil }
+            text = "{\"fix\":{\"alt_hae\":\(altitudeHAE),\"alt_msl\":\(altitudeMSL),\"eph\":\(eph),\"lat\":\(latitude),\"lon\":\(longitude)"
+            text += ",\"mode\":\(fix.mode.rawValue),\"speed\":\(speed),\"time\":" + (fix.time.map { "\"\($0)\"" } ?? "null")
+            text += ",\"track\":\(track)},\"kind\":\"fix\""
         }
-        text += "]},\"kind\":\"hr\",\"seq\":\(reading.sequence),\"t\":"
+        text += ",\"seq\":\(reading.sequence),\"t\":"
         appendTimestamp(reading.timestamp, to: &text)
         text += "}"
+        return text
+    }
+
+    /// `WireCodec.encode(batch)` as text, byte for byte, when every part has a canonical text
+    /// (plain strings, finite numbers, a heartbeat without the nested fields); nil otherwise.
+    /// The device encodes every batch it sends, so this is the agent's hot path too.
+    public static func canonicalJSON(_ batch: SyncBatch) -> String? {
+        guard isPlain(batch.deviceID), batch.storeEpoch.map(isPlain) ?? true else { return nil }
+        var text = "{\"batch_seq\":\(batch.batchSequence),\"device_id\":\"\(batch.deviceID)\",\"dropped_by_budget\":\(batch.droppedByBudget)"
+        if let heartbeat = batch.heartbeat {
+            guard let beat = canonicalJSON(heartbeat) else { return nil }
+            text += ",\"heartbeat\":" + beat
+        }
+        text += ",\"idempotency_key\":\"\(batch.idempotencyKey)\",\"readings\":["
+        for (index, reading) in batch.readings.enumerated() {
+            guard let one = canonicalJSON(reading) else { return nil }
+            if index > 0 { text += "," }
+            text += one
+        }
+        text += "]"
+        if let epoch = batch.storeEpoch { text += ",\"store_epoch\":\"\(epoch)\"" }
+        text += ",\"version\":\(batch.version)}"
+        return text
+    }
+
+    /// A double as `JSONEncoder` writes it (its shortest round-trip text, without a trailing
+    /// `.0`), `null` for nil; nil for what `JSONEncoder` refuses (NaN, infinities).
+    static func number(_ value: Double?) -> String? {
+        guard let value else { return "null" }
+        guard value.isFinite else { return nil }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
         return text
     }
 
     /// `WireCodec.encode(heartbeat)` as text, byte for byte, when its strings need no escaping.
     public static func canonicalJSON(_ heartbeat: DeviceHeartbeat) -> String? {
         let strings = [heartbeat.strap, heartbeat.gpsd, heartbeat.bodySensorLocation, heartbeat.storeState, heartbeat.storeProblem]
-        guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil else { return nil }
+        // The nested fields (profile, taxi state, run, care conflicts) are left to JSONEncoder.
+        guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil, heartbeat.profile == nil,
+            heartbeat.taxiState == nil, heartbeat.run == nil
+        else { return nil }
         // Sorted keys; optional fields are left out when nil (synthesized `encodeIfPresent`).
         var fields: [String] = []
         if let value = heartbeat.batteryLow { fields.append("\"battery_low\":\(value)") }

@@ -22,7 +22,7 @@ final class Authenticator: Sendable {
     let wallClock: @Sendable () -> Int64
 
     init(adminToken: String?, store: any ServerStore, wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock) {
-        adminHash = adminToken.map(SHA256.hexHash)
+        adminHash = adminToken.map(ServerDigest.sha256Hex)
         self.store = store
         self.wallClock = wallClock
     }
@@ -46,7 +46,7 @@ final class Authenticator: Sendable {
     private func identify(_ authorization: String?) async throws -> Principal {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { throw APIError.unauthorized() }
         let presented = String(authorization.dropFirst("bearer ".count))
-        if let adminHash, BearerToken.digestsEqual(SHA256.hexHash(presented), adminHash) {
+        if let adminHash, BearerToken.digestsEqual(ServerDigest.sha256Hex(presented), adminHash) {
             return Principal(role: .admin, tokenID: "admin", deviceID: nil)
         }
         guard let token = BearerToken(authorization: authorization) else { throw APIError.unauthorized() }

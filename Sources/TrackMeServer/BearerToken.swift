@@ -6,7 +6,7 @@ struct BearerToken: Hashable, Sendable {
     var secret: String
 
     var text: String { "\(id).\(secret)" }
-    var secretHash: String { SHA256.hexHash(secret) }
+    var secretHash: String { ServerDigest.sha256Hex(secret) }
 
     /// A new token: 64 random bits of id, 256 random bits of secret, both URL-safe text.
     static func generate() -> BearerToken {

@@ -2,7 +2,7 @@
 // heartbeat JSON; built by run-fuzz.sh, not by SwiftPM). Properties: no input traps; a batch
 // that decodes re-encodes to JSON that decodes to the same batch; the server's fast path
 // (WireFastPath) decodes nothing WireCodec refuses and nothing to another value, and its
-// canonical text of a reading or heartbeat is JSONEncoder's byte for byte.
+// canonical text of a reading, heartbeat or whole batch is JSONEncoder's byte for byte.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -18,6 +18,12 @@ public func fuzzWireCodec(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
         if let heartbeat = fast.heartbeat, let text = WireFastPath.canonicalJSON(heartbeat) {
             precondition((try? WireCodec.encode(heartbeat)) == Data(text.utf8), "canonical heartbeat text differs")
+        }
+        if let text = WireFastPath.canonicalJSON(fast) {
+            // Against JSONEncoder itself: WireCodec.encode(batch) takes this fast path.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            precondition((try? encoder.encode(fast)) == Data(text.utf8), "canonical batch text differs")
         }
     }
     if let batch = try? WireCodec.decode(SyncBatch.self, from: data), let again = try? WireCodec.encode(batch) {

@@ -10,7 +10,18 @@ struct TokenTests {
         ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
     ])
     func sha256(input: String, digest: String) {
-        #expect(SHA256.hexHash(input) == digest)
+        #expect(ServerDigest.sha256Hex(input) == digest)
+    }
+
+    @Test("HMAC-SHA-256 matches RFC 4231's test cases 2 and 6 (a key longer than the block)")
+    func hmac() {
+        #expect(
+            ServerDigest.hmacSHA256Hex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            ServerDigest.hmacSHA256Hex(
+                key: [UInt8](repeating: 0xAA, count: 131), message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
 
     @Test("generated tokens parse back, differ, and compare only when equal")

@@ -33,7 +33,7 @@ extension Authenticator {
             break
         default:
             guard let presented = request.headers[SessionCookie.csrfHeader],
-                BearerToken.digestsEqual(SHA256.hexHash(presented), SHA256.hexHash(session.csrfToken))
+                BearerToken.digestsEqual(ServerDigest.sha256Hex(presented), ServerDigest.sha256Hex(session.csrfToken))
             else {
                 throw APIError(status: .forbidden, code: .csrf, message: "missing or wrong X-CSRF-Token")
             }

@@ -73,7 +73,7 @@ struct ContactEscalation: Sendable {
         guard let link = ContactLink(token: token, key: console.contactLinkKey) else { return .forged }
         guard link.expiresMilliseconds > wallClock() else { return .expired }
         guard let stored = try await store.contactNotification(alertID: link.alertID, contactIndex: link.contactIndex),
-            BearerToken.digestsEqual(SHA256.hexHash(stored.nonce), SHA256.hexHash(link.nonce)),
+            BearerToken.digestsEqual(ServerDigest.sha256Hex(stored.nonce), ServerDigest.sha256Hex(link.nonce)),
             let row = try await store.alertRow(id: link.alertID)
         else { return .forged }
         if stored.confirmedMilliseconds != nil { return .used }

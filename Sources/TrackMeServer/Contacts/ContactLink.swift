@@ -29,14 +29,14 @@ struct ContactLink: Hashable, Sendable {
 
     func token(key: [UInt8]) -> String {
         let payload = Self.base64url(Array("\(alertID)\n\(contactIndex)\n\(expiresMilliseconds)\n\(nonce)".utf8))
-        return payload + "." + Self.hex(HMAC.sha256(key: key, message: Array(payload.utf8)))
+        return payload + "." + ServerDigest.hmacSHA256Hex(key: key, message: Array(payload.utf8))
     }
 
     /// The link a token names, if its MAC is right; nil for anything forged or malformed.
     init?(token: String, key: [UInt8]) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].utf8.count <= 1024 else { return nil }
-        let expected = Self.hex(HMAC.sha256(key: key, message: Array(parts[0].utf8)))
+        let expected = ServerDigest.hmacSHA256Hex(key: key, message: Array(parts[0].utf8))
         guard BearerToken.digestsEqual(expected, String(parts[1])), let bytes = Self.unbase64url(String(parts[0])) else { return nil }
         let fields = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard fields.count == 4, let index = Int(fields[1]), let expires = Int64(fields[2]) else { return nil }
@@ -50,16 +50,6 @@ struct ContactLink: Hashable, Sendable {
         self.nonce = nonce
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return text
-    }
-
     static func base64url(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
@@ -69,15 +59,5 @@ struct ContactLink: Hashable, Sendable {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while standard.count % 4 != 0 { standard += "=" }
         return Data(base64Encoded: standard).map(Array.init)
-    }
-}
-
-/// HMAC (RFC 2104) over the server's SHA-256.
-enum HMAC {
-    static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var block = key.count > 64 ? SHA256.hash(key) : key
-        block += [UInt8](repeating: 0, count: 64 - block.count)
-        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
-        return SHA256.hash(block.map { $0 ^ 0x5C } + inner)
     }
 }

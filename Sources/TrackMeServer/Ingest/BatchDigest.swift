@@ -10,7 +10,7 @@ enum BatchDigest {
         for reading in readings {
             text += "\(reading.sequence)\t\(reading.body)\n"
         }
-        return SHA256.hexHash(text)
+        return ServerDigest.sha256Hex(text)
     }
 
     /// Whether a replayed key names other content than its first delivery, or another store's

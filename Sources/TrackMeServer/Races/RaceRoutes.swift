@@ -312,7 +312,7 @@ struct SpectatorView: Codable, Sendable {
         runners = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil }).compactMap { entry in
             guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds else { return nil }
             return Runner(
-                id: String(SHA256.hexHash(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
+                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
                 distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix)
         }
         leader = runners.first?.id

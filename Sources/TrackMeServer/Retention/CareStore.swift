@@ -43,6 +43,6 @@ protocol CareStore: Sendable {
 /// order finds the device when it next presents the token, and the row names nothing else.
 enum WipeOrderDigest {
     static func of(tokenID: String, secretHash: String) -> String {
-        SHA256.hexHash("trackme-wipe-order:\(tokenID):\(secretHash)")
+        ServerDigest.sha256Hex("trackme-wipe-order:\(tokenID):\(secretHash)")
     }
 }
