@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import EdgeBenchmarks
 import EdgeStore
 import EdgeSync
@@ -22,8 +21,6 @@ public enum DrainBenchmark {
         case curl
         /// `CurlTransport` keeping no connection: a new connection per batch, as before issue 15.
         case curlNoReuse = "curl-no-reuse"
-        /// The simulation's fast-mode `AsyncHTTPClientTransport` (SwiftNIO).
-        case asyncHTTPClient = "async-http-client"
     }
 
     public struct Result: Codable, Hashable, Sendable {
@@ -62,27 +59,14 @@ public enum DrainBenchmark {
         public var description: String
     }
 
-    public static func run(hours: Int = 24, batchReadings: Int = 1000, transport kind: Transport = .curl) async throws -> Result {
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-        do {
-            let result = try await run(hours: hours, batchReadings: batchReadings, transport: kind, client: client)
-            try await client.shutdown()
-            return result
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-    }
-
-    static func transport(_ kind: Transport, _ baseURL: URL, client: HTTPClient) -> any HTTPTransport {
+    static func transport(_ kind: Transport, _ baseURL: URL) -> any HTTPTransport {
         switch kind {
         case .curl: CurlTransport(baseURL: baseURL, timeout: .seconds(30))
         case .curlNoReuse: CurlTransport(baseURL: baseURL, timeout: .seconds(30), keptConnections: 0)
-        case .asyncHTTPClient: AsyncHTTPClientTransport(baseURL: baseURL, client: client, timeout: .seconds(30))
         }
     }
 
-    static func run(hours: Int, batchReadings: Int, transport kind: Transport, client: HTTPClient) async throws -> Result {
+    public static func run(hours: Int = 24, batchReadings: Int = 1000, transport kind: Transport = .curl) async throws -> Result {
         let dir = NSTemporaryDirectory() + "trackme-bench-drain-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -101,7 +85,7 @@ public enum DrainBenchmark {
             let configuration = SyncConfiguration(deviceID: "pi-bench", token: token, maxBatchReadings: batchReadings, latestFirst: false)
             let acknowledged = Atomic<Int>(0)
             let engine = SyncEngine(
-                store: store, transport: transport(kind, server.baseURL, client: client), configuration: configuration,
+                store: store, transport: transport(kind, server.baseURL), configuration: configuration,
                 clock: ContinuousClock(),
                 onEvent: { event in
                     if case .batchAcknowledged = event { acknowledged.add(1, ordering: .relaxed) }
@@ -124,7 +108,7 @@ public enum DrainBenchmark {
         }
         let baselineElapsed = try await InProcessServer.with { (server) async throws -> Duration in
             let token = try await server.enrol("pi-bench")
-            let transport = transport(kind, server.baseURL, client: client)
+            let transport = transport(kind, server.baseURL)
             let baselineStart = ContinuousClock.now
             for (key, body) in bodies {
                 let response = try await transport.post(

@@ -10,7 +10,7 @@ struct BenchDrainCommand: AsyncParsableCommand {
 
     @Option(help: "Hours of 1 Hz heart rate + 1 Hz GPS in the backlog.") var hours = 24
     @Option(help: "Readings per batch.") var batchReadings = 1000
-    @Option(help: "HTTP client for the drain and the baseline: curl, curl-no-reuse or async-http-client.") var transport = "curl"
+    @Option(help: "The agent's HTTP client with kept-alive connections (curl), or a new connection per batch (curl-no-reuse).") var transport = "curl"
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() async throws {
