@@ -130,8 +130,8 @@ targets += [
         ],
         swiftSettings: strictSettings
     ),
-    // issue 17: one HTTPS POST through libcurl with a CA file and key pins (URLSession on Linux
-    // trusts only the system store); linked by the agent's libcurl already (FoundationNetworking).
+    // issue 17: one HTTPS POST through libcurl with a CA file and key pins; issue 15: the agent's
+    // one HTTP client (kept-alive handles), so the agent no longer links FoundationNetworking.
     .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
     .target(
         name: "EdgeSync",

@@ -1,4 +1,5 @@
-// Data path, step 5 (sync): libcurl for the agent's HTTP client (CA file and key pins).
+// Data path, step 5 (sync): libcurl for the agent's HTTP client (kept-alive connections, CA file
+// and key pins).
 
 #include "tm_curl_shim.h"
 
@@ -27,21 +28,40 @@ static size_t tm_append(char *data, size_t size, size_t count, void *user) {
     return add;
 }
 
+struct tm_curl {
+    CURL *easy;
+};
+
 void tm_curl_global_init(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int tm_curl_post(const char *url, const char *const *header_lines, size_t header_count, const void *body, size_t body_length,
-                 const char *ca_file, const char *pinned_public_key, long timeout_ms, tm_curl_result *result) {
+tm_curl *tm_curl_create(void) {
+    tm_curl *handle = malloc(sizeof(*handle));
+    if (handle == NULL) return NULL;
+    handle->easy = curl_easy_init();
+    if (handle->easy == NULL) {
+        free(handle);
+        return NULL;
+    }
+    return handle;
+}
+
+void tm_curl_free(tm_curl *handle) {
+    if (handle == NULL) return;
+    curl_easy_cleanup(handle->easy);
+    free(handle);
+}
+
+int tm_curl_post(tm_curl *handle, const char *url, const char *const *header_lines, size_t header_count, const void *body,
+                 size_t body_length, const char *ca_file, const char *pinned_public_key, long timeout_ms, tm_curl_result *result) {
     memset(result, 0, sizeof(*result));
-    CURL *curl = curl_easy_init();
-    if (curl == NULL) return -1;
+    CURL *curl = handle->easy;
     struct curl_slist *headers = NULL;
     for (size_t i = 0; i < header_count; i++) {
         struct curl_slist *next = curl_slist_append(headers, header_lines[i]);
         if (next == NULL) {
             curl_slist_free_all(headers);
-            curl_easy_cleanup(curl);
             return -1;
         }
         headers = next;
@@ -68,8 +88,10 @@ int tm_curl_post(const char *url, const char *const *header_lines, size_t header
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &content);
     CURLcode code = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result->status);
+    curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &result->new_connections);
+    // The options point at this call's headers, buffers and body: forget them before they go.
+    curl_easy_reset(curl);
     curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
     if (head.failed || content.failed) {
         free(head.data);
         free(content.data);

@@ -1,7 +1,4 @@
-public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import Foundation
 
 /// An HTTP answer as the sync code needs it.
 public struct HTTPResponse: Hashable, Sendable {
@@ -26,50 +23,8 @@ public struct HTTPResponse: Hashable, Sendable {
 }
 
 /// Sends one POST and returns the answer; throws `SyncError` with code `.transport` when there
-/// is no answer. The seam between the sync logic and the network.
+/// is no answer. The seam between the sync logic and the network; the agent's one implementation
+/// is `CurlTransport`.
 public protocol HTTPTransport: Sendable {
     func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> HTTPResponse
-}
-
-/// `HTTPTransport` over Foundation's URLSession (libcurl on Linux): no NIO on the agent side.
-public final class URLSessionTransport: HTTPTransport {
-    public let baseURL: URL
-    private let session: URLSession
-
-    /// - Parameter timeout: how long a request may take before it counts as failed; a slow
-    ///   server is then retried like an absent one (the idempotency key makes that safe).
-    public init(baseURL: URL, timeout: Duration = .seconds(10)) {
-        self.baseURL = baseURL
-        let configuration = URLSessionConfiguration.ephemeral
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        configuration.timeoutIntervalForRequest = seconds
-        configuration.timeoutIntervalForResource = seconds
-        configuration.httpMaximumConnectionsPerHost = 2
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
-    }
-
-    deinit { session.invalidateAndCancel() }
-
-    public func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> HTTPResponse {
-        var request = URLRequest(url: baseURL.appendingPathComponent(path))
-        request.httpMethod = "POST"
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        request.httpBody = Data(body)
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch {
-            throw SyncError(code: .transport, message: "\(error)")
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw SyncError(code: .transport, message: "not an HTTP response")
-        }
-        var fields: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
-        }
-        return HTTPResponse(status: http.statusCode, headers: fields, body: Array(data))
-    }
 }

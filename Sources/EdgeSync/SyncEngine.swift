@@ -50,7 +50,7 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
 /// let store = try ReadingStore(configuration: StoreConfiguration(path: "/var/lib/trackme/store.sqlite"))
 /// let committer = GroupCommitter(store: store, clock: ContinuousClock())
 /// let engine = SyncEngine(
-///     store: store, transport: URLSessionTransport(baseURL: serverURL),
+///     store: store, transport: CurlTransport(baseURL: serverURL),
 ///     configuration: SyncConfiguration(deviceID: id, token: token), clock: ContinuousClock(),
 ///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
 ///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) })

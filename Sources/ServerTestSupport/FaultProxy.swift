@@ -38,6 +38,9 @@ public final class FaultProxy: Sendable {
         case holdAnswerUntilClientCloses
         /// Accept connections and close them at once (counted per connection).
         case refuseConnections
+        /// Forward and pass the server's answer on, then close the connection: a server (or a
+        /// NAT box) ending a kept-alive connection between two requests.
+        case closeAfterAnswer
     }
 
     public enum Scope: Hashable, Sendable {
@@ -73,6 +76,7 @@ public final class FaultProxy: Sendable {
         var rules: [Rule] = []
         var exchanges: [Exchange] = []
         var refusedConnections = 0
+        var acceptedConnections = 0
         var connections: [ObjectIdentifier: Socket] = [:]
         /// Bumped by `goAway()`: the connections of an earlier generation end.
         var generation = 0
@@ -154,6 +158,9 @@ public final class FaultProxy: Sendable {
     public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
     public var requestCount: Int { state.withLock { $0.exchanges.count } }
     public var refusedConnections: Int { state.withLock { $0.refusedConnections } }
+    /// Client connections accepted and served (not the refused ones): how many connections the
+    /// clients opened.
+    public var acceptedConnections: Int { state.withLock { $0.acceptedConnections } }
 
     // MARK: - Faults
 
@@ -212,6 +219,7 @@ public final class FaultProxy: Sendable {
         let admitted = state.withLock { s -> Bool in
             guard !s.stopped, s.generation == generation else { return false }
             s.connections[ObjectIdentifier(connection)] = connection
+            s.acceptedConnections += 1
             return true
         }
         guard admitted else {
@@ -270,12 +278,12 @@ public final class FaultProxy: Sendable {
                 }
                 done.wait()
                 guard isCurrent(generation) else { return }
-            case .none, .status, .dropRequest, .refuseConnections:
+            case .none, .status, .dropRequest, .refuseConnections, .closeAfterAnswer:
                 break
             }
             guard (try? client.writeAll(answer.bytes)) != nil else { return }
             setStatus(index, answer.status)
-            if request.headers["connection"]?.lowercased() == "close" { return }
+            if request.headers["connection"]?.lowercased() == "close" || fault == .closeAfterAnswer { return }
         }
     }
 

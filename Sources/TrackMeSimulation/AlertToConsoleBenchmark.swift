@@ -16,7 +16,7 @@ import TrackMeServer
 /// `trackme-sim bench alert-to-console`: from the bytes of the reading that raises an alert
 /// (the flat line's third zero completes `no_pulse`, whose countdown is 0) through the agent's
 /// `AgentPipeline`, journal, `DispatchLane` and real HTTP (`HTTPAlertTransport` over
-/// `URLSessionTransport`, as the agent sends) to the `alert` event arriving at a dispatcher's SSE
+/// `CurlTransport`, as the agent sends) to the `alert` event arriving at a dispatcher's SSE
 /// client of a real `TrackMeServer` on loopback (SQLite). The baseline, in the same run against
 /// the same server, is one `GET /health` round trip from the same client: the ratio says what the
 /// whole alert path costs over the cheapest request the server answers.
@@ -92,7 +92,7 @@ public enum AlertToConsoleBenchmark {
         defer { store.close() }
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let lane = DispatchLane(
-            transport: HTTPAlertTransport(transport: URLSessionTransport(baseURL: base), token: deviceToken, store: store),
+            transport: HTTPAlertTransport(transport: CurlTransport(baseURL: base), token: deviceToken, store: store),
             fallback: nil, clock: ContinuousClock(), timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
         let laneTask = Task { await lane.run() }
         defer { laneTask.cancel() }

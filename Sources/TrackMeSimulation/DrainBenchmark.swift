@@ -15,6 +15,14 @@ import TrackMeServer
 /// compressed beforehand, to a fresh server over the same transport (the network and server share
 /// of the time, without the store, the cursor and the encoding).
 public enum DrainBenchmark {
+    /// The HTTP client both the drain and the baseline send through.
+    public enum Transport: String, CaseIterable, Sendable {
+        /// The agent's `CurlTransport` (kept-alive connections).
+        case curl
+        /// `CurlTransport` keeping no connection: a new connection per batch, as before issue 15.
+        case curlNoReuse = "curl-no-reuse"
+    }
+
     public struct Result: Codable, Hashable, Sendable {
         public var readings: Int
         public var batchReadings: Int
@@ -27,6 +35,9 @@ public enum DrainBenchmark {
         public var baselineSeconds: Double
         /// drain time / baseline time (1.0 = the agent adds nothing over sending bytes).
         public var ratio: Double
+        public var transport: String
+        /// Baseline time per POST, in milliseconds (the transport's and the server's share).
+        public var baselineMillisecondsPerBatch: Double
 
         enum CodingKeys: String, CodingKey {
             case readings
@@ -39,6 +50,8 @@ public enum DrainBenchmark {
             case compressionRatio = "compression_ratio"
             case baselineSeconds = "baseline_seconds"
             case ratio
+            case transport
+            case baselineMillisecondsPerBatch = "baseline_ms_per_batch"
         }
     }
 
@@ -46,7 +59,14 @@ public enum DrainBenchmark {
         public var description: String
     }
 
-    public static func run(hours: Int = 24, batchReadings: Int = 1000) async throws -> Result {
+    static func transport(_ kind: Transport, _ baseURL: URL) -> any HTTPTransport {
+        switch kind {
+        case .curl: CurlTransport(baseURL: baseURL, timeout: .seconds(30))
+        case .curlNoReuse: CurlTransport(baseURL: baseURL, timeout: .seconds(30), keptConnections: 0)
+        }
+    }
+
+    public static func run(hours: Int = 24, batchReadings: Int = 1000, transport kind: Transport = .curl) async throws -> Result {
         let dir = NSTemporaryDirectory() + "trackme-bench-drain-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -65,7 +85,7 @@ public enum DrainBenchmark {
             let configuration = SyncConfiguration(deviceID: "pi-bench", token: token, maxBatchReadings: batchReadings, latestFirst: false)
             let acknowledged = Atomic<Int>(0)
             let engine = SyncEngine(
-                store: store, transport: URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30)), configuration: configuration,
+                store: store, transport: transport(kind, server.baseURL), configuration: configuration,
                 clock: ContinuousClock(),
                 onEvent: { event in
                     if case .batchAcknowledged = event { acknowledged.add(1, ordering: .relaxed) }
@@ -88,7 +108,7 @@ public enum DrainBenchmark {
         }
         let baselineElapsed = try await InProcessServer.with { (server) async throws -> Duration in
             let token = try await server.enrol("pi-bench")
-            let transport = URLSessionTransport(baseURL: server.baseURL, timeout: .seconds(30))
+            let transport = transport(kind, server.baseURL)
             let baselineStart = ContinuousClock.now
             for (key, body) in bodies {
                 let response = try await transport.post(
@@ -108,6 +128,7 @@ public enum DrainBenchmark {
             readings: count, batchReadings: batchReadings, batches: batches, drainSeconds: drainSeconds,
             readingsPerSecond: Double(count) / drainSeconds, compressedBytesPerReading: Double(compressed) / Double(count),
             uncompressedBytesPerReading: Double(uncompressed) / Double(count), compressionRatio: Double(uncompressed) / Double(compressed),
-            baselineSeconds: baselineSeconds, ratio: drainSeconds / baselineSeconds)
+            baselineSeconds: baselineSeconds, ratio: drainSeconds / baselineSeconds, transport: kind.rawValue,
+            baselineMillisecondsPerBatch: baselineSeconds * 1000 / Double(bodies.count))
     }
 }

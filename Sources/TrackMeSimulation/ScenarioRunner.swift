@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import BlueZHeartRate
 import EdgeDispatch
 import EdgeStore
@@ -90,18 +89,6 @@ public struct ScenarioRunner: Sendable {
     }
 
     public func run(_ scenario: Scenario) async throws -> Outcome {
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-        do {
-            let outcome = try await run(scenario, client: client)
-            try? await client.shutdown()
-            return outcome
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-    }
-
-    private func run(_ scenario: Scenario, client: HTTPClient) async throws -> Outcome {
         let started = ContinuousClock.now
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -155,11 +142,8 @@ public struct ScenarioRunner: Sendable {
         }
 
         let faults = FaultState()
-        // Field mode sends through the agent's own transport; fast mode through a kept-alive
-        // SwiftNIO connection (see `AsyncHTTPClientTransport`).
-        let http: any HTTPTransport =
-            options.field ? URLSessionTransport(baseURL: baseURL) : AsyncHTTPClientTransport(baseURL: baseURL, client: client)
-        let transport = FaultInjectingTransport(base: http, faults: faults)
+        // Both modes send through the agent's own transport (kept-alive libcurl connections).
+        let transport = FaultInjectingTransport(base: CurlTransport(baseURL: baseURL), faults: faults)
         let strapClock = ContinuousClock()
         let strap = SimulatedStrap(trace: trace, clock: strapClock)
         let connector = StrapConnector {

@@ -449,7 +449,7 @@ final class SimulatedDevice {
     func acknowledgeOpenAlert(server: TrackMeServer, baseURL: URL) async throws {
         guard let alert = await pipeline.current.openAlert else { return }
         let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
-        let response = try await URLSessionTransport(baseURL: baseURL).post(
+        let response = try await CurlTransport(baseURL: baseURL).post(
             path: "v1/alerts/\(alert.id)/ack", headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
             body: Array("{}".utf8))
         guard (200..<300).contains(response.status) else {

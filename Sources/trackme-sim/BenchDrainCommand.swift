@@ -10,10 +10,14 @@ struct BenchDrainCommand: AsyncParsableCommand {
 
     @Option(help: "Hours of 1 Hz heart rate + 1 Hz GPS in the backlog.") var hours = 24
     @Option(help: "Readings per batch.") var batchReadings = 1000
+    @Option(help: "The agent's HTTP client with kept-alive connections (curl), or a new connection per batch (curl-no-reuse).") var transport = "curl"
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() async throws {
-        let result = try await DrainBenchmark.run(hours: hours, batchReadings: batchReadings)
+        guard let kind = DrainBenchmark.Transport(rawValue: transport) else {
+            throw ValidationError("--transport: expected one of \(DrainBenchmark.Transport.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let result = try await DrainBenchmark.run(hours: hours, batchReadings: batchReadings, transport: kind)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
@@ -21,7 +25,7 @@ struct BenchDrainCommand: AsyncParsableCommand {
         } else {
             print("drain:    \(result.readings) readings in \(result.drainSeconds) s (\(Int(result.readingsPerSecond)) readings/s, \(result.batches) batches)")
             print("bytes:    \(result.compressedBytesPerReading) bytes/reading sent (gzip), \(result.uncompressedBytesPerReading) before (x\(result.compressionRatio))")
-            print("baseline: \(result.baselineSeconds) s to POST the same prepared batches")
+            print("baseline: \(result.baselineSeconds) s to POST the same prepared batches (\(result.baselineMillisecondsPerBatch) ms each, \(result.transport))")
             print("ratio:    \(result.ratio) (drain / baseline)")
         }
     }

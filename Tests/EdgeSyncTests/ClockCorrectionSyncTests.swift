@@ -30,7 +30,7 @@ struct ClockCorrectionSyncTests {
             correction.learn(readings[40].timestamp)
             let learned = Mutex(correction)
             let engine = SyncEngine(
-                store: f.store, transport: URLSessionTransport(baseURL: f.proxy.baseURL),
+                store: f.store, transport: CurlTransport(baseURL: f.proxy.baseURL),
                 configuration: SyncConfiguration(deviceID: deviceID, token: f.token, pollInterval: .milliseconds(10), sendInterval: .zero),
                 clock: ContinuousClock(), logger: quiet, seed: 1, correctTimes: { sequence, readings in learned.withLock { $0.corrected(readings, batchSequence: sequence) } })
             try await engine.drain()

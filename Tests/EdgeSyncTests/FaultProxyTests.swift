@@ -20,9 +20,14 @@ struct FaultProxyTests {
         return (batch.idempotencyKey, Array(try WireCodec.encode(batch)))
     }
 
+    /// Batch `number` through a fresh transport (a connection of its own).
     static func post(_ number: Int64, to proxy: FaultProxy, token: String) async throws -> HTTPResponse {
+        try await post(number, through: CurlTransport(baseURL: proxy.baseURL, timeout: .seconds(5)), token: token)
+    }
+
+    static func post(_ number: Int64, through transport: any HTTPTransport, token: String) async throws -> HTTPResponse {
         let (key, body) = try batch(number)
-        return try await URLSessionTransport(baseURL: proxy.baseURL, timeout: .seconds(5)).post(
+        return try await transport.post(
             path: "v1/batches", headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": key, "Content-Type": "application/json"], body: body)
     }
 

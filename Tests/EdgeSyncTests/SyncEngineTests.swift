@@ -82,7 +82,7 @@ final class SyncFixture {
         onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) -> SyncEngine {
         SyncEngine(
-            store: store, transport: URLSessionTransport(baseURL: proxy.baseURL, timeout: timeout),
+            store: store, transport: CurlTransport(baseURL: proxy.baseURL, timeout: timeout),
             configuration: SyncConfiguration(
                 deviceID: deviceID, token: token ?? self.token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
                 pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)),
@@ -186,7 +186,7 @@ struct SyncEngineTests {
         "server faults lose nothing and duplicate nothing",
         arguments: [
             FaultProxy.Fault.status(500), .status(503, retryAfterSeconds: 0), .status(429, retryAfterSeconds: 0),
-            .dropRequest, .dropAnswer, .refuseConnections, .holdAnswerUntilClientCloses,
+            .dropRequest, .dropAnswer, .refuseConnections, .holdAnswerUntilClientCloses, .closeAfterAnswer,
         ])
     func faults(fault: FaultProxy.Fault) async throws {
         try await SyncFixture.with { f in
@@ -332,7 +332,7 @@ struct SyncEngineTests {
             let reserved = try f.store.reserveBatch(deviceID: deviceID, readings: try f.store.oldestUnsynced(limit: 100), heartbeat: nil)
             try f.reopen()
             let engine = SyncEngine(
-                store: f.store, transport: URLSessionTransport(baseURL: f.proxy.baseURL),
+                store: f.store, transport: CurlTransport(baseURL: f.proxy.baseURL),
                 configuration: SyncConfiguration(deviceID: deviceID, token: f.token, maxBatchReadings: 100, latestFirst: false),
                 clock: ContinuousClock(), logger: quiet)
             try await engine.drain()
@@ -466,12 +466,12 @@ struct SyncEngineTests {
             let update = AlertUpdate(
                 alert: AlertRecord(id: "a", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
                 type: .raised, sent: t)
-            let sender = HTTPAlertSender(transport: URLSessionTransport(baseURL: f.proxy.baseURL), token: f.token)
+            let sender = HTTPAlertSender(transport: CurlTransport(baseURL: f.proxy.baseURL), token: f.token)
             try await sender.send(update)
             try await sender.send(update)
             #expect(try await f.server.alertUpdates() == [update])
             #expect(f.proxy.exchanges.filter { $0.path.hasSuffix("/v1/alerts") }.map(\.status) == [200, 200])
-            let bad = HTTPAlertSender(transport: URLSessionTransport(baseURL: f.proxy.baseURL), token: "nope")
+            let bad = HTTPAlertSender(transport: CurlTransport(baseURL: f.proxy.baseURL), token: "nope")
             await #expect(throws: SyncError.self) { try await bad.send(update) }
             await f.proxy.goAway()
             do throws(SyncError) {

@@ -31,7 +31,7 @@ let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval:
     emit(text)
 }
 let engine = SyncEngine(
-    store: store, transport: URLSessionTransport(baseURL: serverURL, timeout: .seconds(5)),
+    store: store, transport: CurlTransport(baseURL: serverURL, timeout: .seconds(5)),
     configuration: SyncConfiguration(
         deviceID: deviceID, token: arguments[4], maxBatchReadings: 150, heartbeatInterval: .seconds(1), pollInterval: .milliseconds(5), sendInterval: .zero,
         backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 1)),

@@ -46,7 +46,7 @@ struct ClockCorrectionServerTests {
         defer { store.close() }
         _ = try store.append(readings)
         let engine = SyncEngine(
-            store: store, transport: URLSessionTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
+            store: store, transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
             configuration: SyncConfiguration(deviceID: "pi-clock", token: credentials.token, pollInterval: .milliseconds(10), sendInterval: .zero),
             clock: ContinuousClock(), logger: quietLogger, seed: 7, correctTimes: { anchors.corrected($1, batchSequence: $0) })
         try await engine.drain()

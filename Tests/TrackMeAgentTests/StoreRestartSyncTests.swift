@@ -28,7 +28,7 @@ struct StoreRestartSyncTests {
 
         func engine(_ store: ReadingStore) throws -> SyncEngine {
             SyncEngine(
-                store: store, transport: URLSessionTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
+                store: store, transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
                 configuration: SyncConfiguration(deviceID: "pi-wipe", token: token, maxBatchReadings: 64), clock: ContinuousClock(),
                 logger: quietLogger, seed: 7)
         }

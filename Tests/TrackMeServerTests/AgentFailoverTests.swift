@@ -29,7 +29,7 @@ struct AgentFailoverTests {
         // Enrolled through A.
         let deviceID = "pi-failover"
         let enrolBody = try JSONSerialization.data(withJSONObject: ["device_id": deviceID, "person": ["name": "F", "age": 50]])
-        let enrolled = try await URLSessionTransport(baseURL: urlA).post(
+        let enrolled = try await CurlTransport(baseURL: urlA).post(
             path: "v1/devices", headers: ["Authorization": "Bearer \(TestServer.adminToken)", "Content-Type": "application/json"],
             body: Array(enrolBody))
         try #require(enrolled.status == 201)
@@ -50,7 +50,7 @@ struct AgentFailoverTests {
 
         let started = ContinuousClock.now
         let failover = FailoverTransport(
-            transports: [URLSessionTransport(baseURL: urlA, timeout: .seconds(5)), URLSessionTransport(baseURL: urlB, timeout: .seconds(5))],
+            transports: [CurlTransport(baseURL: urlA, timeout: .seconds(5)), CurlTransport(baseURL: urlB, timeout: .seconds(5))],
             now: { ContinuousClock.now - started })
         let acknowledged = Atomic<Int>(0)
         let readingsAcknowledged = Atomic<Int>(0)

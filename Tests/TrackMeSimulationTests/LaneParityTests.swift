@@ -78,7 +78,7 @@ import TrackMeServer
             let port = try await server.boundPort()
             credentials = try await server.enrolDevice(deviceID: "parity-\(name)", person: PersonProfile(name: "P", age: 40))
             let baseURL = try #require(URL(string: "http://127.0.0.1:\(port)"))
-            transport = FaultInjectingTransport(base: URLSessionTransport(baseURL: baseURL), faults: faults)
+            transport = FaultInjectingTransport(base: CurlTransport(baseURL: baseURL), faults: faults)
             store = try ReadingStore(
                 configuration: StoreConfiguration(path: work.appendingPathComponent("agent.sqlite").path, durability: .processCrash),
                 logger: logger)

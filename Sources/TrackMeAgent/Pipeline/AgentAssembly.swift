@@ -75,13 +75,11 @@ public enum AgentAssembly {
         timestamps.restoreAnchors(from: store, deviceID: deviceID, logger: logger)
         let committed = Counter(label: AgentMetricNames.readingsCommitted)
 
-        // A configured CA or pins need libcurl directly (URLSession on Linux trusts only the
-        // system store); without them URLSession, as before.
+        // The one HTTP client, libcurl with kept-alive connections: the system trust store
+        // unless a CA file is configured, and the key pins if any.
+        let trust = ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256)
         func transport(_ url: URL) -> any HTTPTransport {
-            configuration.server.caFile != nil || !configuration.server.pinSHA256.isEmpty
-                ? CurlTransport(
-                    baseURL: url, trust: ServerTrust(caFile: configuration.server.caFile, publicKeySHA256: configuration.server.pinSHA256))
-                : URLSessionTransport(baseURL: url)
+            CurlTransport(baseURL: url, trust: trust)
         }
         // Several instances (`server.urls`): fail over on no answer or a 5xx (issue 22).
         let fallbacks = configuration.server.fallbackURLs.compactMap(URL.init(string:)).filter { $0 != baseURL }

@@ -82,7 +82,7 @@ public struct CrowdRunner: Sendable {
         let base = "http://127.0.0.1:\(port)"
         guard let baseURL = URL(string: base) else { throw ScenarioError(message: "bad server URL") }
         let context = Context(
-            server: server, base: base, http: http, transport: AsyncHTTPClientTransport(baseURL: baseURL, client: http), wall: wall,
+            server: server, base: base, http: http, transport: CurlTransport(baseURL: baseURL, keptConnections: options.concurrency), wall: wall,
             clock: VirtualClock(), work: work,
             logger: options.logger)
         var outcome = Outcome(passed: true, lines: [], figures: [:])
