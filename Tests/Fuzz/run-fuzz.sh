@@ -32,6 +32,12 @@ strip_imports() { # file -> stdout, without imports of our own modules
     sed -E '/^(public |package )?import (TrackMeCore|CBlueZ|CZlib|Glibc|Logging|GRDB|EdgeDispatch)$/d' "$1"
 }
 
+core() { # dir: TrackMeCore's sources without its system-call layer (SystemError.swift needs swift-system)
+    for f in "$root"/Sources/TrackMeCore/*.swift; do
+        [ "$(basename "$f")" = SystemError.swift ] || cp "$f" "$1/"
+    done
+}
+
 sources() { # name: copies the target's sources into $out/name/src
     local name="$1" src="$out/$1/src"
     rm -rf "$src" && mkdir -p "$src"
@@ -40,25 +46,25 @@ sources() { # name: copies the target's sources into $out/name/src
         cp "$root/Sources/TrackMeCore/HeartRateReading.swift" "$src/"
         for f in "${ble[@]}"; do strip_imports "$root/Sources/BlueZHeartRate/$f.swift" > "$src/$f.swift"; done ;;
     wire-codec)
-        cp "$root"/Sources/TrackMeCore/*.swift "$src/" ;;
+        core "$src" ;;
     reading-body)
-        cp "$root"/Sources/TrackMeCore/*.swift "$src/"
+        core "$src"
         strip_imports "$root/Sources/EdgeStore/ReadingBodyCodec.swift" > "$src/ReadingBodyCodec.swift" ;;
     gzip-inflater)
         strip_imports "$root/Sources/GzipCodec/Gzip.swift" | sed '1i import CZlib' > "$src/Gzip.swift" ;;
     gpsd-report)
-        cp "$root"/Sources/TrackMeCore/*.swift "$src/"
+        core "$src"
         for f in GPSDReport GPSDConnection GPSDStateMachine GPSDEvent GPSDError; do
             strip_imports "$root/Sources/GPSDPosition/$f.swift" > "$src/$f.swift"
         done ;;
     config-yaml)
-        cp "$root"/Sources/TrackMeCore/*.swift "$src/"
+        core "$src"
         for f in "$root"/Sources/TrackMeAgent/Configuration/*.swift "$root"/Sources/TrackMeAgent/Feedback/FeedbackMachine.swift \
             "$root"/Sources/TrackMeAgent/Feedback/FeedbackOutputs.swift "$root"/Sources/EdgeDispatch/LocalFallback.swift; do
             strip_imports "$f" > "$src/$(basename "$f")"
         done ;;
     control-message)
-        cp "$root"/Sources/TrackMeCore/*.swift "$src/"
+        core "$src"
         for f in Control/ControlMessage Control/AgentStatus Control/AgentControl Feedback/FeedbackMachine; do
             strip_imports "$root/Sources/TrackMeAgent/$f.swift" > "$src/$(basename "$f").swift"
         done ;;

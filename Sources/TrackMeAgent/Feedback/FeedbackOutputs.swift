@@ -1,6 +1,5 @@
 import EdgeDispatch
 import Foundation
-import SystemPackage
 
 /// How an LED shows one `FeedbackState`.
 public enum LEDPattern: Hashable, Sendable {
@@ -73,44 +72,10 @@ public struct LEDClassDevice: Sendable {
         directory = nameOrPath.hasPrefix("/") ? nameOrPath : "/sys/class/leds/" + nameOrPath
     }
 
-    public func show(_ pattern: LEDPattern) throws(FeedbackOutputError) {
-        switch pattern {
-        case .off:
-            try write("trigger", "none")
-            try write("brightness", "0")
-        case .on:
-            try write("trigger", "none")
-            try write("brightness", String(maximumBrightness))
-        case .blink(let on, let off):
-            // The timer trigger makes delay_on and delay_off appear; then they are set.
-            try write("trigger", "timer")
-            try write("delay_on", String(on))
-            try write("delay_off", String(off))
-        }
-    }
-
     /// `max_brightness`, or 1 if it cannot be read.
     var maximumBrightness: Int {
         let text = (try? String(contentsOfFile: directory + "/max_brightness", encoding: .utf8)) ?? ""
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)).flatMap { $0 > 0 ? $0 : nil } ?? 1
-    }
-
-    /// One write of `value` and a newline, as `echo value > file` does (O_TRUNC, never O_CREAT).
-    private func write(_ file: String, _ value: String) throws(FeedbackOutputError) {
-        let path = directory + "/" + file
-        let bytes = Array((value + "\n").utf8)
-        // One write, not `writeAll`: a sysfs attribute takes its whole value in one write.
-        let result = Result { () throws -> Int in
-            let fd = try FileDescriptor.open(path, .writeOnly, options: [.truncate, .closeOnExec])
-            return try fd.closeAfter { try bytes.withUnsafeBytes { try fd.write($0) } }
-        }
-        switch result {
-        case .success(let written) where written == bytes.count: return
-        case .success(let written):
-            throw FeedbackOutputError(code: .ledWrite, path: path, message: "short write (\(written) of \(bytes.count) bytes)")
-        case .failure(let error):
-            throw FeedbackOutputError(code: .ledWrite, path: path, message: (error as? Errno)?.description ?? "\(error)")
-        }
     }
 }
 
