@@ -1,8 +1,8 @@
 import SystemPackage
 
-// Writing a pattern to the LED (its one system call), apart from the rest of FeedbackOutputs.swift so that the
-// configuration (which names LEDs and patterns) builds without swift-system, as the
-// `config-yaml` fuzz target compiles it.
+// Writing a pattern to the LED (its one system call), apart from the rest of
+// FeedbackOutputs.swift so that the configuration (which names LEDs and patterns) builds
+// without swift-system, as the `config-yaml` fuzz target compiles it.
 extension LEDClassDevice {
     public func show(_ pattern: LEDPattern) throws(FeedbackOutputError) {
         switch pattern {
