@@ -232,7 +232,43 @@ final class PostgresServerStore: ServerStore {
             }
             for (index, result) in retried { results[index] = result }
         }
+        await addNews(to: &results, of: batches, client: client, logger: logger)
         return results
+    }
+
+    /// What each stored batch's reply tells its device (`DeviceNews`), for the whole group in
+    /// one query. The batches are committed by now: should the query fail, the replies go
+    /// without news, which the device then gets with its next batch.
+    static func addNews(
+        to results: inout [Result<IngestResult, any Error>], of batches: [IncomingBatch], client: PostgresClient, logger: Logger
+    ) async {
+        var devices: [String] = []
+        for (batch, result) in zip(batches, results) {
+            if case .success(let ingested) = result, ingested.conflict == nil { devices.append(batch.deviceID) }
+        }
+        guard !devices.isEmpty else { return }
+        var news: [String: DeviceNews] = [:]
+        do {
+            let rows = try await client.query(
+                """
+                SELECT d.id,
+                    coalesce((SELECT array_agg(a.alert_id ORDER BY a.alert_id) FROM alerts a
+                        WHERE a.device_id = d.id AND a.outcome IS NOT NULL AND a.state NOT IN ('resolved', 'cancelled')), '{}'::TEXT[]),
+                    c.version, c.settings
+                FROM unnest(\(Array(Set(devices)))::TEXT[]) AS d(id) LEFT JOIN care_settings c ON c.device_id = d.id
+                """, logger: logger)
+            for try await (device, resolved, careVersion, careJSON) in rows.decode((String, [String], Int64?, String?).self) {
+                news[device] = DeviceNews(resolvedAlerts: resolved, careVersion: careVersion, careJSON: careJSON)
+            }
+        } catch {
+            logger.warning("batch replies go without resolved alerts and care settings", metadata: ["error": "\(error)"])
+            return
+        }
+        for (index, batch) in batches.enumerated() {
+            guard case .success(var ingested) = results[index], ingested.conflict == nil, let found = news[batch.deviceID] else { continue }
+            ingested.news = found
+            results[index] = .success(ingested)
+        }
     }
 
     /// A batch found the feed lock taken by another transaction (it must not wait for it).

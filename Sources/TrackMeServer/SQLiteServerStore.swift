@@ -27,21 +27,39 @@ final class SQLiteServerStore: ServerStore {
         // writer at NORMAL, so acknowledged batches could be lost to a power cut (issue 16).
         try pool.writeWithoutTransaction { db in try db.execute(sql: durability.synchronousPragma) }
         let pool = self.pool
-        groupCommit = IngestGroupCommit { batches in
-            try await pool.write { db in
-                batches.map { batch in
-                    var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
-                    do {
-                        try db.inSavepoint {
-                            outcome = .success(try SQLiteServerStore.ingest(batch, in: db))
-                            return .commit
+        groupCommit = IngestGroupCommit { commit in SQLiteServerStore.writeNextGroup(of: commit, on: pool) }
+    }
+
+    /// One group per turn of GRDB's writer queue, in one transaction, each batch in a savepoint
+    /// of its own; then the next group in a turn of its own, so that another write queued
+    /// meanwhile (an alert) goes in between rather than after the whole backlog.
+    private static func writeNextGroup(of commit: IngestGroupCommit, on pool: DatabasePool) {
+        pool.asyncWriteWithoutTransaction { db in
+            guard let group = commit.nextGroup() else { return }
+            do {
+                var results: [Result<IngestResult, any Error>] = []
+                try db.inTransaction {
+                    results = group.batches.map { batch in
+                        var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
+                        do {
+                            try db.inSavepoint {
+                                var result = try SQLiteServerStore.ingest(batch, in: db)
+                                if result.conflict == nil { result.news = try SQLiteServerStore.news(deviceID: batch.deviceID, in: db) }
+                                outcome = .success(result)
+                                return .commit
+                            }
+                        } catch {
+                            outcome = .failure(error)
                         }
-                    } catch {
-                        outcome = .failure(error)
+                        return outcome
                     }
-                    return outcome
+                    return .commit
                 }
+                group.complete(results)
+            } catch {
+                group.fail(error)
             }
+            writeNextGroup(of: commit, on: pool)
         }
     }
 
@@ -279,6 +297,24 @@ final class SQLiteServerStore: ServerStore {
                 arguments: [batch.droppedByBudget, batch.deviceID])
         }
         return IngestResult(stored: stored, duplicates: duplicates, acknowledgedAlerts: alerts, replayed: false)
+    }
+
+    /// What the batch's reply tells the device, read in the batch's transaction.
+    static func news(deviceID: String, in db: Database) throws -> DeviceNews {
+        var news = DeviceNews()
+        news.resolvedAlerts = try String.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT alert_id FROM alerts WHERE device_id = ? AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled')
+                    ORDER BY alert_id
+                    """),
+            arguments: [deviceID])
+        let care = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, settings FROM care_settings WHERE device_id = ?"), arguments: [deviceID])
+        if let care {
+            news.careVersion = care["version"]
+            news.careJSON = care["settings"]
+        }
+        return news
     }
 
     /// Above every reading and batch number the server holds for the device, and every floor

@@ -142,9 +142,8 @@ struct ServerAPI: Sendable {
         notifier.notify()
         let ack = BatchAcknowledgement(
             idempotencyKey: batch.idempotencyKey, stored: result.stored, duplicates: result.duplicates,
-            acknowledgedAlerts: result.acknowledgedAlerts,
-            resolvedAlerts: try await store.resolvedAlertsAwaitingDevice(deviceID: batch.deviceID),
-            orders: try await careOrders(deviceID: batch.deviceID, heartbeat: batch.heartbeat))
+            acknowledgedAlerts: result.acknowledgedAlerts, resolvedAlerts: result.news.resolvedAlerts,
+            orders: try careOrders(result.news, heartbeat: batch.heartbeat))
         return try json(.ok, ack)
     }
 

@@ -89,6 +89,20 @@ struct IngestResult: Hashable, Sendable {
     var replayed: Bool
     /// Set when nothing was stored because the key or the epoch conflicts (answered with 409).
     var conflict: IngestConflict? = nil
+    /// What the reply tells the device besides the acknowledgement, read with the batch rather
+    /// than in requests of their own (two fewer reads per batch, issue 22).
+    var news = DeviceNews()
+}
+
+/// What a batch's reply tells its device besides the acknowledgement.
+struct DeviceNews: Hashable, Sendable {
+    /// Alerts a dispatcher resolved that the device has not reported closed: every batch's
+    /// acknowledgement carries them (`resolved_alerts`) until it does.
+    var resolvedAlerts: [String] = []
+    /// The device's care settings as stored: their version, and their JSON, decoded only when
+    /// the device runs an older version (`CareSettings`).
+    var careVersion: Int64?
+    var careJSON: String?
 }
 
 /// What the store did with an alert update.

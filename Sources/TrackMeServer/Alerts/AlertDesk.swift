@@ -83,9 +83,6 @@ protocol AlertDeskStore: Sendable {
     func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote?
     func notes(alertID: String) async throws -> [AlertNote]
     func deviceRows() async throws -> [DeviceStatusRow]
-    /// Alerts of the device a dispatcher resolved that the device has not yet closed: the batch
-    /// acknowledgement carries them (`resolved_alerts`) until the device reports them closed.
-    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String]
     /// The id of the feed's newest event (0 if none): a page that reads the board after this
     /// and then follows the feed from it misses nothing and replays no old history.
     func feedHead() async throws -> Int64

@@ -102,15 +102,6 @@ extension PostgresServerStore {
         }
     }
 
-    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String] {
-        let rows = try await client.query(
-            """
-            SELECT alert_id FROM alerts WHERE device_id = \(deviceID) AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled')
-            ORDER BY alert_id
-            """, logger: logger)
-        return try await collect(rows.decode(String.self))
-    }
-
     func feedHead() async throws -> Int64 {
         // Under the feed lock's discipline ids become visible in order, so max(id) has no gaps below it.
         try await collect(client.query("SELECT coalesce(max(id), 0)::BIGINT FROM feed", logger: logger).decode(Int64.self)).first ?? 0

@@ -73,15 +73,6 @@ extension SQLiteServerStore {
         }
     }
 
-    func resolvedAlertsAwaitingDevice(deviceID: String) async throws -> [String] {
-        try await pool.read { db in
-            try String.fetchAll(
-                db,
-                sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled') ORDER BY alert_id",
-                arguments: [deviceID])
-        }
-    }
-
     func feedHead() async throws -> Int64 {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM feed") ?? 0 }
     }

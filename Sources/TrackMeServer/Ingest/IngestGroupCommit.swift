@@ -8,7 +8,7 @@ import Synchronization
 /// rolled back alone and its caller gets the error; the others commit. A batch is acknowledged
 /// (its caller resumed) only after the group's transaction is committed.
 final class IngestGroupCommit: Sendable {
-    private struct Waiting {
+    fileprivate struct Waiting: Sendable {
         var batch: IncomingBatch
         var continuation: CheckedContinuation<IngestResult, any Error>
     }
@@ -19,6 +19,29 @@ final class IngestGroupCommit: Sendable {
         var transactions = 0
     }
 
+    /// A group taken by a writer: its batches, to be written in one transaction, and their
+    /// callers, resumed by `complete` or `fail` once it is committed or not.
+    struct Group: Sendable {
+        fileprivate let waiting: [Waiting]
+
+        var batches: [IncomingBatch] { waiting.map(\.batch) }
+
+        /// The transaction committed: a result per batch, in order.
+        func complete(_ results: [Result<IngestResult, any Error>]) {
+            for (waiting, result) in zip(waiting, results) { waiting.continuation.resume(with: result) }
+        }
+
+        /// The transaction itself failed (disk full, I/O error): nothing of the group is stored.
+        func fail(_ error: any Error) {
+            for waiting in waiting { waiting.continuation.resume(throwing: error) }
+        }
+    }
+
+    /// Starts a writer: it takes groups with `nextGroup()` and writes each, until `nextGroup()`
+    /// says nobody waits. SQLite's runs on GRDB's writer queue itself (a batch then costs two
+    /// thread wake-ups, to the writer and back, not four through a task); PostgreSQL's is a task.
+    typealias StartWriter = @Sendable (IngestGroupCommit) -> Void
+
     /// Writes one group in one transaction; a result per batch, in order.
     typealias WriteGroup = @Sendable ([IncomingBatch]) async throws -> [Result<IngestResult, any Error>]
 
@@ -28,47 +51,57 @@ final class IngestGroupCommit: Sendable {
     /// cost per batch is round trips more than the commit, so that a quiet moment still writes
     /// batches side by side and only a busy one makes groups.
     let maxWriters: Int
-    private let write: WriteGroup
+    private let startWriter: StartWriter
     private let state = Mutex(State())
 
     /// Transactions written so far (each holds one group).
     var transactions: Int { state.withLock { $0.transactions } }
 
-    init(maxGroup: Int = 512, maxWriters: Int = 1, write: @escaping WriteGroup) {
-        self.write = write
+    init(maxGroup: Int = 512, maxWriters: Int = 1, startWriter: @escaping StartWriter) {
+        self.startWriter = startWriter
         self.maxGroup = maxGroup
         self.maxWriters = max(1, maxWriters)
     }
 
+    /// Writers that are tasks awaiting `write` for each group.
+    convenience init(maxGroup: Int = 512, maxWriters: Int = 1, write: @escaping WriteGroup) {
+        self.init(maxGroup: maxGroup, maxWriters: maxWriters) { commit in
+            Task {
+                while let group = commit.nextGroup() {
+                    do {
+                        group.complete(try await write(group.batches))
+                    } catch {
+                        group.fail(error)
+                    }
+                }
+            }
+        }
+    }
+
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
         try await withCheckedThrowingContinuation { continuation in
-            let startWriter = state.withLock { state -> Bool in
+            let needsWriter = state.withLock { state -> Bool in
                 state.waiting.append(Waiting(batch: batch, continuation: continuation))
                 guard state.writers < maxWriters else { return false }
                 state.writers += 1
                 return true
             }
-            if startWriter { Task { await self.writeWhileWaiting() } }
+            if needsWriter { startWriter(self) }
         }
     }
 
-    /// Writes groups until nobody waits.
-    private func writeWhileWaiting() async {
-        while true {
-            let group = state.withLock { state -> [Waiting] in
-                let group = Array(state.waiting.prefix(maxGroup))
-                state.waiting.removeFirst(group.count)
-                if group.isEmpty { state.writers -= 1 } else { state.transactions += 1 }
-                return group
+    /// For a writer: the next group, or nil when nobody waits (the writer then ends; a batch
+    /// arriving after that starts another).
+    func nextGroup() -> Group? {
+        state.withLock { state -> Group? in
+            let group = Array(state.waiting.prefix(maxGroup))
+            state.waiting.removeFirst(group.count)
+            if group.isEmpty {
+                state.writers -= 1
+                return nil
             }
-            guard !group.isEmpty else { return }
-            do {
-                let results = try await write(group.map(\.batch))
-                for (waiting, result) in zip(group, results) { waiting.continuation.resume(with: result) }
-            } catch {
-                // The transaction itself failed (disk full, I/O error): nothing of the group is stored.
-                for waiting in group { waiting.continuation.resume(throwing: error) }
-            }
+            state.transactions += 1
+            return Group(waiting: group)
         }
     }
 }

@@ -162,10 +162,10 @@ enum CareAccess {
 extension ServerAPI {
     /// The orders for a device's batch reply: its care settings when the device does not run
     /// their version yet.
-    func careOrders(deviceID: String, heartbeat: DeviceHeartbeat?) async throws -> SyncOrders? {
-        guard let stored = try await store.careSettings(deviceID: deviceID) else { return nil }
-        if let running = heartbeat?.careVersion, running >= stored.settings.version { return nil }
-        return SyncOrders(careSettings: stored.settings)
+    func careOrders(_ news: DeviceNews, heartbeat: DeviceHeartbeat?) throws -> SyncOrders? {
+        guard let version = news.careVersion, let json = news.careJSON else { return nil }
+        if let running = heartbeat?.careVersion, running >= version { return nil }
+        return SyncOrders(careSettings: try StoreJSON.decode(json))
     }
 
     /// For a token the server no longer knows: 410 `device_erased` with a wipe order when the
