@@ -40,7 +40,7 @@ public final class SeqPacketBearer: ATTBearer {
         incoming = stream
         let stopping = self.stopping
         continuation.onTermination = { _ in stopping.stop() }
-        startDedicatedThread { [descriptor] in
+        BlockingThreads.shared.start { [descriptor] in
             Self.receiveLoop(descriptor: descriptor, stopping: stopping, continuation: continuation)
         }
     }

@@ -47,7 +47,7 @@ public enum HCIScanner {
         let (stream, continuation) = AsyncThrowingStream<AdvertisingReport, any Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let stop = StopFlag()
         continuation.onTermination = { _ in stop.stop() }
-        startDedicatedThread {
+        BlockingThreads.shared.start {
             do {
                 try scanLoop(adapter: adapter, stop: stop) { continuation.yield($0) }
                 continuation.finish()

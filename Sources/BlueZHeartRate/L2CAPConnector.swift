@@ -35,7 +35,7 @@ public enum L2CAPConnector {
         StrapConnector {
             let stop = StopFlag()
             let bearer = try await withTaskCancellationHandler {
-                try await onDedicatedThread {
+                try await BlockingThreads.shared.run {
                     try connect(adapter: adapter, address: address, addressType: addressType, timeout: timeout, stop: stop)
                 }
             } onCancel: {

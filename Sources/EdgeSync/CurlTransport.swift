@@ -34,9 +34,9 @@ public struct ServerTrust: Hashable, Sendable {
 /// freed with its connection. A connection the server or the network closed between two POSTs
 /// is noticed by libcurl and replaced by a new one (a POST that met a closed kept-alive
 /// connection before any answer is sent again on a fresh one; the idempotency key makes that
-/// safe). libcurl blocks, so each POST runs on a thread of its own, never on the cooperative
-/// pool. An untrusted server is a `.transport` error saying so; the sync engine retries and the
-/// readings wait.
+/// safe). libcurl blocks, so each POST runs on a kept thread (`BlockingThreads`), never on the
+/// cooperative pool. An untrusted server is a `.transport` error saying so; the sync engine
+/// retries and the readings wait.
 public final class CurlTransport: HTTPTransport {
     public let baseURL: URL
     public let trust: ServerTrust
@@ -72,14 +72,8 @@ public final class CurlTransport: HTTPTransport {
         let pins = trust.publicKeySHA256.isEmpty ? nil : trust.publicKeySHA256.map { "sha256//\($0)" }.joined(separator: ";")
         let milliseconds = Int(timeout.milliseconds)
         guard let handle = pool.take() else { throw SyncError(code: .transport, message: "libcurl: out of memory") }
-        let (outcome, newConnections) = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(
-                    returning: Self.perform(
-                        handle: handle, url: url, lines: lines, body: body, caFile: caFile, pins: pins, timeoutMilliseconds: milliseconds))
-            }
-            thread.name = "trackme-curl"
-            thread.start()
+        let (outcome, newConnections) = await BlockingThreads.shared.run {
+            Self.perform(handle: handle, url: url, lines: lines, body: body, caFile: caFile, pins: pins, timeoutMilliseconds: milliseconds)
         }
         pool.giveBack(handle)
         opened.add(newConnections, ordering: .relaxed)

@@ -93,7 +93,7 @@ public struct GPSDReader: Sendable {
         continuation.finish()
     }
 
-    /// Runs one connection on a thread of its own; returns why it ended.
+    /// Runs one connection on a thread of its own (`BlockingThreads`); returns why it ended.
     private func runConnectionThread(
         machine: SharedStateMachine, elapsed: ElapsedTime, continuation: AsyncStream<GPSDEvent>.Continuation,
         stop: StopFlag
@@ -103,7 +103,7 @@ public struct GPSDReader: Sendable {
         let pollInterval = configuration.pollInterval
         let logger = logger
         return await withCheckedContinuation { (done: CheckedContinuation<GPSDError, Never>) in
-            let thread = Thread {
+            BlockingThreads.shared.start {
                 let ended = Self.runConnection(
                     host: host, port: port, pollInterval: pollInterval, stop: stop, logger: logger
                 ) { input in
@@ -112,8 +112,6 @@ public struct GPSDReader: Sendable {
                 }
                 done.resume(returning: ended)
             }
-            thread.name = "gpsd-reader"
-            thread.start()
         }
     }
 

@@ -185,7 +185,7 @@ struct AgentRun: @unchecked Sendable {
 
     func wait() async -> (reason: Process.TerminationReason, status: Int32) {
         let process = self.process
-        return await BlockingIO.run { () -> (reason: Process.TerminationReason, status: Int32) in
+        return await BlockingThreads.shared.run { () -> (reason: Process.TerminationReason, status: Int32) in
             process.waitUntilExit()
             return (process.terminationReason, process.terminationStatus)
         }

@@ -60,7 +60,7 @@ struct CareEndToEndTests {
         // The person's data is erased on the server: the agent is told, stops and wipes.
         let (erased, erasedBody) = try await Self.call("POST", "/v1/devices/\(EndToEndTests.deviceID)/erase", port: port)
         #expect(erased == 200, "\(erasedBody)")
-        let exit = await BlockingIO.run { () -> Int32 in
+        let exit = await BlockingThreads.shared.run { () -> Int32 in
             process.waitUntilExit()
             return process.terminationStatus
         }

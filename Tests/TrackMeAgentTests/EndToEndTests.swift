@@ -120,7 +120,7 @@ struct EndToEndTests {
 
         func terminate(_ process: Process, log: String) async -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
             process.terminate()
-            let exit = await BlockingIO.run { () -> Int32 in
+            let exit = await BlockingThreads.shared.run { () -> Int32 in
                 process.waitUntilExit()
                 return process.terminationStatus
             }

@@ -111,7 +111,7 @@ struct ExecutableTests {
 
         process.interrupt()  // SIGINT; SIGTERM is the same path in the ServiceGroup
         #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
-        let exit = await BlockingIO.run { () -> Int32 in
+        let exit = await BlockingThreads.shared.run { () -> Int32 in
             process.waitUntilExit()
             return process.terminationStatus
         }
@@ -147,7 +147,7 @@ struct ExecutableTests {
         #expect(try await systemd.receive().hasPrefix("READY=1"))
         process.terminate()
         #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
-        let exit = await BlockingIO.run { () -> Int32 in
+        let exit = await BlockingThreads.shared.run { () -> Int32 in
             process.waitUntilExit()
             return process.terminationStatus
         }

@@ -6,12 +6,13 @@ import ServiceLifecycleTestKit
 import Testing
 
 @testable import TrackMeAgent
+import TrackMeCore
 
 @Suite("Prometheus endpoint on loopback")
 struct MetricsEndpointTests {
     /// One HTTP request over a real TCP connection to 127.0.0.1; returns the whole response.
     static func get(_ requestLine: String, port: Int) async throws -> String {
-        let bytes = try await BlockingIO.run { () throws(SocketError) -> [UInt8] in
+        let bytes = try await BlockingThreads.shared.run { () throws(SocketError) -> [UInt8] in
             let socket = try Socket.connectTCPLoopback(port: UInt16(port))
             defer { socket.close() }
             try socket.setTimeouts(milliseconds: 30_000)

@@ -83,7 +83,7 @@ struct StatusServerTests {
     func badRequest(line: String) async throws {
         let registry = PrometheusCollectorRegistry()
         try await Self.withServer(control: FakeControl(), registry: registry) { path in
-            let (first, second) = try await BlockingIO.run { () throws -> ([UInt8], [UInt8]) in
+            let (first, second) = try await BlockingThreads.shared.run { () throws -> ([UInt8], [UInt8]) in
                 let socket = try Socket.connectUnixStream(path: path)
                 defer { socket.close() }
                 try socket.setTimeouts(milliseconds: 30_000)

@@ -27,7 +27,7 @@ struct FakeNotifySocket: Sendable {
 
     func receive() async throws -> String {
         let socket = self.socket
-        let bytes = try await BlockingIO.run { () throws(SocketError) in try socket.read(maximum: 4096) }
+        let bytes = try await BlockingThreads.shared.run { () throws(SocketError) in try socket.read(maximum: 4096) }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

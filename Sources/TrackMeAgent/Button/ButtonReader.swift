@@ -34,12 +34,10 @@ public struct ButtonReader: Sendable {
         let stop = ButtonStopFlag()
         continuation.onTermination = { _ in stop.raise() }
         let reader = self
-        let thread = Thread {
+        BlockingThreads.shared.start {
             reader.loop(stop: stop) { continuation.yield($0) }
             continuation.finish()
         }
-        thread.name = "button-reader"
-        thread.start()
         return stream
     }
 

@@ -13,7 +13,7 @@ public enum ControlClient {
     {
         let milliseconds = Int(timeout.milliseconds)
         let line = try ControlCodec.encodeLine(request)
-        let answer = try await BlockingIO.run { () throws(SocketError) -> [UInt8] in
+        let answer = try await BlockingThreads.shared.run { () throws(SocketError) -> [UInt8] in
             let socket = try Socket.connectUnixStream(path: socketPath)
             defer { socket.close() }
             try socket.setTimeouts(milliseconds: max(1, milliseconds))

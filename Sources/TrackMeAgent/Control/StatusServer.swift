@@ -100,11 +100,11 @@ public final class StatusServer: Service, Sendable {
         let reader = LineReader(socket: connection)
         do {
             try connection.setTimeouts(milliseconds: idleTimeoutMilliseconds)
-            while let line = try await BlockingIO.run({ () throws(SocketError) in try reader.readLine() }) {
+            while let line = try await BlockingThreads.shared.run({ () throws(SocketError) in try reader.readLine() }) {
                 if line.allSatisfy({ $0 == UInt8(ascii: " ") }) { continue }
                 let response = await respond(to: line)
                 let bytes = try ControlCodec.encodeLine(response)
-                try await BlockingIO.run { () throws(SocketError) in try connection.writeAll(bytes) }
+                try await BlockingThreads.shared.run { () throws(SocketError) in try connection.writeAll(bytes) }
             }
         } catch let error as SocketError where error.code == .timedOut {
             logger.debug("status client idle, closing", metadata: ["error": "\(error)"])

@@ -3,6 +3,7 @@ import Foundation
 public import Logging
 public import Prometheus
 public import ServiceLifecycle
+import TrackMeCore
 
 /// A small HTTP/1.1 server on 127.0.0.1 that serves `GET /metrics` in the Prometheus text
 /// format, from a `PrometheusCollectorRegistry`.
@@ -56,9 +57,9 @@ public final class MetricsEndpoint: Service, Sendable {
         defer { connection.close() }
         do {
             try connection.setTimeouts(milliseconds: 5000)
-            let head = try await BlockingIO.run { () throws(SocketError) in try Self.readHead(connection) }
+            let head = try await BlockingThreads.shared.run { () throws(SocketError) in try Self.readHead(connection) }
             let response = respond(toHead: head)
-            try await BlockingIO.run { () throws(SocketError) in try connection.writeAll(response) }
+            try await BlockingThreads.shared.run { () throws(SocketError) in try connection.writeAll(response) }
         } catch {
             logger.debug("metrics client failed", metadata: ["error": "\(error)"])
         }

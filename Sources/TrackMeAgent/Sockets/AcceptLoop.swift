@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TrackMeCore
 
 /// Accepts connections on a listening socket from a dedicated thread and yields them as an
 /// `AsyncStream`.
@@ -18,7 +19,7 @@ package final class AcceptLoop: Sendable {
         stopped = Atomic(false)
         finished = Mutex([])
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        let thread = Thread { [self] in
+        BlockingThreads.shared.start { [self] in
             while !stopped.load(ordering: .acquiring) {
                 do throws(SocketError) {
                     guard try listener.waitReadable(timeoutMilliseconds: pollMilliseconds) else { continue }
@@ -39,8 +40,6 @@ package final class AcceptLoop: Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
-        thread.name = "trackme-accept"
-        thread.start()
     }
 
     /// Asks the thread to stop; it closes the listener within one poll interval.

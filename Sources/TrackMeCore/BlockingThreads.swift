@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where blocking calls run: OS threads of their own, never Swift's cooperative pool (STYLE 7),
+/// kept after their work for the next call rather than one new thread per call.
+///
+/// The cooperative pool has one thread per core (two here, four on a Pi): a blocking `recv`,
+/// `poll` or libcurl transfer there would stall every task, and dispatch's global queues on Linux
+/// are capped near the core count too, so a few idle clients would starve a server. A call takes
+/// an idle kept thread or starts a new one, so any number of calls may block at once; afterwards
+/// up to `keptIdle` threads wait for the next call and the others end. A batch POST every few
+/// seconds then costs a thread's wake-up, not its creation (about a tenth of a batch's round
+/// trip on loopback before this). A receive loop that runs until stopped (`start`) holds its
+/// thread until then.
+public final class BlockingThreads: @unchecked Sendable {
+    /// The process's threads for blocking calls (the agent's sockets, libcurl, BlueZ).
+    public static let shared = BlockingThreads(keptIdle: 4)
+
+    /// Idle threads kept waiting for work; more end when they find none.
+    public let keptIdle: Int
+    // `@unchecked Sendable` is sound: `jobs` and `idle` are only touched under `condition`.
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var idle = 0
+    private var started = 0
+
+    public init(keptIdle: Int) {
+        self.keptIdle = max(0, keptIdle)
+    }
+
+    /// Runs a blocking `body` on one of these threads and awaits its result.
+    public func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            start {
+                do throws(E) {
+                    continuation.resume(returning: .success(try body()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Starts `body` on one of these threads and returns at once.
+    public func start(_ body: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(body)
+        // Each idle thread takes one job; a job beyond them needs a thread of its own.
+        let needsThread = jobs.count > idle
+        if needsThread { started += 1 } else { condition.signal() }
+        condition.unlock()
+        if needsThread { spawn() }
+    }
+
+    /// Threads started so far (for tests).
+    package var threadsStarted: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return started
+    }
+
+    private func spawn() {
+        final class Box {
+            let threads: BlockingThreads
+            init(_ threads: BlockingThreads) { self.threads = threads }
+        }
+        let box = Unmanaged.passRetained(Box(self)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().threads.work()
+                return nil
+            }, box)
+        if status == 0 {
+            pthread_detach(thread)
+        } else {
+            // No thread (resource exhaustion): run one job here rather than lose it.
+            Unmanaged<Box>.fromOpaque(box).release()
+            condition.lock()
+            let job = jobs.isEmpty ? nil : jobs.removeFirst()
+            condition.unlock()
+            job?()
+        }
+    }
+
+    /// A thread's life: jobs while there are any, then waiting for more while fewer than
+    /// `keptIdle` others wait.
+    private func work() {
+        condition.lock()
+        while true {
+            if !jobs.isEmpty {
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job()
+                condition.lock()
+                continue
+            }
+            if idle >= keptIdle { break }
+            idle += 1
+            condition.wait()
+            idle -= 1
+        }
+        condition.unlock()
+    }
+}

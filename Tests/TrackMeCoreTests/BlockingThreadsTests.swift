@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+import TrackMeCore
+
+/// Blocking calls run on kept OS threads: off the calling thread, as many at once as there are
+/// calls, and one after another on the same few threads rather than a new thread per call.
+@Suite struct BlockingThreadsTests {
+    struct Refused: Error, Equatable { var code: Int }
+
+    @Test("a call runs off the calling thread and returns its result or its typed error")
+    func runsAndReturns() async throws {
+        let threads = BlockingThreads(keptIdle: 1)
+        let caller = pthread_self()
+        let ranElsewhere = await threads.run { pthread_equal(pthread_self(), caller) == 0 }
+        #expect(ranElsewhere)
+        #expect(await threads.run { 6 * 7 } == 42)
+        await #expect(throws: Refused(code: 3)) {
+            try await threads.run { () throws(Refused) -> Int in throw Refused(code: 3) }
+        }
+    }
+
+    @Test("calls one after another reuse the kept threads instead of starting one each")
+    func keepsThreads() async {
+        let threads = BlockingThreads(keptIdle: 2)
+        var seen = Set<UInt>()
+        for _ in 0..<200 { seen.insert(await threads.run { UInt(pthread_self()) }) }
+        // Without keeping, 200 calls start 200 threads.
+        #expect(threads.threadsStarted <= 5)
+        #expect(seen.count <= threads.threadsStarted)
+    }
+
+    /// Blocks each arriving thread until `count` have arrived (or the deadline passes).
+    final class Barrier: @unchecked Sendable {
+        // Sound: `arrived` is only touched under `condition`.
+        private let condition = NSCondition()
+        private var arrived = 0
+        let count: Int
+        let deadline = Date(timeIntervalSinceNow: 30)
+
+        init(count: Int) { self.count = count }
+
+        func arriveAndWait() -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            arrived += 1
+            condition.broadcast()
+            while arrived < count {
+                if !condition.wait(until: deadline) { return false }
+            }
+            return true
+        }
+    }
+
+    @Test("calls that block at the same time each get a thread: eight wait for one another")
+    func blocksSideBySide() async {
+        let threads = BlockingThreads(keptIdle: 0)
+        let barrier = Barrier(count: 8)
+        let met = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask { await threads.run { barrier.arriveAndWait() } }
+            }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        #expect(met)
+        #expect(threads.threadsStarted == 8)
+    }
+}
