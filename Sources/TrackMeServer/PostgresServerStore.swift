@@ -144,8 +144,7 @@ final class PostgresServerStore: ServerStore {
     }
 
     func token(id: String) async throws -> StoredToken? {
-        let rows = try await client.query("SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = \(id)", logger: logger)
-        for try await (hash, role, deviceID, expires) in rows.decode((String, String, String?, Int64?).self) {
+        for try await (hash, role, deviceID, expires) in try await client.execute(TokenLookup(id: id), logger: logger) {
             guard let role = Role(rawValue: role) else { return nil }
             return StoredToken(id: id, secretHash: hash, role: role, deviceID: deviceID, expiresMilliseconds: expires)
         }
@@ -289,23 +288,8 @@ final class PostgresServerStore: ServerStore {
     /// partition holds yet and hands over acknowledged alerts.
     static func ingest(_ batch: IncomingBatch, feedLocked: Bool, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
         let returned = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
-        // NULLs travel as sentinels because arrays of optionals do not bind.
-        let seqs = batch.readings.map(\.sequence)
-        let kinds = batch.readings.map(\.kind.rawValue)
-        let placed = batch.readings.map(\.placedMilliseconds)
-        let walls = batch.readings.map { $0.wallMilliseconds ?? Int64.min }
-        let flags = batch.readings.map { $0.timeFlag?.rawValue ?? "" }
-        let bodies = batch.readings.map(\.body)
-        let rows = try await connection.query(
-            """
-            SELECT o_outcome, o_stored, o_duplicates, o_alerts, o_seq_floor, o_batch_floor, o_error FROM trackme_ingest_batch(
-                \(batch.deviceID), \(batch.batchSequence), \(batch.receivedMilliseconds), \(batch.heartbeatJSON), \(batch.storeEpoch),
-                \(batch.digest), \(batch.droppedByBudget), \(seqs)::BIGINT[], \(kinds)::TEXT[], \(placed)::BIGINT[], \(walls)::BIGINT[],
-                \(flags)::TEXT[], \(bodies)::TEXT[], \(returned), \(feedLocked))
-            """, logger: logger)
-        for try await (outcome, stored, duplicates, alerts, seqFloor, batchFloor, error) in rows.decode(
-            (String, Int, Int, String, Int64?, Int64?, String?).self)
-        {
+        let call = IngestBatchCall(batch: batch, returned: returned, feedLocked: feedLocked)
+        for try await (outcome, stored, duplicates, alerts, seqFloor, batchFloor, error) in try await connection.execute(call, logger: logger) {
             switch outcome {
             case "stored", "replayed":
                 return IngestResult(
