@@ -90,6 +90,21 @@ struct GroupCommitTests {
             }
         }
     }
+
+    #if PostgreSQL
+    @Test("PostgreSQL: a batch whose reply news cannot be read (after the group's commit) is still stored and acknowledged")
+    func newsFailureKeepsTheBatch() async throws {
+        try await TestServer.with(.postgres) { s in
+            _ = try await s.enrol("pi-news")
+            let postgres = try #require(s.server.store as? PostgresServerStore)
+            try await postgres.client.query("DROP TABLE care_settings", logger: postgres.logger)
+            let result = try await s.server.store.ingest(Self.batch("pi-news", seq: 1))
+            #expect(result.stored == 10)
+            #expect(result.news == DeviceNews())
+            #expect(try await s.server.storedSequences(deviceID: "pi-news") == Array(1...10))
+        }
+    }
+    #endif
 }
 
 /// The server acknowledges a batch only once it is on disk: every connection of the SQLite pool
