@@ -1,4 +1,5 @@
 import Foundation
+import TrackMeCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,7 +60,7 @@ actor PostgresFixture {
         return port
     }
 
-    /// Runs a program to its end on a thread of its own (never blocking the cooperative pool),
+    /// Runs a program to its end on a kept thread (`BlockingThreads`, never the cooperative pool),
     /// with stdin from /dev/null, output to a file, and every other descriptor closed:
     /// `pg_ctl start` leaves the server running with whatever it inherited, and Foundation's
     /// `Process` would then wait for its end forever.
@@ -67,10 +68,7 @@ actor PostgresFixture {
         let argv = asPostgres && getuid() == 0 ? ["/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-pg-out-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let status: Int32 = await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: spawnAndWait(argv, outputPath: outputPath)) }
-            thread.start()
-        }
+        let status = await BlockingThreads.shared.run { spawnAndWait(argv, outputPath: outputPath) }
         guard status == 0 else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             throw Failure(description: "\(argv.joined(separator: " ")) failed (\(status)): \(text)")
@@ -82,6 +80,11 @@ actor PostgresFixture {
         _ = spawnAndWait(argv, outputPath: "/dev/null")
     }
 
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
+
     /// posix_spawn + waitpid; the exit status, or -1 if it could not start.
     private static func spawnAndWait(_ argv: [String], outputPath: String) -> Int32 {
         var actions = posix_spawn_file_actions_t()
@@ -90,13 +93,14 @@ actor PostgresFixture {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // No inherited descriptors: mark every open one close-on-exec (harmless to this process).
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            for fd in entries.compactMap({ Int32($0) }) where fd > 2 {
-                let flags = fcntl(fd, F_GETFD)
-                if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
-            }
-        }
+        // No inherited descriptors: the child closes every one above stderr as it starts. Marking
+        // them close-on-exec here first was racy: a pipe another test's thread opened between the
+        // marking and the spawn went to the PostgreSQL daemon, which then held its write end for
+        // good, and that test's read of its `openssl` output never saw the end (the hang seen
+        // in `make test`: a `TestCertificateAuthority.run` blocked while `openssl` was a zombie).
+        // (glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module
+        // does not export.)
+        guard let addCloseFrom = Self.addCloseFrom, addCloseFrom(&actions, 3) == 0 else { return -1 }
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0

@@ -1,4 +1,5 @@
 import Foundation
+import TrackMeCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -149,10 +150,8 @@ final class RawSocket: @unchecked Sendable {
         return .closed
     }
 
-    /// Runs blocking socket work on a thread of its own, never on the cooperative pool.
+    /// Runs blocking socket work on a kept thread (`BlockingThreads`), never on the cooperative pool.
     static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+        try await BlockingThreads.shared.run(body)
     }
 }
