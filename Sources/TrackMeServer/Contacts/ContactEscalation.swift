@@ -43,20 +43,19 @@ struct ContactEscalation: Sendable {
         return told
     }
 
-    /// Runs the notifier off the cooperative pool; its exit status (-1 if it could not start).
+    /// Runs the notifier on a kept thread (`BlockingThreads`), off the cooperative pool; its exit
+    /// status (-1 if it could not start).
     static func launch(_ command: String, environment: [String: String]) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: command)
-                process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-                do {
-                    try process.run()
-                    process.waitUntilExit()
-                    continuation.resume(returning: process.terminationStatus)
-                } catch {
-                    continuation.resume(returning: -1)
-                }
+        await BlockingThreads.shared.run {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: command)
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            do {
+                try process.run()
+                process.waitUntilExit()
+                return process.terminationStatus
+            } catch {
+                return -1
             }
         }
     }
