@@ -1,4 +1,5 @@
 public import Logging
+import TrackMeCore
 
 /// What the server sends on its own: notifications, indications (already confirmed), and PDUs
 /// that did not parse.
@@ -249,7 +250,7 @@ public actor ATTClient {
         do {
             pdu = try ATTPDU(bytes: bytes)
         } catch {
-            logger.debug("malformed ATT PDU", metadata: ["ble.att.bytes": "\(hexString(bytes))", "ble.att.error": "\(error)"])
+            logger.debug("malformed ATT PDU", metadata: ["ble.att.bytes": "\(Hex.encode(bytes, separator: " "))", "ble.att.error": "\(error)"])
             // A malformed answer to our request fails that request now rather than at the timeout.
             if let current = pending, let opcode = bytes.first,
                opcode == current.request.opcode + 1 || opcode == ATTPDU.Opcode.errorResponse {
@@ -277,14 +278,14 @@ public actor ATTClient {
             if let current = pending, current.request.opcode == requestOpcode {
                 complete(with: .success(pdu))
             } else {
-                logger.debug("unsolicited ATT error response", metadata: ["ble.att.bytes": "\(hexString(bytes))"])
+                logger.debug("unsolicited ATT error response", metadata: ["ble.att.bytes": "\(Hex.encode(bytes, separator: " "))"])
             }
         case .exchangeMTUResponse, .findInformationResponse, .readByTypeResponse, .readResponse,
             .readByGroupTypeResponse, .writeResponse:
             if let current = pending, current.request.opcode + 1 == pdu.opcode {
                 complete(with: .success(pdu))
             } else {
-                logger.debug("unsolicited ATT response", metadata: ["ble.att.bytes": "\(hexString(bytes))"])
+                logger.debug("unsolicited ATT response", metadata: ["ble.att.bytes": "\(Hex.encode(bytes, separator: " "))"])
             }
         }
     }
@@ -310,7 +311,7 @@ public actor ATTClient {
     }
 
     private func unexpected(_ response: ATTPDU, to request: ATTPDU) -> ATTClientError {
-        ATTClientError(code: .malformedResponse, requestOpcode: request.opcode, detail: "unexpected response opcode 0x\(hex(response.opcode))")
+        ATTClientError(code: .malformedResponse, requestOpcode: request.opcode, detail: "unexpected response opcode 0x\(Hex.byte(response.opcode))")
     }
 
     private func decodeUUID(_ bytes: [UInt8], request: ATTPDU) throws -> BluetoothUUID {

@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// Why an ATT transaction or the link failed.
 public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -33,7 +35,7 @@ public struct ATTClientError: Error, Hashable, Sendable, CustomStringConvertible
 
     public var description: String {
         var text = "\(code): \(detail)"
-        if let requestOpcode { text += " (request 0x\(hex(requestOpcode))" + (handle.map { ", handle \($0)" } ?? "") + ")" }
+        if let requestOpcode { text += " (request 0x\(Hex.byte(requestOpcode))" + (handle.map { ", handle \($0)" } ?? "") + ")" }
         if let attError { text += " ATT error \(attError)" }
         return text
     }

@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// One ATT protocol data unit (Bluetooth Core 5.x, Vol 3 Part F, 3.4): the ones a GATT client
 /// of a heart-rate strap and the simulated strap use. Sans-I/O: parse from and encode to bytes.
 public enum ATTPDU: Hashable, Sendable {
@@ -159,9 +161,9 @@ public enum ATTPDU: Hashable, Sendable {
         case Opcode.handleValueConfirmation:
             self = .handleValueConfirmation
         default:
-            throw PayloadDecodingError(code: .unknownOpcode, offset: 0, expected: "a known ATT opcode, found 0x\(hex(opcode))")
+            throw PayloadDecodingError(code: .unknownOpcode, offset: 0, expected: "a known ATT opcode, found 0x\(Hex.byte(opcode))")
         }
-        try r.expectEnd("ATT PDU 0x\(hex(opcode))")
+        try r.expectEnd("ATT PDU 0x\(Hex.byte(opcode))")
     }
 
     /// The PDU's bytes on the bearer.
@@ -270,5 +272,5 @@ public struct ATTErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
     public static let unsupportedGroupType = ATTErrorCode(rawValue: 0x10)
 
-    public var description: String { "0x" + hex(rawValue) }
+    public var description: String { "0x" + Hex.byte(rawValue) }
 }

@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// The AD structures of an advertisement or scan response that matter for finding a strap.
 public struct AdvertisingData: Hashable, Sendable {
     public var flags: UInt8?
@@ -30,7 +32,7 @@ public struct AdvertisingData: Hashable, Sendable {
             let length = Int(try reader.readUInt8("AD structure length"))
             if length == 0 { break }
             let type = try reader.readUInt8("AD type")
-            let data = try reader.readBytes(length - 1, "AD data for type 0x\(hex(type))")
+            let data = try reader.readBytes(length - 1, "AD data for type 0x\(Hex.byte(type))")
             switch type {
             case ADType.flags:
                 flags = data.first

@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// A Bluetooth device address, most significant octet first as people write it
 /// ("00:AA:01:01:00:01"). The C `bdaddr_t` (least significant first) stays inside the socket
 /// shells.
@@ -29,7 +31,7 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible, Cod
 
     var littleEndianBytes: [UInt8] { octets.reversed() }
 
-    public var description: String { octets.map { hex($0).uppercased() }.joined(separator: ":") }
+    public var description: String { octets.map { Hex.byte($0).uppercased() }.joined(separator: ":") }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

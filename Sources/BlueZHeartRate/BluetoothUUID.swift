@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// A GATT/ATT UUID: a 16-bit SIG-assigned number or a full 128-bit UUID (stored little-endian,
 /// as on the air).
 public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
@@ -45,8 +47,8 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .bits16(let value): "0x" + (hex(UInt8(truncatingIfNeeded: value >> 8)) + hex(UInt8(truncatingIfNeeded: value))).uppercased()
-        case .bits128(let bytes): bytes.reversed().map(hex).joined()
+        case .bits16(let value): "0x" + (Hex.byte(UInt8(truncatingIfNeeded: value >> 8)) + Hex.byte(UInt8(truncatingIfNeeded: value))).uppercased()
+        case .bits128(let bytes): Hex.encode(bytes.reversed())
         }
     }
 }

@@ -51,7 +51,7 @@ public enum HeartRateMeasurement {
                 rr.append(try reader.readUInt16("RR interval uint16"))
             } while !reader.isAtEnd
         }
-        try reader.expectEnd("heart rate measurement (flags 0x\(hex(flags.rawValue)))")
+        try reader.expectEnd("heart rate measurement (flags 0x\(Hex.byte(flags.rawValue)))")
         return HeartRateReading(bpm: bpm, contact: contact, energyExpendedKilojoules: energy, rrIntervals: rr)
     }
 
@@ -126,31 +126,4 @@ public enum BatteryLevel {
     }
 
     public static func encode(_ percent: Int) -> [UInt8] { [UInt8(clamping: min(100, max(0, percent)))] }
-}
-
-func hex(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-}
-
-/// Hex text for logs and errors: "06 3c 11 04".
-public func hexString(_ bytes: [UInt8]) -> String {
-    bytes.map(hex).joined(separator: " ")
-}
-
-/// Parses hex text, spaces (and colons) optional: "063c1104", "06 3c 11 04". Nil if it is not hex
-/// or has an odd number of digits.
-public func parseHex(_ text: String) -> [UInt8]? {
-    var digits: [UInt8] = []
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case " ", "\t", "\n", "\r", ":": continue
-        case "0"..."9": digits.append(UInt8(scalar.value - 48))
-        case "a"..."f": digits.append(UInt8(scalar.value - 87))
-        case "A"..."F": digits.append(UInt8(scalar.value - 55))
-        default: return nil
-        }
-    }
-    guard digits.count.isMultiple(of: 2) else { return nil }
-    return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
 }

@@ -74,7 +74,7 @@ public struct HeartRateWatch: Sendable {
             case .bodySensorLocation(let location):
                 diagnostics(JSONLines.event("body_sensor_location", [("location", JSONLines.string("\(location)"))]))
             case .malformed(let raw, let error):
-                diagnostics(JSONLines.event("malformed", [("raw", JSONLines.string(hexString(raw))), ("error", JSONLines.string(error.description))]))
+                diagnostics(JSONLines.event("malformed", [("raw", JSONLines.string(Hex.encode(raw, separator: " "))), ("error", JSONLines.string(error.description))]))
             }
         }
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TrackMeCore
 
 /// The key that encrypts a store's row bodies at rest (issue 17): 32 bytes for ChaCha20-Poly1305.
 ///
@@ -30,7 +31,7 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
     /// surrounding white space ignored) or exactly 32 raw bytes.
     public init(material: [UInt8], source: String) throws(StoreKeyError) {
         let text = String(decoding: material, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.utf8.count == 64, let bytes = Self.hexBytes(text) {
+        if text.utf8.count == 64, let bytes = Hex.decode(text) {
             self = try Self.make(bytes, source: source)
         } else if material.count == 32 {
             self = try Self.make(material, source: source)
@@ -82,18 +83,6 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
 
     public static func == (lhs: StoreKey, rhs: StoreKey) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
-
-    private static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-        }
-        return out
-    }
 }
 
 /// A store key that could not be had: which file, and why.

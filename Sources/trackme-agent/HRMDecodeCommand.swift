@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlueZHeartRate
+import TrackMeCore
 
 /// `trackme-agent hrm decode HEX`: decodes one 0x2A37 payload to one JSON object.
 struct HRMDecodeCommand: AsyncParsableCommand {
@@ -10,7 +11,7 @@ struct HRMDecodeCommand: AsyncParsableCommand {
     var hex: [String]
 
     func run() async throws {
-        guard let bytes = parseHex(hex.joined(separator: " ")) else {
+        guard let bytes = Hex.decode(hex.joined(separator: " "), ignoring: " \t\n\r:") else {
             FileHandleOutput.standardError("error: not hex bytes: \(hex.joined(separator: " "))")
             throw ExitCode(2)
         }

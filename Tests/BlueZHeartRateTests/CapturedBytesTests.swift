@@ -224,7 +224,7 @@ enum CapturedFixture {
             if line.hasPrefix("#") {
                 comment.append(line.dropFirst().drop { $0 == " " })
             } else if !line.isEmpty {
-                let bytes = try #require(parseHex(line), "\(name): not hex: \(line)")
+                let bytes = try #require(Hex.decode(line, ignoring: " \t\n\r:"), "\(name): not hex: \(line)")
                 lines.append(Line(comment: comment.joined(separator: " "), bytes: bytes))
                 comment = []
             }

@@ -102,7 +102,7 @@ import TrackMeCore
     /// Real payloads logged from a Polar H7 and a Mio Fuse.
     @Test func polarH7Capture() throws {
         let payloads = try Fixtures.hexPayloads("polar_h7_gatttool_readme.hex")
-        let readings = try payloads.map { try HeartRateMeasurement.decode(#require(parseHex($0))) }
+        let readings = try payloads.map { try HeartRateMeasurement.decode(#require(Hex.decode($0, ignoring: " \t\n\r:"))) }
         #expect(readings == [
             HeartRateReading(bpm: 60, contact: .detected),
             HeartRateReading(bpm: 60, contact: .detected, rrIntervals: [0x0411]),
@@ -114,7 +114,7 @@ import TrackMeCore
     @Test func mioFuseCapture() throws {
         let payloads = try Fixtures.hexPayloads("mio_global_fuse_gatttool_2016.hex")
         #expect(payloads.count == 16)
-        let readings = try payloads.map { try HeartRateMeasurement.decode(#require(parseHex($0))) }
+        let readings = try payloads.map { try HeartRateMeasurement.decode(#require(Hex.decode($0, ignoring: " \t\n\r:"))) }
         #expect(readings.prefix(8).allSatisfy { $0 == HeartRateReading(bpm: 0, contact: .unsupported) })
         #expect(readings.dropFirst(8).map(\.bpm) == [86, 83, 80, 78, 76, 74, 73, 73])
         #expect(readings[10].rrIntervals == [768, 768])
@@ -125,17 +125,17 @@ import TrackMeCore
     @Test(arguments: ["polar_h7_gatttool_readme.hex", "mio_global_fuse_gatttool_2016.hex"])
     func encoderReproducesCapturedBytes(_ file: String) throws {
         for text in try Fixtures.hexPayloads(file) {
-            let bytes = try #require(parseHex(text))
+            let bytes = try #require(Hex.decode(text, ignoring: " \t\n\r:"))
             #expect(HeartRateMeasurement.encode(try HeartRateMeasurement.decode(bytes)) == bytes)
         }
     }
 
     @Test func hexParsing() {
-        #expect(parseHex("063c1104") == [0x06, 0x3C, 0x11, 0x04])
-        #expect(parseHex("06 3C 11 04") == [0x06, 0x3C, 0x11, 0x04])
-        #expect(parseHex("063") == nil)
-        #expect(parseHex("0g") == nil)
-        #expect(parseHex("") == [])
+        #expect(Hex.decode("063c1104", ignoring: " \t\n\r:") == [0x06, 0x3C, 0x11, 0x04])
+        #expect(Hex.decode("06 3C 11 04", ignoring: " \t\n\r:") == [0x06, 0x3C, 0x11, 0x04])
+        #expect(Hex.decode("063", ignoring: " \t\n\r:") == nil)
+        #expect(Hex.decode("0g", ignoring: " \t\n\r:") == nil)
+        #expect(Hex.decode("", ignoring: " \t\n\r:") == [])
     }
 
     @Test func bodySensorLocationAndBattery() throws {

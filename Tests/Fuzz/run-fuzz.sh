@@ -43,7 +43,7 @@ sources() { # name: copies the target's sources into $out/name/src
     rm -rf "$src" && mkdir -p "$src"
     case "$name" in
     hrm-decoder | att-pdu)
-        cp "$root/Sources/TrackMeCore/HeartRateReading.swift" "$src/"
+        cp "$root/Sources/TrackMeCore/HeartRateReading.swift" "$root/Sources/TrackMeCore/Hex.swift" "$src/"
         for f in "${ble[@]}"; do strip_imports "$root/Sources/BlueZHeartRate/$f.swift" > "$src/$f.swift"; done ;;
     wire-codec)
         core "$src" ;;

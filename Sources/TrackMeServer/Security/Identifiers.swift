@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// Identifiers from the outside (alert ids, ids in paths, token ids) checked where they enter:
 /// 1-128 bytes of UTF-8 with no control character. A NUL would otherwise cut the text short in
 /// SQLite (`al\u{0}ert` stored as `al`, and a later `al` answered as its duplicate).
@@ -41,18 +43,9 @@ extension String {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue) else { return nil }
+            guard let high = iterator.next().flatMap(Hex.digit), let low = iterator.next().flatMap(Hex.digit) else { return nil }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
