@@ -522,7 +522,7 @@ class ConsoleTest(CheckRun):
             wait_for(lambda: browser.find("#console").displayed(), what="the console")
             browser.find('.tab[data-tab="devices"]').click()
             wait_for(lambda: browser.find_all('tr[data-device-id="pi-0200"] .care-show'), what="the device's Care button")
-            browser.find('tr[data-device-id="pi-0200"] .care-show').click()
+            browser.click('tr[data-device-id="pi-0200"] .care-show', what="a click on the device's Care button")
             wait_for(lambda: browser.find_all("#care-form"), what="the care form")
             browser.find("#care-min").send_keys("52")
             browser.find("#care-max").send_keys("150")
@@ -543,7 +543,7 @@ class ConsoleTest(CheckRun):
             assert status == 200 and ack["orders"]["care_settings"]["version"] == 1, (status, ack)
             status, ack = batch({"care_version": 1, "care_conflicts": ["heart_rate_low.threshold_bpm"]})
             assert status == 200 and "orders" not in ack, (status, ack)
-            browser.find('tr[data-device-id="pi-0200"] .care-show').click()
+            browser.click('tr[data-device-id="pi-0200"] .care-show', what="a click on the device's Care button")
             wait_for(lambda: "runs version 1" in browser.find("#care-running").text, what="the version the device runs")
             assert "heart_rate_low.threshold_bpm" in browser.find("#care-conflicts").text
             self.shot(browser, "05-care-settings")

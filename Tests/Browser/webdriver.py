@@ -161,6 +161,10 @@ class Chromium:
     def find(self, css):
         return Element(self, self._call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT])
 
+    def click(self, css, what=None):
+        """Finds `css` and clicks it, again while the page re-renders under it (a stale element)."""
+        wait_for(lambda: self.find(css).click() or True, what=what or f"a click on {css}")
+
     def find_all(self, css):
         return [Element(self, e[ELEMENT]) for e in self._call("POST", "/elements", {"using": "css selector", "value": css})]
 
