@@ -31,7 +31,7 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible, Cod
 
     var littleEndianBytes: [UInt8] { octets.reversed() }
 
-    public var description: String { octets.map { Hex.byte($0).uppercased() }.joined(separator: ":") }
+    public var description: String { Hex.encode(octets, separator: ":").uppercased() }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

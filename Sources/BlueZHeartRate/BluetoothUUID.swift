@@ -47,7 +47,7 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .bits16(let value): "0x" + (Hex.byte(UInt8(truncatingIfNeeded: value >> 8)) + Hex.byte(UInt8(truncatingIfNeeded: value))).uppercased()
+        case .bits16(let value): "0x" + Hex.encode([UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]).uppercased()
         case .bits128(let bytes): Hex.encode(bytes.reversed())
         }
     }
