@@ -32,7 +32,7 @@ struct ConnectionLimitTests {
         try await TestServer.with(.sqlite, limits: Self.short) { s in
             let port = s.port
             let header = "GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + String(repeating: "a", count: 200) + "\r\n\r\n"
-            let closedAfter = try await RawSocket.offPool { Self.trickle(try RawSocket(port: port), header, bound: .seconds(5)) }
+            let closedAfter = try await BlockingThreads.shared.run { Self.trickle(try RawSocket(port: port), header, bound: .seconds(5)) }
             let after = try #require(closedAfter, "a 10 s header trickle was still open after 5 s")
             #expect(after < .seconds(2))
         }
@@ -43,7 +43,7 @@ struct ConnectionLimitTests {
         try await TestServer.with(.sqlite, limits: Self.short) { s in
             let token = try await s.enrol("pi-0001")
             let port = s.port
-            let closedAfter = try await RawSocket.offPool { () -> Duration? in
+            let closedAfter = try await BlockingThreads.shared.run { () -> Duration? in
                 let socket = try RawSocket(port: port)
                 socket.send("POST /v1/batches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 400\r\n\r\n")
                 return Self.trickle(socket, String(repeating: " ", count: 200), bound: .seconds(5))
@@ -61,7 +61,7 @@ struct ConnectionLimitTests {
             let feed = try SSETestClient(port: s.port, token: dispatcher)
             defer { feed.close() }
             let port = s.port
-            let (fresh, keptAlive) = try await RawSocket.offPool { () -> (Bool, Bool) in
+            let (fresh, keptAlive) = try await BlockingThreads.shared.run { () -> (Bool, Bool) in
                 let fresh = try RawSocket(port: port)
                 let used = try RawSocket(port: port)
                 used.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -87,7 +87,7 @@ struct ConnectionLimitTests {
         limits.maxConnectionsPerAddress = 8
         try await TestServer.with(.sqlite, limits: limits) { s in
             let port = s.port
-            let outcome = try await RawSocket.offPool { () -> (refused: Int, otherStatus: Int?, ownStatus: Int?) in
+            let outcome = try await BlockingThreads.shared.run { () -> (refused: Int, otherStatus: Int?, ownStatus: Int?) in
                 let sockets = try (0..<20).map { _ in try RawSocket(port: port, source: "127.0.0.1") }
                 let refused = RawSocket.waitForCloses(sockets, count: 12, timeout: .seconds(10))
                 let other = try RawSocket(port: port, source: "127.0.0.2")
@@ -139,7 +139,7 @@ struct ConnectionLimitTests {
             "POST /v1/alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(alert.count)\r\n\r\n"
             + String(decoding: alert, as: UTF8.self)
 
-        let outcome = try await RawSocket.offPool { () -> (health: Int?, alert: Int?, opened: Int) in
+        let outcome = try await BlockingThreads.shared.run { () -> (health: Int?, alert: Int?, opened: Int) in
             var attackers: [RawSocket] = []
             for _ in 0..<150 {
                 // Past the cap the server closes at once; the kernel may still complete a
@@ -160,7 +160,7 @@ struct ConnectionLimitTests {
 
     /// Reads the child's log until it says where it listens (`server.address=http://HOST:PORT`).
     static func listeningPort(_ log: FileHandle) async throws -> Int {
-        try await RawSocket.offPool { () -> Int in
+        try await BlockingThreads.shared.run { () -> Int in
             var text = ""
             while true {
                 let data = log.availableData

@@ -39,7 +39,7 @@ struct EdgeValidationTests {
             #expect(ack.object["alert_id"] as? String == id)
             // URLSession would re-encode a malformed escape; a raw request sends it as it is.
             let port = s.port
-            let malformed = try await RawSocket.offPool { () -> Int? in
+            let malformed = try await BlockingThreads.shared.run { () -> Int? in
                 let socket = try RawSocket(port: port)
                 socket.send("POST /v1/alerts/bad%zz/ack HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(dispatcher)\r\nContent-Length: 0\r\n\r\n")
                 return socket.readResponse(timeout: .seconds(5))?.status

@@ -6,8 +6,8 @@ import Glibc
 
 /// A blocking TCP socket for the attacks the server must survive (slow headers, slow bodies,
 /// idle sockets, many sockets from one address). Every call is bounded by a timeout; run them
-/// through `RawSocket.offPool` so a blocked call never holds a thread of the cooperative pool
-/// the server's handlers need.
+/// through `BlockingThreads.shared.run` so a blocked call never holds a thread of the
+/// cooperative pool the server's handlers need.
 final class RawSocket: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -148,10 +148,5 @@ final class RawSocket: @unchecked Sendable {
         }
         if count < 0, errno == EINTR || errno == EAGAIN { return .data }
         return .closed
-    }
-
-    /// Runs blocking socket work on a kept thread (`BlockingThreads`), never on the cooperative pool.
-    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingThreads.shared.run(body)
     }
 }

@@ -115,7 +115,7 @@ struct ServerTLSTests {
         let request = Data("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         let reader = output.fileHandleForReading
         func nextResponse() async throws -> String {
-            try await RawSocket.offPool {
+            await BlockingThreads.shared.run {
                 var text = ""
                 while !text.contains("{\"status\":\"ok\"}") {
                     let data = reader.availableData
@@ -187,7 +187,7 @@ struct ServerTLSTests {
 
     /// Reads a child's log until a line contains `text`; the port after `:` if the line has one.
     static func waitForLog(_ handle: FileHandle, containing text: String) async throws -> (line: String, port: Int) {
-        try await RawSocket.offPool {
+        try await BlockingThreads.shared.run {
             var buffer = ""
             while true {
                 let data = handle.availableData

@@ -1,4 +1,5 @@
 import Foundation
+import TrackMeCore
 
 /// A real certificate authority made by the test with Debian's `openssl`: a CA key and
 /// certificate, and server certificates it signs for the names asked. Files live in a temporary
@@ -53,7 +54,7 @@ struct TestCertificateAuthority: Sendable {
     /// Runs a program to its end off the cooperative pool; its exit status and its output
     /// (stdout and stderr together).
     static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await RawSocket.offPool {
+        try await BlockingThreads.shared.run {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
