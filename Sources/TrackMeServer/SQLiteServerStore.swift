@@ -39,20 +39,7 @@ final class SQLiteServerStore: ServerStore {
             do {
                 var results: [Result<IngestResult, any Error>] = []
                 try db.inTransaction {
-                    results = group.batches.map { batch in
-                        var outcome: Result<IngestResult, any Error> = .failure(StoreError(code: .inconsistent, message: "batch not written"))
-                        do {
-                            try db.inSavepoint {
-                                var result = try SQLiteServerStore.ingest(batch, in: db)
-                                if result.conflict == nil { result.news = try SQLiteServerStore.news(deviceID: batch.deviceID, in: db) }
-                                outcome = .success(result)
-                                return .commit
-                            }
-                        } catch {
-                            outcome = .failure(error)
-                        }
-                        return outcome
-                    }
+                    results = group.batches.map { batch in Result { try ingestInSavepoint(batch, in: db) } }
                     return .commit
                 }
                 group.complete(results)
@@ -61,6 +48,20 @@ final class SQLiteServerStore: ServerStore {
             }
             writeNextGroup(of: commit, on: pool)
         }
+    }
+
+    /// One batch of a group and its reply's news, in a savepoint of its own: one that throws is
+    /// rolled back alone.
+    private static func ingestInSavepoint(_ batch: IncomingBatch, in db: Database) throws -> IngestResult {
+        var result: IngestResult?
+        try db.inSavepoint {
+            var ingested = try ingest(batch, in: db)
+            if ingested.conflict == nil { ingested.news = try news(deviceID: batch.deviceID, in: db) }
+            result = ingested
+            return .commit
+        }
+        guard let result else { throw StoreError(code: .inconsistent, message: "batch not written") }
+        return result
     }
 
     func migrate() async throws {
