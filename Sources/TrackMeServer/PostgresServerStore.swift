@@ -133,6 +133,7 @@ final class PostgresServerStore: ServerStore {
         // Issue 22: readings partitioned by day; a batch in one round trip (PostgresIngestSchema).
         ("v4-readings-partitioned", [PostgresIngestSchema.partitionReadings]),
         ("v5-ingest-function", [PostgresIngestSchema.floorsFunction, PostgresIngestSchema.ingestFunction]),
+        ("v6-ingest-group", [PostgresIngestSchema.groupFunction]),
     ]
 
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws {
@@ -185,127 +186,72 @@ final class PostgresServerStore: ServerStore {
         try await groupCommit.ingest(batch)
     }
 
-    /// Writes a group of batches in one transaction, device by device in one order (so two
-    /// instances' groups cannot deadlock on the device rows they lock), one round trip each
-    /// (`trackme_ingest_batch`, whose exception block is the batch's savepoint: one that fails
-    /// is rolled back alone).
+    /// Writes a group of batches in one transaction and one round trip (`trackme_ingest_group`),
+    /// device by device in one order (so two instances' groups cannot deadlock on the device rows
+    /// they lock), each batch in its own savepoint (one that fails is rolled back alone), with
+    /// each stored batch's reply news read in the same transaction.
     static func ingestGroup(_ batches: [IncomingBatch], client: PostgresClient, logger: Logger) async throws -> [Result<IngestResult, any Error>] {
-        let written = try await client.withTransaction(logger: logger) { connection in
-            let order = batches.indices.sorted {
-                (batches[$0].deviceID, batches[$0].batchSequence) < (batches[$1].deviceID, batches[$1].batchSequence)
-            }
-            var results = [Result<IngestResult, any Error>](
-                repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")), count: batches.count)
-            // A device back from silence appends to the feed: then the feed lock first, before
-            // any device row (see PostgresIngestSchema on deadlocks).
-            let feedLocked = try await anySilent(batches.map(\.deviceID), on: connection, logger: logger)
-            if feedLocked { try await lockFeed(connection, logger: logger) }
-            var again: [Int] = []
-            for index in order {
-                do {
-                    results[index] = .success(try await ingest(batches[index], feedLocked: feedLocked, on: connection, logger: logger))
-                } catch is FeedLockBusy {
-                    again.append(index)
-                } catch let error as StoreError {
-                    results[index] = .failure(error)
-                }
-            }
-            return (results, again)
+        let order = batches.indices.sorted {
+            (batches[$0].deviceID, batches[$0].batchSequence) < (batches[$1].deviceID, batches[$1].batchSequence)
         }
-        var results = written.0
-        let again = written.1
-        // Went silent after the check above while another transaction held the feed lock:
+        var results = [Result<IngestResult, any Error>](
+            repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")), count: batches.count)
+        var again: [Int] = []
+        for (index, outcome) in zip(order, try await write(order.map { batches[$0] }, feedFirst: false, client: client, logger: logger)) {
+            if let outcome { results[index] = outcome } else { again.append(index) }
+        }
+        // Went silent after the group's check while another transaction held the feed lock:
         // written again, the feed lock first (rare).
         if !again.isEmpty {
-            let retried = try await client.withTransaction(logger: logger) { connection in
-                try await lockFeed(connection, logger: logger)
-                var retried: [(Int, Result<IngestResult, any Error>)] = []
-                for index in again {
-                    do {
-                        retried.append((index, .success(try await ingest(batches[index], feedLocked: true, on: connection, logger: logger))))
-                    } catch let error as StoreError {
-                        retried.append((index, .failure(error)))
-                    }
-                }
-                return retried
+            for (index, outcome) in zip(again, try await write(again.map { batches[$0] }, feedFirst: true, client: client, logger: logger)) {
+                results[index] = outcome ?? .failure(StoreError(code: .inconsistent, message: "feed lock busy although held"))
             }
-            for (index, result) in retried { results[index] = result }
         }
-        await addNews(to: &results, of: batches, client: client, logger: logger)
         return results
     }
 
-    /// What each stored batch's reply tells its device (`DeviceNews`), for the whole group in
-    /// one query. The batches are committed by now: should the query fail, the replies go
-    /// without news, which the device then gets with its next batch.
-    static func addNews(
-        to results: inout [Result<IngestResult, any Error>], of batches: [IncomingBatch], client: PostgresClient, logger: Logger
-    ) async {
-        var devices: [String] = []
-        for (batch, result) in zip(batches, results) {
-            if case .success(let ingested) = result, ingested.conflict == nil { devices.append(batch.deviceID) }
+    /// One transaction of `trackme_ingest_group`: a result per batch, in order, or nil for a
+    /// batch that found the feed lock busy (it must not wait for it) and is to be written again.
+    private static func write(
+        _ batches: [IncomingBatch], feedFirst: Bool, client: PostgresClient, logger: Logger
+    ) async throws -> [Result<IngestResult, any Error>?] {
+        let call = IngestGroupCall(batches: batches, feedFirst: feedFirst)
+        let outcomes = try await client.withTransaction(logger: logger) { connection in
+            var rows: [IngestGroupCall.Row] = []
+            rows.reserveCapacity(batches.count)
+            for try await row in try await connection.execute(call, logger: logger) { rows.append(row) }
+            return rows
         }
-        guard !devices.isEmpty else { return }
-        var news: [String: DeviceNews] = [:]
-        do {
-            let rows = try await client.query(
-                """
-                SELECT d.id,
-                    coalesce((SELECT array_agg(a.alert_id ORDER BY a.alert_id) FROM alerts a
-                        WHERE a.device_id = d.id AND a.outcome IS NOT NULL AND a.state NOT IN ('resolved', 'cancelled')), '{}'::TEXT[]),
-                    c.version, c.settings
-                FROM unnest(\(Array(Set(devices)))::TEXT[]) AS d(id) LEFT JOIN care_settings c ON c.device_id = d.id
-                """, logger: logger)
-            for try await (device, resolved, careVersion, careJSON) in rows.decode((String, [String], Int64?, String?).self) {
-                news[device] = DeviceNews(resolvedAlerts: resolved, careVersion: careVersion, careJSON: careJSON)
-            }
-        } catch {
-            logger.warning("batch replies go without resolved alerts and care settings", metadata: ["error": "\(error)"])
-            return
+        guard outcomes.count == batches.count else {
+            throw StoreError(code: .inconsistent, message: "trackme_ingest_group returned \(outcomes.count) rows for \(batches.count) batches")
         }
-        for (index, batch) in batches.enumerated() {
-            guard case .success(var ingested) = results[index], ingested.conflict == nil, let found = news[batch.deviceID] else { continue }
-            ingested.news = found
-            results[index] = .success(ingested)
-        }
-    }
-
-    /// A batch found the feed lock taken by another transaction (it must not wait for it).
-    struct FeedLockBusy: Error {}
-
-    private static func anySilent(_ deviceIDs: [String], on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        for try await silent in try await connection.query(
-            "SELECT EXISTS (SELECT 1 FROM devices WHERE device_id = ANY(\(deviceIDs)::TEXT[]) AND silent)", logger: logger
-        ).decode(Bool.self) {
-            return silent
-        }
-        return false
-    }
-
-    /// One batch inside the group's transaction: one call of `trackme_ingest_batch`
-    /// (PostgresIngestSchema), which takes the device lock, records contact (and the return
-    /// from silence on the feed), checks the epoch, claims the batch, stores the readings no
-    /// partition holds yet and hands over acknowledged alerts.
-    static func ingest(_ batch: IncomingBatch, feedLocked: Bool, on connection: PostgresConnection, logger: Logger) async throws -> IngestResult {
-        let returned = try StoreJSON.encode(DeviceEventData(deviceID: batch.deviceID, lastSeenMilliseconds: batch.receivedMilliseconds))
-        let call = IngestBatchCall(batch: batch, returned: returned, feedLocked: feedLocked)
-        for try await (outcome, stored, duplicates, alerts, seqFloor, batchFloor, error) in try await connection.execute(call, logger: logger) {
+        return try zip(batches, outcomes).map { batch, row -> Result<IngestResult, any Error>? in
+            let (outcome, stored, duplicates, alerts, seqFloor, batchFloor, error, resolved, careVersion, careJSON, newsError) = row
             switch outcome {
             case "stored", "replayed":
-                return IngestResult(
+                var result = IngestResult(
                     stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: outcome == "replayed")
+                if let newsError {
+                    logger.warning(
+                        "batch reply goes without resolved alerts and care settings",
+                        metadata: ["device": "\(batch.deviceID)", "error": "\(newsError)"])
+                } else {
+                    result.news = DeviceNews(resolvedAlerts: resolved ?? [], careVersion: careVersion, careJSON: careJSON)
+                }
+                return .success(result)
             case "feed_lock_busy":
-                throw FeedLockBusy()
+                return nil
             case "error":
-                throw StoreError(code: .inconsistent, message: "batch \(batch.deviceID):\(batch.batchSequence) not stored: \(error ?? "?")")
+                return .failure(
+                    StoreError(code: .inconsistent, message: "batch \(batch.deviceID):\(batch.batchSequence) not stored: \(error ?? "?")"))
             default:
-                return IngestResult(
-                    stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
-                    conflict: IngestConflict(
-                        reason: BatchConflict.Reason(rawValue: outcome), sequenceFloor: seqFloor ?? 1, batchSequenceFloor: batchFloor ?? 1))
+                return .success(
+                    IngestResult(
+                        stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
+                        conflict: IngestConflict(
+                            reason: BatchConflict.Reason(rawValue: outcome), sequenceFloor: seqFloor ?? 1, batchSequenceFloor: batchFloor ?? 1)))
             }
         }
-        throw StoreError(code: .inconsistent, message: "trackme_ingest_batch returned no row")
     }
 
     func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws {

@@ -92,7 +92,7 @@ struct GroupCommitTests {
     }
 
     #if PostgreSQL
-    @Test("PostgreSQL: a batch whose reply news cannot be read (after the group's commit) is still stored and acknowledged")
+    @Test("PostgreSQL: a batch whose reply news cannot be read is still stored and acknowledged")
     func newsFailureKeepsTheBatch() async throws {
         try await TestServer.with(.postgres) { s in
             _ = try await s.enrol("pi-news")

@@ -22,41 +22,46 @@ struct TokenLookup: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// One batch inside its group's transaction (`trackme_ingest_batch`, PostgresIngestSchema).
-/// NULLs in the arrays travel as sentinels, because arrays of optionals do not bind.
-struct IngestBatchCall: PostgresPreparedStatement {
+/// A group of batches inside its transaction, in one round trip (`trackme_ingest_group`,
+/// PostgresIngestSchema), in the order given; one row per batch. NULLs in the arrays travel as
+/// sentinels, because arrays of optionals do not bind.
+struct IngestGroupCall: PostgresPreparedStatement {
     static let sql = """
-        SELECT o_outcome, o_stored, o_duplicates, o_alerts, o_seq_floor, o_batch_floor, o_error
-        FROM trackme_ingest_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+        SELECT o_outcome, o_stored, o_duplicates, o_alerts, o_seq_floor, o_batch_floor, o_error, o_resolved, o_care_version, o_care_settings,
+            o_news_error
+        FROM trackme_ingest_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
         """
     static let bindingDataTypes: [PostgresDataType] = [
-        .text, .int8, .int8, .text, .text, .text, .int8, .int8Array, .textArray, .int8Array, .int8Array, .textArray, .textArray, .text,
-        .bool,
+        .bool, .textArray, .int8Array, .int8Array, .textArray, .boolArray, .textArray, .textArray, .int8Array, .textArray,
+        .int4Array, .int8Array, .textArray, .int8Array, .int8Array, .textArray, .textArray,
     ]
-    typealias Row = (String, Int, Int, String, Int64?, Int64?, String?)
+    typealias Row = (String, Int, Int, String, Int64?, Int64?, String?, [String]?, Int64?, String?, String?)
 
-    var batch: IncomingBatch
-    /// The feed event's data should the device be back from silence.
-    var returned: String
-    var feedLocked: Bool
+    var batches: [IncomingBatch]
+    /// Take the feed lock first whatever the devices (a retry of batches that found it busy).
+    var feedFirst: Bool
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 15)
-        bindings.append(batch.deviceID)
-        bindings.append(batch.batchSequence)
-        bindings.append(batch.receivedMilliseconds)
-        bindings.append(batch.heartbeatJSON)
-        bindings.append(batch.storeEpoch)
-        bindings.append(batch.digest)
-        bindings.append(batch.droppedByBudget)
-        bindings.append(batch.readings.map(\.sequence))
-        bindings.append(batch.readings.map(\.kind.rawValue))
-        bindings.append(batch.readings.map(\.placedMilliseconds))
-        bindings.append(batch.readings.map { $0.wallMilliseconds ?? Int64.min })
-        bindings.append(batch.readings.map { $0.timeFlag?.rawValue ?? "" })
-        bindings.append(batch.readings.map(\.body))
-        bindings.append(returned)
-        bindings.append(feedLocked)
+        var bindings = PostgresBindings(capacity: 17)
+        bindings.append(feedFirst)
+        bindings.append(batches.map(\.deviceID))
+        bindings.append(batches.map(\.batchSequence))
+        bindings.append(batches.map(\.receivedMilliseconds))
+        bindings.append(batches.map { $0.heartbeatJSON ?? "" })
+        bindings.append(batches.map { $0.storeEpoch != nil })
+        bindings.append(batches.map { $0.storeEpoch ?? "" })
+        bindings.append(batches.map { $0.digest ?? "" })
+        bindings.append(batches.map(\.droppedByBudget))
+        bindings.append(
+            try batches.map { try StoreJSON.encode(DeviceEventData(deviceID: $0.deviceID, lastSeenMilliseconds: $0.receivedMilliseconds)) })
+        bindings.append(batches.map { Int32($0.readings.count) })
+        let readings = batches.flatMap(\.readings)
+        bindings.append(readings.map(\.sequence))
+        bindings.append(readings.map(\.kind.rawValue))
+        bindings.append(readings.map(\.placedMilliseconds))
+        bindings.append(readings.map { $0.wallMilliseconds ?? Int64.min })
+        bindings.append(readings.map { $0.timeFlag?.rawValue ?? "" })
+        bindings.append(readings.map(\.body))
         return bindings
     }
 

@@ -1,6 +1,6 @@
 #if PostgreSQL
-/// PostgreSQL's side of device ingest (issue 22): one batch is one round trip, and readings are
-/// partitioned by time.
+/// PostgreSQL's side of device ingest (issue 22): a whole group of batches is one round trip
+/// between its transaction's BEGIN and COMMIT, and readings are partitioned by time.
 ///
 /// One round trip: a batch used to cost about ten (a savepoint, the device lock, the contact
 /// update, the epoch check, the batch claim, the readings, the acknowledgements, the batch row,
@@ -8,7 +8,12 @@
 /// steps, in the same order and under the same device lock, now run inside the database as one
 /// function, `trackme_ingest_batch`; its body is a PL/pgSQL block with an exception handler,
 /// which is a savepoint: a batch that fails is rolled back alone and reported, the group's
-/// transaction goes on.
+/// transaction goes on. A group then cost a round trip per batch plus four of its own (the
+/// silence check, the reply news, BEGIN, COMMIT); `trackme_ingest_group` takes the whole group
+/// and its news in one, so a group is three (`simulations/BENCHMARKS.md`: 10,000 devices within
+/// the 100 ms p99 where the round trip per batch missed at 260 ms). BEGIN and COMMIT stay: a
+/// statement's rows reach the driver before its implicit transaction commits, and a batch is
+/// acknowledged only once committed.
 ///
 /// Partitions: `readings` is partitioned by range of `placed_ms`, one partition per UTC day
 /// (`readings_dYYYYMMDD`), created a week ahead (`PostgresServerStore.ensureReadingPartitions`),
@@ -146,6 +151,78 @@ enum PostgresIngestSchema {
                 o_duplicates := 0;
                 o_alerts := '[]';
             END;
+        END
+        $fn$
+        """
+
+    /// A whole group in one round trip (inside the group's transaction; `IngestGroupCall`): the
+    /// feed lock first when asked or when one of the devices is silent, then each batch through
+    /// `trackme_ingest_batch` (its own savepoint), in the order given (the caller sorts by device,
+    /// so two instances' groups lock device rows in one order), then each stored or replayed
+    /// batch's reply news (`DeviceNews`: alerts a dispatcher closed that the device still shows,
+    /// its care settings; `o_news_error` when they could not be read). The group's readings come flattened, `p_counts[i]` of them for batch
+    /// `i`. Arrays cannot hold NULL through the driver: an empty heartbeat or digest stands for
+    /// none (neither is ever empty), and `p_epoch_given` says whether a batch has an epoch (an
+    /// empty one is a device's to send). One row per batch, in order.
+    static let groupFunction = """
+        CREATE OR REPLACE FUNCTION trackme_ingest_group(
+            p_feed_first BOOLEAN, p_devices TEXT[], p_batches BIGINT[], p_received BIGINT[], p_heartbeats TEXT[],
+            p_epoch_given BOOLEAN[], p_epochs TEXT[], p_digests TEXT[], p_dropped BIGINT[], p_returned TEXT[], p_counts INTEGER[],
+            p_seqs BIGINT[], p_kinds TEXT[], p_placed BIGINT[], p_walls BIGINT[], p_flags TEXT[], p_bodies TEXT[])
+        RETURNS TABLE (o_outcome TEXT, o_stored INTEGER, o_duplicates INTEGER, o_alerts TEXT, o_seq_floor BIGINT,
+            o_batch_floor BIGINT, o_error TEXT, o_resolved TEXT[], o_care_version BIGINT, o_care_settings TEXT, o_news_error TEXT)
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+            v_feed_locked BOOLEAN := p_feed_first;
+            v_from INTEGER := 1;
+            v_to INTEGER;
+            b RECORD;
+        BEGIN
+            -- A device back from silence appends to the feed: then the feed lock before any
+            -- device row (see above on deadlocks).
+            IF NOT v_feed_locked THEN
+                v_feed_locked := EXISTS (SELECT 1 FROM devices WHERE device_id = ANY(p_devices) AND silent);
+            END IF;
+            IF v_feed_locked THEN
+                PERFORM pg_advisory_xact_lock(7270001);
+            END IF;
+            FOR i IN 1 .. COALESCE(array_length(p_devices, 1), 0) LOOP
+                v_to := v_from + p_counts[i] - 1;
+                SELECT * INTO b FROM trackme_ingest_batch(
+                    p_devices[i], p_batches[i], p_received[i], NULLIF(p_heartbeats[i], ''),
+                    CASE WHEN p_epoch_given[i] THEN p_epochs[i] END, NULLIF(p_digests[i], ''), p_dropped[i],
+                    p_seqs[v_from:v_to], p_kinds[v_from:v_to], p_placed[v_from:v_to], p_walls[v_from:v_to],
+                    p_flags[v_from:v_to], p_bodies[v_from:v_to], p_returned[i], v_feed_locked);
+                v_from := v_to + 1;
+                o_outcome := b.o_outcome;
+                o_stored := b.o_stored;
+                o_duplicates := b.o_duplicates;
+                o_alerts := b.o_alerts;
+                o_seq_floor := b.o_seq_floor;
+                o_batch_floor := b.o_batch_floor;
+                o_error := b.o_error;
+                o_resolved := NULL;
+                o_care_version := NULL;
+                o_care_settings := NULL;
+                o_news_error := NULL;
+                IF b.o_outcome IN ('stored', 'replayed') THEN
+                    -- News that cannot be read must not cost the batch: it goes without, and the
+                    -- device gets the news with its next batch (a read-only savepoint).
+                    BEGIN
+                        o_resolved := COALESCE((SELECT array_agg(a.alert_id ORDER BY a.alert_id) FROM alerts a
+                            WHERE a.device_id = p_devices[i] AND a.outcome IS NOT NULL AND a.state NOT IN ('resolved', 'cancelled')),
+                            '{}'::TEXT[]);
+                        SELECT c.version, c.settings INTO o_care_version, o_care_settings FROM care_settings c
+                            WHERE c.device_id = p_devices[i];
+                    EXCEPTION WHEN OTHERS THEN
+                        o_resolved := NULL;
+                        o_care_version := NULL;
+                        o_care_settings := NULL;
+                        o_news_error := SQLSTATE || ': ' || SQLERRM;
+                    END;
+                END IF;
+                RETURN NEXT;
+            END LOOP;
         END
         $fn$
         """
