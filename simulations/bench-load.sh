@@ -5,11 +5,18 @@
 #   sqlite     one trackme-server on a SQLite file
 #   postgres   one trackme-server on a PostgreSQL started here (fsync on)
 #   three      three trackme-server processes on that PostgreSQL behind HAProxy
-#              (hardware/haproxy/trackme.cfg, TLS terminated there)
+#              (hardware/haproxy/trackme.cfg, TLS terminated there); INSTANCES=1 or 2 for
+#              fewer behind the same balancer
 #
 #   simulations/bench-load.sh sqlite "5000 10000 20000"         # devices to try, in order
 #   SECONDS_EACH=60 BIN=.build-release/release simulations/bench-load.sh three "2000 5000"
 #   PG_EXTRA="-c commit_delay=1000" simulations/bench-load.sh postgres   # PostgreSQL settings to try
+#   INSTANCE_CORES=0.25 simulations/bench-load.sh three "3000 6000"  # each server held to a quarter core
+#
+# INSTANCE_CORES caps each trackme-server's CPU (a cgroup v1 `cpu` quota over a 10 ms period, so a
+# throttled server waits at most a few ms): on a machine with fewer cores than the setup has
+# processes, one instance and three then differ only in the servers' capacity, not in who
+# gets the cores, which is how the three-instance scaling is measured here.
 #
 # Needs a release build with PostgreSQL (swift build -c release --traits PostgreSQL
 # --scratch-path .build-release), Debian's postgresql and haproxy, openssl; root (PostgreSQL
@@ -26,9 +33,11 @@ chmod 755 "$WORK"
 ADMIN=bench-load-admin
 PIDS=()
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+CGROUPS=()
 cleanup() {
 	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	for group in "${CGROUPS[@]}"; do rmdir "$group" 2>/dev/null || true; done
 	[ -d "$WORK/pg/data" ] && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$WORK/pg/data" -m fast stop >/dev/null 2>&1 || true
 	rm -rf "$WORK"
 }
@@ -51,6 +60,16 @@ start_server() {
 		--rate-per-address 0 --rate-per-token 0 --alerts-per-minute 0 --max-connections-per-address 100000 \
 		--max-connections 100000 >"$log" 2>&1 &
 	PIDS+=($!)
+	if [ -n "${INSTANCE_CORES:-}" ]; then
+		local group=/sys/fs/cgroup/cpu/trackme-bench-$!
+		mkdir "$group"
+		echo 10000 >"$group/cpu.cfs_period_us"
+		local quota
+		quota=$(awk "BEGIN { printf \"%d\", $INSTANCE_CORES * 10000 }")
+		echo "$quota" >"$group/cpu.cfs_quota_us"
+		echo $! >"$group/cgroup.procs"
+		CGROUPS+=("$group")
+	fi
 	for _ in $(seq 300); do
 		port=$(grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f3 || true)
 		[ -n "$port" ] && { SERVER_PORT=$port; return; }
@@ -74,10 +93,12 @@ run_step() {
 	three)
 		runuser -u postgres -- "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "load$n"
 		local ports=()
-		for i in 1 2 3; do
+		for i in $(seq "${INSTANCES:-3}"); do
 			start_server "postgres://postgres@127.0.0.1:$PG_PORT/load$n" "$WORK/server-$n-$i.log"
 			ports+=("$SERVER_PORT")
 		done
+		# INSTANCES=1: the same path with one instance behind the balancer (its three entries).
+		while [ "${#ports[@]}" -lt 3 ]; do ports+=("${ports[0]}"); done
 		PORT=$(free_port)
 		TRACKME_BIND=127.0.0.1:$PORT TRACKME_TLS_PEM=$WORK/proxy.pem TRACKME_SERVER1=127.0.0.1:${ports[0]} \
 			TRACKME_SERVER2=127.0.0.1:${ports[1]} TRACKME_SERVER3=127.0.0.1:${ports[2]} TRACKME_CLIENT_RATE=100000000 \
