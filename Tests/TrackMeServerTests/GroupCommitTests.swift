@@ -107,6 +107,68 @@ struct GroupCommitTests {
     #endif
 }
 
+/// Every request reads its token on the calling thread (`SQLiteServerStore.token(id:)`); done
+/// on the pool's readers, pool threads waiting for a free one starved the async reads holding
+/// them, and the server hung at 18,000 devices.
+@Suite("SQLite token lookup")
+struct SQLiteTokenLookupTests {
+    @Test("a token is read while every pool reader is held by another read")
+    func tokenReadNeedsNoPoolReader() async throws {
+        try await TestServer.with(.sqlite) { s in
+            let token = try await s.enrol("pi-token")
+            let id = try #require(BearerToken(authorization: "Bearer \(token)")).id
+            let store = try #require(s.server.store as? SQLiteServerStore)
+            let readers = store.pool.configuration.maximumReaderCount
+            let gate = ReaderGate()
+            // Each read holds its reader until released (or, should the lookup wait for one of
+            // them, gives up after 30 s, so that the failure is an expectation and not a hang).
+            let holders = (0..<readers).map { _ in Task { try await store.pool.read { _ in gate.hold() } } }
+            await BlockingThreads.shared.run { gate.waitUntilHeld(readers) }
+            let found = try await store.token(id: id)
+            let gaveUp = gate.release()
+            for holder in holders { try await holder.value }
+            #expect(found?.deviceID == "pi-token")
+            #expect(!gaveUp, "the lookup waited for a pool reader")
+        }
+    }
+
+    final class ReaderGate: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var holding = 0
+        private var released = false
+        private var gaveUp = false
+
+        func hold() {
+            condition.lock()
+            defer { condition.unlock() }
+            holding += 1
+            condition.broadcast()
+            let deadline = Date().addingTimeInterval(30)
+            while !released {
+                if !condition.wait(until: deadline) {
+                    gaveUp = true
+                    return
+                }
+            }
+        }
+
+        func waitUntilHeld(_ count: Int) {
+            condition.lock()
+            defer { condition.unlock() }
+            while holding < count { condition.wait() }
+        }
+
+        /// Lets the holders go; whether one of them had already given up waiting.
+        func release() -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            released = true
+            condition.broadcast()
+            return gaveUp
+        }
+    }
+}
+
 /// The server acknowledges a batch only once it is on disk: every connection of the SQLite pool
 /// runs `synchronous = FULL` (GRDB's WAL set-up would otherwise leave NORMAL).
 @Suite("SQLite server durability")
