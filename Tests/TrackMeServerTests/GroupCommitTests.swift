@@ -132,7 +132,9 @@ struct SQLiteTokenLookupTests {
         }
     }
 
+    /// Holds readers until released (`BlockingThreadsTests.Barrier` waits for a count instead).
     final class ReaderGate: @unchecked Sendable {
+        // Sound: every stored property is only touched under `condition`.
         private let condition = NSCondition()
         private var holding = 0
         private var released = false
