@@ -9,6 +9,9 @@ public enum AlertKind: String, Hashable, Sendable, Codable, CaseIterable {
     case contactLost = "contact_lost"
     case strapSilent = "strap_silent"
     case manual
+    /// The beats the strap sends look like ventricular fibrillation, flutter or tachycardia
+    /// (`RhythmSignal`, in the alert's `reason`): a cardiac arrest the averaged bpm may not show.
+    case lethalRhythm = "lethal_rhythm"
 }
 
 /// Where an alert is in its lifecycle.
@@ -89,11 +92,14 @@ public struct AlertRecord: Hashable, Sendable, Codable {
     /// The last known position, or nil if gpsd never had a fix ("unknown").
     public var position: AlertPosition?
     public var cancelReason: CancelReason?
+    /// Which signal made the rule fire, where a rule has several: a `RhythmSignal` name for
+    /// `lethal_rhythm` (and `slow_beats` for `heart_rate_low`). Shown to the dispatcher.
+    public var reason: String?
 
     public init(
         id: String, deviceID: String, kind: AlertKind, state: AlertState, firstCritical: ReadingTimestamp,
         raised: ReadingTimestamp? = nil, triggeringReadings: [TimedHeartRate] = [], position: AlertPosition? = nil,
-        cancelReason: CancelReason? = nil
+        cancelReason: CancelReason? = nil, reason: String? = nil
     ) {
         self.id = id
         self.deviceID = deviceID
@@ -104,6 +110,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         self.triggeringReadings = triggeringReadings
         self.position = position
         self.cancelReason = cancelReason
+        self.reason = reason
     }
 
     enum CodingKeys: String, CodingKey {
@@ -115,6 +122,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         case triggeringReadings = "triggering_readings"
         case position
         case cancelReason = "cancel_reason"
+        case reason
     }
 
     public init(from decoder: any Decoder) throws {
@@ -128,6 +136,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         triggeringReadings = try c.decode([TimedHeartRate].self, forKey: .triggeringReadings)
         position = try c.decodeIfPresent(AlertPosition.self, forKey: .position)
         cancelReason = try c.decodeIfPresent(CancelReason.self, forKey: .cancelReason)
+        reason = try c.decodeIfPresent(String.self, forKey: .reason)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -141,5 +150,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         try c.encode(triggeringReadings, forKey: .triggeringReadings)
         try c.encode(position, forKey: .position)
         try c.encode(cancelReason, forKey: .cancelReason)
+        // Only when set: alerts of rules with one signal stay byte for byte as before.
+        try c.encodeIfPresent(reason, forKey: .reason)
     }
 }

@@ -18,7 +18,8 @@ public struct AlertStateMachine: Hashable, Sendable {
         /// `countdown` from now, and the alert takes that rule's kind if this shortens it.
         /// While an alert is raised (open), a graver rule (higher `AlertKind.severity`) gives the
         /// alert its kind; a rule no graver changes nothing.
-        case escalate(AlertKind, countdown: Duration)
+        /// `reason` is the new rule's signal (`AlertRecord.reason`), if it names one.
+        case escalate(AlertKind, countdown: Duration, reason: String? = nil)
         /// The wearer confirmed during the countdown (pressed SOS): raise at once.
         case confirm
         /// The condition of a technical rule cleared: a pending alert of that kind is withdrawn.
@@ -99,16 +100,18 @@ public struct AlertStateMachine: Hashable, Sendable {
             state = .pending(record, deadline: deadline)
             return [.startCountdown(record, deadline: deadline)]
 
-        case .escalate(let kind, let countdown):
+        case .escalate(let kind, let countdown, let reason):
             if case .open(var record) = state {
                 guard kind.severity > record.kind.severity else { return [] }
                 record.kind = kind
+                record.reason = reason
                 state = .open(record)
                 return [.kindChanged(record)]
             }
             guard case .pending(var record, let deadline) = state else { return [] }
             let proposed = Self.advance(now, by: max(.zero, countdown))
             guard proposed.monotonicNanoseconds < deadline.monotonicNanoseconds else { return [] }
+            if record.kind != kind { record.reason = reason }
             record.kind = kind
             if countdown <= .zero { return [raise(record, now: now)] }
             state = .pending(record, deadline: proposed)

@@ -14,10 +14,12 @@ public struct CareSettings: Hashable, Sendable, Codable {
     /// keeps the device's own setting.
     public var rules: [String: Bool]?
     public var contacts: [EmergencyContact]?
+    /// The rules' settings as a whole (`wearable` when not set): `bedside` for a person in bed.
+    public var careProfile: CareProfile?
 
     public init(
         version: Int64 = 0, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil, restingHeartRate: Int? = nil,
-        rules: [String: Bool]? = nil, contacts: [EmergencyContact]? = nil
+        rules: [String: Bool]? = nil, contacts: [EmergencyContact]? = nil, careProfile: CareProfile? = nil
     ) {
         self.version = version
         self.minimumHeartRate = minimumHeartRate
@@ -25,6 +27,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         self.restingHeartRate = restingHeartRate
         self.rules = rules
         self.contacts = contacts
+        self.careProfile = careProfile
     }
 
     enum CodingKeys: String, CodingKey {
@@ -33,6 +36,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         case maximumHeartRate = "max_hr"
         case restingHeartRate = "resting_hr"
         case rules, contacts
+        case careProfile = "care_profile"
     }
 
     /// `version` may be left out (a person or carer sending new settings does not number them).
@@ -44,6 +48,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         restingHeartRate = try c.decodeIfPresent(Int.self, forKey: .restingHeartRate)
         rules = try c.decodeIfPresent([String: Bool].self, forKey: .rules)
         contacts = try c.decodeIfPresent([EmergencyContact].self, forKey: .contacts)
+        careProfile = try c.decodeIfPresent(CareProfile.self, forKey: .careProfile)
     }
 
     /// The rule switch for `kind`, if the settings name it.

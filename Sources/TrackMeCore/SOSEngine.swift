@@ -36,6 +36,9 @@ public struct SOSEngine: Sendable {
     private var highRun = Run()
     private var arming = [Arming](repeating: Arming(), count: AlertKind.allCases.count)
     private var recent = RecentReadings()
+    private var rhythm = RhythmWatch()
+    /// Plausible RR intervals of the reading under evaluation, in ms (kept to reuse its storage).
+    private var beatScratch: [Int] = []
 
     /// - Parameters:
     ///   - learnedRestingRate: a resting heart rate learned from the person's history, used
@@ -51,7 +54,7 @@ public struct SOSEngine: Sendable {
         self.deviceID = deviceID
         self.profile = profile
         self.settings = settings
-        self.limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate)
+        self.limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate, defaultMaximum: settings.defaultMaximumHeartRate)
         self.ids = ids
         self.thresholds = Thresholds(settings)
         self.learnedRestingRate = learnedRestingRate
@@ -65,7 +68,7 @@ public struct SOSEngine: Sendable {
         self.profile = profile
         self.settings = settings
         thresholds = Thresholds(settings)
-        limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate)
+        limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate, defaultMaximum: settings.defaultMaximumHeartRate)
     }
 
     /// The open alert (pending, raised, delivered or acknowledged), if any.
@@ -77,7 +80,7 @@ public struct SOSEngine: Sendable {
     /// from the next reading on.
     public mutating func learnRestingRate(_ rate: Int?) {
         learnedRestingRate = rate
-        limits = HeartRateLimits(profile: profile, learnedRestingRate: rate)
+        limits = HeartRateLimits(profile: profile, learnedRestingRate: rate, defaultMaximum: settings.defaultMaximumHeartRate)
     }
 
     public mutating func receive(_ event: SOSEvent, now: ReadingTimestamp) -> [SOSAction] {
@@ -100,7 +103,9 @@ public struct SOSEngine: Sendable {
             zeroRun = Run()
             lowRun = Run()
             highRun = Run()
+            rhythm.reset()
         case .position(let fix):
+            rhythm.position(speed: fix.speed, nanos: Int64(bitPattern: now.monotonicNanoseconds), settings: settings.rhythm)
             actions = lifecycle.receive(.tick, now: now)
             actions += lifecycle.receive(.position(fix), now: now)
         case .manualSOS:
@@ -161,6 +166,7 @@ public struct SOSEngine: Sendable {
             zeroRun = Run()
             lowRun = Run()
             highRun = Run()
+            rhythm.reset()
             return  // the heart-rate rules learn nothing from this reading
         case .detected:
             contactLostSince = nil
@@ -181,16 +187,25 @@ public struct SOSEngine: Sendable {
         }
         evaluate(.noPulse, conditionNow: noPulseNow, fires: noPulseFires, since: noPulseSince, now: now, into: &actions)
 
+        beatScratch.removeAll(keepingCapacity: true)
+        for rr in reading.rrIntervals where rr >= minimumRR { beatScratch.append(HeartRateReading.milliseconds(fromRR: rr)) }
+        let signal = rhythm.receive(
+            bpm: reading.bpm, beatMilliseconds: beatScratch, nanos: Int64(bitPattern: now.monotonicNanoseconds), limits: limits,
+            settings: settings.rhythm)
+        let lethal = signal.map { $0 != .slowBeats } ?? false
+        evaluate(.lethalRhythm, conditionNow: lethal, fires: lethal, since: now, reason: signal?.rawValue, now: now, into: &actions)
+
         // Zeros belong to the no-pulse rule and absurd values are corrupt: neither extends nor
         // breaks a low or high episode (but a run of them longer than the maximum reading gap
         // does, through `Run.extend`).
         if reading.bpm > 0 && reading.bpm <= settings.absurdBPM {
             if reading.bpm < limits.minimum { lowRun.extend(now, maximumGap: thresholds.maximumReadingGap) } else { lowRun = Run() }
             if reading.bpm > limits.maximum { highRun.extend(now, maximumGap: thresholds.maximumReadingGap) } else { highRun = Run() }
+            let slowBeats = signal == .slowBeats
+            let lowHolds = lowRun.holds(now: now, persistence: thresholds.heartRateLow, readings: settings.heartRateLow.minimumReadings)
             evaluate(
-                .heartRateLow, conditionNow: lowRun.since != nil,
-                fires: lowRun.holds(now: now, persistence: thresholds.heartRateLow, readings: settings.heartRateLow.minimumReadings),
-                since: lowRun.since, now: now, into: &actions)
+                .heartRateLow, conditionNow: lowRun.since != nil || slowBeats, fires: lowHolds || slowBeats,
+                since: lowRun.since, reason: !lowHolds && slowBeats ? RhythmSignal.slowBeats.rawValue : nil, now: now, into: &actions)
             evaluate(
                 .heartRateHigh, conditionNow: highRun.since != nil,
                 fires: highRun.holds(now: now, persistence: thresholds.heartRateHigh, readings: settings.heartRateHigh.minimumReadings),
@@ -208,7 +223,7 @@ public struct SOSEngine: Sendable {
     /// One rule's verdict: `conditionNow` is the raw condition (for re-arming and withdrawing),
     /// `fires` whether it held long enough.
     private mutating func evaluate(
-        _ kind: AlertKind, conditionNow: Bool, fires: Bool, since: ReadingTimestamp?, now: ReadingTimestamp,
+        _ kind: AlertKind, conditionNow: Bool, fires: Bool, since: ReadingTimestamp?, reason: String? = nil, now: ReadingTimestamp,
         into actions: inout [SOSAction]
     ) {
         let index = Self.index(kind)
@@ -233,10 +248,11 @@ public struct SOSEngine: Sendable {
         arming[index].disarmed = true
         arming[index].clearSince = nil
         if lifecycle.isNormal {
-            let record = newRecord(kind, firstCritical: since ?? now, now: now)
+            var record = newRecord(kind, firstCritical: since ?? now, now: now)
+            record.reason = reason
             actions += lifecycle.receive(.fire(record, countdown: rule.countdown), now: now)
         } else {
-            actions += lifecycle.receive(.escalate(kind, countdown: rule.countdown), now: now)
+            actions += lifecycle.receive(.escalate(kind, countdown: rule.countdown, reason: reason), now: now)
         }
     }
 
@@ -249,6 +265,7 @@ public struct SOSEngine: Sendable {
     private mutating func resetSignalState(now: ReadingTimestamp) {
         silenceSince = now
         contactLostSince = nil
+        rhythm.reset()
         beatWindowStart = nil
         zeroRun = Run()
         lowRun = Run()
@@ -269,6 +286,7 @@ public struct SOSEngine: Sendable {
         case .contactLost: 3
         case .strapSilent: 4
         case .manual: 5
+        case .lethalRhythm: 6
         }
     }
 

@@ -57,8 +57,40 @@ public struct SOSSettings: Hashable, Sendable {
     public var maximumReadingGap: Duration = .seconds(3)
     /// RR intervals shorter than this (300 bpm) are glitches, not beats.
     public var minimumPlausibleRRMilliseconds = 200
+    /// A lethal rhythm seen in the beats (`rhythm` says which signals and how): a cardiac arrest
+    /// of the same class as `noPulse`, hard. `persistence` is unused (each signal has its own).
+    public var lethalRhythm = SOSRuleSettings(persistence: .zero, countdown: .zero)
+    public var rhythm = RhythmSettings()
+    /// The maximum when the profile sets none; nil derives it from age (`HeartRateLimits`).
+    public var defaultMaximumHeartRate: Int?
 
     public init() {}
+
+    /// The settings of a named care profile (`CareProfile`).
+    public init(profile: CareProfile) {
+        switch profile {
+        case .wearable:
+            break
+        case .bedside:
+            // A person in bed: no exercise to tell apart, so the PhysioNet/CinC 2015 alarm
+            // definitions apply as they stand (asystole >= 4 s, < 40 bpm for 5 beats, > 140 bpm
+            // for 17 beats, VT, VF) with persistences of a few beats and no countdown: a
+            // bedridden person may not be able to cancel, and a carer is told at once.
+            heartRateLow = SOSRuleSettings(persistence: .seconds(3), minimumReadings: 3, countdown: .zero)
+            heartRateHigh = SOSRuleSettings(persistence: .seconds(6), minimumReadings: 5, countdown: .zero)
+            noBeatWindow = .seconds(4)
+            defaultMaximumHeartRate = 140
+            rhythm.fastIrregular?.window = .seconds(10)
+            rhythm.fastIrregular?.minimumReadings = 8
+            rhythm.erratic?.window = .seconds(15)
+            rhythm.erratic?.jumpShare = 0.3
+            rhythm.erratic?.hold = .seconds(5)
+            rhythm.erratic?.holdWhenStopped = .seconds(5)
+            rhythm.suddenTachycardia = RhythmSettings.SuddenTachycardia()
+            rhythm.ventricularBurst = RhythmSettings.VentricularBurst()
+            rhythm.slowBeats = RhythmSettings.SlowBeats()
+        }
+    }
 
     public func rule(_ kind: AlertKind) -> SOSRuleSettings {
         switch kind {
@@ -68,8 +100,17 @@ public struct SOSSettings: Hashable, Sendable {
         case .contactLost: contactLost
         case .strapSilent: strapSilent
         case .manual: manual
+        case .lethalRhythm: lethalRhythm
         }
     }
+}
+
+/// A named set of SOS rule settings for a kind of wearer, chosen in the care settings.
+public enum CareProfile: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Someone up and about: exercise must not look like an emergency (the defaults).
+    case wearable
+    /// Someone bedridden or cared for at home: the bedside monitor's alarm limits.
+    case bedside
 }
 
 /// The heart-rate band a person is expected to stay in, and where each bound came from.
@@ -84,6 +125,9 @@ public struct HeartRateLimits: Hashable, Sendable {
         /// 40 bpm, the extreme-bradycardia limit (PhysioNet/CinC Challenge 2015), when no resting
         /// rate is known.
         case extremeBradycardia = "extreme_bradycardia"
+        /// The care profile's limit (`bedside`: 140 bpm, the extreme-tachycardia limit of the
+        /// PhysioNet/CinC Challenge 2015).
+        case careProfile = "care_profile"
     }
 
     /// Below this many bpm the heart-rate-low rule's condition is true.
@@ -104,7 +148,7 @@ public struct HeartRateLimits: Hashable, Sendable {
     /// learned from the person's history (`learnedRestingRate`) is used when the profile has
     /// none; a low resting rate (athletes, beta blockers) lowers the minimum to at most 20 below
     /// it, never under 30 bpm.
-    public init(profile: PersonProfile, learnedRestingRate: Int? = nil) {
+    public init(profile: PersonProfile, learnedRestingRate: Int? = nil, defaultMaximum: Int? = nil) {
         if let explicit = profile.minimumHeartRate {
             minimum = explicit
             minimumSource = .profile
@@ -118,6 +162,9 @@ public struct HeartRateLimits: Hashable, Sendable {
         if let explicit = profile.maximumHeartRate {
             maximum = explicit
             maximumSource = .profile
+        } else if let defaultMaximum {
+            maximum = defaultMaximum
+            maximumSource = .careProfile
         } else {
             // 208 - 0.7 * age, rounded to the nearest bpm, in integer arithmetic.
             maximum = (2080 - 7 * max(0, profile.age) + 5) / 10

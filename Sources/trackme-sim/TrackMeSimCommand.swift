@@ -8,6 +8,7 @@ struct TrackMeSimCommand: AsyncParsableCommand {
         abstract: "Replay recorded traces through the TrackMe pipeline, with faults, and benchmark it.",
         subcommands: [
             RunCommand.self,
+            EvaluateCommand.self,
             BenchCommand.self,
             // Verbs are registered here, one line each.
         ]

@@ -311,12 +311,14 @@ private struct Reader {
         case .noPulse, .contactLost, .strapSilent:
             known += ["persistence_seconds"]
             rule.persistenceSeconds = s.double("persistence_seconds", in: 0...3600)
-        case .manual:
+        case .manual, .lethalRhythm:
             break
         }
         var hints: [String: String] = [:]
         if !known.contains("threshold_bpm") { hints["threshold_bpm"] = "only heart_rate_low and heart_rate_high take threshold_bpm" }
-        if !known.contains("persistence_seconds") { hints["persistence_seconds"] = "manual alerts have no persistence" }
+        if !known.contains("persistence_seconds") {
+            hints["persistence_seconds"] = "manual and lethal_rhythm alerts have no persistence (each rhythm signal has its own)"
+        }
         s.finish(known: known, hints: hints)
         return rule
     }

@@ -295,7 +295,7 @@ public struct LimitsStatus: Hashable, Sendable, Codable {
         case .extremeBradycardia:
             reasons.append(
                 "minimum \(limits.minimum) bpm, the extreme-bradycardia default (no resting rate yet: \(learnedSamples) of \(learnedSamplesNeeded) readings learned)")
-        case .tanakaAgePredicted:
+        case .tanakaAgePredicted, .careProfile:
             reasons.append("minimum \(limits.minimum) bpm")
         }
         switch limits.maximumSource {
@@ -303,6 +303,8 @@ public struct LimitsStatus: Hashable, Sendable, Codable {
             reasons.append("maximum \(limits.maximum) bpm set in the profile (max_hr)")
         case .tanakaAgePredicted:
             reasons.append("maximum \(limits.maximum) bpm predicted from age \(profile.age) (208 - 0.7 x age)")
+        case .careProfile:
+            reasons.append("maximum \(limits.maximum) bpm, the care profile's limit")
         case .restingRate, .extremeBradycardia:
             reasons.append("maximum \(limits.maximum) bpm")
         }

@@ -5,7 +5,8 @@ public import TrackMeCore
 /// 1. the configuration file's `person:` values: the fallback, used when the server has sent
 ///    no care settings;
 /// 2. the server's care settings (`CareSettings`, set by the person or their carer), over them:
-///    thresholds, resting rate, contacts, rule switches;
+///    the care profile the rules start from (`wearable`, `bedside`), thresholds, resting rate,
+///    contacts, rule switches;
 /// 3. the configuration file's `sos:` overrides, over everything: an engineer's local override
 ///    on this device wins. Where it sets a field the server also sets, to another value, that is
 ///    a conflict, listed as `rule.field` for `status` and the heartbeat (the server shows it).
@@ -19,7 +20,7 @@ public struct CareSettingsResolution: Hashable, Sendable {
     /// `device` is the device profile (issue 21), applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
     public init(configured person: PersonProfile, device: DeviceProfile = .wearer, overrides: SOSRuleOverrides, server: CareSettings?) {
-        var (base, profile) = device.applied(to: SOSSettings(), profile: person)
+        var (base, profile) = device.applied(to: SOSSettings(profile: server?.careProfile ?? .wearable), profile: person)
         var conflicts: [String] = []
         if let server {
             if let value = server.minimumHeartRate { profile.minimumHeartRate = value }

@@ -24,7 +24,7 @@ extension SOSRuleOverrides {
                 switch kind {
                 case .heartRateLow: profile.minimumHeartRate = threshold
                 case .heartRateHigh: profile.maximumHeartRate = threshold
-                case .noPulse, .contactLost, .strapSilent, .manual: break
+                case .noPulse, .contactLost, .strapSilent, .manual, .lethalRhythm: break
                 }
             }
         }
@@ -41,6 +41,7 @@ extension SOSSettings {
         case .contactLost: contactLost = rule
         case .strapSilent: strapSilent = rule
         case .manual: manual = rule
+        case .lethalRhythm: lethalRhythm = rule
         }
     }
 }
