@@ -18,6 +18,11 @@ struct TimelineEntry: Codable, Hashable, Sendable {
 
 /// Builds the timeline and the track of an alert from what the store keeps. Pure.
 enum AlertTimeline {
+    /// The kind, and the signal that fired where the rule names one: `lethal_rhythm (erratic)`.
+    static func kindText(_ alert: AlertRecord) -> String {
+        alert.reason.map { "\(alert.kind.rawValue) (\($0))" } ?? alert.kind.rawValue
+    }
+
     static func build(row: AlertDeskRow, updates: [AlertUpdateRow], notes: [AlertNote]) -> [TimelineEntry] {
         var entries: [TimelineEntry] = []
         let decoded = updates.compactMap { update in
@@ -25,10 +30,10 @@ enum AlertTimeline {
         }
         if let first = decoded.first?.1.alert {
             if let wall = first.firstCritical.wallClockMilliseconds {
-                entries.append(TimelineEntry(atMilliseconds: wall, event: "first_critical", detail: first.kind.rawValue))
+                entries.append(TimelineEntry(atMilliseconds: wall, event: "first_critical", detail: Self.kindText(first)))
             }
             if let wall = first.raised?.wallClockMilliseconds {
-                entries.append(TimelineEntry(atMilliseconds: wall, event: "raised", detail: first.kind.rawValue))
+                entries.append(TimelineEntry(atMilliseconds: wall, event: "raised", detail: Self.kindText(first)))
             }
         }
         if let first = decoded.first {
@@ -38,7 +43,7 @@ enum AlertTimeline {
         for (row, update) in decoded {
             if let previous = kind, update.alert.kind != previous {
                 entries.append(
-                    TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "kind_changed", detail: "\(previous.rawValue) → \(update.alert.kind.rawValue)"))
+                    TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "kind_changed", detail: "\(previous.rawValue) → \(Self.kindText(update.alert))"))
             }
             kind = update.alert.kind
             switch update.type {

@@ -71,7 +71,7 @@ struct GroupFigureDesk: Sendable {
                 }
                 for alertID in try await store.alertIDs(deviceIDs: [device.deviceID]) {
                     guard let row = try await store.alertRow(id: alertID), row.createdMilliseconds >= start, row.createdMilliseconds < end,
-                        let kind = AlertSummary(row).kind, let index = GroupFigures.alertKinds.firstIndex(of: kind)
+                        let kind = AlertSummary(row).kind, let index = GroupFigures.alertKinds.firstIndex(of: GroupFigures.column(for: kind))
                     else { continue }
                     summary.alerts[index] += 1
                 }

@@ -26,6 +26,15 @@ struct GroupFigures: Sendable {
     /// The alert kinds counted, in column order (fixed: the table's columns follow it).
     static let alertKinds: [AlertKind] = [.heartRateLow, .heartRateHigh, .noPulse, .contactLost, .strapSilent, .manual]
 
+    /// The column an alert kind is counted in: a lethal rhythm is a cardiac arrest seen in the
+    /// beats, counted with the flat line (`no_pulse`), so the table keeps its columns.
+    static func column(for kind: AlertKind) -> AlertKind {
+        switch kind {
+        case .lethalRhythm: .noPulse
+        case .heartRateLow, .heartRateHigh, .noPulse, .contactLost, .strapSilent, .manual: kind
+        }
+    }
+
     /// A group as asked for.
     struct Query: Codable, Hashable, Sendable {
         var ageFrom: Int

@@ -378,7 +378,7 @@ enum PeopleAssets {
           // server, the version the device reports running, and the fields the device's own
           // configuration overrides (a conflict: the device's value wins there).
           const RULES = [["heart_rate_low", "Heart rate too low"], ["heart_rate_high", "Heart rate too high"], ["no_pulse", "No pulse"],
-            ["contact_lost", "Strap contact lost"], ["strap_silent", "Strap silent"], ["manual", "SOS button (always on)"]];
+            ["lethal_rhythm", "Lethal rhythm (VF, VT)"], ["contact_lost", "Strap contact lost"], ["strap_silent", "Strap silent"], ["manual", "SOS button (always on)"]];
           const FIELDS = { "heart_rate_low.threshold_bpm": "the low heart-rate limit", "heart_rate_high.threshold_bpm": "the high heart-rate limit" };
           function conflictText(field) {
             if (FIELDS[field]) return FIELDS[field];
@@ -438,6 +438,16 @@ enum PeopleAssets {
             const min = number("care-min", "Low limit (bpm)", s.min_hr);
             const max = number("care-max", "High limit (bpm)", s.max_hr);
             const resting = number("care-resting", "Resting (bpm)", s.resting_hr);
+            const profileLabel = el("label", "Care profile ");
+            const profile = el("select", null, "care-profile");
+            for (const [value, text] of [["wearable", "Up and about (exercise is normal)"], ["bedside", "In bed or cared for at home (bedside monitor limits)"]]) {
+              const option = el("option", text);
+              option.value = value;
+              option.selected = (s.care_profile || "wearable") === value;
+              profile.appendChild(option);
+            }
+            profileLabel.appendChild(profile);
+            form.appendChild(profileLabel);
             const rules = el("div", null, "rules");
             for (const [rule, label] of RULES) {
               const wrap = el("label");
@@ -466,7 +476,7 @@ enum PeopleAssets {
               event.preventDefault();
               const value = (input) => input.value === "" ? null : Number(input.value);
               const body = {
-                min_hr: value(min), max_hr: value(max), resting_hr: value(resting), rules: {},
+                min_hr: value(min), max_hr: value(max), resting_hr: value(resting), care_profile: profile.value, rules: {},
                 contacts: contacts.value.split("\n").map((line) => line.split(";").map((x) => x.trim())).filter((p) => p[0])
                   .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
               };
