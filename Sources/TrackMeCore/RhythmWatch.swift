@@ -374,13 +374,17 @@ public struct RhythmWatch: Hashable, Sendable {
     // MARK: - Rings
 
     private mutating func append(_ entry: Entry) {
-        if entries.count < Self.entryCapacity { entries.append(entry) } else { entries[entryNext] = entry }
-        entryNext = (entryNext + 1) % Self.entryCapacity
+        Self.push(entry, into: &entries, next: &entryNext, capacity: Self.entryCapacity)
     }
 
     private mutating func append(_ beat: Beat) {
-        if beats.count < Self.beatCapacity { beats.append(beat) } else { beats[beatNext] = beat }
-        beatNext = (beatNext + 1) % Self.beatCapacity
+        Self.push(beat, into: &beats, next: &beatNext, capacity: Self.beatCapacity)
+    }
+
+    /// Adds `element` to a fixed ring, over its oldest once full.
+    private static func push<T>(_ element: T, into ring: inout [T], next: inout Int, capacity: Int) {
+        if ring.count < capacity { ring.append(element) } else { ring[next] = element }
+        next = (next + 1) % capacity
     }
 
     private mutating func takeScratch() -> [Int] {
