@@ -51,6 +51,8 @@ struct StoreLossTests {
         try FileManager.default.createDirectory(atPath: directory.file("etc"), withIntermediateDirectories: true)
         try "token-loss-1".write(toFile: directory.file("etc/token"), atomically: true, encoding: .utf8)
         let configuration = try StoreKeyAssemblyTests.configuration(directory, store: ", encryption: \"off\"")
+        try FileManager.default.createDirectory(
+            atPath: (configuration.store.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         do {
             let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: configuration.store.path), logger: quietLogger)
             store.close()
