@@ -21,7 +21,7 @@ enum OpenAPIDocument {
               summary: "Readiness: ok only when the database answers and a write would succeed now"
               security: []
               responses:
-                "200": {description: Serving, content: {application/json: {schema: {type: object, properties: {status: {const: ok}, free_bytes: {type: integer}}}}}}
+                "200": {description: Serving, content: {application/json: {schema: {type: object, properties: {status: {const: ok}}}}}}
                 "503":
                   description: |
                     degraded (the database does not answer within 3 s, is read-only or a standby, or its disk

@@ -31,6 +31,7 @@ struct BenchCommand: AsyncParsableCommand {
             LoadBenchCommand.self,
             BenchGroupQueryCommand.self,
             BenchRaceCommand.self,
+            BenchIntakeUnderLoadCommand.self,
         ]
     )
 }
