@@ -22,6 +22,7 @@ public enum IntakeUnderLoadBenchmark {
         public var samples: Int
         public var floodConnections: Int
         public var bcryptCost: Int
+        public var hashThreads: Int
         public var quietP50Milliseconds: Double
         public var quietP99Milliseconds: Double
         public var floodP50Milliseconds: Double
@@ -34,6 +35,7 @@ public enum IntakeUnderLoadBenchmark {
             case samples
             case floodConnections = "flood_connections"
             case bcryptCost = "bcrypt_cost"
+            case hashThreads = "hash_threads"
             case quietP50Milliseconds = "quiet_p50_ms"
             case quietP99Milliseconds = "quiet_p99_ms"
             case floodP50Milliseconds = "flood_p50_ms"
@@ -43,7 +45,9 @@ public enum IntakeUnderLoadBenchmark {
         }
     }
 
-    public static func run(samples: Int, floodConnections: Int, bcryptCost: UInt8, directory: URL) async throws -> Result {
+    /// `hashThreads`: the server's password-hashing threads (nil: its default, half the cores);
+    /// as many as the flood's connections is what an unbounded pool amounts to.
+    public static func run(samples: Int, floodConnections: Int, bcryptCost: UInt8, hashThreads: Int?, directory: URL) async throws -> Result {
         let logger = Logger(label: "trackme.bench.intake", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = ServerConfiguration(
             host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path))
@@ -54,6 +58,7 @@ public enum IntakeUnderLoadBenchmark {
         configuration.limits.requestsPerToken = nil
         configuration.limits.requestsPerAddress = nil
         configuration.limits.signInsPerAddress = nil
+        if let hashThreads { configuration.limits.passwordHashThreads = hashThreads }
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
@@ -108,7 +113,7 @@ public enum IntakeUnderLoadBenchmark {
             let quiet99 = percentile(quietSorted, 0.99)
             let loaded99 = percentile(loadedSorted, 0.99)
             return Result(
-                samples: samples, floodConnections: floodConnections, bcryptCost: Int(bcryptCost),
+                samples: samples, floodConnections: floodConnections, bcryptCost: Int(bcryptCost), hashThreads: configuration.limits.passwordHashThreads,
                 quietP50Milliseconds: percentile(quietSorted, 0.5), quietP99Milliseconds: quiet99,
                 floodP50Milliseconds: percentile(loadedSorted, 0.5), floodP99Milliseconds: loaded99,
                 ratioP99: quiet99 > 0 ? loaded99 / quiet99 : 0, floodAnswers: state.answers.withLock { $0 })
