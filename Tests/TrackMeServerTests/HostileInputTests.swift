@@ -113,4 +113,24 @@ struct HostileInputTests {
             #expect(try await s.client.send("GET", "/health").status == 200)
         }
     }
+
+    @Test("no database read in the server's sources uses GRDB's trapping Row subscript (row[\"x\"], row[0]): they decode with try row.decode")
+    func noTrappingRowSubscripts() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/TrackMeServer")
+        let enumerator = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        // A Row value (named row, care, registered, token, or a closure's $0) subscripted by a
+        // column name or an index.
+        let pattern = try Regex(#"(\brow|\bcare|\bregistered|\btoken|\$0)\??\[("[a-z_]+"|[0-9])"#)
+        var found: [String] = []
+        for case let file as URL in enumerator where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            guard text.contains("import GRDB") else { continue }
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains(pattern) {
+                found.append("\(file.lastPathComponent):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
 }
