@@ -180,12 +180,17 @@ extension ReadingStore {
         let harvest = Self.harvest(file, cipher: cipher)
         do {
             let inserted = try salvageWrite(file: file, harvest: harvest)
-            logger.info(
-                "salvaged a store moved aside as corrupt",
-                metadata: [
-                    "store.salvaged_from": "\(file)", "store.salvaged": "\(inserted)", "store.salvaged_alerts": "\(harvest.alerts.count)",
-                    "store.unreadable": "\(harvest.unreadable)", "store.notes": "\(harvest.notes.prefix(5).joined(separator: "; "))",
-                ])
+            let metadata: Logger.Metadata = [
+                "store.salvaged_from": "\(file)", "store.salvaged": "\(inserted)", "store.salvaged_alerts": "\(harvest.alerts.count)",
+                "store.unreadable": "\(harvest.unreadable)", "store.notes": "\(harvest.notes.prefix(5).joined(separator: "; "))",
+            ]
+            // Readings that never reached the server are gone for good: an operator must hear
+            // of it (and `status` shows the count), not find it among routine lines.
+            if harvest.unreadable > 0 {
+                logger.error("readings lost beyond salvage from a store moved aside as corrupt", metadata: metadata)
+            } else {
+                logger.info("salvaged a store moved aside as corrupt", metadata: metadata)
+            }
         } catch {
             logger.info("salvage failed, tried again at the next start", metadata: ["store.salvaged_from": "\(file)", "store.error": "\(error)"])
         }

@@ -25,15 +25,20 @@ public final class BlockingThreads: @unchecked Sendable {
 
     /// Idle threads kept waiting for work; more end when they find none.
     public let keptIdle: Int
-    // `@unchecked Sendable` is sound: `jobs`, `idle` and `started` are only touched under
-    // `condition`.
+    /// Threads alive at once; calls beyond them wait their turn (CPU-bound work such as
+    /// password hashing, which must not take more of the machine than this).
+    public let maxThreads: Int
+    // `@unchecked Sendable` is sound: `jobs`, `idle`, `started` and `alive` are only touched
+    // under `condition`.
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     private var idle = 0
     private var started = 0
+    private var alive = 0
 
-    public init(keptIdle: Int) {
+    public init(keptIdle: Int, maxThreads: Int = .max) {
         self.keptIdle = max(0, keptIdle)
+        self.maxThreads = max(1, maxThreads)
     }
 
     /// Runs a blocking `body` on one of these threads and awaits its result.
@@ -54,9 +59,15 @@ public final class BlockingThreads: @unchecked Sendable {
     public func start(_ body: @escaping @Sendable () -> Void) {
         condition.lock()
         jobs.append(body)
-        // Each idle thread takes one job; a job beyond them needs a thread of its own.
-        let needsThread = jobs.count > idle
-        if needsThread { started += 1 } else { condition.signal() }
+        // Each idle thread takes one job; a job beyond them needs a thread of its own, unless
+        // `maxThreads` are alive: then a busy one takes it when done.
+        let needsThread = jobs.count > idle && alive < maxThreads
+        if needsThread {
+            started += 1
+            alive += 1
+        } else {
+            condition.signal()
+        }
         condition.unlock()
         if needsThread { spawn() }
     }
@@ -88,6 +99,7 @@ public final class BlockingThreads: @unchecked Sendable {
             // No thread (resource exhaustion): run one job here rather than lose it.
             Unmanaged<Box>.fromOpaque(box).release()
             condition.lock()
+            alive -= 1
             let job = jobs.isEmpty ? nil : jobs.removeFirst()
             condition.unlock()
             job?()
@@ -111,6 +123,7 @@ public final class BlockingThreads: @unchecked Sendable {
             condition.wait()
             idle -= 1
         }
+        alive -= 1
         condition.unlock()
     }
 }

@@ -138,6 +138,13 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
 public struct SyncBatch: Hashable, Sendable, Codable {
     public static let currentVersion = 1
 
+    /// The largest `seq`, `batch_seq`, `update_seq` or `dropped_by_budget` a server takes
+    /// (WIRE.md): 2^53 − 1, the largest integer every JSON reader (the console's JavaScript
+    /// included) carries exactly, and far enough below 2^63 − 1 that the server's "one above
+    /// the highest" floors still fit an SQLite or PostgreSQL integer. A store that starts a new
+    /// generation jumps by 2^40, so a device has 8,191 generations before it gets here.
+    public static let largestNumber: Int64 = (1 << 53) - 1
+
     public var version: Int
     public var deviceID: String
     /// The device's batch counter; with the device id it forms the idempotency key.

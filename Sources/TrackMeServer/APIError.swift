@@ -80,6 +80,14 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         APIError(status: .badRequest, code: .invalidValue, field: field, message: message)
     }
 
+    /// A number the device counts that lies outside what the server can store and hand back
+    /// one above (`SyncBatch.largestNumber`): 422, and nothing of the request is stored.
+    static func numberOutOfRange(_ field: String, _ value: Int64, lowest: Int64) -> APIError {
+        APIError(
+            status: .unprocessableContent, code: .invalidValue, field: field,
+            message: "\(value) is outside \(lowest)-\(SyncBatch.largestNumber), the numbers a device counts in")
+    }
+
     struct Body: Codable, Equatable {
         struct Detail: Codable, Equatable {
             var code: String

@@ -108,12 +108,22 @@ struct AcknowledgeResponse: Codable, Hashable, Sendable {
 }
 
 struct HealthBody: Codable, Sendable {
-    /// `ok`, or `database_damaged` (then 503) when the start-up integrity check failed.
+    /// `ok`; `degraded` (then 503) when the database does not answer or a write would fail;
+    /// `database_damaged` (then 503) when it failed an integrity check.
     var status: String
     /// What the integrity check reported, when it failed.
     var database: String? = nil
     /// Why the retention job last refused to delete (a wall clock that jumped), if it did.
     var retention: String? = nil
+    /// Why it is degraded, one sentence each.
+    var reasons: [String]? = nil
+    /// Bytes free where the SQLite file lives.
+    var freeBytes: Int64? = nil
     /// What an operator should do.
     var message: String? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case status, database, retention, reasons, message
+        case freeBytes = "free_bytes"
+    }
 }

@@ -18,10 +18,15 @@ enum OpenAPIDocument {
         paths:
           /health:
             get:
-              summary: Liveness
+              summary: "Readiness: ok only when the database answers and a write would succeed now"
               security: []
               responses:
                 "200": {description: Serving, content: {application/json: {schema: {type: object, properties: {status: {const: ok}}}}}}
+                "503":
+                  description: |
+                    degraded (the database does not answer within 3 s, is read-only or a standby, or its disk
+                    is nearly full: reasons names which) or database_damaged (what to do is in message)
+                  content: {application/json: {schema: {type: object, properties: {status: {enum: [degraded, database_damaged]}, reasons: {type: array, items: {type: string}}, free_bytes: {type: integer}, database: {type: string}, message: {type: string}}}}}
           /metrics:
             get:
               summary: Prometheus text-format metrics (trackme_server_*); the admin token unless the peer is on loopback
@@ -153,7 +158,8 @@ enum OpenAPIDocument {
                           error: {type: object}
                           seq_floor: {type: integer}
                           batch_seq_floor: {type: integer}
-                "503": {description: "database_damaged: the database failed its integrity check at start", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "422": {$ref: "#/components/responses/OutOfRange"}
+                "503": {$ref: "#/components/responses/Unavailable"}
           /v1/heartbeats:
             post:
               summary: A heartbeat alone (device), when its store cannot reserve a batch
@@ -193,6 +199,7 @@ enum OpenAPIDocument {
                           version: {const: 1}
                           alert_id: {type: string}
                           update_seq: {type: integer}
+                "422": {$ref: "#/components/responses/OutOfRange"}
                           duplicate: {type: boolean}
                           acknowledged: {type: boolean}
                 "400": {$ref: "#/components/responses/BadRequest"}
@@ -324,6 +331,8 @@ enum OpenAPIDocument {
               responses:
                 "200": {description: Signed in}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/TooManyRequests"}
+                "503": {$ref: "#/components/responses/Unavailable"}
             get:
               summary: The current session (cookie) and its CSRF token
               responses:
@@ -477,6 +486,7 @@ enum OpenAPIDocument {
                 "201": {description: The account}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "409": {description: Username taken}
+                "429": {$ref: "#/components/responses/TooManyRequests"}
           /v1/people/{id}/devices:
             post:
               summary: "Link a wearer account to an enrolled device (admin): {device_id}; a device is one wearer's (409)"
@@ -788,6 +798,18 @@ enum OpenAPIDocument {
             Forbidden: {description: "Right token, wrong role, or another device's data", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
             NotFound: {description: No such resource, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
             TooLarge: {description: "Body over the limit, compressed or inflated", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+            OutOfRange: {description: "invalid_value: a seq, batch_seq, dropped_by_budget or update_seq above 2^53-1 (field named); nothing stored", content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+            TooManyRequests:
+              description: |
+                too_many_requests, with Retry-After (seconds): sign-ins from one address past their rate, an account
+                after 5 wrong passwords in a row (one attempt a minute), registrations from one address past theirs
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+            Unavailable:
+              description: |
+                database_damaged (the database failed an integrity check: what to do is in message), or unavailable
+                with Retry-After: the disk is full, the database is read-only or unreachable, or too many sign-ins wait
+                for a password hash. Nothing was stored.
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
           schemas:
             Error:
               type: object
@@ -797,7 +819,7 @@ enum OpenAPIDocument {
                   type: object
                   required: [code, field, message]
                   properties:
-                    code: {enum: [missing_field, wrong_type, invalid_value, malformed_json, unauthorized, forbidden, too_large, not_found, conflict, unsupported_media_type, internal, device_erased]}
+                    code: {enum: [missing_field, wrong_type, invalid_value, malformed_json, unauthorized, forbidden, too_large, not_found, conflict, unsupported_media_type, internal, device_erased, too_many_requests, unavailable, database_damaged]}
                     field: {type: [string, "null"]}
                     message: {type: string}
             Timestamp:

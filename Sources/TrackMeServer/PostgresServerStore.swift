@@ -309,6 +309,25 @@ final class PostgresServerStore: ServerStore {
         }
     }
 
+    /// One round trip: a standby (in recovery) or a read-only default refuses every write.
+    /// Free space is the database server's to watch; it is not visible from here.
+    func readiness(minimumFreeBytes: Int64) async -> StoreReadiness {
+        var readiness = StoreReadiness()
+        do {
+            let rows = try await client.query(
+                "SELECT pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on'", logger: logger)
+            for try await (recovery, readOnly) in rows.decode((Bool, Bool).self) where recovery || readOnly {
+                readiness.writable = false
+                readiness.problems.append(recovery ? "the PostgreSQL server is a standby (in recovery)" : "the PostgreSQL database is read-only")
+            }
+        } catch {
+            readiness.answers = false
+            readiness.writable = false
+            readiness.problems.append("PostgreSQL does not answer: \(String(reflecting: error))")
+        }
+        return readiness
+    }
+
     /// The feed's advisory lock, taken at the start of a transaction that may append to the
     /// feed and locks rows: whoever waits for it holds no row a group may wait for (see
     /// PostgresIngestSchema on deadlocks). Held to the commit; taking it again is free.

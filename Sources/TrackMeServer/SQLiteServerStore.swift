@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 import TrackMeCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The default store: one SQLite file in WAL mode (GRDB `DatabasePool`: one writer, concurrent
 /// readers).
 ///
@@ -194,9 +198,11 @@ final class SQLiteServerStore: ServerStore {
             guard
                 let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = ?"), arguments: [id]),
-                let role = Role(rawValue: row["role"])
+                let role = Role(rawValue: try row.decode(forColumn: "role"))
             else { return nil }
-            return StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"], expiresMilliseconds: row["expires_ms"])
+            return StoredToken(
+                id: id, secretHash: try row.decode(forColumn: "secret_hash"), role: role, deviceID: try row.decode(forColumn: "device_id"),
+                expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
         }
     }
 
@@ -219,7 +225,7 @@ final class SQLiteServerStore: ServerStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT person, enrolled_ms FROM devices WHERE device_id = ?", arguments: [id]) else {
                 return nil
             }
-            return (row["person"], row["enrolled_ms"])
+            return (try row.decode(forColumn: "person"), try row.decode(forColumn: "enrolled_ms"))
         }
         guard let found else { return nil }
         let person: PersonProfile = try StoreJSON.decode(found.person)
@@ -242,7 +248,7 @@ final class SQLiteServerStore: ServerStore {
                 arguments: [batch.deviceID, epoch])
             let (seqFloor, batchFloor): (Int64, Int64)
             if let registered {
-                (seqFloor, batchFloor) = (registered[0], registered[1])
+                (seqFloor, batchFloor) = (try registered.decode(atIndex: 0), try registered.decode(atIndex: 1))
             } else {
                 // The device's first epoch (a new device, or one whose agent predates epochs
                 // and resends what it had in flight) is taken as it is; a later new epoch is
@@ -270,13 +276,15 @@ final class SQLiteServerStore: ServerStore {
                     sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"),
                 arguments: [batch.deviceID, batch.batchSequence])
             guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
-            let storedEpoch: String? = row["store_epoch"]
-            let storedDigest: String? = row["digest"]
+            let storedEpoch: String? = try row.decode(forColumn: "store_epoch")
+            let storedDigest: String? = try row.decode(forColumn: "digest")
             if BatchDigest.conflicts(storedEpoch: storedEpoch, storedDigest: storedDigest, batch: batch) {
                 return try Self.conflict(db, .idempotencyKeyReused, batch: batch)
             }
-            let alerts: [String] = try StoreJSON.decode(row["acknowledged_alerts"])
-            return IngestResult(stored: row["stored"], duplicates: row["duplicates"], acknowledgedAlerts: alerts, replayed: true)
+            let alerts: [String] = try StoreJSON.decode(try row.decode(String.self, forColumn: "acknowledged_alerts"))
+            return IngestResult(
+                stored: try row.decode(forColumn: "stored"), duplicates: try row.decode(forColumn: "duplicates"), acknowledgedAlerts: alerts,
+                replayed: true)
         }
         var stored = 0
         let insert = try db.cachedStatement(
@@ -327,25 +335,38 @@ final class SQLiteServerStore: ServerStore {
             arguments: [deviceID])
         let care = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, settings FROM care_settings WHERE device_id = ?"), arguments: [deviceID])
         if let care {
-            news.careVersion = care["version"]
-            news.careJSON = care["settings"]
+            news.careVersion = try care.decode(forColumn: "version")
+            news.careJSON = try care.decode(forColumn: "settings")
         }
         return news
     }
 
     /// Above every reading and batch number the server holds for the device, and every floor
-    /// it handed out before.
+    /// it handed out before. "One above" is added here, checked, not in SQL: SQLite turns an
+    /// integer that overflows into a REAL.
     private static func floors(_ db: Database, deviceID: String) throws -> (Int64, Int64) {
         let row = try Row.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT max(coalesce((SELECT max(seq) FROM readings WHERE device_id = ?), 0) + 1,
-                               coalesce((SELECT max(seq_floor) FROM device_epochs WHERE device_id = ?), 1)),
-                           max(coalesce((SELECT max(batch_seq) FROM batches WHERE device_id = ?), 0) + 1,
-                               coalesce((SELECT max(batch_floor) FROM device_epochs WHERE device_id = ?), 1))
+                    SELECT coalesce((SELECT max(seq) FROM readings WHERE device_id = ?), 0),
+                           coalesce((SELECT max(seq_floor) FROM device_epochs WHERE device_id = ?), 1),
+                           coalesce((SELECT max(batch_seq) FROM batches WHERE device_id = ?), 0),
+                           coalesce((SELECT max(batch_floor) FROM device_epochs WHERE device_id = ?), 1)
                     """),
             arguments: [deviceID, deviceID, deviceID, deviceID])
-        return (row?[0] ?? 1, row?[1] ?? 1)
+        guard let row else { return (1, 1) }
+        return (
+            try oneAbove(try row.decode(atIndex: 0), floor: try row.decode(atIndex: 1), what: "seq", deviceID: deviceID),
+            try oneAbove(try row.decode(atIndex: 2), floor: try row.decode(atIndex: 3), what: "batch_seq", deviceID: deviceID)
+        )
+    }
+
+    private static func oneAbove(_ highest: Int64, floor: Int64, what: String, deviceID: String) throws -> Int64 {
+        let (next, overflow) = highest.addingReportingOverflow(1)
+        guard !overflow else {
+            throw StoreError(code: .inconsistent, message: "device \(deviceID) holds \(what) \(highest): nothing fits above it")
+        }
+        return max(next, floor)
     }
 
     /// Nothing of the batch is stored: the device re-bases above everything the server holds
@@ -385,7 +406,8 @@ final class SQLiteServerStore: ServerStore {
     func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?) {
         try await pool.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT heartbeat, last_seen_ms FROM devices WHERE device_id = ?", arguments: [id])
-            return (row?["heartbeat"], row?["last_seen_ms"])
+            guard let row else { return (nil, nil) }
+            return (try row.decode(forColumn: "heartbeat"), try row.decode(forColumn: "last_seen_ms"))
         }
     }
 
@@ -408,6 +430,39 @@ final class SQLiteServerStore: ServerStore {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// A read on the pool, the file and its directory writable (the journal and WAL are created
+    /// beside it), and room left on the file system: SQLite's SQLITE_FULL comes only with the
+    /// write that needed the room.
+    func readiness(minimumFreeBytes: Int64) async -> StoreReadiness {
+        var readiness = StoreReadiness()
+        do {
+            _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        } catch {
+            readiness.answers = false
+            readiness.problems.append("the database does not answer a read: \(error)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let files = FileManager.default
+        var info = statvfs()
+        let mounted = statvfs(path, &info) == 0
+        if !files.isWritableFile(atPath: path) || !files.isWritableFile(atPath: directory.isEmpty ? "." : directory)
+            || (mounted && info.f_flag & UInt(ST_RDONLY) != 0)
+        {
+            readiness.writable = false
+            readiness.problems.append("the database file \(path) or its directory is read-only")
+        }
+        if mounted {
+            // What an unprivileged writer may still use (f_bavail), not the root reserve.
+            let free = Int64(clamping: UInt64(info.f_bavail) &* UInt64(info.f_frsize))
+            readiness.freeBytes = free
+            if free < minimumFreeBytes {
+                readiness.writable = false
+                readiness.problems.append("\(free) bytes free on the database's file system, under the \(minimumFreeBytes) a write needs: free space")
+            }
+        }
+        return readiness
     }
 
     static func appendFeed(_ db: Database, kind: String, data: String) throws {
@@ -451,8 +506,8 @@ final class SQLiteServerStore: ServerStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT device_id, acknowledged FROM alerts WHERE alert_id = ?", arguments: [id]) else {
                 return .notFound
             }
-            let deviceID: String = row["device_id"]
-            if row["acknowledged"] as Bool { return .alreadyAcknowledged(deviceID: deviceID) }
+            let deviceID: String = try row.decode(forColumn: "device_id")
+            if try row.decode(Bool.self, forColumn: "acknowledged") { return .alreadyAcknowledged(deviceID: deviceID) }
             try db.execute(
                 sql: "UPDATE alerts SET acknowledged = 1, acknowledged_ms = ?, acknowledged_by = ? WHERE alert_id = ?",
                 arguments: [atMilliseconds, tokenID, id])
@@ -465,7 +520,7 @@ final class SQLiteServerStore: ServerStore {
     func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT id, kind, data FROM feed WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit]).map {
-                FeedEvent(id: $0["id"], kind: $0["kind"], data: $0["data"])
+                FeedEvent(id: try $0.decode(forColumn: "id"), kind: try $0.decode(forColumn: "kind"), data: try $0.decode(forColumn: "data"))
             }
         }
     }
@@ -491,10 +546,11 @@ final class SQLiteServerStore: ServerStore {
         let finalArguments = arguments
         return try await pool.read { db in
             try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
-                let flag: String? = row["time_flag"]
+                let flag: String? = try row.decode(forColumn: "time_flag")
                 return StoredReadingRow(
-                    sequence: row["seq"], body: row["body"], placedMilliseconds: row["placed_ms"],
-                    receivedMilliseconds: row["received_ms"], timeFlag: flag.flatMap(TimeFlag.init(rawValue:)))
+                    sequence: try row.decode(forColumn: "seq"), body: try row.decode(forColumn: "body"),
+                    placedMilliseconds: try row.decode(forColumn: "placed_ms"), receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:)))
             }
         }
     }
@@ -506,8 +562,8 @@ final class SQLiteServerStore: ServerStore {
                 arguments: [lastSeenBefore])
             var ids: [String] = []
             for row in rows {
-                let id: String = row["device_id"]
-                let lastSeen: Int64 = row["last_seen_ms"]
+                let id: String = try row.decode(forColumn: "device_id")
+                let lastSeen: Int64 = try row.decode(forColumn: "last_seen_ms")
                 try db.execute(sql: "UPDATE devices SET silent = 1 WHERE device_id = ?", arguments: [id])
                 let data = try StoreJSON.encode(
                     DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))

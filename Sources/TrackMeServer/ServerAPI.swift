@@ -17,6 +17,9 @@ struct ServerAPI: Sendable {
     let notifier: FeedNotifier
     let metrics: ServerMetrics
     let passwords: PasswordHasher
+    let signInGuard: SignInGuard
+    /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
+    let heavyRequests: HeavyRequestGate
     let logger: Logger
     /// New alerts per device (`ServerLimits.alertRaisesPerDevice`); nil for no limit.
     let alertFloods: AlertFloodGuard?
@@ -24,9 +27,10 @@ struct ServerAPI: Sendable {
 
     func makeRouter() -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorBodyMiddleware(metrics: metrics))
+        router.add(middleware: ErrorBodyMiddleware(metrics: metrics, databaseHealth: databaseHealth))
         router.add(middleware: RateLimitMiddleware(limits: configuration.limits, metrics: metrics, wallClock: configuration.wallClock))
-        router.get("/health") { _, _ in try healthResponse() }
+        router.add(middleware: HeavyRequestMiddleware(gate: heavyRequests, metrics: metrics))
+        router.get("/health") { _, _ in try await healthResponse() }
         router.get("/metrics") { request, context in
             try await authorizeMetrics(request, context: context)
             return try await metricsResponse()
@@ -105,11 +109,20 @@ struct ServerAPI: Sendable {
             throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
         }
         let now = configuration.wallClock()
+        guard (0...SyncBatch.largestNumber).contains(batch.batchSequence) else {
+            throw APIError.numberOutOfRange("batch_seq", batch.batchSequence, lowest: 0)
+        }
+        guard (0...SyncBatch.largestNumber).contains(batch.droppedByBudget) else {
+            throw APIError.numberOutOfRange("dropped_by_budget", batch.droppedByBudget, lowest: 0)
+        }
         var rows: [ReadingRow] = []
         rows.reserveCapacity(batch.readings.count)
         var seen = Set<Int64>()
         for (index, reading) in batch.readings.enumerated() {
             guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
+            guard reading.sequence <= SyncBatch.largestNumber else {
+                throw APIError.numberOutOfRange("readings[\(index)].seq", reading.sequence, lowest: 1)
+            }
             // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
             guard seen.insert(reading.sequence).inserted else {
                 throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
@@ -156,6 +169,9 @@ struct ServerAPI: Sendable {
         }
         try Identifier.validate(update.alert.id, field: "alert.alert_id")
         guard update.updateSequence >= 0 else { throw APIError.invalid("update_seq", "must not be negative") }
+        guard Int64(clamping: update.updateSequence) <= SyncBatch.largestNumber else {
+            throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
+        }
         if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
         let canonical = try StoreJSON.encode(update)
         // The feed names the person, so a dispatcher sees who it is without another request.
@@ -305,29 +321,21 @@ struct ServerAPI: Sendable {
 
     // MARK: - Plumbing
 
-    /// `/health`: 200 `ok`, or 503 naming what is wrong with the database and what to do.
-    func healthResponse() throws -> Response {
-        let retention = databaseHealth.retentionRefusal
-        if let problem = databaseHealth.databaseProblem {
-            return try json(
-                .serviceUnavailable,
-                HealthBody(status: "database_damaged", database: problem, retention: retention, message: DatabaseHealth.whatToDo))
-        }
-        return try json(.ok, HealthBody(status: "ok", retention: retention))
-    }
-
     func refuseIngestOnDamagedDatabase() throws {
         guard let problem = databaseHealth.databaseProblem else { return }
         throw APIError(status: .serviceUnavailable, code: .databaseDamaged, message: "\(DatabaseHealth.whatToDo) (\(problem))")
     }
 
     func metricsResponse() async throws -> Response {
-        let counts = try? await store.counts()
+        // Bounded like /health: a database that went away must not hold the scrape.
+        let store = self.store
+        let counts = await Self.withinProbeTimeout { try? await store.counts() } ?? nil
+        let readiness = await probeReadiness()
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4"
         let text = metrics.render(
             store: counts, sseClients: notifier.subscriberCount, databaseDamaged: databaseHealth.databaseProblem != nil,
-            retentionRefused: databaseHealth.retentionRefusal != nil)
+            retentionRefused: databaseHealth.retentionRefusal != nil, readiness: readiness)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
@@ -374,6 +382,9 @@ struct ServerAPI: Sendable {
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+        if let repeated = DuplicateKeys.first(in: bytes) {
+            throw APIError(status: .badRequest, code: .malformedJSON, field: repeated, message: "the key \(repeated) appears twice in one object")
+        }
         do {
             return try WireCodec.decode(type, from: Data(bytes))
         } catch {
@@ -399,6 +410,7 @@ extension HTTPField.Name {
 struct ErrorBodyMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let metrics: ServerMetrics
+    let databaseHealth: DatabaseHealth
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response: Response
@@ -418,8 +430,10 @@ struct ErrorBodyMiddleware: RouterMiddleware {
                 .response(from: request, context: context)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)"])
-            response = try APIError(status: .internalServerError, code: .internalError, message: "internal error")
-                .response(from: request, context: context)
+            let answer =
+                StoreFailures.answer(for: error, health: databaseHealth)
+                ?? APIError(status: .internalServerError, code: .internalError, message: "internal error")
+            response = try answer.response(from: request, context: context)
         }
         metrics.update { $0.responsesByStatus[response.status.code, default: 0] += 1 }
         return response

@@ -34,7 +34,9 @@ final class ServerMetrics: Sendable {
 
     var snapshot: Counters { counters.withLock { $0 } }
 
-    func render(store: StoreCounts?, sseClients: Int, databaseDamaged: Bool = false, retentionRefused: Bool = false) -> String {
+    func render(
+        store: StoreCounts?, sseClients: Int, databaseDamaged: Bool = false, retentionRefused: Bool = false, readiness: StoreReadiness? = nil
+    ) -> String {
         let c = snapshot
         var out = ""
         func counter(_ name: String, _ help: String, _ value: Int) {
@@ -61,6 +63,11 @@ final class ServerMetrics: Sendable {
         counter("retention_refused_total", "Retention passes refused because the wall clock jumped ahead.", c.retentionRefusals)
         gauge("database_damaged", "1 when the database failed its integrity check at start (ingest refused).", databaseDamaged ? 1 : 0)
         gauge("retention_refusing", "1 while the retention job refuses to act on a wall clock that jumped.", retentionRefused ? 1 : 0)
+        if let readiness {
+            gauge("database_answering", "1 when the database answered /health's probe in time.", readiness.answers ? 1 : 0)
+            gauge("database_writable", "1 when a write would succeed now (not read-only, a standby, or out of space).", readiness.writable ? 1 : 0)
+            if let free = readiness.freeBytes { gauge("database_free_bytes", "Bytes free on the SQLite database's file system.", free) }
+        }
         counter("erasures_total", "People whose data was erased on request.", c.erasures)
         out += "# HELP trackme_server_retention_deleted_total Rows of personal data deleted by the retention job, by kind.\n"
         out += "# TYPE trackme_server_retention_deleted_total counter\n"

@@ -219,6 +219,10 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// on PostgreSQL): nil when healthy, else what is wrong.
     func integrityProblem() async -> String?
 
+    /// Whether the database answers and a write would succeed now (`/health`); never throws:
+    /// what is wrong is in the answer.
+    func readiness(minimumFreeBytes: Int64) async -> StoreReadiness
+
     /// Records contact and the heartbeat of a device whose store cannot reserve a batch (its
     /// disk is full): `POST /v1/heartbeats`.
     func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws
@@ -229,4 +233,14 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     func counts() async throws -> StoreCounts
 
     func close() async throws
+}
+
+/// What `/health` learns from the database. Each problem is a sentence for the operator.
+struct StoreReadiness: Sendable, Equatable {
+    var answers = true
+    var writable = true
+    /// Bytes the server may still write where the database file lives; nil where the server
+    /// cannot see the database's disk (PostgreSQL's is the database server's to watch).
+    var freeBytes: Int64?
+    var problems: [String] = []
 }

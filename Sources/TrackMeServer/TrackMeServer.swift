@@ -33,7 +33,24 @@ public final class TrackMeServer: Service, Sendable {
     let retentionPolicy: RetentionPolicy
 
     /// Opens (creating if needed) and migrates the store. Nothing listens until `run()`.
-    public init(configuration: ServerConfiguration, logger: Logger) async throws {
+    public init(configuration requested: ServerConfiguration, logger: Logger) async throws {
+        var configuration = requested
+        var postgres = false
+        if case .postgres = configuration.storage { postgres = true }
+        let reserved = DescriptorBudget.serverOwn + (postgres ? DescriptorBudget.postgresConnections : DescriptorBudget.sqliteConnections)
+        if let fileLimit = DescriptorBudget.raiseFileLimit(toward: configuration.limits.maxConnections + reserved) {
+            do {
+                let budget = try DescriptorBudget.fit(configuration.limits, fileLimit: fileLimit, postgres: postgres)
+                if !budget.changes.isEmpty {
+                    logger.warning(
+                        "connection caps lowered to fit the open-file limit",
+                        metadata: ["server.file_limit": "\(fileLimit)", "server.changes": "\(budget.changes.joined(separator: "; "))"])
+                }
+                configuration.limits = budget.limits
+            } catch {
+                throw ServerConfigurationError(message: "\(error)")
+            }
+        }
         self.configuration = configuration
         self.logger = logger
         if let tls = configuration.tls {
@@ -67,7 +84,11 @@ public final class TrackMeServer: Service, Sendable {
         api = ServerAPI(
             store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
             devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(),
-            passwords: PasswordHasher(cost: configuration.console.bcryptCost), logger: logger,
+            passwords: PasswordHasher(
+                cost: configuration.console.bcryptCost, threads: configuration.limits.passwordHashThreads,
+                queueLimit: configuration.limits.passwordHashQueue),
+            signInGuard: SignInGuard(limits: configuration.limits), heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
+            logger: logger,
             alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:)))
         // A database that opens and migrates may still be damaged inside (a flipped page):
         // checked once at start, reported by /health and /metrics, and ingest is refused.

@@ -129,6 +129,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "New alerts per minute from one device (0: no limit); the burst is 10.")
     var alertsPerMinute: Double = 10
 
+    @Option(help: "Sign-in attempts per minute from one address (0: no limit); the burst is 30.")
+    var signInsPerMinute: Double = 30
+
+    @Option(help: "Organisations registering per hour from one address (0: no limit); the burst is 3.")
+    var registrationsPerHour: Double = 6
+
+    @Option(help: "Threads hashing passwords at once (default: half the cores); the rest stay for device intake.")
+    var passwordHashThreads: Int?
+
+    @Option(help: "Exports, GPX tracks, statistics and group figures at once in the server (default: half the cores).")
+    var heavyRequests: Int?
+
     func validate() throws {
         switch (tlsCert, tlsKey, plainHttp) {
         case (.some, .some, false), (nil, nil, true): break
@@ -154,11 +166,21 @@ struct Serve: AsyncParsableCommand {
         func rate(_ perSecond: Double) -> RateLimit? {
             perSecond > 0 ? RateLimit(burst: max(1, Int(perSecond * 6)), perSecond: perSecond) : nil
         }
-        let limits = ServerLimits(
+        var limits = ServerLimits(
             idleTimeout: .milliseconds(Int64(idleTimeoutSeconds * 1000)), bodyTimeout: .milliseconds(Int64(bodyTimeoutSeconds * 1000)),
             maxConnectionsPerAddress: maxConnectionsPerAddress, maxConnections: maxConnections,
             requestsPerAddress: rate(ratePerAddress), requestsPerToken: rate(ratePerToken),
             alertRaisesPerDevice: alertsPerMinute > 0 ? RateLimit(burst: 10, perSecond: alertsPerMinute / 60) : nil)
+        limits.signInsPerAddress = signInsPerMinute > 0 ? RateLimit(burst: 30, perSecond: signInsPerMinute / 60) : nil
+        limits.registrationsPerAddress = registrationsPerHour > 0 ? RateLimit(burst: 3, perSecond: registrationsPerHour / 3600) : nil
+        if let passwordHashThreads {
+            guard passwordHashThreads >= 1 else { throw ValidationError("--password-hash-threads must be at least 1") }
+            limits.passwordHashThreads = passwordHashThreads
+        }
+        if let heavyRequests {
+            guard heavyRequests >= 1 else { throw ValidationError("--heavy-requests must be at least 1") }
+            limits.heavyRequests = heavyRequests
+        }
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4-31") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
         var configuration = ServerConfiguration(

@@ -32,6 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
             LoadBenchCommand.self,
             BenchGroupQueryCommand.self,
             BenchRaceCommand.self,
+            BenchIntakeUnderLoadCommand.self,
         ]
     )
 }

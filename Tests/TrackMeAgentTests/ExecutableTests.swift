@@ -44,6 +44,36 @@ struct ExecutableTests {
         #expect(result.output.contains("\(bad): 2 problems"))
     }
 
+    @Test("config check opens the key and token files as run does: an empty token or a bad key file is a problem, exit 1")
+    func configCheckOpensFiles() throws {
+        let binary = try Self.agentBinary()
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("etc"), withIntermediateDirectories: true)
+        try Self.write("", to: directory.file("etc/token"))
+        try Self.write("not a key\n", to: directory.file("etc/store.key"))
+        let path = directory.file("agent.yaml")
+        try Self.write(
+            """
+            person: {name: Ada, age: 67}
+            server: {url: "https://trackme.example.org", device_id: pi-0042, token_file: \(directory.file("etc/token"))}
+            store: {path: \(directory.file("data/agent.sqlite")), encryption: auto, key_file: \(directory.file("etc/store.key"))}
+            """, to: path)
+        let result = try runProgram(binary, ["config", "check", path])
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.output.contains("server.token_file: \(directory.file("etc/token")) is empty"), "\(result.output)")
+        #expect(result.output.contains("store.key:"), "\(result.output)")
+        #expect(result.output.contains("\(path): 2 problems"))
+        // The file alone is fine.
+        #expect(try runProgram(binary, ["config", "check", "--syntax-only", path]).status == 0)
+        // Fixed, it is ok.
+        try Self.write("token-1\n", to: directory.file("etc/token"))
+        try FileManager.default.removeItem(atPath: directory.file("etc/store.key"))
+        try Self.write(String(repeating: "3c", count: 32) + "\n", to: directory.file("etc/store.key"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: directory.file("etc/store.key"))
+        let fixed = try runProgram(binary, ["config", "check", path])
+        #expect(fixed.status == 0, "\(fixed.output)")
+    }
+
     @Test("run refuses a bad configuration before starting anything")
     func runRefusesBadConfig() throws {
         let directory = try TemporaryDirectory()

@@ -65,4 +65,45 @@ import TrackMeCore
         #expect(met)
         #expect(threads.threadsStarted == 8)
     }
+
+    @Test("maxThreads bounds the threads alive: sixteen calls at once run on two, never more than two at a time")
+    func boundedThreads() async {
+        let threads = BlockingThreads(keptIdle: 2, maxThreads: 2)
+        final class Peak: @unchecked Sendable {
+            // Sound: both counters are only touched under `lock`.
+            private let lock = NSLock()
+            private var running = 0
+            private(set) var peak = 0
+            func enter() {
+                lock.lock()
+                running += 1
+                peak = max(peak, running)
+                lock.unlock()
+            }
+            func leave() {
+                lock.lock()
+                running -= 1
+                lock.unlock()
+            }
+        }
+        let peak = Peak()
+        let results = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    await threads.run {
+                        peak.enter()
+                        defer { peak.leave() }
+                        // Work long enough that the calls overlap.
+                        var total = 0
+                        for value in 0..<200_000 { total &+= value ^ index }
+                        return total == -1 ? -1 : index
+                    }
+                }
+            }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(results.sorted() == Array(0..<16))
+        #expect(peak.peak <= 2)
+        #expect(threads.threadsStarted <= 2)
+    }
 }

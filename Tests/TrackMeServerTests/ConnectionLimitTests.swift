@@ -158,9 +158,54 @@ struct ConnectionLimitTests {
         #expect(outcome.alert == 200, "alert intake timed out behind 150 idle sockets")
     }
 
+    @Test("ulimit -n 128: the caps are lowered at start with a warning; idle sockets from five addresses leave a sixth one's /health working")
+    func fileLimitAtStart() async throws {
+        let binary = try serverBinaryURL()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-fd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
+            binary.path,
+        ]
+        process.environment = ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
+        process.standardOutput = FileHandle.nullDevice
+        let log = Pipe()
+        process.standardError = log
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let (port, text) = try await Self.startupLog(log.fileHandleForReading)
+        #expect(text.contains("connection caps lowered to fit the open-file limit"), "\(text)")
+        #expect(text.contains("max connections 1024 -> 80"), "\(text)")
+        #expect(text.contains("max connections per address 32 -> 10"), "\(text)")
+        let health = try await BlockingThreads.shared.run { () -> Int? in
+            var idle: [RawSocket] = []
+            for address in 1...5 {
+                for _ in 0..<40 {
+                    if let socket = try? RawSocket(port: port, source: "127.0.0.\(address)") { idle.append(socket) }
+                }
+            }
+            let health = try RawSocket(port: port, source: "127.0.0.6")
+            health.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            return health.readResponse(timeout: .seconds(5))?.status
+        }
+        #expect(health == 200, "GET /health from a sixth address starved behind idle sockets from five")
+    }
+
     /// Reads the child's log until it says where it listens (`server.address=http://HOST:PORT`).
     static func listeningPort(_ log: FileHandle) async throws -> Int {
-        try await BlockingThreads.shared.run { () -> Int in
+        try await startupLog(log).port
+    }
+
+    /// The port, and the log up to the line that names it.
+    static func startupLog(_ log: FileHandle) async throws -> (port: Int, text: String) {
+        try await BlockingThreads.shared.run { () -> (port: Int, text: String) in
             var text = ""
             while true {
                 let data = log.availableData
@@ -170,7 +215,7 @@ struct ConnectionLimitTests {
                     if let range = line.range(of: "http://127.0.0.1:"),
                         let port = Int(line[range.upperBound...].prefix(while: { $0.isNumber }))
                     {
-                        return port
+                        return (port, text)
                     }
                 }
             }

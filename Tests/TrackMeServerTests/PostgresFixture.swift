@@ -36,6 +36,48 @@ actor PostgresFixture {
     }
 
     private static func start() async throws -> Int {
+        let (port, directory) = try await launch()
+        PostgresFixtureCleanup.dataDirectory = "\(directory)/data"
+        PostgresFixtureCleanup.root = directory
+        atexit {
+            PostgresFixtureCleanup.stop()
+        }
+        return port
+    }
+
+    /// A PostgreSQL of the caller's own, for a test that stops it (the shared one
+    /// serves every other test). The caller stops it with `stopPrivate`.
+    static func startPrivate() async throws -> PrivateServer {
+        let (port, directory) = try await launch()
+        let server = PrivateServer(port: port, directory: directory)
+        try await run("\(binDirectory)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "trackme"], asPostgres: false)
+        return server
+    }
+
+    struct PrivateServer: Sendable {
+        var port: Int
+        var directory: String
+        var url: String { "postgres://postgres@127.0.0.1:\(port)/trackme" }
+
+        func stop() async throws {
+            try await PostgresFixture.run(
+                "\(PostgresFixture.binDirectory)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"], asPostgres: true)
+        }
+
+        func remove() {
+            PostgresFixture.runBlocking("\(PostgresFixture.binDirectory)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    static func startArguments(directory: String, port: Int) -> [String] {
+        [
+            "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
+            "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000", "start",
+        ]
+    }
+
+    private static func launch() async throws -> (port: Int, directory: String) {
         guard FileManager.default.isExecutableFile(atPath: "\(Self.binDirectory)/initdb") else {
             throw Failure(description: "PostgreSQL is not installed (no \(Self.binDirectory)/initdb): apt-get install postgresql")
         }
@@ -46,18 +88,8 @@ actor PostgresFixture {
         }
         try await run("\(Self.binDirectory)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres: true)
         let port = try Self.freePort()
-        try await run(
-            "\(Self.binDirectory)/pg_ctl",
-            [
-                "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
-                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000", "start",
-            ], asPostgres: true)
-        PostgresFixtureCleanup.dataDirectory = "\(directory)/data"
-        PostgresFixtureCleanup.root = directory
-        atexit {
-            PostgresFixtureCleanup.stop()
-        }
-        return port
+        try await run("\(Self.binDirectory)/pg_ctl", startArguments(directory: directory, port: port), asPostgres: true)
+        return (port, directory)
     }
 
     /// Runs a program to its end on a kept thread (`BlockingThreads`, never the cooperative pool),

@@ -174,6 +174,9 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     public var problem: String?
     /// Readings that failed their integrity check, kept aside and not sent.
     public var quarantined: Int64?
+    /// Rows (or runs of rows behind a damaged page, or whole files that would not open) of
+    /// stores moved aside as corrupt that could not be salvaged: lost before they were sent.
+    public var unsalvageable: Int64?
     /// The fingerprint of the key the store is sealed under (issue 17), or nil in clear.
     public var keyID: String?
 
@@ -186,7 +189,7 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     enum CodingKeys: String, CodingKey {
         case depth, bytes
         case budgetBytes = "budget_bytes"
-        case state, problem, quarantined
+        case state, problem, quarantined, unsalvageable
         case keyID = "key_id"
     }
 }

@@ -56,6 +56,7 @@ public enum StatusReport {
         if status.store.state == "memory_only" { storeDetail += "; MEMORY ONLY, nothing survives a restart" }
         if let problem = status.store.problem { storeDetail += "; \(problem)" }
         if let quarantined = status.store.quarantined, quarantined > 0 { storeDetail += "; \(quarantined) damaged readings quarantined" }
+        if let lost = status.store.unsalvageable, lost > 0 { storeDetail += "; LOST \(lost) unsent rows or runs beyond salvage" }
         if let keyID = status.store.keyID { storeDetail += "; encrypted (key \(keyID))" }
         rows.append(("store", "\(status.store.depth) pending", storeDetail))
 

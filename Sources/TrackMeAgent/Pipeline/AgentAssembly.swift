@@ -187,6 +187,44 @@ public enum AgentAssembly {
             clock: ContinuousClock(), logger: logger)
     }
 
+    /// The files `make` opens before anything starts, opened the same way (`config check`): the
+    /// store key, the device token, the simulated strap's trace. `problems` are what `run` would
+    /// refuse; `notes` what cannot be decided outside the service (a systemd credential, a token
+    /// already sealed in an encrypted store).
+    public static func checkFiles(_ configuration: AgentConfiguration, environment: [String: String]) -> (problems: [String], notes: [String]) {
+        var problems: [String] = []
+        var notes: [String] = []
+        let store = configuration.store
+        let credentials = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        if store.encryption == .required, credentials == nil, store.keyFile == nil {
+            notes.append(
+                "store.key: expected from the systemd credential \(store.keyCredential) ($CREDENTIALS_DIRECTORY is set only inside the service): not checked here"
+            )
+        } else {
+            do {
+                _ = try storeKey(store, environment: environment)
+            } catch {
+                problems.append("\(error)")
+            }
+        }
+        let tokenFile = configuration.server.tokenFile
+        if FileManager.default.fileExists(atPath: tokenFile) || store.encryption == .off {
+            do {
+                _ = try readToken(tokenFile)
+            } catch {
+                problems.append("\(error)")
+            }
+        } else {
+            notes.append("server.token_file: \(tokenFile) does not exist: run starts only if an earlier run sealed the token in the encrypted store")
+        }
+        do {
+            _ = try simulatedStrap(configuration.strap)
+        } catch {
+            problems.append("\(error)")
+        }
+        return (problems, notes)
+    }
+
     static func readToken(_ path: String) throws -> String {
         let text: String
         do {

@@ -105,6 +105,7 @@ public actor PipelineControl: AgentControl {
         board.store.state = statistics.storeState
         board.store.problem = statistics.memoryOnlyReason ?? (statistics.health == .healthy ? nil : statistics.health.rawValue)
         board.store.quarantined = statistics.quarantinedReadings
+        board.store.unsalvageable = statistics.unsalvageableRows
         board.store.keyID = statistics.encryptionKeyID
         storeDepth.record(statistics.unsyncedReadings)
         storeBytes.record(max(0, statistics.usedBytes))

@@ -12,6 +12,11 @@ struct Account: Hashable, Sendable {
     var passwordHash: String
     var disabled: Bool
     var createdMilliseconds: Int64
+    /// Wrong passwords since the last successful sign-in (`SignInGuard` throttles on it).
+    var failedSignIns = 0
+    /// `failedSignIns` as it was when the last successful sign-in reset it.
+    var failedSignInsBeforeLastSignIn = 0
+    var lastFailedSignInMilliseconds: Int64?
 
     static func isValidUsername(_ text: String) -> Bool {
         guard (1...64).contains(text.utf8.count) else { return false }
@@ -48,6 +53,10 @@ protocol AccountStore: Sendable {
     /// Sets `disabled`; a disabled account's sessions are deleted in the same transaction.
     /// False if there is no such account.
     func setAccountDisabled(id: String, disabled: Bool) async throws -> Bool
+    /// One more wrong password for the account.
+    func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws
+    /// A right one: the count of wrong ones moves to `failedSignInsBeforeLastSignIn`.
+    func recordSignIn(accountID: String) async throws
 
     func insertSession(_ session: Session) async throws
     /// The session with its account, if both exist.

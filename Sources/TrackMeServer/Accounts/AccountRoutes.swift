@@ -13,7 +13,7 @@ struct AccountRoutes: Sendable {
     var console: ConsoleConfiguration { api.configuration.console }
 
     func register(on router: Router<ServerRequestContext>) {
-        router.post("/v1/session") { request, _ in try await signIn(request) }
+        router.post("/v1/session") { request, context in try await signIn(request, peer: context.peerKey) }
         router.get("/v1/session") { request, _ in try await current(request) }
         router.delete("/v1/session") { request, _ in try await signOut(request) }
         router.post("/v1/accounts") { request, _ in try await createAccount(request) }
@@ -26,22 +26,26 @@ struct AccountRoutes: Sendable {
         }
     }
 
-    func signIn(_ request: Request) async throws -> Response {
+    func signIn(_ request: Request, peer: String) async throws -> Response {
         // Login CSRF: a page elsewhere must not sign a browser in to an account of its choosing.
         // Browsers send Origin with every cross-site POST; it must name this server.
         if let origin = request.headers[.origin], let host = request.head.authority {
             let named = URLComponents(string: origin).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") }
             guard named == host else { throw APIError.forbidden("sign-in from another site (Origin \(origin))") }
         }
+        let now = api.configuration.wallClock()
+        try api.signInGuard.admitSignIn(from: peer, now: now)
         let body = try api.decode(SignInRequest.self, try await api.readBody(request))
         let hasher = api.passwords
         let account = try await store.account(username: body.username)
+        if let account { try api.signInGuard.admit(account, now: now) }
         // An unknown name costs one bcrypt too, so timing does not tell names apart.
-        let verified = await hasher.verify(body.password, hash: account?.passwordHash ?? hasher.decoyHash)
+        let verified = try await hasher.verify(body.password, hash: account?.passwordHash ?? hasher.decoyHash)
+        if let account, !verified { try await store.recordFailedSignIn(accountID: account.id, atMilliseconds: now) }
         guard let account, verified, !account.disabled else {
             throw APIError(status: .unauthorized, code: .unauthorized, message: "wrong username or password, or the account is disabled")
         }
-        let now = api.configuration.wallClock()
+        if account.failedSignIns > 0 { try await store.recordSignIn(accountID: account.id) }
         let token = BearerToken.generate()
         let session = Session(
             id: token.id, secretHash: token.secretHash, accountID: account.id, csrfToken: BearerToken.generate().secret,
@@ -79,7 +83,7 @@ struct AccountRoutes: Sendable {
         guard body.role != .device else { throw APIError.invalid("role", "devices are enrolled with POST /v1/devices") }
         let account = Account(
             id: BearerToken.generate().id, username: body.username, displayName: displayName, role: body.role,
-            passwordHash: await api.passwords.hash(body.password), disabled: false, createdMilliseconds: api.configuration.wallClock())
+            passwordHash: try await api.passwords.hash(body.password), disabled: false, createdMilliseconds: api.configuration.wallClock())
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
         }
@@ -125,6 +129,11 @@ struct AccountBody: Codable, Hashable, Sendable {
     var displayName: String
     var role: Role
     var disabled: Bool
+    /// Wrong passwords since the last successful sign-in, and before it: shown to the owner
+    /// (`GET /v1/session`) and the admin (`GET /v1/accounts`).
+    var failedSignIns: Int?
+    var failedSignInsBeforeLastSignIn: Int?
+    var lastFailedSignInMilliseconds: Int64?
 
     init(_ account: Account) {
         id = account.id
@@ -132,11 +141,17 @@ struct AccountBody: Codable, Hashable, Sendable {
         displayName = account.displayName
         role = account.role
         disabled = account.disabled
+        failedSignIns = account.failedSignIns
+        failedSignInsBeforeLastSignIn = account.failedSignInsBeforeLastSignIn
+        lastFailedSignInMilliseconds = account.lastFailedSignInMilliseconds
     }
 
     enum CodingKeys: String, CodingKey {
         case id, username, role, disabled
         case displayName = "display_name"
+        case failedSignIns = "failed_sign_ins"
+        case failedSignInsBeforeLastSignIn = "failed_sign_ins_before_last_sign_in"
+        case lastFailedSignInMilliseconds = "last_failed_sign_in_ms"
     }
 }
 

@@ -1,35 +1,81 @@
-import Dispatch
+import Foundation
+import HTTPTypes
 import HummingbirdBcrypt
+import Synchronization
+import TrackMeCore
 
-/// bcrypt (hummingbird-auth's `HummingbirdBcrypt`), run off the cooperative pool: one hash at
-/// cost 12 takes a quarter of a second of CPU.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// bcrypt (hummingbird-auth's `HummingbirdBcrypt`) on threads of its own: one hash at cost 12
+/// takes a quarter of a second of CPU, so a flood of sign-ins must not take the cores that
+/// device intake runs on. At most `threads` hashes run at once, at a lower CPU priority than
+/// everything else in the process; at most `queueLimit` wait; past that a sign-in is told to come
+/// back (503 with `Retry-After`) without costing a hash.
 struct PasswordHasher: Sendable {
     /// log2 of the work; 4 is bcrypt's minimum (tests), 12 the default.
     let cost: UInt8
     /// A hash of nothing anyone knows, at the same cost, verified against when the username is
     /// unknown so that an unknown name takes as long to refuse as a wrong password.
     let decoyHash: String
+    let queueLimit: Int
+    let pool: BlockingThreads
+    private let waiting: Gate
 
-    init(cost: UInt8) {
+    /// Nice value of the hashing threads (Linux's nice is per thread): intake preempts them.
+    static let niceness: Int32 = 10
+
+    init(cost: UInt8, threads: Int, queueLimit: Int) {
         self.cost = cost
         decoyHash = Bcrypt.hash("decoy password nobody has", cost: cost)
+        self.queueLimit = max(1, queueLimit)
+        pool = BlockingThreads(keptIdle: max(1, threads), maxThreads: max(1, threads))
+        waiting = Gate()
     }
 
     /// bcrypt reads at most 72 bytes; longer passwords are refused rather than cut silently.
     static let passwordBytes = 8...72
 
-    func hash(_ password: String) async -> String {
+    func hash(_ password: String) async throws -> String {
         let cost = self.cost
-        return await Self.offPool { Bcrypt.hash(password, cost: cost) }
+        return try await run { Bcrypt.hash(password, cost: cost) }
     }
 
-    func verify(_ password: String, hash: String) async -> Bool {
-        await Self.offPool { Bcrypt.verify(password, hash: hash) }
+    func verify(_ password: String, hash: String) async throws -> Bool {
+        try await run { Bcrypt.verify(password, hash: hash) }
     }
 
-    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
+    /// Hashes waiting or running now (for tests and `/metrics`).
+    var inFlight: Int { waiting.count }
+
+    private func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
+        guard waiting.enter(limit: queueLimit) else {
+            var error = APIError(status: .serviceUnavailable, code: .unavailable, message: "too many sign-ins at once: try again shortly")
+            error.retryAfterSeconds = 1
+            throw error
         }
+        defer { waiting.leave() }
+        return await pool.run { () -> T in
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceness)
+            return work()
+        }
+    }
+
+    /// Counts hashes admitted and not yet done.
+    private final class Gate: Sendable {
+        private let value = Mutex(0)
+
+        func enter(limit: Int) -> Bool {
+            value.withLock { count in
+                guard count < limit else { return false }
+                count += 1
+                return true
+            }
+        }
+
+        func leave() { value.withLock { $0 -= 1 } }
+
+        var count: Int { value.withLock { $0 } }
     }
 }

@@ -2,8 +2,7 @@
 import PostgresNIO
 
 extension PostgresServerStore {
-    private typealias AccountColumns = (String, String, String, String, String, Bool, Int64)
-    private static let accountColumns = "id, username, display_name, role, password_hash, disabled, created_ms"
+    private typealias AccountColumns = (String, String, String, String, String, Bool, Int64, Int64, Int64, Int64?)
 
     func insertAccount(_ account: Account) async throws -> Bool {
         try await client.query(
@@ -17,19 +16,19 @@ extension PostgresServerStore {
     }
 
     func account(id: String) async throws -> Account? {
-        let rows = try await client.query("SELECT id, username, display_name, role, password_hash, disabled, created_ms FROM accounts WHERE id = \(id)", logger: logger)
+        let rows = try await client.query("SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE id = \(id)", logger: logger)
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:)).first
     }
 
     func account(username: String) async throws -> Account? {
         let rows = try await client.query(
-            "SELECT id, username, display_name, role, password_hash, disabled, created_ms FROM accounts WHERE username = \(username)", logger: logger)
+            "SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE username = \(username)", logger: logger)
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:)).first
     }
 
     func accounts() async throws -> [Account] {
         let rows = try await client.query(
-            "SELECT id, username, display_name, role, password_hash, disabled, created_ms FROM accounts ORDER BY username", logger: logger)
+            "SELECT \(unescaped: Self.accountColumns) FROM accounts ORDER BY username", logger: logger)
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:))
     }
 
@@ -42,6 +41,21 @@ extension PostgresServerStore {
             if disabled { try await connection.query("DELETE FROM sessions WHERE account_id = \(id)", logger: logger) }
             return true
         }
+    }
+
+    private static let accountColumns =
+        "id, username, display_name, role, password_hash, disabled, created_ms, failed_sign_ins, failed_sign_ins_before, last_failed_sign_in_ms"
+
+    func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws {
+        try await client.query(
+            "UPDATE accounts SET failed_sign_ins = failed_sign_ins + 1, last_failed_sign_in_ms = \(atMilliseconds) WHERE id = \(accountID)",
+            logger: logger)
+    }
+
+    func recordSignIn(accountID: String) async throws {
+        try await client.query(
+            "UPDATE accounts SET failed_sign_ins_before = failed_sign_ins, failed_sign_ins = 0 WHERE id = \(accountID) AND failed_sign_ins > 0",
+            logger: logger)
     }
 
     func insertSession(_ session: Session) async throws {
@@ -76,7 +90,9 @@ extension PostgresServerStore {
 
     private static func account(from c: AccountColumns) -> Account? {
         guard let role = Role(rawValue: c.3) else { return nil }
-        return Account(id: c.0, username: c.1, displayName: c.2, role: role, passwordHash: c.4, disabled: c.5, createdMilliseconds: c.6)
+        return Account(
+            id: c.0, username: c.1, displayName: c.2, role: role, passwordHash: c.4, disabled: c.5, createdMilliseconds: c.6,
+            failedSignIns: Int(clamping: c.7), failedSignInsBeforeLastSignIn: Int(clamping: c.8), lastFailedSignInMilliseconds: c.9)
     }
 }
 #endif

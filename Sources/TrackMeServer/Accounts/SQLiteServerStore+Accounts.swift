@@ -39,6 +39,22 @@ extension SQLiteServerStore {
         }
     }
 
+    func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE accounts SET failed_sign_ins = failed_sign_ins + 1, last_failed_sign_in_ms = ? WHERE id = ?",
+                arguments: [atMilliseconds, accountID])
+        }
+    }
+
+    func recordSignIn(accountID: String) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE accounts SET failed_sign_ins_before = failed_sign_ins, failed_sign_ins = 0 WHERE id = ? AND failed_sign_ins > 0",
+                arguments: [accountID])
+        }
+    }
+
     func insertSession(_ session: Session) async throws {
         try await pool.write { db in
             try db.execute(
@@ -52,11 +68,12 @@ extension SQLiteServerStore {
     func session(id: String) async throws -> (Session, Account)? {
         try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]),
-                let account = try Self.account(db, where: "id = ?", row["account_id"] as String)
+                let account = try Self.account(db, where: "id = ?", try row.decode(forColumn: "account_id") as String)
             else { return nil }
             let session = Session(
-                id: id, secretHash: row["secret_hash"], accountID: row["account_id"], csrfToken: row["csrf_token"],
-                createdMilliseconds: row["created_ms"], expiresMilliseconds: row["expires_ms"])
+                id: id, secretHash: try row.decode(forColumn: "secret_hash"), accountID: try row.decode(forColumn: "account_id"),
+                csrfToken: try row.decode(forColumn: "csrf_token"),
+                createdMilliseconds: try row.decode(forColumn: "created_ms"), expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
             return (session, account)
         }
     }
@@ -76,10 +93,13 @@ extension SQLiteServerStore {
         try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE \(condition)", arguments: [value]).flatMap(account(from:))
     }
 
-    private static func account(from row: Row) -> Account? {
-        guard let role = Role(rawValue: row["role"]) else { return nil }
+    private static func account(from row: Row) throws -> Account? {
+        guard let role = Role(rawValue: try row.decode(forColumn: "role")) else { return nil }
         return Account(
-            id: row["id"], username: row["username"], displayName: row["display_name"], role: role, passwordHash: row["password_hash"],
-            disabled: row["disabled"], createdMilliseconds: row["created_ms"])
+            id: try row.decode(forColumn: "id"), username: try row.decode(forColumn: "username"),
+            displayName: try row.decode(forColumn: "display_name"), role: role, passwordHash: try row.decode(forColumn: "password_hash"),
+            disabled: try row.decode(forColumn: "disabled"), createdMilliseconds: try row.decode(forColumn: "created_ms"),
+            failedSignIns: try row.decode(forColumn: "failed_sign_ins"), failedSignInsBeforeLastSignIn: try row.decode(forColumn: "failed_sign_ins_before"),
+            lastFailedSignInMilliseconds: try row.decode(forColumn: "last_failed_sign_in_ms"))
     }
 }

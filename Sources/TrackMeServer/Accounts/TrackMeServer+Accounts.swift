@@ -8,7 +8,7 @@ extension TrackMeServer {
         guard PasswordHasher.passwordBytes.contains(password.utf8.count) else { throw APIError.invalid("password", "must be 8-72 bytes") }
         let account = Account(
             id: BearerToken.generate().id, username: username, displayName: displayName, role: dispatcher ? .dispatcher : .admin,
-            passwordHash: await api.passwords.hash(password), disabled: false, createdMilliseconds: configuration.wallClock())
+            passwordHash: try await api.passwords.hash(password), disabled: false, createdMilliseconds: configuration.wallClock())
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(username) is taken")
         }

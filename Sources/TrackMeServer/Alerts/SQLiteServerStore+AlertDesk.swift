@@ -24,7 +24,8 @@ extension SQLiteServerStore {
             try Row.fetchAll(
                 db, sql: "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? ORDER BY update_seq", arguments: [alertID]
             ).map {
-                AlertUpdateRow(updateSequence: $0["update_seq"], type: $0["type"], body: $0["body"], receivedMilliseconds: $0["received_ms"])
+                AlertUpdateRow(updateSequence: try $0.decode(forColumn: "update_seq"), type: try $0.decode(forColumn: "type"),
+                body: try $0.decode(forColumn: "body"), receivedMilliseconds: try $0.decode(forColumn: "received_ms"))
             }
         }
     }
@@ -58,7 +59,8 @@ extension SQLiteServerStore {
     func notes(alertID: String) async throws -> [AlertNote] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = ? ORDER BY id", arguments: [alertID]).map {
-                AlertNote(id: $0["id"], alertID: alertID, author: $0["author"], text: $0["text"], createdMilliseconds: $0["created_ms"])
+                AlertNote(id: try $0.decode(forColumn: "id"), alertID: alertID, author: try $0.decode(forColumn: "author"),
+                text: try $0.decode(forColumn: "text"), createdMilliseconds: try $0.decode(forColumn: "created_ms"))
             }
         }
     }
@@ -67,8 +69,9 @@ extension SQLiteServerStore {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id").map {
                 DeviceStatusRow(
-                    deviceID: $0["device_id"], person: $0["person"], enrolledMilliseconds: $0["enrolled_ms"], lastSeenMilliseconds: $0["last_seen_ms"],
-                    silent: $0["silent"], heartbeat: $0["heartbeat"])
+                    deviceID: try $0.decode(forColumn: "device_id"), person: try $0.decode(forColumn: "person"),
+                    enrolledMilliseconds: try $0.decode(forColumn: "enrolled_ms"), lastSeenMilliseconds: try $0.decode(forColumn: "last_seen_ms"),
+                    silent: try $0.decode(forColumn: "silent"), heartbeat: try $0.decode(forColumn: "heartbeat"))
             }
         }
     }
@@ -82,12 +85,16 @@ extension SQLiteServerStore {
             .map(deskRow(from:))
     }
 
-    private static func deskRow(from row: Row) -> AlertDeskRow {
-        let outcome: String? = row["outcome"]
+    private static func deskRow(from row: Row) throws -> AlertDeskRow {
+        let outcome: String? = try row.decode(forColumn: "outcome")
         return AlertDeskRow(
-            alertID: row["alert_id"], deviceID: row["device_id"], record: row["record"], state: row["state"], createdMilliseconds: row["created_ms"],
-            updatedMilliseconds: row["updated_ms"], acknowledgedMilliseconds: row["acknowledged_ms"], acknowledgedBy: row["acknowledged_by"],
-            outcome: outcome.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: row["resolved_ms"], resolvedBy: row["resolved_by"],
-            person: row["person"])
+            alertID: try row.decode(forColumn: "alert_id"), deviceID: try row.decode(forColumn: "device_id"),
+            record: try row.decode(forColumn: "record"), state: try row.decode(forColumn: "state"),
+            createdMilliseconds: try row.decode(forColumn: "created_ms"),
+            updatedMilliseconds: try row.decode(forColumn: "updated_ms"), acknowledgedMilliseconds: try row.decode(forColumn: "acknowledged_ms"),
+            acknowledgedBy: try row.decode(forColumn: "acknowledged_by"),
+            outcome: outcome.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: try row.decode(forColumn: "resolved_ms"),
+            resolvedBy: try row.decode(forColumn: "resolved_by"),
+            person: try row.decode(forColumn: "person"))
     }
 }

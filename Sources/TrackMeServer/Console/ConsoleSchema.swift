@@ -53,6 +53,14 @@ enum ConsoleSchema {
                     );
                     """)
         }
+        migrator.registerMigration("console-3-sign-in-failures") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN failed_sign_ins INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE accounts ADD COLUMN failed_sign_ins_before INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE accounts ADD COLUMN last_failed_sign_in_ms INTEGER;
+                    """)
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -89,6 +97,14 @@ enum ConsoleSchema {
                     alert_id TEXT NOT NULL, contact_index INTEGER NOT NULL, nonce TEXT NOT NULL, created_ms BIGINT NOT NULL,
                     expires_ms BIGINT NOT NULL, confirmed_ms BIGINT, PRIMARY KEY (alert_id, contact_index))
                 """
+            ]
+        ),
+        (
+            "console-3-sign-in-failures",
+            [
+                "ALTER TABLE accounts ADD COLUMN failed_sign_ins BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE accounts ADD COLUMN failed_sign_ins_before BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE accounts ADD COLUMN last_failed_sign_in_ms BIGINT",
             ]
         ),
     ]

@@ -20,8 +20,9 @@ extension SQLiteServerStore {
                 arguments: [alertID, contactIndex]
             ).map {
                 ContactNotification(
-                    alertID: alertID, contactIndex: contactIndex, nonce: $0["nonce"], expiresMilliseconds: $0["expires_ms"],
-                    confirmedMilliseconds: $0["confirmed_ms"])
+                    alertID: alertID, contactIndex: contactIndex, nonce: try $0.decode(forColumn: "nonce"),
+                    expiresMilliseconds: try $0.decode(forColumn: "expires_ms"),
+                    confirmedMilliseconds: try $0.decode(forColumn: "confirmed_ms"))
             }
         }
     }

@@ -6,6 +6,7 @@ final class DatabaseHealth: Sendable {
     private struct State {
         var databaseProblem: String?
         var retentionRefusal: String?
+        var readiness: StoreReadiness?
     }
 
     private let state = Mutex(State())
@@ -20,6 +21,12 @@ final class DatabaseHealth: Sendable {
     var retentionRefusal: String? {
         get { state.withLock { $0.retentionRefusal } }
         set { state.withLock { $0.retentionRefusal = newValue } }
+    }
+
+    /// What the last `/health` or `/metrics` probe found; nil before the first.
+    var readiness: StoreReadiness? {
+        get { state.withLock { $0.readiness } }
+        set { state.withLock { $0.readiness = newValue } }
     }
 
     /// The operator's instruction given with every refused ingest and in `/health`.

@@ -19,7 +19,7 @@ struct PeopleRoutes: Sendable {
     static let readers: Set<Role> = [.wearer, .thirdParty, .dispatcher, .admin, .carer]
 
     func register(on router: Router<ServerRequestContext>) {
-        router.post("/v1/organisations") { request, _ in try await registerOrganisation(request) }
+        router.post("/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
         router.post("/v1/people/:id/devices") { request, context in try await link(request, id: context.parameters.get("id") ?? "") }
         router.get("/v1/people/:id") { request, context in try await profile(request, id: context.parameters.get("id") ?? "") }
         router.get("/v1/people/:id/heart-rate") { request, context in try await heartRate(request, id: context.parameters.get("id") ?? "") }
@@ -43,7 +43,8 @@ struct PeopleRoutes: Sendable {
     // MARK: - Accounts
 
     /// An organisation registers itself (no token): a `third_party` account that can ask people.
-    func registerOrganisation(_ request: Request) async throws -> Response {
+    func registerOrganisation(_ request: Request, peer: String) async throws -> Response {
+        try api.signInGuard.admitRegistration(from: peer, now: now)
         let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
         guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
         guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
@@ -54,7 +55,7 @@ struct PeopleRoutes: Sendable {
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         let account = Account(
             id: BearerToken.generate().id, username: body.username, displayName: displayName, role: .thirdParty,
-            passwordHash: await api.passwords.hash(body.password), disabled: false, createdMilliseconds: now)
+            passwordHash: try await api.passwords.hash(body.password), disabled: false, createdMilliseconds: now)
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
         }

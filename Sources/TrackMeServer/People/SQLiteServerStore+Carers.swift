@@ -31,10 +31,11 @@ extension SQLiteServerStore {
                     ORDER BY granted_ms, person_id, carer_id
                     """, arguments: [value]
             ).map { row in
-                let mayExport: Int64 = row["may_export"]
+                let mayExport: Int64 = try row.decode(forColumn: "may_export")
                 return CarerLink(
-                    personID: row["person_id"], carerID: row["carer_id"], mayExport: mayExport != 0, grantedMilliseconds: row["granted_ms"],
-                    grantedBy: row["granted_by"])
+                    personID: try row.decode(forColumn: "person_id"), carerID: try row.decode(forColumn: "carer_id"), mayExport: mayExport != 0,
+                    grantedMilliseconds: try row.decode(forColumn: "granted_ms"),
+                    grantedBy: try row.decode(forColumn: "granted_by"))
             }
         }
     }

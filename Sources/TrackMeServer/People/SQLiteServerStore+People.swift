@@ -90,15 +90,18 @@ extension SQLiteServerStore {
         ]
     }
 
-    private static func request(from row: Row) -> AccessRequest? {
-        guard let status = AccessRequest.Status(rawValue: row["status"]) else { return nil }
-        let kinds: String = row["kinds"]
+    private static func request(from row: Row) throws -> AccessRequest? {
+        guard let status = AccessRequest.Status(rawValue: try row.decode(forColumn: "status")) else { return nil }
+        let kinds: String = try row.decode(forColumn: "kinds")
         return AccessRequest(
-            id: row["id"], organisationID: row["organisation_id"], personID: row["person_id"],
-            kinds: Set(kinds.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }), days: row["days"],
-            dataFromMilliseconds: row["data_from_ms"], purpose: row["purpose"], status: status, requestedMilliseconds: row["requested_ms"],
-            answeredMilliseconds: row["answered_ms"], grantedFromMilliseconds: row["granted_from_ms"], expiresMilliseconds: row["expires_ms"],
-            endedMilliseconds: row["ended_ms"], endedBy: row["ended_by"])
+            id: try row.decode(forColumn: "id"), organisationID: try row.decode(forColumn: "organisation_id"),
+            personID: try row.decode(forColumn: "person_id"),
+            kinds: Set(kinds.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }), days: try row.decode(forColumn: "days"),
+            dataFromMilliseconds: try row.decode(forColumn: "data_from_ms"), purpose: try row.decode(forColumn: "purpose"), status: status,
+            requestedMilliseconds: try row.decode(forColumn: "requested_ms"),
+            answeredMilliseconds: try row.decode(forColumn: "answered_ms"), grantedFromMilliseconds: try row.decode(forColumn: "granted_from_ms"),
+            expiresMilliseconds: try row.decode(forColumn: "expires_ms"),
+            endedMilliseconds: try row.decode(forColumn: "ended_ms"), endedBy: try row.decode(forColumn: "ended_by"))
     }
 
     func appendAccessLog(_ entry: AccessLogEntry) async throws {
@@ -120,8 +123,10 @@ extension SQLiteServerStore {
                     """, arguments: StatementArguments(subjects)
             ).map {
                 AccessLogEntry(
-                    id: $0["id"], subject: $0["subject"], readerID: $0["reader_id"], readerName: $0["reader_name"], readerRole: $0["reader_role"],
-                    reason: $0["reason"], what: $0["what"], atMilliseconds: $0["at_ms"])
+                    id: try $0.decode(forColumn: "id"), subject: try $0.decode(forColumn: "subject"), readerID: try $0.decode(forColumn: "reader_id"),
+                    readerName: try $0.decode(forColumn: "reader_name"), readerRole: try $0.decode(forColumn: "reader_role"),
+                    reason: try $0.decode(forColumn: "reason"), what: try $0.decode(forColumn: "what"),
+                    atMilliseconds: try $0.decode(forColumn: "at_ms"))
             }
         }
     }
@@ -163,9 +168,9 @@ extension SQLiteServerStore {
             try Row.fetchAll(
                 db, sql: "SELECT d.device_id, d.person, w.account_id FROM devices d LEFT JOIN wearer_devices w ON w.device_id = d.device_id ORDER BY d.device_id"
             ).map { row -> (deviceID: String, person: String, wearer: String?) in
-                let deviceID: String = row["device_id"]
-                let person: String = row["person"]
-                let wearer: String? = row["account_id"]
+                let deviceID: String = try row.decode(forColumn: "device_id")
+                let person: String = try row.decode(forColumn: "person")
+                let wearer: String? = try row.decode(forColumn: "account_id")
                 return (deviceID: deviceID, person: person, wearer: wearer)
             }
         }
@@ -184,9 +189,11 @@ extension SQLiteServerStore {
         let sql = "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"
         return try await pool.read { db in
             guard let row = try Row.fetchOne(db, sql: sql) else { return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: []) }
-            let bins = (0..<PeopleSchema.binCount).map { row[3 + $0] as Int64 }
-            let alerts = (0..<GroupFigures.alertKinds.count).map { row[3 + PeopleSchema.binCount + $0] as Int64 }
-            return GroupFigures.Totals(people: row[0], readings: row[1], heartRateSum: row[2], bins: bins, alerts: alerts)
+            let bins = try (0..<PeopleSchema.binCount).map { try row.decode(atIndex: 3 + $0) as Int64 }
+            let alerts = try (0..<GroupFigures.alertKinds.count).map { try row.decode(atIndex: 3 + PeopleSchema.binCount + $0) as Int64 }
+            return GroupFigures.Totals(
+                people: try row.decode(atIndex: 0), readings: try row.decode(atIndex: 1),
+                heartRateSum: try row.decode(atIndex: 2), bins: bins, alerts: alerts)
         }
     }
 
@@ -203,11 +210,13 @@ extension SQLiteServerStore {
                 db, sql: "SELECT organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms FROM group_queries ORDER BY id"
             ).map {
                 AnsweredGroup(
-                    organisationID: $0["organisation_id"],
+                    organisationID: try $0.decode(forColumn: "organisation_id"),
                     cell: GroupFigures.Cell(
-                        ageBandFrom: $0["age_from"], ageBandTo: $0["age_to"], south: $0["south"], west: $0["west"], north: $0["north"],
-                        east: $0["east"], dayFrom: $0["day_from"], dayTo: $0["day_to"]),
-                    people: $0["people"], atMilliseconds: $0["at_ms"])
+                        ageBandFrom: try $0.decode(forColumn: "age_from"), ageBandTo: try $0.decode(forColumn: "age_to"),
+                        south: try $0.decode(forColumn: "south"), west: try $0.decode(forColumn: "west"), north: try $0.decode(forColumn: "north"),
+                        east: try $0.decode(forColumn: "east"), dayFrom: try $0.decode(forColumn: "day_from"),
+                        dayTo: try $0.decode(forColumn: "day_to")),
+                    people: try $0.decode(forColumn: "people"), atMilliseconds: try $0.decode(forColumn: "at_ms"))
             }
         }
     }
@@ -230,7 +239,7 @@ extension SQLiteServerStore {
                 let row = try Row.fetchOne(
                     db, sql: "SELECT COUNT(DISTINCT person_key), COALESCE(SUM(hr_count), 0), COALESCE(SUM(hr_sum), 0) FROM person_days WHERE \(Self.condition(cell))")
             else { return (0, 0, 0) }
-            return (row[0], row[1], row[2])
+            return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), try row.decode(atIndex: 2))
         }
     }
 

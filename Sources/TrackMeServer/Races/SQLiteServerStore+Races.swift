@@ -92,8 +92,10 @@ extension SQLiteServerStore {
     func zones() async throws -> [FleetZone] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id").compactMap { row in
-                guard let polygon: [[Double]] = try? StoreJSON.decode(row["polygon"]) else { return nil }
-                return FleetZone(id: row["id"], name: row["name"], polygon: polygon, createdMilliseconds: row["created_ms"])
+                guard let polygon: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "polygon")) else { return nil }
+                return FleetZone(
+                    id: try row.decode(forColumn: "id"), name: try row.decode(forColumn: "name"), polygon: polygon,
+                    createdMilliseconds: try row.decode(forColumn: "created_ms"))
             }
         }
     }
@@ -125,23 +127,31 @@ extension SQLiteServerStore {
         try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_taxis ORDER BY device_id").map(Self.taxi(from:)) }
     }
 
-    private static func run(from row: Row) -> Run? {
-        guard let points: [[Double]] = try? StoreJSON.decode(row["path"]), let path = try? RunPath(points: points) else { return nil }
+    private static func run(from row: Row) throws -> Run? {
+        guard let points: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "path")),
+            let path = try? RunPath(points: points) else { return nil }
         return Run(
-            id: row["id"], code: row["code"], name: row["name"], organiserAccountID: row["organiser_id"], startMilliseconds: row["start_ms"],
-            endMilliseconds: row["end_ms"], enrolmentOpen: row["enrolment_open"], path: path, createdMilliseconds: row["created_ms"])
+            id: try row.decode(forColumn: "id"), code: try row.decode(forColumn: "code"), name: try row.decode(forColumn: "name"),
+            organiserAccountID: try row.decode(forColumn: "organiser_id"), startMilliseconds: try row.decode(forColumn: "start_ms"),
+            endMilliseconds: try row.decode(forColumn: "end_ms"), enrolmentOpen: try row.decode(forColumn: "enrolment_open"), path: path,
+            createdMilliseconds: try row.decode(forColumn: "created_ms"))
     }
 
-    private static func entry(from row: Row) -> RunEntry {
+    private static func entry(from row: Row) throws -> RunEntry {
         RunEntry(
-            runID: row["run_id"], deviceID: row["device_id"], name: row["name"], showToSpectators: row["show"],
-            enrolledMilliseconds: row["enrolled_ms"], checkedInMilliseconds: row["checked_in_ms"], latitude: row["lat"],
-            longitude: row["lon"], fixMilliseconds: row["fix_ms"], distanceMetres: row["distance_m"], receivedMilliseconds: row["received_ms"])
+            runID: try row.decode(forColumn: "run_id"), deviceID: try row.decode(forColumn: "device_id"), name: try row.decode(forColumn: "name"),
+            showToSpectators: try row.decode(forColumn: "show"),
+            enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"), checkedInMilliseconds: try row.decode(forColumn: "checked_in_ms"),
+            latitude: try row.decode(forColumn: "lat"),
+            longitude: try row.decode(forColumn: "lon"), fixMilliseconds: try row.decode(forColumn: "fix_ms"),
+            distanceMetres: try row.decode(forColumn: "distance_m"), receivedMilliseconds: try row.decode(forColumn: "received_ms"))
     }
 
-    private static func taxi(from row: Row) -> FleetTaxi {
+    private static func taxi(from row: Row) throws -> FleetTaxi {
         FleetTaxi(
-            deviceID: row["device_id"], name: row["name"], state: row["state"], zoneID: row["zone_id"], queuedMilliseconds: row["queued_ms"],
-            lastReportMilliseconds: row["last_report_ms"], latitude: row["lat"], longitude: row["lon"], fixMilliseconds: row["fix_ms"])
+            deviceID: try row.decode(forColumn: "device_id"), name: try row.decode(forColumn: "name"), state: try row.decode(forColumn: "state"),
+            zoneID: try row.decode(forColumn: "zone_id"), queuedMilliseconds: try row.decode(forColumn: "queued_ms"),
+            lastReportMilliseconds: try row.decode(forColumn: "last_report_ms"), latitude: try row.decode(forColumn: "lat"),
+            longitude: try row.decode(forColumn: "lon"), fixMilliseconds: try row.decode(forColumn: "fix_ms"))
     }
 }

@@ -17,7 +17,8 @@ extension SQLiteServerStore {
             for token in tokens {
                 try db.execute(
                     sql: "INSERT INTO wipe_orders (token_digest, ordered_ms) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    arguments: [WipeOrderDigest.of(tokenID: token["id"], secretHash: token["secret_hash"]), nowMilliseconds])
+                    arguments: [WipeOrderDigest.of(tokenID: try token.decode(forColumn: "id"),
+                    secretHash: try token.decode(forColumn: "secret_hash")), nowMilliseconds])
             }
             return ErasureResult(rowsDeleted: deleted, wipeOrders: tokens.count)
         }
@@ -33,7 +34,7 @@ extension SQLiteServerStore {
         let found = try await pool.read { db -> (settings: String, updated: Int64, by: String)? in
             guard let row = try Row.fetchOne(db, sql: "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = ?", arguments: [deviceID])
             else { return nil }
-            return (row["settings"], row["updated_ms"], row["updated_by"])
+            return (try row.decode(forColumn: "settings"), try row.decode(forColumn: "updated_ms"), try row.decode(forColumn: "updated_by"))
         }
         guard let found else { return nil }
         return StoredCareSettings(settings: try StoreJSON.decode(found.settings), updatedMilliseconds: found.updated, updatedBy: found.by)

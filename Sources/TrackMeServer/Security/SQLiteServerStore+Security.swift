@@ -4,10 +4,11 @@ extension SQLiteServerStore {
     func tokens() async throws -> [TokenSummary] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
-                guard let role = Role(rawValue: row["role"]) else { return nil }
+                guard let role = Role(rawValue: try row.decode(forColumn: "role")) else { return nil }
                 return TokenSummary(
-                    tokenID: row["id"], role: role, deviceID: row["device_id"], createdMilliseconds: row["created_ms"],
-                    expiresMilliseconds: row["expires_ms"])
+                    tokenID: try row.decode(forColumn: "id"), role: role, deviceID: try row.decode(forColumn: "device_id"),
+                    createdMilliseconds: try row.decode(forColumn: "created_ms"),
+                    expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
             }
         }
     }
@@ -22,9 +23,11 @@ extension SQLiteServerStore {
     func replaceToken(id: String, with replacement: StoredToken, createdMilliseconds: Int64) async throws -> StoredToken? {
         try await pool.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT secret_hash, role, device_id FROM tokens WHERE id = ?", arguments: [id]),
-                let role = Role(rawValue: row["role"])
+                let role = Role(rawValue: try row.decode(forColumn: "role"))
             else { return nil }
-            let old = StoredToken(id: id, secretHash: row["secret_hash"], role: role, deviceID: row["device_id"])
+            let old = StoredToken(
+                id: id, secretHash: try row.decode(forColumn: "secret_hash"), role: role,
+                deviceID: try row.decode(forColumn: "device_id"))
             try db.execute(
                 sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [

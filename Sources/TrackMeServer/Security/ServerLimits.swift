@@ -1,3 +1,5 @@
+import Foundation
+
 /// How many requests a key (a peer address, a token, a device's new alerts) may make: a bucket
 /// of `burst` requests, refilled at `perSecond`.
 public struct RateLimit: Hashable, Sendable {
@@ -34,6 +36,20 @@ public struct ServerLimits: Hashable, Sendable {
     /// New alerts (`update_seq` 0) from one device. Past it the device is told to retry later
     /// (429, which it honours) and the flood is one `alert_flood` event on the feed.
     public var alertRaisesPerDevice: RateLimit?
+    /// Sign-in attempts (`POST /v1/session`) from one address, right or wrong; `nil` for none.
+    public var signInsPerAddress: RateLimit? = RateLimit(burst: 30, perSecond: 0.5)
+    /// Organisations registering (`POST /v1/organisations`, no token) from one address.
+    public var registrationsPerAddress: RateLimit? = RateLimit(burst: 3, perSecond: 1.0 / 600)
+    /// Wrong passwords in a row after which an account takes one attempt per `signInDelay`.
+    public var failedSignInsBeforeDelay = 5
+    public var signInDelay: Duration = .seconds(60)
+    /// Threads that hash passwords (bcrypt) at once: half the cores, so a sign-in flood leaves
+    /// the rest to device intake; and hashes that may wait for them before a sign-in is a 503.
+    public var passwordHashThreads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    public var passwordHashQueue = 32
+    /// Exports, GPX tracks, statistics and group figures running at once in the server (one
+    /// per principal): half the cores, the rest stay for device intake.
+    public var heavyRequests = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
 
     public init(
         idleTimeout: Duration = .seconds(30),
@@ -60,6 +76,8 @@ public struct ServerLimits: Hashable, Sendable {
         limits.requestsPerAddress = nil
         limits.requestsPerToken = nil
         limits.alertRaisesPerDevice = nil
+        limits.signInsPerAddress = nil
+        limits.registrationsPerAddress = nil
         return limits
     }
 }
