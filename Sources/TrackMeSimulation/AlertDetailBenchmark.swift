@@ -4,6 +4,7 @@ import AsyncHTTPClient
 public import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
 import TrackMeCore
 import TrackMeServer
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Hummingbird
 import Testing
 import TrackMeCore
 
