@@ -192,7 +192,7 @@ struct RetentionErasureTests {
             #expect(erased.object["wipe_orders"] as? Int == 1)
             let found = try await DatabaseScan.occurrences(of: identifiers, in: s.server.store)
             #expect(found.isEmpty, "still in the database: \(found)")
-            #expect(try await Self.rows(s, "SELECT count(*) FROM person_days") == 0)
+            #expect(try await Self.rows(s, "SELECT count(*) FROM person_days WHERE person_key <> 'device:pi-keep-1'") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM run_entries") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM contact_notifications") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM carer_links") == 0)
