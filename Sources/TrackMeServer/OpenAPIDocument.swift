@@ -210,12 +210,18 @@ enum OpenAPIDocument {
             get:
               summary: Dispatcher feed (Server-Sent Events)
               description: |
-                Events `alert` (data: the AlertUpdate as received), `alert_acknowledged`
-                (data: {alert_id, device_id, acknowledged_ms}), `device_silent`
-                (data: {device_id, last_seen_ms, silent_for_ms}) and `device_returned`
-                (data: {device_id, last_seen_ms}). Every event has an increasing `id`; reconnect
-                with `Last-Event-ID` (or ?last_event_id=) to get every event after it. Without
-                it the feed starts from its first event. Comments (`: keep-alive`) every 5 s.
+                References, never the person (read them with GET /v1/alerts/{id}, under the access
+                policy and logged): `alert` (data: {alert_id, device_id, kind, state, type,
+                update_seq, position: {lat, lon, age_ms}, received_ms}), `alert_acknowledged`
+                (data: {alert_id, device_id, acknowledged_ms}), `alert_resolved`, `alert_note`
+                (data: {alert_id, note_id, created_ms}), `device_silent` (data: {device_id,
+                last_seen_ms, silent_for_ms}) and `device_returned` (data: {device_id,
+                last_seen_ms}); only events of alerts the principal may handle now (open, or
+                closed within the policy's window). Every event has an increasing `id`; reconnect
+                with `Last-Event-ID` (or ?last_event_id=) to get the events after it, at most
+                the last 15 minutes of them: a resume from before that starts with a
+                `feed_reset` event (re-read the board). Without it the feed starts 15 minutes
+                back. Comments (`: keep-alive`) every 5 s.
               parameters:
                 - {name: Last-Event-ID, in: header, required: false, schema: {type: string}}
                 - {name: last_event_id, in: query, required: false, schema: {type: integer}}
@@ -407,12 +413,12 @@ enum OpenAPIDocument {
                 "404": {$ref: "#/components/responses/NotFound"}
           /v1/devices:
             get:
-              summary: Every device with its person, last seen, silence and last heartbeat (admin, dispatcher)
+              summary: "Every device with its last seen, silence and last heartbeat (admin, dispatcher); its person only where the access policy lets the reader see them now (a dispatcher: around an alert being handled; logged)"
               responses:
                 "200": {description: "{devices: [...]}"}
           /v1/devices/{id}/care-settings:
             get:
-              summary: The person's care settings, their version, and what the device reports running (admin, dispatcher, the wearer of this device, a carer the wearer linked; logged in the person's access log unless the person reads)
+              summary: The person's care settings, their version, and what the device reports running (admin, a dispatcher around an alert of the person being handled, the wearer of this device, a carer the wearer linked; logged in the person's access log unless the person reads)
               parameters:
                 - {$ref: "#/components/parameters/ID"}
               responses:

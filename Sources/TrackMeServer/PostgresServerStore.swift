@@ -50,7 +50,8 @@ final class PostgresServerStore: ServerStore {
             try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
             let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
             // Append-only: a landed migration is never edited, a change is a new one.
-            for (name, statements) in Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres where !applied.contains(name) {
+            let all = Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
+            for (name, statements) in all where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
@@ -271,7 +272,7 @@ final class PostgresServerStore: ServerStore {
                 """, logger: logger)
             if wasSilent {
                 let data = try StoreJSON.encode(DeviceEventData(deviceID: deviceID, lastSeenMilliseconds: receivedMilliseconds))
-                try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, logger: logger)
+                try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, at: receivedMilliseconds, logger: logger)
             }
         }
     }
@@ -335,9 +336,10 @@ final class PostgresServerStore: ServerStore {
         try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
     }
 
-    static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, logger: Logger) async throws {
+    /// `at` is the server's wall time of the change: replay is bounded by it (`FeedReplay`).
+    static func appendFeed(_ connection: PostgresConnection, kind: String, data: String, at: Int64? = nil, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(feedLock))", logger: logger)
-        try await connection.query("INSERT INTO feed (kind, data) VALUES (\(kind), \(data))", logger: logger)
+        try await connection.query("INSERT INTO feed (kind, data, at_ms) VALUES (\(kind), \(data), \(at))", logger: logger)
         // Delivered to every instance's `FeedListener` when (and only if) this transaction commits.
         try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(feedChannel)"), logger: logger)
     }
@@ -375,7 +377,7 @@ final class PostgresServerStore: ServerStore {
                         record = excluded.record, updated_ms = excluded.updated_ms
                     WHERE excluded.last_update_seq > alerts.last_update_seq AND alerts.device_id = excluded.device_id
                     """, logger: logger)
-                try await Self.appendFeed(connection, kind: FeedKind.alert, data: feedData, logger: logger)
+                try await Self.appendFeed(connection, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds, logger: logger)
             }
             var acknowledged = false
             for try await value in try await connection.query(
@@ -403,7 +405,7 @@ final class PostgresServerStore: ServerStore {
                 "UPDATE alerts SET acknowledged = TRUE, acknowledged_ms = \(atMilliseconds), acknowledged_by = \(tokenID) WHERE alert_id = \(id)",
                 logger: logger)
             let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
-            try await Self.appendFeed(connection, kind: FeedKind.alertAcknowledged, data: data, logger: logger)
+            try await Self.appendFeed(connection, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds, logger: logger)
             return .acknowledged(deviceID: deviceID)
         }
     }
@@ -460,7 +462,7 @@ final class PostgresServerStore: ServerStore {
             for (id, lastSeen) in rows {
                 let data = try StoreJSON.encode(
                     DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
-                try await Self.appendFeed(connection, kind: FeedKind.deviceSilent, data: data, logger: logger)
+                try await Self.appendFeed(connection, kind: FeedKind.deviceSilent, data: data, at: nowMilliseconds, logger: logger)
             }
             return rows.map(\.0)
         }

@@ -174,6 +174,7 @@ final class SQLiteServerStore: ServerStore {
         CareSchema.register(in: &migrator)
         PeopleSchema.register(in: &migrator)
         RaceSchema.register(in: &migrator)
+        AlertsSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 
@@ -393,7 +394,7 @@ final class SQLiteServerStore: ServerStore {
             arguments: [receivedMilliseconds, heartbeatJSON, deviceID])
         if wasSilent {
             let data = try StoreJSON.encode(DeviceEventData(deviceID: deviceID, lastSeenMilliseconds: receivedMilliseconds))
-            try appendFeed(db, kind: FeedKind.deviceReturned, data: data)
+            try appendFeed(db, kind: FeedKind.deviceReturned, data: data, at: receivedMilliseconds)
         }
     }
 
@@ -465,8 +466,9 @@ final class SQLiteServerStore: ServerStore {
         return readiness
     }
 
-    static func appendFeed(_ db: Database, kind: String, data: String) throws {
-        try db.execute(sql: "INSERT INTO feed (kind, data) VALUES (?, ?)", arguments: [kind, data])
+    /// `at` is the server's wall time of the change: replay is bounded by it (`FeedReplay`).
+    static func appendFeed(_ db: Database, kind: String, data: String, at: Int64? = nil) throws {
+        try db.execute(sql: "INSERT INTO feed (kind, data, at_ms) VALUES (?, ?, ?)", arguments: [kind, data, at])
     }
 
     func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome {
@@ -494,7 +496,7 @@ final class SQLiteServerStore: ServerStore {
                         update.alert.id, update.alert.deviceID, update.alert.kind.rawValue, update.alert.state.rawValue,
                         update.updateSequence, record, receivedMilliseconds, receivedMilliseconds,
                     ])
-                try Self.appendFeed(db, kind: FeedKind.alert, data: feedData)
+                try Self.appendFeed(db, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds)
             }
             let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
             return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
@@ -512,7 +514,7 @@ final class SQLiteServerStore: ServerStore {
                 sql: "UPDATE alerts SET acknowledged = 1, acknowledged_ms = ?, acknowledged_by = ? WHERE alert_id = ?",
                 arguments: [atMilliseconds, tokenID, id])
             let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
-            try Self.appendFeed(db, kind: FeedKind.alertAcknowledged, data: data)
+            try Self.appendFeed(db, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds)
             return .acknowledged(deviceID: deviceID)
         }
     }
@@ -567,7 +569,7 @@ final class SQLiteServerStore: ServerStore {
                 try db.execute(sql: "UPDATE devices SET silent = 1 WHERE device_id = ?", arguments: [id])
                 let data = try StoreJSON.encode(
                     DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
-                try Self.appendFeed(db, kind: FeedKind.deviceSilent, data: data)
+                try Self.appendFeed(db, kind: FeedKind.deviceSilent, data: data, at: nowMilliseconds)
                 ids.append(id)
             }
             return ids

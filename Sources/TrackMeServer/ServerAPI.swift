@@ -47,10 +47,10 @@ struct ServerAPI: Sendable {
         router.post("/v1/alerts") { request, _ in try await intakeAlert(request) }
         router.get("/v1/alerts/stream") { request, _ in try await alertStream(request) }
         router.post("/v1/alerts/:id/ack") { request, context in
-            try await acknowledgeAlert(request, id: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await acknowledgeAlert(request, id: try context.pathID("id"))
         }
         router.get("/v1/devices/:id/readings") { request, context in
-            try await listReadings(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await listReadings(request, deviceID: try context.pathID("id"))
         }
         AccountRoutes(api: self).register(on: router)
         AlertRoutes(api: self).register(on: router)
@@ -174,12 +174,10 @@ struct ServerAPI: Sendable {
         }
         if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
         let canonical = try StoreJSON.encode(update)
-        // The feed names the person, so a dispatcher sees who it is without another request.
-        var feedData = canonical
-        if let device = try await devices.device(id: update.alert.deviceID), canonical.hasSuffix("}") {
-            feedData = String(canonical.dropLast()) + ",\"person\":" + (try StoreJSON.encode(device.person)) + "}"
-        }
-        let outcome = try await store.recordAlertUpdate(update, body: canonical, feedData: feedData, receivedMilliseconds: configuration.wallClock())
+        let received = configuration.wallClock()
+        // The feed carries references; the person is read with the alert, under the policy.
+        let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: received))
+        let outcome = try await store.recordAlertUpdate(update, body: canonical, feedData: feedData, receivedMilliseconds: received)
         switch outcome {
         case .foreignAlert:
             throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
@@ -224,14 +222,16 @@ struct ServerAPI: Sendable {
             return await authenticator.isStillValid(authorization, roles: [.dispatcher])
         }
         let resumeText = request.headers[.lastEventID] ?? request.uri.queryParameters.get("last_event_id")
-        var start: Int64 = 0
+        var requested: Int64?
         if let resumeText, !resumeText.isEmpty {
             guard let value = Int64(resumeText), value >= 0 else {
                 throw APIError.invalid("Last-Event-ID", "must be an event id from this feed")
             }
-            start = value
+            requested = value
         }
-        let resumeAfter = start
+        let wallClock = configuration.wallClock
+        let (resumeAfter, reset) = try await FeedReplay.start(requested: requested, store: self.store, now: wallClock())
+        let filter = FeedReplay(store: self.store, principal: principal)
         let store = self.store
         let notifier = self.notifier
         let logger = self.logger
@@ -248,18 +248,23 @@ struct ServerAPI: Sendable {
                 do {
                     try await withGracefulShutdownHandler {
                         try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                        // Older than the replay window: the page re-reads the board instead.
+                        if reset { try await writer.write(ByteBuffer(string: "event: \(FeedKind.feedReset)\ndata: {\"after\":\(resumeAfter)}\n\n")) }
                         var last = resumeAfter
+                        var replay = filter
                         var iterator = wakes.makeAsyncIterator()
                         let page = 256
                         while !Task.isCancelled {
                             let events = try await store.feedEvents(after: last, limit: page)
                             if !events.isEmpty {
                                 var text = ""
+                                let now = wallClock()
                                 for event in events {
-                                    text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
                                     last = event.id
+                                    guard try await replay.admits(event, now: now) else { continue }
+                                    text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
                                 }
-                                try await writer.write(ByteBuffer(string: text))
+                                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
                                 if events.count == page { continue }
                             }
                             guard let wake = await iterator.next() else { break }

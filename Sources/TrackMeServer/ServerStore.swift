@@ -195,7 +195,7 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult
 
     /// Stores an alert update (`body`) once per `(alert_id, update_seq)` and appends `feedData`
-    /// (the update with the person it concerns) to the feed.
+    /// (`AlertFeedReference`: what the board needs, never the person) to the feed.
     func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
 
     func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome

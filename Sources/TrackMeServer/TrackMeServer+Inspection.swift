@@ -50,17 +50,36 @@ extension TrackMeServer {
         try await storedAlertUpdates().filter { $0.alert.id == alertID }
     }
 
-    /// Every alert update the server took, of every device, in the order they arrived.
+    /// Every alert update the server took, of every device, in the order they arrived (the
+    /// feed's order; its events name the update, the body is the stored one).
     public func storedAlertUpdates() async throws -> [AlertUpdate] {
         var result: [AlertUpdate] = []
+        var bodies: [String: [Int64: String]] = [:]
         var after: Int64 = 0
         while true {
             let page = try await store.feedEvents(after: after, limit: 500)
             guard let last = page.last else { return result }
             for event in page where event.kind == FeedKind.alert {
-                result.append(try WireCodec.decode(AlertUpdate.self, from: Data(event.data.utf8)))
+                let reference: AlertFeedReference = try StoreJSON.decode(event.data)
+                let sequence = Int64(reference.updateSequence)
+                if bodies[reference.alertID]?[sequence] == nil {
+                    let rows = try await store.alertUpdates(alertID: reference.alertID)
+                    bodies[reference.alertID] = Dictionary(rows.map { ($0.updateSequence, $0.body) }, uniquingKeysWith: { first, _ in first })
+                }
+                guard let body = bodies[reference.alertID]?[sequence] else { continue }
+                result.append(try WireCodec.decode(AlertUpdate.self, from: Data(body.utf8)))
             }
             after = last.id
         }
+    }
+}
+
+extension TrackMeServer {
+    /// Stores an alert update as the intake does (its feed event a reference), without HTTP: the
+    /// benchmarks seed hours of 1 Hz positions with it.
+    public func recordAlertUpdateDirectly(_ update: AlertUpdate, receivedMilliseconds: Int64) async throws {
+        let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: receivedMilliseconds))
+        _ = try await store.recordAlertUpdate(
+            update, body: try StoreJSON.encode(update), feedData: feedData, receivedMilliseconds: receivedMilliseconds)
     }
 }

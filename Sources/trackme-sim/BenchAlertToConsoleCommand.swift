@@ -12,11 +12,32 @@ struct BenchAlertToConsoleCommand: AsyncParsableCommand {
 
     @Option(help: "Alerts to measure (at least 100 for a p99).") var samples = 200
     @Flag(help: "Print one JSON object.") var json = false
+    @Flag(help: "Measure the console's detail request (GET /v1/alerts/{id}) instead, over --devices and --open-alerts of --alert-age-minutes.")
+    var detail = false
+    @Option(help: "With --detail: enrolled devices.") var devices = 1000
+    @Option(help: "With --detail: open alerts.") var openAlerts = 20
+    @Option(help: "With --detail: minutes of 1 Hz position updates each open alert has.") var alertAgeMinutes = 1
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-alert-to-console-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        if detail {
+            let result = try await AlertDetailBenchmark.run(
+                devices: devices, openAlerts: openAlerts, ageMinutes: alertAgeMinutes, samples: samples, directory: directory)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            } else {
+                print("fleet:    \(result.devices) devices, \(result.openAlerts) open alerts of \(result.ageMinutes) min at 1 Hz")
+                print("seeded:   in \(result.seedSeconds) s")
+                print("detail:   p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms over \(result.samples) requests")
+                print("baseline: p50 \(result.baselineP50Milliseconds) ms, p99 \(result.baselineP99Milliseconds) ms (GET /health, same server, client)")
+                print("ratio:    p50 \(result.ratioP50), p99 \(result.ratioP99)")
+            }
+            return
+        }
         let result = try await AlertToConsoleBenchmark.run(samples: samples, directory: directory)
         if json {
             let encoder = JSONEncoder()

@@ -237,7 +237,8 @@ struct ConsoleTests {
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
             let event = try #require(try await feed.nextEvents(1).first)
             let data = try #require(try JSONSerialization.jsonObject(with: Data(event.data.utf8)) as? [String: Any])
-            #expect((data["person"] as? [String: Any])?["name"] as? String == hostile)
+            // A reference: the person comes with the detail, under the policy.
+            #expect(data["alert_id"] as? String == "alert-1" && data["person"] == nil && !event.data.contains("Door code"))
 
             for seq in 1...3 {
                 var update = Sample.alert("pi-0001", id: "alert-1", updateSeq: seq, type: .position)

@@ -127,7 +127,9 @@ struct RetentionErasureTests {
             try #require(enrolled.status == 201, "\(enrolled.text)")
             let token = try #require(enrolled.object["token"] as? String)
             let other = try await s.enrol("pi-keep-1")
-            #expect(try await s.send(Sample.batch("pi-erase-me", seq: 1, readings: [Sample.heartRate(seq: 1), Sample.fix(seq: 2)]), token: token).status == 200)
+            var first = Sample.batch("pi-erase-me", seq: 1, readings: [Sample.heartRate(seq: 1), Sample.fix(seq: 2)])
+            first.storeEpoch = "epoch-of-zelda"
+            #expect(try await s.send(first, token: token).status == 200)
             #expect(try await s.send(Sample.batch("pi-keep-1", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: other).status == 200)
             try await Self.closeAlert(s, "pi-erase-me", id: "alert-of-zelda", token: token)
             #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-erase-me", id: "open-of-zelda"))).status == 200)
@@ -153,7 +155,31 @@ struct RetentionErasureTests {
             // A fleet terminal row under the person's name (issue 21's tables are scanned too).
             try await s.server.store.saveFleetTaxi(
                 FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall))
+            // A race she ran (her entry and last public position) and the contact told of her alert.
+            let run = Run(
+                id: "run-z", code: "RUN-Z", name: "Park run", organiserAccountID: "org", startMilliseconds: TestServer.startWall,
+                endMilliseconds: TestServer.startWall + 3_600_000, enrolmentOpen: false, path: try RunPath(points: [[44.07, -121.31], [44.08, -121.31]]),
+                createdMilliseconds: TestServer.startWall)
+            #expect(try await s.server.store.insertRun(run))
+            try await s.server.store.saveRunEntry(
+                RunEntry(
+                    runID: "run-z", deviceID: "pi-erase-me", name: "Zelda Quixote", showToSpectators: true, enrolledMilliseconds: TestServer.startWall,
+                    checkedInMilliseconds: TestServer.startWall, latitude: 44.075, longitude: -121.31, fixMilliseconds: TestServer.startWall,
+                    distanceMetres: 500, receivedMilliseconds: TestServer.startWall))
+            #expect(try await s.server.store.insertContactNotification(
+                ContactNotification(alertID: "open-of-zelda", contactIndex: 0, nonce: "nonce-z", expiresMilliseconds: TestServer.startWall + Self.day),
+                createdMilliseconds: TestServer.startWall))
             await Self.pass(s, days: 1)
+            // The group figures' roll-up summarises her day (keyed by her wearer account), and an
+            // organisation's group query is answered over it.
+            try await GroupFigureDesk(store: s.server.store, wallClock: { s.wall.now }).rollUp()
+            #expect(try await Self.rows(s, "SELECT count(*) FROM person_days WHERE person_key = 'person:\(wearerID)'") == 1)
+            let cell = GroupFigures.Cell(ageBandFrom: 0, ageBandTo: 10, south: 0, west: 0, north: 10, east: 10, dayFrom: 0, dayTo: 1)
+            try await s.server.store.recordAnsweredGroup(AnsweredGroup(organisationID: "org", cell: cell, people: 1001, atMilliseconds: s.wall.now))
+            // Every table that can hold a person holds a row before the erasure.
+            for table in PersonalTables.all where !table.keys.isEmpty {
+                #expect(try await Self.rows(s, "SELECT count(*) FROM \(table.name)") > 0, "\(table.name) is empty before the erasure: the scan cannot see it")
+            }
 
             let tokenID = try #require(token.split(separator: ".").first.map(String.init))
             let secretHash = try #require(BearerToken(authorization: "Bearer \(token)")?.secretHash)
@@ -166,6 +192,9 @@ struct RetentionErasureTests {
             #expect(erased.object["wipe_orders"] as? Int == 1)
             let found = try await DatabaseScan.occurrences(of: identifiers, in: s.server.store)
             #expect(found.isEmpty, "still in the database: \(found)")
+            #expect(try await Self.rows(s, "SELECT count(*) FROM person_days WHERE person_key <> 'device:pi-keep-1'") == 0)
+            #expect(try await Self.rows(s, "SELECT count(*) FROM run_entries") == 0)
+            #expect(try await Self.rows(s, "SELECT count(*) FROM contact_notifications") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM carer_links") == 0)
             #expect(try await s.server.store.account(id: carerID) != nil)
             let carerAgain = try await s.signIn("carer-of-z")
@@ -228,8 +257,10 @@ struct RetentionErasureTests {
             let manualOff = try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken, json: ["rules": ["manual": false]])
             #expect(manualOff.status == 400)
             #expect(try await s.server.store.careSettings(deviceID: "pi-0001")?.settings.version == 2)
-            // Dispatchers read them but do not change them.
+            // Dispatchers read them only around an alert being handled, and do not change them.
             let dispatcher = try await s.dispatcher()
+            #expect(try await s.client.send("GET", "/v1/devices/pi-0001/care-settings", token: dispatcher).status == 403)
+            #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "care-alert"))).status == 200)
             #expect(try await s.client.send("GET", "/v1/devices/pi-0001/care-settings", token: dispatcher).status == 200)
             #expect(try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: dispatcher, json: ["min_hr": 40]).status == 403)
         }
@@ -286,6 +317,27 @@ enum DatabaseScan {
         #endif
         Issue.record("unknown store")
         return 0
+    }
+
+    /// The database's tables (PostgreSQL partitions as their parent), without the migrations' own.
+    static func tables(in store: any ServerStore) async throws -> [String] {
+        var names: [String] = []
+        if let sqlite = store as? SQLiteServerStore {
+            names = try await sqlite.pool.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            }
+        }
+        #if PostgreSQL
+        if let postgres = store as? PostgresServerStore {
+            let rows = try await postgres.client.query(
+                """
+                SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+                """, logger: postgres.logger)
+            for try await name in rows.decode(String.self) { names.append(name) }
+        }
+        #endif
+        return names.filter { $0 != "grdb_migrations" && $0 != "schema_migrations" }
     }
 
     /// `table.column: identifier` for every text value of every column of every table that

@@ -283,8 +283,10 @@ struct ServerBehaviourTests {
 
             let events = try await feed.nextEvents(2)
             #expect(events.map(\.event) == ["alert", "alert"])
-            #expect(try WireCodec.decode(AlertUpdate.self, from: Data(events[0].data.utf8)) == raised)
-            #expect(try WireCodec.decode(AlertUpdate.self, from: Data(events[1].data.utf8)) == position)
+            let references = try events.map { try StoreJSON.decode($0.data) as AlertFeedReference }
+            #expect(references.map(\.alertID) == ["alert-1", "alert-1"])
+            #expect(references.map(\.type) == [.raised, .position])
+            #expect(references.map(\.updateSequence) == [0, 1])
 
             #expect(try await s.client.send("POST", "/v1/alerts/alert-1/ack", token: token).status == 403)
             #expect(try await s.client.send("POST", "/v1/alerts/nope/ack", token: dispatcher).status == 404)
@@ -345,7 +347,7 @@ struct ServerBehaviourTests {
             #expect(ids == ids.sorted())
             #expect(Set(ids).count == 11)
             #expect(ids.allSatisfy { $0 > lastID })
-            let alertIDs = try (seen + rest).map { try WireCodec.decode(AlertUpdate.self, from: Data($0.data.utf8)).alert.id }
+            let alertIDs = try (seen + rest).map { (try StoreJSON.decode($0.data) as AlertFeedReference).alertID }
             #expect(Set(alertIDs) == Set((0..<14).map { "a\($0)" }))
             #expect(alertIDs.count == 14)
 

@@ -19,10 +19,10 @@ struct AccountRoutes: Sendable {
         router.post("/v1/accounts") { request, _ in try await createAccount(request) }
         router.get("/v1/accounts") { request, _ in try await listAccounts(request) }
         router.post("/v1/accounts/:id/disable") { request, context in
-            try await setDisabled(request, id: context.parameters.get("id") ?? "", disabled: true)
+            try await setDisabled(request, id: try context.pathID("id"), disabled: true)
         }
         router.post("/v1/accounts/:id/enable") { request, context in
-            try await setDisabled(request, id: context.parameters.get("id") ?? "", disabled: false)
+            try await setDisabled(request, id: try context.pathID("id"), disabled: false)
         }
     }
 

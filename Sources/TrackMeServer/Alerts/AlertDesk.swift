@@ -78,6 +78,12 @@ protocol AlertDeskStore: Sendable {
     func alertRow(id: String) async throws -> AlertDeskRow?
     /// Every update of the alert in `update_seq` order.
     func alertUpdates(alertID: String) async throws -> [AlertUpdateRow]
+    /// What the alert's page shows, bounded whatever the alert's age: every update that is not a
+    /// position (raised, kind changed, cancelled, resolved: a handful) and the newest
+    /// `recentPositions` position updates, in `update_seq` order.
+    func deskUpdates(alertID: String, recentPositions: Int) async throws -> [AlertUpdateRow]
+    /// One device as the devices list shows it (one row read, whatever the fleet's size).
+    func deviceRow(id: String) async throws -> DeviceStatusRow?
     func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult
     /// Nil if there is no such alert.
     func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote?
@@ -86,6 +92,9 @@ protocol AlertDeskStore: Sendable {
     /// The id of the feed's newest event (0 if none): a page that reads the board after this
     /// and then follows the feed from it misses nothing and replays no old history.
     func feedHead() async throws -> Int64
+    /// The id just before the feed's first event at or after `sinceMilliseconds` (server wall
+    /// time), or the head when there is none: where a bounded replay starts.
+    func feedFloor(sinceMilliseconds: Int64) async throws -> Int64
 }
 
 extension FeedKind {

@@ -13,12 +13,15 @@ struct AlertRoutes: Sendable {
 
     /// Desk readers: dispatchers and admins (by token or by session).
     static let readers: Set<Role> = [.dispatcher, .admin]
+    /// The track an alert's page shows: its newest positions (10 minutes at 1 Hz) and the
+    /// position of each other update, so the request costs the same for an alert of any age.
+    static let trackPositions = 600
 
     func register(on router: Router<ServerRequestContext>) {
         router.get("/v1/alerts") { request, _ in try await list(request) }
-        router.get("/v1/alerts/:id") { request, context in try await detail(request, id: context.parameters.get("id") ?? "") }
-        router.post("/v1/alerts/:id/resolve") { request, context in try await resolve(request, id: context.parameters.get("id") ?? "") }
-        router.post("/v1/alerts/:id/notes") { request, context in try await addNote(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/alerts/:id") { request, context in try await detail(request, id: try context.pathID("id")) }
+        router.post("/v1/alerts/:id/resolve") { request, context in try await resolve(request, id: try context.pathID("id")) }
+        router.post("/v1/alerts/:id/notes") { request, context in try await addNote(request, id: try context.pathID("id")) }
         router.get("/v1/devices") { request, _ in try await devices(request) }
     }
 
@@ -52,7 +55,7 @@ struct AlertRoutes: Sendable {
         let grants = policy.grants(principal, subject: subject, now: now)
         try await PersonData(api: api).log(principal, subject: "device:\(row.deviceID)", grants: grants, what: "alert \(id)")
         let (windowFrom, windowTo) = PersonData.alertWindow(grants, now: now)
-        let updates = try await store.alertUpdates(alertID: id)
+        let updates = try await store.deskUpdates(alertID: id, recentPositions: Self.trackPositions)
         let notes = try await store.notes(alertID: id)
         var summary = AlertSummary(row)
         var names = ActorNames(store: store)
@@ -67,7 +70,7 @@ struct AlertRoutes: Sendable {
             }
             heartRate.append(HeartRatePoint(atMilliseconds: reading.placedMilliseconds, bpm: hr.bpm))
         }
-        let device = try await store.deviceRows().first { $0.deviceID == row.deviceID }.map(DeviceSummary.init)
+        let device = try await store.deviceRow(id: row.deviceID).map(DeviceSummary.init)
         let body = AlertDetail(
             alert: summary,
             timeline: AlertTimeline.build(row: row, updates: updates, notes: notes).map { entry in
@@ -109,9 +112,31 @@ struct AlertRoutes: Sendable {
         return try json(.created, note)
     }
 
+    /// Every device's health; the person wearing it only where the policy lets the principal
+    /// read them now (for a dispatcher: an alert of theirs being handled, or just closed), and
+    /// that read logged.
     func devices(_ request: Request) async throws -> Response {
-        _ = try await api.authenticator.authenticate(request, roles: Self.readers)
-        return try json(.ok, DeviceList(devices: try await store.deviceRows().map(DeviceSummary.init)))
+        let principal = try await api.authenticator.authenticate(request, roles: Self.readers)
+        var devices = try await store.deviceRows().map(DeviceSummary.init)
+        guard principal.role != .admin else { return try json(.ok, DeviceList(devices: devices)) }
+        let now = api.configuration.wallClock()
+        // The alerts a dispatcher may be handling: every open one and the recently closed.
+        var spans: [String: [AccessPolicy.AlertSpan]] = [:]
+        for row in try await store.alertRows(open: true, limit: 1) + store.alertRows(open: false, limit: 1000) {
+            spans[row.deviceID, default: []].append(PersonData.span(row))
+        }
+        let people = PersonData(api: api)
+        for index in devices.indices {
+            let deviceID = devices[index].deviceID
+            let subject = AccessPolicy.Subject(personID: "device:\(deviceID)", deviceIDs: [deviceID], alerts: spans[deviceID] ?? [])
+            let grants = policy.grants(principal, subject: subject, now: now)
+            if grants.isEmpty {
+                devices[index].person = nil
+            } else {
+                try await people.log(principal, subject: "device:\(deviceID)", grants: grants, what: "devices list: \(deviceID)")
+            }
+        }
+        return try json(.ok, DeviceList(devices: devices))
     }
 }
 

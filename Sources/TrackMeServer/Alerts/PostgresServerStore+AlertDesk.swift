@@ -1,5 +1,6 @@
 #if PostgreSQL
 import PostgresNIO
+import TrackMeCore
 
 extension PostgresServerStore {
     private typealias DeskColumns = (String, String, String, String, Int64, Int64, Int64?, String?, String?, Int64?, String?, String)
@@ -63,7 +64,7 @@ extension PostgresServerStore {
                 logger: logger)
             let data = try StoreJSON.encode(
                 AlertResolvedData(alertID: id, deviceID: deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
-            try await Self.appendFeed(connection, kind: FeedKind.alertResolved, data: data, logger: logger)
+            try await Self.appendFeed(connection, kind: FeedKind.alertResolved, data: data, at: atMilliseconds, logger: logger)
             return .resolved(deviceID: deviceID)
         }
     }
@@ -81,7 +82,8 @@ extension PostgresServerStore {
                 id = value
             }
             let note = AlertNote(id: id, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
-            try await Self.appendFeed(connection, kind: FeedKind.alertNote, data: try StoreJSON.encode(note), logger: logger)
+            try await Self.appendFeed(
+                connection, kind: FeedKind.alertNote, data: try StoreJSON.encode(AlertNoteReference(note)), at: atMilliseconds, logger: logger)
             return note
         }
     }
@@ -105,6 +107,37 @@ extension PostgresServerStore {
     func feedHead() async throws -> Int64 {
         // Under the feed lock's discipline ids become visible in order, so max(id) has no gaps below it.
         try await collect(client.query("SELECT coalesce(max(id), 0)::BIGINT FROM feed", logger: logger).decode(Int64.self)).first ?? 0
+    }
+
+    func deskUpdates(alertID: String, recentPositions: Int) async throws -> [AlertUpdateRow] {
+        let others = AlertUpdate.UpdateType.allCases.filter { $0 != .position }.map(\.rawValue)
+        let rows = try await client.query(
+            """
+            SELECT update_seq, type, body, received_ms FROM (
+                (SELECT update_seq, type, body, received_ms FROM alert_updates
+                    WHERE alert_id = \(alertID) AND type = 'position' ORDER BY update_seq DESC LIMIT \(recentPositions))
+                UNION ALL
+                SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = \(alertID) AND type = ANY(\(others))) u
+            ORDER BY update_seq
+            """, logger: logger)
+        return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
+            AlertUpdateRow(updateSequence: $0.0, type: $0.1, body: $0.2, receivedMilliseconds: $0.3)
+        }
+    }
+
+    func deviceRow(id: String) async throws -> DeviceStatusRow? {
+        let rows = try await client.query(
+            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = \(id)", logger: logger)
+        return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).first.map {
+            DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
+        }
+    }
+
+    func feedFloor(sinceMilliseconds: Int64) async throws -> Int64 {
+        let rows = try await client.query(
+            "SELECT coalesce((SELECT min(id) FROM feed WHERE at_ms >= \(sinceMilliseconds)) - 1, (SELECT coalesce(max(id), 0) FROM feed))::BIGINT",
+            logger: logger)
+        return try await collect(rows.decode(Int64.self)).first ?? 0
     }
 
     private static func deskRow(from c: DeskColumns) -> AlertDeskRow {

@@ -1,4 +1,5 @@
 import GRDB
+import TrackMeCore
 
 extension SQLiteServerStore {
     private static let deskColumns = """
@@ -30,6 +31,37 @@ extension SQLiteServerStore {
         }
     }
 
+    func deskUpdates(alertID: String, recentPositions: Int) async throws -> [AlertUpdateRow] {
+        let others = AlertUpdate.UpdateType.allCases.filter { $0 != .position }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        return try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT update_seq, type, body, received_ms FROM (
+                        SELECT * FROM (SELECT update_seq, type, body, received_ms FROM alert_updates
+                            WHERE alert_id = ? AND type = 'position' ORDER BY update_seq DESC LIMIT ?)
+                        UNION ALL
+                        SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? AND type IN (\(others)))
+                    ORDER BY update_seq
+                    """, arguments: [alertID, recentPositions, alertID]
+            ).map {
+                AlertUpdateRow(updateSequence: $0["update_seq"], type: $0["type"], body: $0["body"], receivedMilliseconds: $0["received_ms"])
+            }
+        }
+    }
+
+    func deviceRow(id: String) async throws -> DeviceStatusRow? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = ?", arguments: [id]
+            ).map {
+                DeviceStatusRow(
+                    deviceID: $0["device_id"], person: $0["person"], enrolledMilliseconds: $0["enrolled_ms"], lastSeenMilliseconds: $0["last_seen_ms"],
+                    silent: $0["silent"], heartbeat: $0["heartbeat"])
+            }
+        }
+    }
+
     func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult {
         try await pool.write { db in
             guard let row = try Self.deskRow(db, id: id) else { return .notFound }
@@ -39,7 +71,7 @@ extension SQLiteServerStore {
                 arguments: [outcome.rawValue, atMilliseconds, actor, id])
             let data = try StoreJSON.encode(
                 AlertResolvedData(alertID: id, deviceID: row.deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
-            try Self.appendFeed(db, kind: FeedKind.alertResolved, data: data)
+            try Self.appendFeed(db, kind: FeedKind.alertResolved, data: data, at: atMilliseconds)
             return .resolved(deviceID: row.deviceID)
         }
     }
@@ -51,7 +83,7 @@ extension SQLiteServerStore {
                 sql: "INSERT INTO alert_notes (alert_id, author, text, created_ms) VALUES (?, ?, ?, ?)",
                 arguments: [alertID, author, text, atMilliseconds])
             let note = AlertNote(id: db.lastInsertedRowID, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
-            try Self.appendFeed(db, kind: FeedKind.alertNote, data: try StoreJSON.encode(note))
+            try Self.appendFeed(db, kind: FeedKind.alertNote, data: try StoreJSON.encode(AlertNoteReference(note)), at: atMilliseconds)
             return note
         }
     }
@@ -78,6 +110,14 @@ extension SQLiteServerStore {
 
     func feedHead() async throws -> Int64 {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM feed") ?? 0 }
+    }
+
+    func feedFloor(sinceMilliseconds: Int64) async throws -> Int64 {
+        try await pool.read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT coalesce((SELECT min(id) FROM feed WHERE at_ms >= ?) - 1, (SELECT coalesce(max(id), 0) FROM feed))",
+                arguments: [sinceMilliseconds]) ?? 0
+        }
     }
 
     private static func deskRow(_ db: Database, id: String) throws -> AlertDeskRow? {

@@ -123,7 +123,7 @@ extension ConsoleAssets {
           const url = '/v1/alerts/stream' + (state.lastEventId ? '?last_event_id=' + state.lastEventId : '');
           const source = new EventSource(url);
           state.source = source;
-          for (const kind of ['alert', 'alert_acknowledged', 'alert_resolved', 'alert_note', 'device_silent', 'device_returned']) {
+          for (const kind of ['alert', 'alert_acknowledged', 'alert_resolved', 'alert_note', 'device_silent', 'device_returned', 'feed_reset']) {
             source.addEventListener(kind, (event) => onEvent(kind, event));
           }
           source.onopen = () => { $('feed-status').textContent = 'live'; $('feed-status').className = 'feed-status live'; };
@@ -150,12 +150,17 @@ extension ConsoleAssets {
           if (id) { state.lastEventId = id; state.seenEventIds.push(id); document.body.dataset.lastEventId = String(id); }
           let data = {};
           try { data = JSON.parse(event.data); } catch (e) { return; }
-          if (kind === 'alert') {
-            const alertID = data.alert && data.alert.alert_id;
+          if (kind === 'feed_reset') {
+            // Resumed from before the server's replay window: read the board afresh instead.
+            refreshBoard().catch(() => {});
+            refreshHistory();
+          } else if (kind === 'alert') {
+            // The event is a reference; the person comes with the alert's detail.
+            const alertID = data.alert_id;
             if (!alertID) return;
-            if (!state.known.has(alertID) && data.type === 'raised') announce(data);
+            const isNew = !state.known.has(alertID) && data.type === 'raised';
             state.known.add(alertID);
-            loadAlert(alertID);
+            loadAlert(alertID).then(() => { if (isNew) announce(alertID, data); });
           } else if (kind === 'alert_acknowledged' || kind === 'alert_note') {
             loadAlert(data.alert_id);
           } else if (kind === 'alert_resolved') {
@@ -165,11 +170,13 @@ extension ConsoleAssets {
             refreshDevices();
           }
         }
-        function announce(update) {
+        function announce(alertID, reference) {
           beep();
-          const name = update.person && update.person.name ? update.person.name : update.alert.device_id;
-          document.body.dataset.lastAnnounced = update.alert.alert_id;
-          flashTitle = 'New alert: ' + label(update.alert.kind) + ' — ' + name;
+          const detail = state.details.get(alertID);
+          const person = detail && detail.alert && detail.alert.person;
+          const name = person && person.name ? person.name : reference.device_id;
+          document.body.dataset.lastAnnounced = alertID;
+          flashTitle = 'New alert: ' + label(reference.kind) + ' — ' + name;
           updateTitle();
         }
         let flashTitle = null;

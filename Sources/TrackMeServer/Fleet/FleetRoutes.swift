@@ -17,7 +17,7 @@ struct FleetRoutes: Sendable {
         router.post("/v1/fleet/zones") { request, _ in try await createZone(request) }
         router.get("/v1/fleet") { request, _ in try await board(request) }
         router.get("/v1/fleet/zones/:id/next") { request, context in
-            try await next(request, zoneID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await next(request, zoneID: try context.pathID("id"))
         }
         router.post("/v1/fleet/tokens") { request, _ in try await createToken(request) }
         let console = ConsoleRoutes(api: api)

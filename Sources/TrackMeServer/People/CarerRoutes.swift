@@ -23,10 +23,10 @@ struct CarerRoutes: Sendable {
     var data: PersonData { PersonData(api: api) }
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/people/:id/carers") { request, context in try await list(request, id: context.parameters.get("id") ?? "") }
-        router.post("/v1/people/:id/carers") { request, context in try await link(request, id: context.parameters.get("id") ?? "") }
+        router.get("/v1/people/:id/carers") { request, context in try await list(request, id: try context.pathID("id")) }
+        router.post("/v1/people/:id/carers") { request, context in try await link(request, id: try context.pathID("id")) }
         router.delete("/v1/people/:id/carers/:carer") { request, context in
-            try await unlink(request, id: context.parameters.get("id") ?? "", carer: context.parameters.get("carer") ?? "")
+            try await unlink(request, id: try context.pathID("id"), carer: try context.pathID("carer"))
         }
         router.get("/v1/cared-for") { request, _ in try await caredFor(request) }
     }

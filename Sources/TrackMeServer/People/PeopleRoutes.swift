@@ -20,22 +20,22 @@ struct PeopleRoutes: Sendable {
 
     func register(on router: Router<ServerRequestContext>) {
         router.post("/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
-        router.post("/v1/people/:id/devices") { request, context in try await link(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id") { request, context in try await profile(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/heart-rate") { request, context in try await heartRate(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/positions") { request, context in try await positions(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/statistics") { request, context in try await statistics(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/alerts") { request, context in try await alerts(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/export") { request, context in try await export(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/track.gpx") { request, context in try await gpx(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/stream") { request, context in try await stream(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/access-log") { request, context in try await accessLog(request, id: context.parameters.get("id") ?? "") }
-        router.get("/v1/people/:id/access-requests") { request, context in try await personRequests(request, id: context.parameters.get("id") ?? "") }
+        router.post("/v1/people/:id/devices") { request, context in try await link(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id") { request, context in try await profile(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/heart-rate") { request, context in try await heartRate(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/positions") { request, context in try await positions(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/statistics") { request, context in try await statistics(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/alerts") { request, context in try await alerts(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/export") { request, context in try await export(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/track.gpx") { request, context in try await gpx(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/stream") { request, context in try await stream(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/access-log") { request, context in try await accessLog(request, id: try context.pathID("id")) }
+        router.get("/v1/people/:id/access-requests") { request, context in try await personRequests(request, id: try context.pathID("id")) }
         router.post("/v1/access-requests") { request, _ in try await requestAccess(request) }
         router.get("/v1/access-requests") { request, _ in try await organisationRequests(request) }
-        router.post("/v1/access-requests/:id/approve") { request, context in try await answer(request, id: context.parameters.get("id") ?? "", approve: true) }
-        router.post("/v1/access-requests/:id/refuse") { request, context in try await answer(request, id: context.parameters.get("id") ?? "", approve: false) }
-        router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: context.parameters.get("id") ?? "") }
+        router.post("/v1/access-requests/:id/approve") { request, context in try await answer(request, id: try context.pathID("id"), approve: true) }
+        router.post("/v1/access-requests/:id/refuse") { request, context in try await answer(request, id: try context.pathID("id"), approve: false) }
+        router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: try context.pathID("id")) }
         router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
         CarerRoutes(api: api).register(on: router)
     }

@@ -33,7 +33,7 @@ struct RaceRoutes: Sendable {
     }
 
     func runID(_ context: ServerRequestContext) throws -> String {
-        try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+        try context.pathID("id")
     }
 
     func createRun(_ request: Request) async throws -> Response {

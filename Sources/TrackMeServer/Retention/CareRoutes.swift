@@ -18,26 +18,27 @@ import TrackMeCore
 ///
 /// Who may: an admin (token or account), on the person's behalf, and the person themself: a
 /// wearer account, for the device linked to it (`CareAccess.mayAct`); a carer the person linked
-/// reads and sets the settings, and does not erase. Dispatchers may read. Every read and change
-/// by anyone but the person is in the person's access log.
+/// reads and sets the settings, and does not erase. Dispatchers read them around an alert of the
+/// person being handled (`AccessPolicy`). Every read and change by anyone but the person is in
+/// the person's access log.
 struct CareRoutes: Sendable {
     let api: ServerAPI
 
     func register(on router: Router<ServerRequestContext>) {
         router.get("/v1/devices/:id/care-settings") { request, context in
-            try await show(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await show(request, deviceID: try context.pathID("id"))
         }
         router.put("/v1/devices/:id/care-settings") { request, context in
-            try await change(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await change(request, deviceID: try context.pathID("id"))
         }
         router.post("/v1/devices/:id/erase") { request, context in
-            try await erase(request, deviceID: try Identifier.pathParameter(context.parameters.get("id"), field: "id"))
+            try await erase(request, deviceID: try context.pathID("id"))
         }
     }
 
     func show(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
-        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
         guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
         let stored = try await api.store.careSettings(deviceID: deviceID)
         let contact = try await api.store.deviceContact(id: deviceID)
@@ -61,7 +62,7 @@ struct CareRoutes: Sendable {
 
     func change(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
-        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
         let body = try await api.readBody(request)
         let settings = try api.decode(CareSettings.self, body)
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
@@ -76,7 +77,7 @@ struct CareRoutes: Sendable {
 
     func erase(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.erasers)
-        try await CareAccess.mayAct(principal, on: deviceID, store: api.store)
+        try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
         guard let result = try await api.store.erase(deviceID: deviceID, nowMilliseconds: api.configuration.wallClock()) else {
             throw APIError.notFound("no device \(deviceID)")
         }
@@ -110,7 +111,7 @@ enum CareAccess {
     /// the same answer whether or not the device exists); the other roles were checked by
     /// `authenticate`.
     @discardableResult
-    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore) async throws -> Access {
+    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore, now: Int64) async throws -> Access {
         let personID = try await store.wearerAccount(deviceID: deviceID)
         switch principal.role {
         case .wearer, .carer:
@@ -124,7 +125,18 @@ enum CareAccess {
             }
         case .admin:
             return Access(personID: personID, reason: AccessPolicy.Reason.administrator.rawValue)
-        case .device, .dispatcher, .thirdParty, .organiser, .fleetOperator:
+        case .dispatcher:
+            // Around an alert of the person's being handled (`AccessPolicy`), like every other read.
+            var spans: [AccessPolicy.AlertSpan] = []
+            for alertID in try await store.alertIDs(deviceIDs: [deviceID]) {
+                if let row = try await store.alertRow(id: alertID) { spans.append(PersonData.span(row)) }
+            }
+            let subject = AccessPolicy.Subject(personID: personID ?? "device:\(deviceID)", deviceIDs: [deviceID], alerts: spans)
+            switch AccessPolicy().decide(principal, subject: subject, now: now) {
+            case .allowed(let reason): return Access(personID: personID, reason: reason.rawValue)
+            case .denied: throw APIError.forbidden("a dispatcher reads a person's care settings only around an alert being handled")
+            }
+        case .device, .thirdParty, .organiser, .fleetOperator:
             return Access(personID: personID, reason: principal.role.rawValue)
         }
     }

@@ -1,6 +1,6 @@
 /// The kinds of personal data the server keeps, each with its own retention period
-/// (`RetentionPolicy`). Adding a kind is one case here and its deletion in `RetentionSQL` (or a
-/// store method of its own, as readings have).
+/// (`RetentionPolicy`). Adding a kind is one case here and its rules in the tables' declarations
+/// (`PersonalTables`), or a store method of its own, as readings have.
 public enum PersonalDataKind: String, Hashable, Sendable, Codable, CaseIterable {
     /// Heart rate and position readings, by the time they are filed under (`placed_ms`).
     case readings
@@ -19,6 +19,13 @@ public enum PersonalDataKind: String, Hashable, Sendable, Codable, CaseIterable 
     case retiredPeople = "retired_people"
     /// Who read a person's data, when and why (`access_log`, People/).
     case accessLog = "access_log"
+    /// The group figures' daily per-person summaries (`person_days`, by their day) and the
+    /// answered group queries (by when they were answered).
+    case groupFigures = "group_figures"
+    /// A runner's entry in a run (name, last public position), counted from the run's end.
+    case finishedRuns = "finished_runs"
+    /// A taxi terminal's row (name, state, last position), counted from its last report.
+    case fleetTerminals = "fleet_terminals"
 }
 
 /// One retention policy for every kind of personal data: a period per kind (60 days unless

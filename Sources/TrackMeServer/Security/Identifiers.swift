@@ -1,3 +1,4 @@
+import Hummingbird
 import TrackMeCore
 
 /// Identifiers from the outside (alert ids, ids in paths, token ids) checked where they enter:
@@ -47,5 +48,13 @@ extension String {
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
+    }
+}
+
+extension ServerRequestContext {
+    /// The path parameter `name` as an identifier (`Identifier.pathParameter`): every route
+    /// takes its ids through this, so `a%20b` and `a%2Fb` are found and a malformed escape is 400.
+    func pathID(_ name: String) throws -> String {
+        try Identifier.pathParameter(parameters.get(name), field: name)
     }
 }

@@ -71,14 +71,14 @@ struct TokenRoutes: Sendable {
         }
         router.post("/v1/tokens/:id/revoke") { request, context in
             _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-            let id = try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+            let id = try context.pathID("id")
             try await administration.revokeToken(id: id)
             api.logger.notice("token revoked", metadata: ["server.token": "\(id)"])
             return try json(.ok, RevokedToken(tokenID: id, revoked: true))
         }
         router.post("/v1/tokens/:id/rotate") { request, context in
             _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-            let id = try Identifier.pathParameter(context.parameters.get("id"), field: "id")
+            let id = try context.pathID("id")
             let rotated = try await administration.rotateToken(id: id)
             api.logger.notice("token rotated", metadata: ["server.token": "\(id)", "server.new_token": "\(rotated.tokenID)"])
             return try json(.created, rotated)

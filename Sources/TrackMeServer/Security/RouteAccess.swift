@@ -1,0 +1,75 @@
+/// Who may enter each route, declared once for the whole router. The route-enumeration test
+/// holds the router to this table: a route missing from it fails, and every route declared to
+/// read a person's data is driven by principals the policy must turn away (a dispatcher with no
+/// alert of the person, an organisation without consent, another wearer), whose answers must
+/// hold nothing of the person.
+enum RouteAccess {
+    enum Requirement: Hashable, Sendable {
+        /// Anyone: pages, assets, health, the API document, sign-in, registration, a contact's
+        /// signed link, a runner's public entry they chose to show.
+        case open
+        /// A device token: what a device sends.
+        case device
+        /// These roles; nothing of a person is read.
+        case roles(Set<Role>)
+        /// These roles, and then `AccessPolicy` for each person whose data is read (and the
+        /// access log for every reader but the person).
+        case personData(Set<Role>)
+    }
+
+    private static let desk: Set<Role> = [.admin, .dispatcher]
+    private static let people: Set<Role> = [.admin, .dispatcher, .wearer, .carer, .thirdParty]
+    private static let signedIn: Set<Role> = Set(Role.allCases).subtracting([.device])
+
+    /// `METHOD /path/{param}`, as the router describes its routes.
+    static let table: [String: Requirement] = [
+        // Pages, assets and plumbing.
+        "GET /": .open, "GET /people": .open, "GET /fleet": .open, "GET /runs/{id}": .open,
+        "GET /assets/console.css": .open, "GET /assets/console.js": .open, "GET /assets/fleet.js": .open,
+        "GET /assets/people.css": .open, "GET /assets/people.js": .open, "GET /assets/race.css": .open, "GET /assets/race.js": .open,
+        "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
+        // Counts, no person: open to loopback peers, the admin token from elsewhere.
+        "GET /metrics": .open,
+        "GET /v1/console/config": .open,
+        // Sessions and accounts.
+        "POST /v1/session": .open, "GET /v1/session": .roles(signedIn), "DELETE /v1/session": .roles(signedIn),
+        "POST /v1/organisations": .open,
+        "GET /v1/accounts": .roles([.admin]), "POST /v1/accounts": .roles([.admin]),
+        "POST /v1/accounts/{id}/disable": .roles([.admin]), "POST /v1/accounts/{id}/enable": .roles([.admin]),
+        "POST /v1/dispatchers": .roles([.admin]), "GET /v1/tokens": .roles([.admin]),
+        "POST /v1/tokens/{id}/revoke": .roles([.admin]), "POST /v1/tokens/{id}/rotate": .roles([.admin, .device]),
+        // Devices.
+        "POST /v1/devices": .roles([.admin]), "POST /v1/batches": .device, "POST /v1/heartbeats": .device, "POST /v1/alerts": .device,
+        "GET /v1/devices": .personData(desk), "GET /v1/devices/{id}/readings": .personData(desk),
+        "GET /v1/devices/{id}/care-settings": .personData([.admin, .dispatcher, .wearer, .carer]),
+        "PUT /v1/devices/{id}/care-settings": .personData([.admin, .wearer, .carer]),
+        "POST /v1/devices/{id}/erase": .personData([.admin, .wearer]),
+        // The dispatcher's desk and feed.
+        "GET /v1/alerts": .personData(desk), "GET /v1/alerts/{id}": .personData(desk), "GET /v1/alerts/stream": .personData([.dispatcher]),
+        "POST /v1/alerts/{id}/ack": .roles([.dispatcher]), "POST /v1/alerts/{id}/resolve": .roles(desk),
+        "POST /v1/alerts/{id}/notes": .roles(desk),
+        "GET /contact/{token}": .open, "POST /contact/{token}": .open,
+        // People's data (Data4Help).
+        "POST /v1/people/{id}/devices": .roles([.admin]),
+        "GET /v1/people/{id}": .personData(people), "GET /v1/people/{id}/heart-rate": .personData(people),
+        "GET /v1/people/{id}/positions": .personData(people), "GET /v1/people/{id}/statistics": .personData(people),
+        "GET /v1/people/{id}/alerts": .personData(people), "GET /v1/people/{id}/export": .personData(people),
+        "GET /v1/people/{id}/track.gpx": .personData(people), "GET /v1/people/{id}/stream": .personData(people),
+        "GET /v1/people/{id}/access-log": .personData([.admin, .wearer]),
+        "GET /v1/people/{id}/access-requests": .personData([.admin, .wearer, .carer]),
+        "GET /v1/people/{id}/carers": .personData([.admin, .wearer, .carer]), "POST /v1/people/{id}/carers": .personData([.admin, .wearer]),
+        "DELETE /v1/people/{id}/carers/{carer}": .personData([.admin, .wearer, .carer]),
+        "GET /v1/cared-for": .personData([.carer]),
+        "GET /v1/access-requests": .roles([.thirdParty, .fleetOperator]), "POST /v1/access-requests": .roles([.thirdParty, .fleetOperator]),
+        "POST /v1/access-requests/{id}/approve": .personData([.wearer, .carer]),
+        "POST /v1/access-requests/{id}/refuse": .personData([.wearer, .carer]),
+        "POST /v1/access-requests/{id}/revoke": .personData([.wearer, .carer, .thirdParty, .fleetOperator]),
+        "POST /v1/group-figures": .roles([.thirdParty]),
+        // Runs and the fleet.
+        "GET /v1/runs": .roles([.organiser]), "POST /v1/runs": .roles([.organiser]), "GET /v1/runs/{id}": .personData([.organiser]),
+        "GET /v1/runs/{id}/results.csv": .personData([.organiser]), "GET /v1/runs/{id}/tracks.gpx": .personData([.organiser]),
+        "POST /v1/runs/{id}/enrolment": .roles([.organiser]), "GET /v1/public/runs/{id}": .open,
+        "GET /v1/fleet": .personData([.fleetOperator]), "GET /v1/fleet/zones/{id}/next": .personData([.fleetOperator]),
+        "POST /v1/fleet/zones": .roles([.fleetOperator]), "POST /v1/fleet/tokens": .roles([.fleetOperator]),
+    ]
+}
