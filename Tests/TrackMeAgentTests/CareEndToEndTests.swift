@@ -45,12 +45,9 @@ struct CareEndToEndTests {
         #expect(applied?.limits?.minimumBPM == 52)
         #expect(applied?.care?.conflicts == [])
         // The server learns the version the device runs from its next heartbeat.
-        var reported: Int?
-        for _ in 0..<200 where reported != 1 {
-            reported = try await Self.call("GET", "/v1/devices/\(EndToEndTests.deviceID)/care-settings", port: port).1["device_version"] as? Int
-            if reported != 1 { try await Task.sleep(for: .milliseconds(300)) }
+        try await eventually("the server knows the device runs version 1", within: .seconds(60), every: .milliseconds(300)) {
+            try await Self.call("GET", "/v1/devices/\(EndToEndTests.deviceID)/care-settings", port: port).1["device_version"] as? Int == 1
         }
-        #expect(reported == 1)
 
         // A person returning the device: not while the agent runs.
         let refused = try runProgram(try ExecutableTests.agentBinary(), ["wipe", "--config", rig.config, "--yes"])
