@@ -8,7 +8,7 @@ TRAITS ?= --traits PostgreSQL
 SIM = .build/debug/trackme-sim
 
 .PHONY: deps build demo test unit-tests scenarios fuzz fuzz-long soak ble-vm browser-tests test-traits api-tools api-spec api-check \
-	api-check-long test-under-load
+	api-check-long test-under-load lint
 
 deps:
 	@missing=$$(for p in $$(grep -v '^#' .ci/deps.txt); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -63,6 +63,13 @@ api-check: api-spec
 
 api-check-long:
 	$(MAKE) api-check API_CHECK_EXAMPLES=200 API_CHECK_SECONDS=900
+
+# swift-format's strict lint over the Swift files this branch changed against main (the whole
+# tree is not at zero findings yet). Not part of `make test`.
+LINT_BASE ?= main
+lint:
+	@files=$$(git diff --name-only --diff-filter=AM $$(git merge-base $(LINT_BASE) HEAD) -- '*.swift'); \
+	if [ -z "$$files" ]; then echo "lint: no Swift file changed against $(LINT_BASE)"; else $(SWIFT) format lint --strict $$files; fi
 
 # `make test` with a CPU hog on both cores beside it (Debian's stress-ng): the suite must hold
 # on a busy machine. Not part of CI.

@@ -10,8 +10,11 @@ public struct ConditionTimeout: Error, CustomStringConvertible {
 /// or task does: they say what they wait for and how long is too long, not how long to sleep.
 /// A `VirtualClock` moves only when advanced, so the limit and the checks follow the test's time.
 public func eventually(
-    _ what: String, within limit: Duration, every interval: Duration = .milliseconds(20),
-    clock: any Clock<Duration> = ContinuousClock(), _ condition: () async throws -> Bool
+    _ what: String,
+    within limit: Duration,
+    every interval: Duration = .milliseconds(20),
+    clock: any Clock<Duration> = ContinuousClock(),
+    _ condition: () async throws -> Bool
 ) async throws {
     func wait<C: Clock<Duration>>(on clock: C) async throws {
         let deadline = clock.now.advanced(by: limit)

@@ -18,15 +18,22 @@ struct ContractFindingsTests {
             for (index, item) in cases.enumerated() {
                 let id = "bad-hr-\(index)"
                 let refused = try await s.client.send(
-                    "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": id, "person": item.person])
+                    "POST",
+                    "/v1/devices",
+                    token: TestServer.adminToken,
+                    json: ["device_id": id, "person": item.person]
+                )
                 #expect(refused.status == 400, "\(refused.text)")
                 #expect(refused.errorField == item.field)
                 let settings = try await s.client.send("GET", "/v1/devices/\(id)/care-settings", token: TestServer.adminToken)
                 #expect(settings.status == 404, "\(id) was enrolled: \(settings.text)")
             }
             let accepted = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken,
-                json: ["device_id": "good-hr", "person": ["name": "Ada", "age": 70, "min_hr": 45, "max_hr": 150]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "good-hr", "person": ["name": "Ada", "age": 70, "min_hr": 45, "max_hr": 150]]
+            )
             #expect(accepted.status == 201, "\(accepted.text)")
         }
     }
