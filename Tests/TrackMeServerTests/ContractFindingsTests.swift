@@ -4,8 +4,8 @@ import Testing
 /// What schemathesis (`make api-check`) found against the API document, kept as tests.
 @Suite("Found by the API contract check", .timeLimit(.minutes(2)))
 struct ContractFindingsTests {
-    /// Enrolment's heart rates become the person's first care settings; they were stored unchecked
-    /// (a minimum of -16322 bpm) while a later change of the same settings was refused.
+    /// Enrolment's heart rates become the person's first care settings, so they meet the bounds a
+    /// later change of those settings must meet (schemathesis enrolled a minimum of -16322 bpm).
     @Test("enrolment refuses heart-rate thresholds a change of care settings would refuse, and stores nothing", arguments: Backend.enabled)
     func enrolmentThresholds(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
