@@ -12,7 +12,7 @@ import FoundationNetworking
 /// care settings set on the server reach the running agent (status shows the version, the SOS
 /// limits change, the server sees the version it runs); `wipe` refuses while the agent runs;
 /// an erasure on the server makes the agent stop and wipe its store and token.
-@Suite("care settings and wipe, end to end", .serialized)
+@Suite("care settings and wipe, end to end", .serialized, .timeLimit(.minutes(15)))
 struct CareEndToEndTests {
     static func call(_ method: String, _ path: String, port: Int, json: String? = nil) async throws -> (Int, [String: Any]) {
         var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)\(path)")))

@@ -9,7 +9,7 @@ import TrackMeServer
 /// The whole agent as a child process: `trackme-agent run` with the simulated strap (socket-pair
 /// transport replaying a real trace), a real gpsd fed a recorded receiver log, and the real
 /// server in this process on loopback with a SQLite file.
-@Suite("trackme-agent end to end", .serialized)
+@Suite("trackme-agent end to end", .serialized, .timeLimit(.minutes(15)))
 struct EndToEndTests {
     static let deviceID = "pi-e2e"
     /// A safety net for a loaded 2-core machine; the test ends as soon as the status shows it.

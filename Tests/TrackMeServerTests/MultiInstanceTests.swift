@@ -8,7 +8,7 @@ import TrackMeCore
 #if PostgreSQL
 /// Several instances on one PostgreSQL (issue 22): the feed crosses instances through the
 /// database's `LISTEN`/`NOTIFY`, not the 5 s tick.
-@Suite("Several instances on one PostgreSQL", .serialized)
+@Suite("Several instances on one PostgreSQL", .serialized, .timeLimit(.minutes(10)))
 struct MultiInstanceTests {
     @Test("an alert ingested on instance A reaches a dispatcher following instance B by B's database notification, not its tick")
     func feedCrossesInstances() async throws {

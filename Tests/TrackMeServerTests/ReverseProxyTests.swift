@@ -10,7 +10,7 @@ import TrackMeCore
 /// `hardware/haproxy/trackme.cfg` unchanged (the test sets only its environment): TLS
 /// terminated at the proxy for the agent's own transport, the dispatcher feed passed through as
 /// it is written, an instance that stops answering taken out, per-client limits at the proxy.
-@Suite("Behind HAProxy", .serialized)
+@Suite("Behind HAProxy", .serialized, .timeLimit(.minutes(10)))
 struct ReverseProxyTests {
     /// `haproxy -db -f hardware/haproxy/trackme.cfg` with the test's environment.
     final class HAProxy: @unchecked Sendable {
