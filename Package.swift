@@ -200,6 +200,9 @@ targets += [
             // SHA-256 and HMAC of tokens, batch digests and contact links (was a hand-written copy).
             .product(name: "Crypto", package: "swift-crypto"),
         ],
+        // The API document is a file, compiled into the binary (no resource bundle to ship beside
+        // it) and served byte for byte at /openapi.yaml.
+        resources: [.embedInCode("openapi.yaml")],
         swiftSettings: strictSettings
     ),
     // issue 15: the real server started in-process on loopback (the one starter, for the server's
@@ -242,6 +245,8 @@ targets += [
             .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            // The served API document is read with a YAML reader that refuses duplicate keys.
+            .product(name: "Yams", package: "Yams"),
         ],
         swiftSettings: strictSettings
     ),

@@ -35,11 +35,7 @@ struct ServerAPI: Sendable {
             try await authorizeMetrics(request, context: context)
             return try await metricsResponse()
         }
-        router.get("/openapi.yaml") { _, _ in
-            var headers = HTTPFields()
-            headers[.contentType] = "application/yaml"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
-        }
+        router.get("/openapi.yaml") { request, _ in APIDocument.response(ifNoneMatch: request.headers[.ifNoneMatch]) }
         router.post("/v1/devices") { request, _ in try await enrolDevice(request) }
         router.post("/v1/dispatchers") { request, _ in try await createDispatcher(request) }
         router.post("/v1/batches") { request, _ in try await ingestBatch(request) }

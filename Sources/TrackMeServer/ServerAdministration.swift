@@ -15,6 +15,9 @@ struct ServerAdministration: Sendable {
         }
         guard !person.name.isEmpty else { throw APIError.invalid("person.name", "must not be empty") }
         guard (0...150).contains(person.age) else { throw APIError.invalid("person.age", "must be 0-150") }
+        // The thresholds become the person's first care settings: the same bounds as a later change.
+        let settings = CareAccess.settings(enrolled: person)
+        if let problem = settings?.problem() { throw APIError.invalid("person.\(problem.field)", problem.message) }
         let token = BearerToken.generate()
         let stored = StoredToken(id: token.id, secretHash: token.secretHash, role: .device, deviceID: deviceID)
         let enrolled = try await store.enrolDevice(
@@ -24,7 +27,7 @@ struct ServerAdministration: Sendable {
         }
         // The thresholds and contacts set at enrolment are the person's first care settings: they
         // reach the device with the reply to its first batch.
-        if let settings = CareAccess.settings(enrolled: person) {
+        if let settings {
             _ = try await store.putCareSettings(deviceID: deviceID, settings: settings, person: person, by: "enrolment", atMilliseconds: wallClock())
         }
         return DeviceCredentials(deviceID: deviceID, token: token.text)

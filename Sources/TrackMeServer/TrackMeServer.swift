@@ -119,7 +119,7 @@ public final class TrackMeServer: Service, Sendable {
             },
             // A wall-clock tick, not a business schedule: finds feed events other instances
             // appended and keeps idle streams alive.
-            PeriodicJob(interval: .seconds(5), clock: ContinuousClock(), logger: logger) {
+            PeriodicJob(interval: .seconds(5), clock: configuration.feedTickClock, logger: logger) {
                 api.notifier.notify(.tick)
             },
         ]

@@ -110,13 +110,11 @@ struct ButtonReaderTests {
 
     /// Polls the control's status (as the end-to-end test polls the agent) until `done`.
     static func poll(_ control: PipelineControl, until done: (AgentStatus) -> Bool) async throws -> AgentStatus {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let status = await control.status()
-            if done(status) { return status }
-            try await Task.sleep(for: .milliseconds(50))
+        var status = await control.status()
+        try await eventually("the status shows it", within: .seconds(60), every: .milliseconds(50)) {
+            status = await control.status()
+            return done(status)
         }
-        Issue.record("the status never showed it")
-        return await control.status()
+        return status
     }
 }

@@ -9,7 +9,7 @@ import TrackMeServer
 /// The whole agent as a child process: `trackme-agent run` with the simulated strap (socket-pair
 /// transport replaying a real trace), a real gpsd fed a recorded receiver log, and the real
 /// server in this process on loopback with a SQLite file.
-@Suite("trackme-agent end to end", .serialized)
+@Suite("trackme-agent end to end", .serialized, .timeLimit(.minutes(15)))
 struct EndToEndTests {
     static let deviceID = "pi-e2e"
     /// A safety net for a loaded 2-core machine; the test ends as soon as the status shows it.
@@ -99,15 +99,14 @@ struct EndToEndTests {
         /// Polls the in-process server (as `poll` does the agent) until it has an update of the
         /// alert numbered above `sequence` and of `type`.
         func alertUpdate(of alertID: String, above sequence: Int, type: AlertUpdate.UpdateType) async throws -> AlertUpdate? {
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: EndToEndTests.overallLimit)
-            while clock.now < deadline {
-                if let update = try await server.alertUpdates(alertID: alertID).first(where: { $0.updateSequence > sequence && $0.type == type }) {
-                    return update
+            var found: AlertUpdate?
+            do {
+                try await eventually("an update of \(alertID) above \(sequence)", within: EndToEndTests.overallLimit, every: .milliseconds(300)) {
+                    found = try await server.alertUpdates(alertID: alertID).first { $0.updateSequence > sequence && $0.type == type }
+                    return found != nil
                 }
-                try await Task.sleep(for: .milliseconds(300))
-            }
-            return nil
+            } catch is ConditionTimeout {}
+            return found
         }
 
         func metric(_ name: String) throws -> Double? {

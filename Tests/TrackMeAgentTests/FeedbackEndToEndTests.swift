@@ -72,11 +72,11 @@ struct FeedbackEndToEndTests {
     /// The LED is written by the feedback service's own task, a moment after the state changes:
     /// polls the file (as the status is polled) until it holds `value`.
     static func led(_ path: String, _ file: String, becomes value: String) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try FeedbackTests.read(path, file) == value { return true }
-            try await Task.sleep(for: .milliseconds(20))
+        do {
+            try await eventually("\(file) becomes \(value)", within: .seconds(30)) { try FeedbackTests.read(path, file) == value }
+            return true
+        } catch is ConditionTimeout {
+            return false
         }
-        return false
     }
 }

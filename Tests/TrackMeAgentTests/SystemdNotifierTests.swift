@@ -115,15 +115,40 @@ struct SystemdNotifierTests {
         #expect(registry.emitToString().contains("trackme_systemd_watchdog_pings_total 2"))
     }
 
-    @Test("without NOTIFY_SOCKET the service just waits for shutdown")
+    @Test("without NOTIFY_SOCKET the service still awaits readiness, then runs until shutdown")
     func serviceWithoutSystemd() async throws {
-        let service = SystemdNotifierService(notifier: nil, watchdogInterval: nil, logger: quietLogger)
+        let events = EventLog()
+        let (opened, signal) = AsyncStream<Void>.makeStream()
+        let service = SystemdNotifierService(
+            notifier: nil, watchdogInterval: nil, logger: quietLogger,
+            readiness: {
+                for await _ in opened { break }
+                events.append("ready")
+            })
         try await testGracefulShutdown { trigger in
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await service.run() }
+                group.addTask {
+                    try await service.run()
+                    events.append("returned")
+                }
+                signal.yield()
+                try await eventually("the readiness condition awaited", within: .seconds(60)) { events.all.first == "ready" }
+                events.append("shutdown")
                 trigger.triggerGracefulShutdown()
                 try await group.waitForAll()
             }
+        }
+        // Returning before shutdown would end the whole service group with it.
+        #expect(events.all == ["ready", "shutdown", "returned"])
+    }
+
+    @Test("without NOTIFY_SOCKET a failed readiness condition still fails the service")
+    func readinessFailsWithoutSystemd() async throws {
+        struct StoreDidNotOpen: Error {}
+        let service = SystemdNotifierService(
+            notifier: nil, watchdogInterval: nil, logger: quietLogger, readiness: { throw StoreDidNotOpen() })
+        await #expect(throws: StoreDidNotOpen.self) {
+            try await testGracefulShutdown { _ in try await service.run() }
         }
     }
 }

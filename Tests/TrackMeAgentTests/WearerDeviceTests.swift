@@ -140,11 +140,10 @@ struct WearerDeviceTests {
         let group = ServiceGroup(services: parts.services, logger: quietLogger)
         let running = Task { try await group.run() }
         defer { running.cancel() }
-        let deadline = ContinuousClock.now + .seconds(60)
         var status = await parts.control.status()
-        while (status.strap.bodyLocation == nil || status.strap.batteryLow == nil || status.feedback != .batteryLow), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the strap's location and battery, and the battery warning", within: .seconds(60), every: .milliseconds(100)) {
             status = await parts.control.status()
+            return status.strap.bodyLocation != nil && status.strap.batteryLow != nil && status.feedback == .batteryLow
         }
         await group.triggerGracefulShutdown()
         #expect(status.strap.batteryPercent == 87)

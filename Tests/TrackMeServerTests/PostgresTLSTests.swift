@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Testing
+import TrackMeCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +68,7 @@ enum PostgresTLSCleanup {
     }
 }
 
-@Suite("PostgreSQL over TLS")
+@Suite("PostgreSQL over TLS", .timeLimit(.minutes(5)))
 struct PostgresTLSTests {
     @Test("sslmode=verify-full with the server's CA: the store works, and the session is encrypted")
     func verifyFull() async throws {
@@ -76,7 +77,11 @@ struct PostgresTLSTests {
         let store = try await PostgresServerStore(url: url, logger: Logger(label: "test.pgtls"))
         do {
             try await store.migrate()
-            #expect(try await store.counts().devices >= 0)
+            // A write and its read back over the encrypted session, not only a connection.
+            let before = try await store.counts().devices
+            _ = try await ServerAdministration(store: store, wallClock: { 1_795_000_000_000 })
+                .enrolDevice(deviceID: "tls-\(UUID().uuidString.prefix(8))", person: PersonProfile(name: "Ada", age: 70))
+            #expect(try await store.counts().devices == before + 1)
             var encrypted: [Bool] = []
             for try await ssl in try await store.client.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").decode(Bool.self) {
                 encrypted.append(ssl)

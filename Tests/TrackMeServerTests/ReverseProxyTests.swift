@@ -10,7 +10,7 @@ import TrackMeCore
 /// `hardware/haproxy/trackme.cfg` unchanged (the test sets only its environment): TLS
 /// terminated at the proxy for the agent's own transport, the dispatcher feed passed through as
 /// it is written, an instance that stops answering taken out, per-client limits at the proxy.
-@Suite("Behind HAProxy", .serialized)
+@Suite("Behind HAProxy", .serialized, .timeLimit(.minutes(10)))
 struct ReverseProxyTests {
     /// `haproxy -db -f hardware/haproxy/trackme.cfg` with the test's environment.
     final class HAProxy: @unchecked Sendable {
@@ -54,13 +54,12 @@ struct ReverseProxyTests {
             process.standardOutput = try FileHandle(forWritingTo: log)
             process.standardError = try FileHandle(forWritingTo: log)
             try process.run()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await health() != 200 {
+            try await eventually("haproxy serves /health", within: .seconds(20), every: .milliseconds(100)) {
+                if try await health() == 200 { return true }
                 guard process.isRunning else {
                     throw RawSocket.Failure(description: "haproxy exited: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
                 }
-                guard ContinuousClock.now < deadline else { throw RawSocket.Failure(description: "haproxy did not serve /health within 20 s") }
-                try await Task.sleep(for: .milliseconds(100))
+                return false
             }
         }
 
@@ -111,12 +110,12 @@ struct ReverseProxyTests {
 
         /// Waits (up to `limit`) until a line satisfying `match` has arrived.
         func waitFor(_ limit: Duration, _ match: (String) -> Bool) async throws -> Bool {
-            let deadline = ContinuousClock.now + limit
-            while ContinuousClock.now < deadline {
-                if received.contains(where: match) { return true }
-                try await Task.sleep(for: .milliseconds(20))
+            do {
+                try await eventually("a line from the stream", within: limit) { received.contains(where: match) }
+                return true
+            } catch is ConditionTimeout {
+                return false
             }
-            return received.contains(where: match)
         }
 
         /// SIGKILL: a child of the test process inherits SIGTERM ignored (the service
@@ -157,8 +156,7 @@ struct ReverseProxyTests {
             let feed = try StreamReader(url: proxy.url("/v1/alerts/stream"), caFile: proxy.ca.certificatePath, token: dispatcher)
             defer { feed.stop() }
             // Subscribed once the server has a follower.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while s.server.feedFollowers == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            try await eventually("the server has a follower", within: .seconds(30)) { s.server.feedFollowers > 0 }
             #expect(s.server.feedFollowers == 1)
             let alert = Sample.alert("pi-0001", id: "through-the-proxy")
             let posted = try await proxy.transport().post(
