@@ -280,25 +280,18 @@ public actor AgentPipeline {
             logger.error("alert journal unreadable; no open alert restored", metadata: ["store.error": "\(error)"])
             return nil
         }
-        var latest: [String: AlertRecord] = [:]
-        var sequences: [String: Int] = [:]
-        for update in updates {
-            if let existing = sequences[update.alert.id], existing > update.updateSequence { continue }
-            latest[update.alert.id] = update.alert
-            sequences[update.alert.id] = update.updateSequence
-        }
+        // The journal's latest record of each alert, in the order they were written: the last
+        // is the last alert raised (monotonic times do not order alerts across reboots).
+        guard var last = updates.last?.alert else { return nil }
         do {
             if let data = try store.deviceState(ReadingStore.DeviceStateKey.alertState) {
                 let state = try WireCodec.decode(AlertRecord.self, from: data)
-                // Only over an alert the journal has: its raise is journaled before any state.
-                if latest[state.id] != nil { latest[state.id] = state }
+                if state.id == last.id { last = state }
             }
         } catch {
             logger.error("alert state unreadable; the alert is restored as the journal has it", metadata: ["store.error": "\(error)"])
         }
-        guard let last = latest.values.max(by: { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }),
-            last.state.isOpen, last.state != .pending
-        else { return nil }
+        guard last.state.isOpen, last.state != .pending else { return nil }
         return last
     }
 

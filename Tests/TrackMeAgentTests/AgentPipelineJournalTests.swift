@@ -44,6 +44,7 @@ import TrackMeCore
         await pipeline.receive(.manualSOS, at: Self.at(40))
         await pipeline.receive(.tick, at: Self.at(46))
         await pipeline.receive(.delivered(alertID: "t-2"), at: Self.at(47))
+        #expect(try store.alertStates().map(\.alert.id) == ["t-1", "t-2"])
         let second = try #require(AgentPipeline.openAlert(in: store, logger: logger))
         #expect(second.id == "t-2")
         #expect(second.state == .delivered)
