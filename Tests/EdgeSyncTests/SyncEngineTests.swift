@@ -89,19 +89,19 @@ final class SyncFixture {
             clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42, alertsFirst: alertsFirst)
     }
 
-    /// Moves `clock` on by 10 ms `times` times, each once the engine's two loops sleep on it.
+    /// Moves `clock` on by 10 ms `times` times, each once the engine's loop sleeps on it.
     static func step(_ clock: VirtualClock, times: Int) async {
         for _ in 0..<times {
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             clock.advance(by: .milliseconds(10))
         }
     }
 
-    /// Moves `clock` on by 10 ms whenever the engine's two loops sleep on it, until cancelled.
+    /// Moves `clock` on by 10 ms whenever the engine's loop sleeps on it, until cancelled.
     static func step(_ clock: VirtualClock) -> Task<Void, Never> {
         Task {
             while !Task.isCancelled {
-                await clock.waitForSleepers(2)
+                await clock.waitForSleepers(1)
                 clock.advance(by: .milliseconds(10))
                 await Task.yield()
             }
@@ -269,9 +269,9 @@ struct SyncEngineTests {
             #expect(error.status == 503)
             #expect(retryIn == .seconds(7))
             // Nothing is resent before the 7 s are up.
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             clock.advance(by: .seconds(6))
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             #expect(f.proxy.requestCount == 1)
             clock.advance(by: .seconds(1))
             // The latest readings go first, then the rest: wait for the acknowledgements of all
@@ -336,7 +336,7 @@ struct SyncEngineTests {
             defer { runner.cancel() }
             var iterator = events.makeAsyncIterator()
             // After a start, the newest heart rate and fix go at once, on their own.
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             guard case .batchAcknowledged(_, 2, _, _, true) = await iterator.next() else {
                 Issue.record("the latest batch did not go first")
                 return
