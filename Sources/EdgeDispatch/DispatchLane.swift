@@ -1,13 +1,11 @@
 public import Logging
 public import TrackMeCore
 
-/// What the lane reports to the agent: the first three feed back into the `SOSEngine` and the
+/// What the lane reports to the agent: the first two feed back into the `SOSEngine` and the
 /// display; the rest are for logs, metrics and tests.
 public enum DispatchLaneEvent: Hashable, Sendable {
     /// The server accepted the alert: send `.delivered(alertID:)` to the SOS engine.
     case delivered(alertID: String)
-    /// The server said a dispatcher acknowledged: send `.acknowledged(alertID:)` to the engine.
-    case acknowledged(alertID: String)
     /// Show on the device whether the alert is acknowledged yet.
     case showAcknowledgement(alertID: String, acknowledged: Bool)
     case sent(AlertUpdate)
@@ -20,6 +18,10 @@ public enum DispatchLaneEvent: Hashable, Sendable {
 /// the transport, retries every second until accepted, sends a position every second while an
 /// alert is open, runs the local fallback at once when the server cannot be reached and
 /// escalates until acknowledged (all decided by `DispatchPolicy`; this actor only performs it).
+/// It is the only way an alert update leaves the device: updates journaled and not delivered
+/// before a restart are handed to it at start (`undelivered:`), and each accepted update is
+/// recorded in the journal (`delivered:`) so a restart does not send it again. The readings
+/// lane waits on `alertsFirst()` before each batch.
 ///
 /// Call `run()` in a task (the agent's service group); it returns when that task is cancelled.
 /// A slow send or fallback never holds up the others: each runs in its own child task.
@@ -33,7 +35,6 @@ public enum DispatchLaneEvent: Hashable, Sendable {
 ///     for await event in lane.events {
 ///         switch event {
 ///         case .delivered(let id): feed(.delivered(alertID: id))      // back into the engine
-///         case .acknowledged(let id): feed(.acknowledged(alertID: id))
 ///         case .showAcknowledgement(let id, let done): display(id, done)
 ///         default: break                       // logs, metrics
 ///         }
@@ -52,6 +53,12 @@ public actor DispatchLane {
     private let wake: AsyncStream<Void>
     private let wakeSink: AsyncStream<Void>.Continuation
     private let observe: (@Sendable (DispatchLaneEvent) -> Void)?
+    private let recordDelivered: (@Sendable (AlertUpdate) -> Void)?
+    /// Set while `run()` runs: only then can work be due with no one performing it yet, which
+    /// `alertsFirst()` waits for.
+    private var running = false
+    /// Callers of `alertsFirst()` waiting for the lane to have nothing due.
+    private var alertsFirstWaiters: [CheckedContinuation<Void, Never>] = []
 
     private var policy: DispatchPolicy
     private let transport: any AlertTransport
@@ -70,16 +77,23 @@ public actor DispatchLane {
     ///   - tickInterval: how often the lane checks for due work; a quarter of the retry interval.
     ///   - restored: an alert that was open before a restart, taken over (see
     ///     `DispatchPolicy.adopt`), with the number for its next update.
+    ///   - undelivered: updates the journal holds that the server was never seen to accept, in
+    ///     the order they were made: sent first.
+    ///   - delivered: records in the journal that the server has an update, before anyone
+    ///     hears of it (so a restart does not send it again).
     ///   - observe: sees every event as it happens, besides `events` (for an owner that steps
     ///     the lane itself and reads what it did right after).
     public init(
         transport: any AlertTransport, fallback: (any LocalFallback)?, clock: any Clock<Duration>,
         settings: DispatchSettings = DispatchSettings(), tickInterval: Duration = .milliseconds(250),
         timestamp: @escaping @Sendable () -> ReadingTimestamp, restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
+        undelivered: [AlertUpdate] = [], delivered: (@Sendable (AlertUpdate) -> Void)? = nil,
         observe: (@Sendable (DispatchLaneEvent) -> Void)? = nil, logger: Logger
     ) {
         policy = DispatchPolicy(settings: settings)
         if let restored { policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, now: .zero) }
+        policy.adopt(undelivered: undelivered, now: .zero)
+        self.recordDelivered = delivered
         self.transport = transport
         self.fallback = fallback
         self.clock = clock
@@ -108,6 +122,13 @@ public actor DispatchLane {
     /// every `tickInterval`, and each send or fallback runs in a task of its own.
     public func run() async {
         let wake = self.wake
+        running = true
+        defer {
+            running = false
+            releaseAlertsFirst()
+        }
+        // Work adopted at start (or submitted before the run) goes at once.
+        apply(.tick)
         await withDiscardingTaskGroup { group in
             group.addTask { await self.tickLoop() }
             for await _ in wake {
@@ -134,6 +155,25 @@ public actor DispatchLane {
 
     /// Updates waiting to be sent (including the one in flight).
     public var queuedUpdates: [AlertUpdate] { policy.queuedUpdates }
+
+    /// Returns once the lane has no alert update in flight or due now: the readings lane calls
+    /// it before each batch, so an alert never waits behind readings (an update waiting out its
+    /// retry interval, the server unreachable for it too, holds nothing back). A lane that is
+    /// stepped (`step()` performs all that is due before it returns) or not running holds no one.
+    public func alertsFirst() async {
+        while isSendingAlerts {
+            await withCheckedContinuation { alertsFirstWaiters.append($0) }
+        }
+    }
+
+    private var isSendingAlerts: Bool { running && policy.hasWorkDue(now: elapsed()) }
+
+    private func releaseAlertsFirst() {
+        guard !alertsFirstWaiters.isEmpty, !isSendingAlerts else { return }
+        let waiters = alertsFirstWaiters
+        alertsFirstWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
 
     private func takeQueued() async -> [Job] {
         defer { queued.removeAll() }
@@ -182,12 +222,11 @@ public actor DispatchLane {
                 enqueue(.fallback(record, reason, index))
             case .delivered(let id):
                 emit(.delivered(alertID: id))
-            case .acknowledged(let id):
-                emit(.acknowledged(alertID: id))
             case .showAcknowledgement(let id, let acknowledged):
                 emit(.showAcknowledgement(alertID: id, acknowledged: acknowledged))
             }
         }
+        releaseAlertsFirst()
     }
 
     private nonisolated func perform(_ job: Job) async {
@@ -218,7 +257,7 @@ public actor DispatchLane {
     }
 
     private enum Outcome: Sendable {
-        case accepted(AlertReceipt)
+        case accepted
         case failed(String)
     }
 
@@ -228,7 +267,12 @@ public actor DispatchLane {
         let timeout = sendTimeout
         return await withTaskGroup(of: Outcome?.self) { group in
             group.addTask {
-                do { return .accepted(try await transport.send(update)) } catch { return .failed("\(error)") }
+                do {
+                    try await transport.send(update)
+                    return .accepted
+                } catch {
+                    return .failed("\(error)")
+                }
             }
             group.addTask {
                 do {
@@ -252,9 +296,11 @@ public actor DispatchLane {
 
     private func finished(_ update: AlertUpdate, _ outcome: Outcome) {
         switch outcome {
-        case .accepted(let receipt):
-            // The policy learns first, so whoever sees the event sees the lane already past it.
-            apply(.sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence, acknowledged: receipt.acknowledged))
+        case .accepted:
+            // The journal and the policy learn first, so whoever sees the event sees the lane
+            // already past it.
+            recordDelivered?(update)
+            apply(.sendSucceeded(alertID: update.alert.id, updateSequence: update.updateSequence))
             emit(.sent(update))
         case .failed(let message):
             logger.info(

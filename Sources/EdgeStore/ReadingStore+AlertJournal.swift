@@ -9,7 +9,7 @@ public enum AlertJournalOutcome: Hashable, Sendable {
     /// Committed and fsynced before the call returned.
     case durable
     /// The journal could not be written (disk full, read-only, I/O error). The update is held
-    /// in memory, offered to the sync lane as pending, and written when the store recovers; the
+    /// in memory, offered as pending (`pendingAlertUpdates()`), and written when the store recovers; the
     /// caller must hand it to the dispatch lane from memory and must not wait for the disk.
     case memoryOnly(StoreError)
 }
@@ -115,8 +115,7 @@ extension ReadingStore {
         quarantineFailedAlertRows()
         var seen = state.withLock { $0.deliveredUnrecorded }
         var out: [AlertUpdate] = []
-        // Local state records (numbered from `localAlertStateSequenceBase`) never leave the device.
-        for u in journaled + memory where u.updateSequence < Self.localAlertStateSequenceBase && seen.insert(AlertUpdateKey(u)).inserted {
+        for u in journaled + memory where seen.insert(AlertUpdateKey(u)).inserted {
             out.append(u)
         }
         return out
@@ -132,11 +131,7 @@ extension ReadingStore {
         if deliveredUnrecorded { return !pendingAlertUpdates().isEmpty }
         if memory { return true }
         let exists = try? readStatement { db in
-            // Local state records never leave the device (see `pendingAlertUpdates()`): they are
-            // not pending, or a lane waiting for the journal to empty would wait for ever.
-            try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM alert_updates WHERE delivered = 0 AND update_seq < ?)"),
-                arguments: [Self.localAlertStateSequenceBase])
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM alert_updates WHERE delivered = 0)"))
         }
         return (exists ?? nil) ?? false
     }
@@ -155,11 +150,9 @@ extension ReadingStore {
                     .execute(arguments: [alertID, updateSequence])
                 // Position and escalation updates are sent, not journaled; their numbers are
                 // remembered so that a restarted agent goes on above them.
-                if updateSequence < Self.localAlertStateSequenceBase {
-                    try db.cachedStatement(
-                        sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)"
-                    ).execute(arguments: [MetaKey.alertDelivered(alertID), updateSequence])
-                }
+                try db.cachedStatement(
+                    sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)"
+                ).execute(arguments: [MetaKey.alertDelivered(alertID), updateSequence])
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -167,10 +160,6 @@ extension ReadingStore {
             throw failure
         }
     }
-
-    /// Update numbers from here on are the agent's own records of an alert's state for its
-    /// restart; they never go to the server.
-    public static let localAlertStateSequenceBase = 1_000_000
 
     /// The number for an alert's next update after a restart: above every update of it the
     /// journal holds or the server was seen to take (the server ignores a number it already
@@ -181,15 +170,12 @@ extension ReadingStore {
     /// after the restart took that update's number and was ignored.)
     public func nextAlertUpdateSequence(alertID: String) throws(StoreError) -> Int {
         let highest = try read { db in
-            let journaled = try Int.fetchOne(
-                db, sql: "SELECT MAX(update_seq) FROM alert_updates WHERE alert_id = ? AND update_seq < ?",
-                arguments: [alertID, Self.localAlertStateSequenceBase])
+            let journaled = try Int.fetchOne(db, sql: "SELECT MAX(update_seq) FROM alert_updates WHERE alert_id = ?", arguments: [alertID])
             let delivered = try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.alertDelivered(alertID)])
             return max(journaled ?? 0, delivered ?? 0)
         }
         let unrecorded = state.withLock { s in
-            s.deliveredUnrecorded.filter { $0.alertID == alertID && $0.updateSequence < Self.localAlertStateSequenceBase }
-                .map(\.updateSequence).max() ?? 0
+            s.deliveredUnrecorded.filter { $0.alertID == alertID }.map(\.updateSequence).max() ?? 0
         }
         return max(highest, unrecorded) + 2
     }

@@ -15,6 +15,10 @@ extension ReadingStore {
         /// takes it from its credential or token file and keeps it sealed, so that the file can
         /// be removed after the first start (STORE-KEY.md).
         public static let deviceToken = "device_token"
+        /// The latest state of the last alert raised (`AlertRecord`, as JSON): delivered,
+        /// acknowledged, resolved or cancelled since its raise was journaled, so that a restart
+        /// restores what is still open and not what the wearer already cancelled.
+        public static let alertState = "alert_state"
     }
 
     /// The value stored under `key`, or nil if there is none. In an encrypted store a value that

@@ -7,7 +7,6 @@ public import TrackMeCore
 /// Something the sync engine did that its owner may want to know.
 public enum SyncEvent: Hashable, Sendable {
     case batchAcknowledged(batchSequence: Int64, readings: Int, stored: Int, duplicates: Int, isLatest: Bool)
-    case alertUpdateDelivered(alertID: String, updateSequence: Int)
     /// A send failed and will be retried after `retryIn`.
     case sendFailed(SyncError, retryIn: Duration)
     /// The store could not reserve a batch (its disk is full or failing) and the heartbeat went
@@ -28,23 +27,24 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
     case idle
 }
 
-/// Moves the store's readings and alerts to the server over two lanes.
+/// The readings lane: moves the store's readings to the server. (Alerts are the dispatch lane's:
+/// `EdgeDispatch.DispatchLane` is the one sender of alert updates.)
 ///
-/// - The alert lane sends journaled alert updates (`POST /v1/alerts`) as soon as they appear,
-///   in order, and marks each delivered when the server has it.
-/// - The readings lane sends batches (`POST /v1/batches`), gzip-compressed, each with
-///   `Idempotency-Key: DEVICE_ID:BATCH_SEQ`. It waits while the alert lane is sending, so alerts
-///   always go first and the backlog uses what is left. A batch is reserved in the store before
-///   its first send and resent unchanged until acknowledged; only the acknowledgement marks its
-///   readings synced. After a failure or a restart the newest heart rate and fix go first in a
-///   small batch of their own, so the server learns where the wearer is now before the backlog
-///   drains.
+/// - Batches (`POST /v1/batches`), gzip-compressed, each with
+///   `Idempotency-Key: DEVICE_ID:BATCH_SEQ`. Before each batch the lane awaits `alertsFirst`
+///   (the dispatch lane's `alertsFirst()`), so alerts always go first and the backlog uses what
+///   is left. A batch is reserved in the store before its first send and resent unchanged until
+///   acknowledged; only the acknowledgement marks its readings synced. After a failure or a
+///   restart the newest heart rate and fix go first in a small batch of their own, so the
+///   server learns where the wearer is now before the backlog drains.
 /// - A batch goes out at least every `heartbeatInterval`, empty if need be, carrying the
-///   heartbeat (no separate endpoint).
+///   heartbeat (no separate endpoint). Its acknowledgement carries the alerts dispatchers
+///   acknowledged or resolved (`onAlertsAcknowledged`, `onAlertsResolved`).
 ///
 /// All waiting is on the injected clock.
 ///
-/// Wiring in the agent (one store, one committer, one engine, each run as a task or Service):
+/// Wiring in the agent (one store, one committer, one engine, each run as a task or Service;
+/// `AgentCore` does this):
 ///
 /// ```swift
 /// let store = try ReadingStore(configuration: StoreConfiguration(path: "/var/lib/trackme/store.sqlite"))
@@ -53,9 +53,9 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
 ///     store: store, transport: CurlTransport(baseURL: serverURL),
 ///     configuration: SyncConfiguration(deviceID: id, token: token), clock: ContinuousClock(),
 ///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
-///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) })
+///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) },
+///     alertsFirst: { await dispatchLane.alertsFirst() })
 /// // readings:  await committer.append(.heartRate(hr), at: timestamp)
-/// // alerts:    switch store.appendAlert(update) { ... }; engine.alertJournaled()
 /// // run:       async let a: Void = committer.run(); async let b: Void = engine.run()
 /// ```
 public actor SyncEngine {
@@ -67,6 +67,8 @@ public actor SyncEngine {
     private let onAlertsAcknowledged: @Sendable ([String]) -> Void
     private let onAlertsResolved: @Sendable ([String]) -> Void
     private let onEvent: @Sendable (SyncEvent) -> Void
+    /// Returns when no alert update is waiting to go now (the one signal between the lanes).
+    private let alertsFirst: @Sendable () async -> Void
     /// Corrects untrusted wall times just before a batch goes out (issue 19); given the batch's
     /// sequence number, so that a resent batch carries what it carried the first time.
     private let correctTimes: @Sendable (Int64, [WireReading]) -> [WireReading]
@@ -77,12 +79,6 @@ public actor SyncEngine {
     private var policy: ReadingsLanePolicy
     /// The lane clock's time since this engine started (the policy's `now`).
     private let elapsed: @Sendable () -> Duration
-    private var alertLaneSending = false
-    private var alertLaneRunning = false
-    private var alertLaneBackingOff = false
-    private var alertLaneWaiters: [CheckedContinuation<Void, Never>] = []
-    private let alertSignals: AsyncStream<Void>
-    private let alertSignalContinuation: AsyncStream<Void>.Continuation
     /// Bytes of request bodies sent (after compression) and readings sent, for the benchmark.
     public private(set) var bodyBytesSent = 0
     public private(set) var uncompressedBytesSent = 0
@@ -97,6 +93,8 @@ public actor SyncEngine {
     ///     these alerts; the SOS engine closes them too).
     ///   - correctTimes: applied to a batch's readings as it is sent (the agent's
     ///     `WallClockCorrection`); the store keeps what was recorded.
+    ///   - alertsFirst: awaited before each batch; returns when the dispatch lane has no alert
+    ///     update to send now (`DispatchLane.alertsFirst()`).
     public init(
         store: ReadingStore, transport: any HTTPTransport, configuration: SyncConfiguration, clock: any Clock<Duration>,
         heartbeat: @escaping @Sendable () -> DeviceHeartbeat = { DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0) },
@@ -104,8 +102,10 @@ public actor SyncEngine {
         onAlertsResolved: @escaping @Sendable ([String]) -> Void = { _ in },
         onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in },
         logger: Logger = Logger(label: "trackme.sync"), seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        correctTimes: @escaping @Sendable (Int64, [WireReading]) -> [WireReading] = { $1 }
+        correctTimes: @escaping @Sendable (Int64, [WireReading]) -> [WireReading] = { $1 },
+        alertsFirst: @escaping @Sendable () async -> Void = {}
     ) {
+        self.alertsFirst = alertsFirst
         self.correctTimes = correctTimes
         self.store = store
         self.transport = transport
@@ -116,7 +116,7 @@ public actor SyncEngine {
         self.onAlertsResolved = onAlertsResolved
         self.onEvent = onEvent
         self.logger = logger
-        // The readings lane draws its jitter from the seed; the alert lane from its own stream.
+        // The lane's policy draws its jitter from the seed; `drain`'s backoff from its own stream.
         self.random = SplitMix64(seed: seed &+ 0x5A5A_5A5A)
         self.policy = ReadingsLanePolicy(
             settings: ReadingsLanePolicy.Settings(
@@ -125,7 +125,6 @@ public actor SyncEngine {
                 latestFirst: configuration.latestFirst),
             seed: seed)
         self.elapsed = Self.stopwatch(clock)
-        (alertSignals, alertSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
@@ -133,107 +132,9 @@ public actor SyncEngine {
         return { start.duration(to: clock.now) }
     }
 
-    /// Wakes the alert lane at once (call after journaling an alert update).
-    public nonisolated func alertJournaled() {
-        alertSignalContinuation.yield()
-    }
-
-    /// Runs both lanes until the task is cancelled.
+    /// Runs the readings lane until the task is cancelled.
     public func run() async {
-        // Set before the lanes start so the readings lane cannot slip ahead of a pending alert.
-        alertLaneRunning = true
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.runAlertLane() }
-            group.addTask { await self.runReadingsLane() }
-            group.addTask { await self.tickAlertLane() }
-        }
-    }
-
-    // MARK: - Alert lane
-
-    private func tickAlertLane() async {
-        while !Task.isCancelled {
-            do { try await clock.sleep(for: configuration.pollInterval) } catch { break }
-            alertSignalContinuation.yield()
-        }
-        alertSignalContinuation.finish()
-    }
-
-    private func runAlertLane() async {
-        alertLaneRunning = true
-        defer {
-            alertLaneRunning = false
-            setAlertLaneIdle()
-        }
-        var failures = 0
-        for await _ in alertSignals {
-            if Task.isCancelled { break }
-            while !Task.isCancelled {
-                let pending = store.pendingAlertUpdates()
-                if pending.isEmpty { break }
-                alertLaneSending = true
-                let result = await sendAlertUpdates(pending)
-                setAlertLaneIdle()
-                guard let error = result else {
-                    failures = 0
-                    continue
-                }
-                failures += 1
-                let wait: Duration
-                if error.isRetryable {
-                    wait = configuration.backoff.delay(afterFailures: failures, retryAfter: error.retryAfter, using: &random)
-                    onEvent(.sendFailed(error, retryIn: wait))
-                } else {
-                    wait = configuration.backoff.maximum
-                    onEvent(.rejected(error))
-                }
-                alertLaneBackingOff = true
-                setAlertLaneIdle()
-                defer { alertLaneBackingOff = false }
-                do { try await clock.sleep(for: wait) } catch { return }
-            }
-        }
-    }
-
-    /// Sends alert updates in order; returns the first error. Updates of one alert go in order,
-    /// but an alert the server refuses (a 4xx) does not hold back the others: they still go,
-    /// and the refused one is retried after the backoff cap.
-    public func sendAlertUpdates(_ updates: [AlertUpdate]) async -> SyncError? {
-        let sender = HTTPAlertSender(transport: transport, token: configuration.token)
-        var firstError: SyncError?
-        var refusedAlerts = Set<String>()
-        for update in updates where !refusedAlerts.contains(update.alert.id) {
-            do {
-                try await sender.send(update)
-            } catch {
-                logger.info("alert update not delivered", metadata: ["alert.id": "\(update.alert.id)", "sync.error": "\(error)"])
-                firstError = firstError ?? error
-                // Without an answer the server is unreachable for every alert: stop here.
-                guard error.code == .rejected else { return error }
-                refusedAlerts.insert(update.alert.id)
-                continue
-            }
-            store.markAlertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence)
-            onEvent(.alertUpdateDelivered(alertID: update.alert.id, updateSequence: update.updateSequence))
-        }
-        return firstError
-    }
-
-    private func setAlertLaneIdle() {
-        alertLaneSending = false
-        let waiters = alertLaneWaiters
-        alertLaneWaiters.removeAll()
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Alerts go first: while the alert lane is sending, or has updates waiting and is not
-    /// backing off (the server is unreachable for it too), the readings lane waits.
-    private func waitForAlertLane() async {
-        // `hasPendingAlertUpdates()` leaves out the journal's local state rows, which never leave
-        // the device (counting them once made this lane wait for ever: FeedbackEndToEndTests).
-        while alertLaneSending || (alertLaneRunning && !alertLaneBackingOff && store.hasPendingAlertUpdates()) {
-            await withCheckedContinuation { alertLaneWaiters.append($0) }
-        }
+        await runReadingsLane()
     }
 
     // MARK: - Readings lane
@@ -294,7 +195,7 @@ public actor SyncEngine {
     /// when one is due. `draining`: a partly filled batch goes at once. The policy learns the
     /// outcome.
     public func readingsStep(heartbeatDue: Bool? = nil, draining: Bool = false) async -> ReadingsStepOutcome {
-        await waitForAlertLane()
+        await alertsFirst()
         let due = heartbeatDue ?? policy.heartbeatDue(now: elapsed())
         let reserved: ReservedBatch
         do {

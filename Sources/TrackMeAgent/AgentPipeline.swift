@@ -246,7 +246,7 @@ public actor AgentPipeline {
                 logger.warning("alert raised", metadata: ["sos.alert_id": "\(record.id)", "sos.kind": "\(record.kind.rawValue)"])
                 await dispatch(action)
             case .update(let record), .cancelled(let record):
-                if record.raised != nil { journalState(record, at: timestamp) }
+                if record.raised != nil { journalState(record) }
                 await dispatch(action)
             case .positionUpdate:
                 await dispatch(action)
@@ -268,8 +268,9 @@ public actor AgentPipeline {
     }
 
     /// The alert the journal says is still open (raised and neither cancelled nor resolved):
-    /// it stays open across the restart. The latest journal record of each alert decides
-    /// (the local state records of `journalState` included). A pending one (countdown) was never raised and is not
+    /// it stays open across the restart. The rules hold one open alert at a time, so only the
+    /// last alert raised can be open: its latest journal record decides, or the later state
+    /// `journalState` kept for it. A pending one (countdown) was never raised and is not
     /// restored, as in the simulation's crash-restart.
     public static func openAlert(in store: ReadingStore, logger: Logger) -> AlertRecord? {
         let updates: [AlertUpdate]
@@ -279,39 +280,35 @@ public actor AgentPipeline {
             logger.error("alert journal unreadable; no open alert restored", metadata: ["store.error": "\(error)"])
             return nil
         }
-        var latest: [String: AlertUpdate] = [:]
-        for update in updates {
-            if let existing = latest[update.alert.id], existing.updateSequence > update.updateSequence { continue }
-            latest[update.alert.id] = update
+        // The journal's latest record of each alert, in the order they were written: the last
+        // is the last alert raised (monotonic times do not order alerts across reboots).
+        guard var last = updates.last?.alert else { return nil }
+        do {
+            if let data = try store.deviceState(ReadingStore.DeviceStateKey.alertState) {
+                let state = try WireCodec.decode(AlertRecord.self, from: data)
+                if state.id == last.id { last = state }
+            }
+        } catch {
+            logger.error("alert state unreadable; the alert is restored as the journal has it", metadata: ["store.error": "\(error)"])
         }
-        return latest.values.map(\.alert).filter { $0.state.isOpen && $0.state != .pending }
-            .max { $0.firstCritical.monotonicNanoseconds < $1.firstCritical.monotonicNanoseconds }
+        guard last.state.isOpen, last.state != .pending else { return nil }
+        return last
     }
 
-    /// Journal-only sequence numbers: the dispatch lane numbers the updates the server sees
-    /// from 0; state records for restart start here and never leave the device.
-    static let localStateSequenceBase = ReadingStore.localAlertStateSequenceBase
-
-    /// Records a raised alert's later state (delivered, acknowledged, resolved, cancelled) so a
-    /// restart restores what is still open and not what the wearer already cancelled. These
-    /// records are marked delivered at once: the sync engine's alert lane never sends them (the
-    /// dispatch lane sends the real updates, numbered by its policy).
-    private func journalState(_ record: AlertRecord, at timestamp: ReadingTimestamp) {
-        let ordinal: Int
+    /// Keeps a raised alert's later state (delivered, acknowledged, resolved, cancelled) beside
+    /// the journal (`device_state`), so a restart restores what is still open and not what the
+    /// wearer already cancelled. Never sent: the updates the server sees are the dispatch
+    /// lane's, numbered by its policy, and the journal holds only those.
+    private func journalState(_ record: AlertRecord) {
         switch record.state {
         case .pending, .raised: return
-        case .delivered: ordinal = 1
-        case .acknowledged: ordinal = 2
-        case .resolved: ordinal = 3
-        case .cancelled: ordinal = 4
+        case .delivered, .acknowledged, .resolved, .cancelled: break
         }
-        let type: AlertUpdate.UpdateType = record.state == .cancelled ? .cancelled : (record.state == .resolved ? .resolved : .position)
-        let sequence = Self.localStateSequenceBase + ordinal
-        // Marked delivered before it is written, so the row is journaled as delivered: the other
-        // order left a moment in which the sync engine's alert lane saw a pending row and sent
-        // a local state record to the server (found by the end-to-end test under load).
-        store.markAlertUpdateDelivered(alertID: record.id, updateSequence: sequence)
-        journal(AlertUpdate(alert: record, updateSequence: sequence, type: type, sent: timestamp))
+        do {
+            try store.setDeviceState(try WireCodec.encode(record), for: ReadingStore.DeviceStateKey.alertState)
+        } catch {
+            logger.error("alert state not kept; a restart would restore the alert as raised", metadata: ["sos.alert_id": "\(record.id)", "store.error": "\(error)"])
+        }
     }
 
     private func journal(_ update: AlertUpdate) {

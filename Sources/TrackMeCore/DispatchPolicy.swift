@@ -62,8 +62,9 @@ public struct DispatchPolicy: Sendable {
         /// An action of the SOS engine: `raise`, `positionUpdate`, `update` (acknowledged,
         /// resolved) and `cancelled` (of a raised alert) matter; the others are ignored.
         case engine(SOSAction)
-        /// The server accepted an update; `acknowledged` if it said a dispatcher already did.
-        case sendSucceeded(alertID: String, updateSequence: Int, acknowledged: Bool)
+        /// The server accepted an update. (That a dispatcher acknowledged comes back with the
+        /// readings lane's batch acknowledgements, through the SOS engine: `.engine(.update)`.)
+        case sendSucceeded(alertID: String, updateSequence: Int)
         /// The update could not be delivered (no network, error, timeout).
         case sendFailed(alertID: String, updateSequence: Int)
         /// Time passed.
@@ -77,8 +78,6 @@ public struct DispatchPolicy: Sendable {
         case runFallback(AlertRecord, reason: FallbackReason, contactIndex: Int?)
         /// The server accepted the alert: tell the SOS engine (`.delivered`).
         case delivered(alertID: String)
-        /// The server says a dispatcher acknowledged: tell the SOS engine (`.acknowledged`).
-        case acknowledged(alertID: String)
         /// Show on the device that this alert is still unacknowledged (at the raise and at
         /// every escalation step), or that it is now acknowledged.
         case showAcknowledgement(alertID: String, acknowledged: Bool)
@@ -129,10 +128,10 @@ public struct DispatchPolicy: Sendable {
 
     /// Tracks an alert that was open before a restart (read back from the journal), so that
     /// its position updates and escalation go on. `nextUpdateSequence` continues the numbering
-    /// the server has seen. Its raise, if not yet delivered, is still in the journal, where the
-    /// sync engine's alert lane sends it. Escalation starts over from `now`: after a restart
-    /// the agent cannot tell which steps already ran, and a contact told twice is better than
-    /// none.
+    /// the server has seen. Its raise, if not yet delivered, is still in the journal and comes
+    /// back through `adopt(undelivered:now:)`. Escalation starts over from `now`: after a
+    /// restart the agent cannot tell which steps already ran, and a contact told twice is
+    /// better than none.
     public mutating func adopt(_ record: AlertRecord, nextUpdateSequence: Int, now: Duration) {
         guard tracked[record.id] == nil, record.state.isOpen, record.state != .pending else { return }
         var entry = Tracked(record: record, nextSequence: max(1, nextUpdateSequence), raisedAt: now, nextStepAt: steps.first.map { now + $0.after })
@@ -140,6 +139,25 @@ public struct DispatchPolicy: Sendable {
         entry.delivered = record.state != .raised
         tracked[record.id] = entry
         scheduleStep(at: entry.nextStepAt)
+    }
+
+    /// Takes over the updates the journal holds and the server was never seen to accept (a
+    /// raise made before a restart, offline): they go first, in the order given, so the policy
+    /// is the one sender of every alert update. Call after `adopt(_:nextUpdateSequence:now:)`.
+    public mutating func adopt(undelivered updates: [AlertUpdate], now: Duration) {
+        for update in updates where !queue.contains(where: { $0.update.alert.id == update.alert.id && $0.update.updateSequence == update.updateSequence }) {
+            queue.append(Outgoing(update: update, notBefore: now))
+            if var entry = tracked[update.alert.id], entry.nextSequence <= update.updateSequence {
+                entry.nextSequence = update.updateSequence + 1
+                tracked[update.alert.id] = entry
+            }
+        }
+    }
+
+    /// Whether an update is in flight or due to go at `now`: while so, the readings lane waits
+    /// (alerts first). An update waiting out its retry interval does not hold readings back.
+    public func hasWorkDue(now: Duration) -> Bool {
+        inFlight || (queue.first.map { $0.notBefore <= now } ?? false)
     }
 
     private mutating func scheduleStep(at due: Duration?) {
@@ -159,7 +177,7 @@ public struct DispatchPolicy: Sendable {
         switch event {
         case .engine(let action):
             receive(engine: action, now: now, timestamp: timestamp, into: &actions)
-        case .sendSucceeded(let id, let sequence, let acknowledged):
+        case .sendSucceeded(let id, let sequence):
             inFlight = false
             if let index = queue.firstIndex(where: { $0.update.alert.id == id && $0.update.updateSequence == sequence }) {
                 let sent = queue.remove(at: index)
@@ -168,12 +186,6 @@ public struct DispatchPolicy: Sendable {
                     actions.append(.delivered(alertID: id))
                 }
                 if sent.update.type == .cancelled || sent.update.type == .resolved { tracked[id] = nil }
-            }
-            if acknowledged, var entry = tracked[id], !entry.acknowledged {
-                entry.acknowledged = true
-                tracked[id] = entry
-                actions.append(.acknowledged(alertID: id))
-                actions.append(.showAcknowledgement(alertID: id, acknowledged: true))
             }
         case .sendFailed(let id, let sequence):
             inFlight = false

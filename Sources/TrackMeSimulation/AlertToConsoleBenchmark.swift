@@ -92,7 +92,7 @@ public enum AlertToConsoleBenchmark {
         defer { store.close() }
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let lane = DispatchLane(
-            transport: HTTPAlertTransport(transport: CurlTransport(baseURL: base), token: deviceToken, store: store),
+            transport: HTTPAlertTransport(transport: CurlTransport(baseURL: base), token: deviceToken),
             fallback: nil, clock: ContinuousClock(), timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
         let laneTask = Task { await lane.run() }
         defer { laneTask.cancel() }

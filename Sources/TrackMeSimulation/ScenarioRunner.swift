@@ -263,7 +263,7 @@ public struct ScenarioRunner: Sendable {
             if crashThisSecond { try await device.crashAndRestart(at: t) }
 
             // Time passes: the rules' clock, the dispatch lane, the group commit, the sync lane.
-            await device.tick(at: t, pollJournal: true)
+            await device.tick(at: t)
             await device.tick(at: t + 500)
             await device.commit()
             if t >= device.nextSyncVisit { await device.syncStep(at: t) }

@@ -288,14 +288,12 @@ final class SimulatedDevice {
         await pipeline.receive(event, at: stamp(ms))
     }
 
-    /// Time passes for the rules and the dispatch policy. `pollJournal`: also look for
-    /// journaled alert updates no one is sending (once a trace second, as the agent's alert
-    /// lane polls).
-    func tick(at ms: Int64, pollJournal: Bool = false) async {
+    /// Time passes for the rules and the dispatch policy.
+    func tick(at ms: Int64) async {
         advance(to: ms)
         inbox.begin()
         await pipeline.receive(.tick, at: stamp(ms))
-        await dispatchStep(at: ms, pollJournal: pollJournal)
+        await dispatchStep(at: ms)
         // The daemon's ticker saves what the timestamps learned.
         timestamps.saveAnchors(to: store, logger: logger)
     }
@@ -307,8 +305,9 @@ final class SimulatedDevice {
     }
 
     /// The dispatch lane's work due now (`DispatchLane.step`: the agent's policy, sends through
-    /// the real HTTP alert path, send timeout, fallback), and what it did back to the rules.
-    func dispatchStep(at ms: Int64, pollJournal: Bool = false) async {
+    /// the real HTTP alert path, send timeout, fallback; after a restart, what the journal held
+    /// undelivered first), and what it did back to the rules, as the daemon's `DispatchService`.
+    func dispatchStep(at ms: Int64) async {
         advance(to: ms)
         let now = stamp(ms)
         for action in inbox.takeActions() { note(action, at: ms) }
@@ -319,24 +318,8 @@ final class SimulatedDevice {
                 if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
                 await pipeline.receive(.delivered(alertID: id), at: now)
                 for action in inbox.takeActions() { note(action, at: ms) }
-            case .acknowledged(let id):
-                await pipeline.receive(.acknowledged(alertID: id), at: now)
-                for action in inbox.takeActions() { note(action, at: ms) }
             case .showAcknowledgement, .sent, .sendFailed, .fallbackSucceeded, .fallbackFailed:
                 break
-            }
-        }
-        // Alerts journaled before a crash go out through the sync engine's alert path, as the
-        // agent's alert lane sends them after a restart.
-        guard pollJournal, store.hasPendingAlertUpdates() else { return }
-        let queued = await core.lane.queuedUpdates
-        let pending = store.pendingAlertUpdates().filter { update in !queued.contains(update) }
-        if !pending.isEmpty, await sync.sendAlertUpdates(pending) == nil {
-            for update in pending where update.updateSequence == 0 {
-                if alerts[update.alert.id]?.deliveredMilliseconds == nil { alerts[update.alert.id]?.deliveredMilliseconds = ms }
-                // As the agent's sync service tells the rules.
-                await pipeline.receive(.delivered(alertID: update.alert.id), at: stamp(ms))
-                for action in inbox.takeActions() { note(action, at: ms) }
             }
         }
     }
@@ -400,7 +383,7 @@ final class SimulatedDevice {
     /// The end of the run: the readings lane sends what is left, partly filled batches too,
     /// its backoff waits passing on the virtual clock, for at most 20 visits.
     func finalDrain(at ms: Int64) async {
-        await dispatchStep(at: ms, pollJournal: true)
+        await dispatchStep(at: ms)
         var drained = false
         for _ in 0..<20 {
             let wait = await sync.readingsVisit(drain: true)
@@ -413,7 +396,7 @@ final class SimulatedDevice {
         }
         if !drained { logger.warning("final drain failed", metadata: ["sync.unsynced": "\(store.statistics().unsyncedReadings)"]) }
         await takeAcknowledgements(at: ms)
-        await tick(at: ms, pollJournal: true)
+        await tick(at: ms)
     }
 
     // MARK: Faults

@@ -1,6 +1,7 @@
 import EdgeDispatch
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TrackMeCore
 
@@ -10,20 +11,17 @@ actor ScriptedTransport: AlertTransport {
 
     private var remainingFailures: Int
     private(set) var attempts: [AlertUpdate] = []
-    private let acknowledged: Bool
 
-    init(failures: Int = .max, acknowledged: Bool = false) {
+    init(failures: Int = .max) {
         remainingFailures = failures
-        self.acknowledged = acknowledged
     }
 
-    func send(_ update: AlertUpdate) async throws -> AlertReceipt {
+    func send(_ update: AlertUpdate) async throws {
         attempts.append(update)
         if remainingFailures > 0 {
             remainingFailures -= 1
             throw Refused()
         }
-        return AlertReceipt(acknowledged: acknowledged)
     }
 }
 
@@ -37,7 +35,10 @@ struct LaneHarness {
     var failuresSeen = 0
     let task: Task<Void, Never>
 
-    init(transport: ScriptedTransport, fallback: (any LocalFallback)?) {
+    init(
+        transport: ScriptedTransport, fallback: (any LocalFallback)?, undelivered: [AlertUpdate] = [],
+        delivered: (@Sendable (AlertUpdate) -> Void)? = nil
+    ) {
         self.transport = transport
         let clock = self.clock
         lane = DispatchLane(
@@ -47,7 +48,7 @@ struct LaneHarness {
                     monotonicNanoseconds: UInt64(clock.now.offset.components.seconds) * 1_000_000_000, bootID: "lane-test",
                     wallClockMilliseconds: nil, wallClockTrusted: false)
             },
-            logger: Logger(label: "test.dispatch"))
+            undelivered: undelivered, delivered: delivered, logger: Logger(label: "test.dispatch"))
         events = lane.events.makeAsyncIterator()
         let lane = self.lane
         task = Task { await lane.run() }
@@ -200,11 +201,23 @@ struct FallbackScript {
         await h.stop()
     }
 
-    @Test func acknowledgementFromTheServerIsPassedOn() async throws {
-        var h = LaneHarness(transport: ScriptedTransport(failures: 0, acknowledged: true), fallback: nil)
-        await h.lane.submit(.raise(Self.alert))
-        let acknowledged = await h.next { if case .acknowledged = $0 { true } else { false } }
-        #expect(acknowledged == .acknowledged(alertID: Self.alert.id))
+    /// The lane is the one sender: a raise journaled before a restart and never delivered is
+    /// handed to it at start, sent once, recorded delivered before the rules hear of it.
+    @Test func anUndeliveredUpdateFromTheJournalIsSentAtStartAndRecorded() async throws {
+        let raise = AlertUpdate(alert: Self.alert, updateSequence: 0, type: .raised, sent: Self.alert.firstCritical)
+        let recorded = Mutex<[AlertUpdate]>([])
+        var h = LaneHarness(
+            transport: ScriptedTransport(failures: 1), fallback: nil, undelivered: [raise],
+            delivered: { update in recorded.withLock { $0.append(update) } })
+        #expect(await h.lane.queuedUpdates == [raise])
+        // Sent as the lane starts, without a submit; the retry a second after the failure.
+        await h.waitForFailures(1)
+        await h.advance(steps: 4)
+        let delivered = await h.next { if case .delivered = $0 { true } else { false } }
+        #expect(delivered == .delivered(alertID: Self.alert.id))
+        #expect(recorded.withLock { $0 } == [raise])
+        #expect(await h.transport.attempts == [raise, raise], "retried after the failure, then never again")
+        #expect(await h.lane.queuedUpdates.isEmpty)
         await h.stop()
     }
 }

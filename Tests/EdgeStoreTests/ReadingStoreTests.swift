@@ -173,7 +173,7 @@ struct ReadingStoreTests {
         #expect(store.pendingAlertUpdates().map(\.updateSequence) == [1])
     }
 
-    @Test("after a restart an alert's next update is numbered above every one journaled or delivered (and one possibly sent unrecorded), not above local state records")
+    @Test("after a restart an alert's next update is numbered above every one journaled or delivered (and one possibly sent unrecorded)")
     func nextAlertUpdateSequence() throws {
         let dir = try TemporaryDirectory()
         do {
@@ -184,7 +184,6 @@ struct ReadingStoreTests {
             // Position updates are sent, not journaled: only their delivery is recorded.
             for sequence in 1...7 { store.markAlertUpdateDelivered(alertID: "a1", updateSequence: sequence) }
             store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 3)
-            store.markAlertUpdateDelivered(alertID: "a1", updateSequence: ReadingStore.localAlertStateSequenceBase + 1)
             store.markAlertUpdateDelivered(alertID: "a2", updateSequence: 99)
             #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 9)
             store.close()
@@ -194,17 +193,6 @@ struct ReadingStoreTests {
         #expect(try store.nextAlertUpdateSequence(alertID: "a2") == 101)
         #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: 12)) == .durable)
         #expect(try store.nextAlertUpdateSequence(alertID: "a1") == 14)
-    }
-
-    @Test("a local state record (numbered from localAlertStateSequenceBase) is never offered to the server, even if journaled before its delivery was marked")
-    func localStateRecordsNeverLeaveTheDevice() throws {
-        let dir = try TemporaryDirectory()
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
-        defer { store.close() }
-        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5)) == .durable)
-        let local = ReadingStore.localAlertStateSequenceBase + 1
-        #expect(store.appendAlert(alertUpdate(id: "a1", at: 5, updateSequence: local)) == .durable)
-        #expect(store.pendingAlertUpdates().map(\.updateSequence) == [0])
     }
 
     @Test("hasPendingAlertUpdates: false on a fresh store, true once an update is journaled, false once it is delivered")
@@ -220,10 +208,6 @@ struct ReadingStoreTests {
         store.markAlertUpdateDelivered(alertID: "a1", updateSequence: 1)
         #expect(!store.hasPendingAlertUpdates())
         #expect(store.pendingAlertUpdates().isEmpty)
-        // A local state record (acknowledged, resolved) never leaves the device: not pending.
-        let local = ReadingStore.localAlertStateSequenceBase + 1
-        #expect(store.appendAlert(alertUpdate(id: "a1", at: 6, updateSequence: local)) == .durable)
-        #expect(!store.hasPendingAlertUpdates())
         // Held in memory while the disk refuses it: still pending.
         try store.simulate(.diskFull)
         guard case .memoryOnly = store.appendAlert(alertUpdate(id: "a2", at: 9)) else {

@@ -79,29 +79,29 @@ final class SyncFixture {
         clock: any Clock<Duration> = ContinuousClock(), maxBatchReadings: Int = 200, timeout: Duration = .seconds(5),
         heartbeatInterval: Duration = .seconds(30), sendInterval: Duration = .zero, token: String? = nil,
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
-        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }, alertsFirst: @escaping @Sendable () async -> Void = {}
     ) -> SyncEngine {
         SyncEngine(
             store: store, transport: CurlTransport(baseURL: proxy.baseURL, timeout: timeout),
             configuration: SyncConfiguration(
                 deviceID: deviceID, token: token ?? self.token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
                 pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)),
-            clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42)
+            clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42, alertsFirst: alertsFirst)
     }
 
-    /// Moves `clock` on by 10 ms `times` times, each once the engine's two loops sleep on it.
+    /// Moves `clock` on by 10 ms `times` times, each once the engine's loop sleeps on it.
     static func step(_ clock: VirtualClock, times: Int) async {
         for _ in 0..<times {
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             clock.advance(by: .milliseconds(10))
         }
     }
 
-    /// Moves `clock` on by 10 ms whenever the engine's two loops sleep on it, until cancelled.
+    /// Moves `clock` on by 10 ms whenever the engine's loop sleeps on it, until cancelled.
     static func step(_ clock: VirtualClock) -> Task<Void, Never> {
         Task {
             while !Task.isCancelled {
-                await clock.waitForSleepers(2)
+                await clock.waitForSleepers(1)
                 clock.advance(by: .milliseconds(10))
                 await Task.yield()
             }
@@ -251,24 +251,6 @@ struct SyncEngineTests {
         }
     }
 
-    @Test("an alert the server refuses does not hold back another alert")
-    func refusedAlertDoesNotBlock() async throws {
-        try await SyncFixture.with { f in
-            let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
-            func update(_ id: String) -> AlertUpdate {
-                AlertUpdate(alert: AlertRecord(id: id, deviceID: deviceID, kind: .manual, state: .raised, firstCritical: t), updateSequence: 0, type: .raised, sent: t)
-            }
-            #expect(f.store.appendAlert(update("refused")) == .durable)
-            #expect(f.store.appendAlert(update("fine")) == .durable)
-            f.proxy.inject(.status(400), .next(1))
-            let error = await f.engine().sendAlertUpdates(f.store.pendingAlertUpdates())
-            #expect(error?.code == .rejected)
-            let atServer = try await f.storedAlertOrder()
-            #expect(atServer == ["fine:0"])
-            #expect(f.store.pendingAlertUpdates().map(\.alert.id) == ["refused"])
-        }
-    }
-
     @Test("Retry-After is respected: the lane waits exactly that long on the clock")
     func retryAfter() async throws {
         try await SyncFixture.with { f in
@@ -287,9 +269,9 @@ struct SyncEngineTests {
             #expect(error.status == 503)
             #expect(retryIn == .seconds(7))
             // Nothing is resent before the 7 s are up.
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             clock.advance(by: .seconds(6))
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             #expect(f.proxy.requestCount == 1)
             clock.advance(by: .seconds(1))
             // The latest readings go first, then the rest: wait for the acknowledgements of all
@@ -354,7 +336,7 @@ struct SyncEngineTests {
             defer { runner.cancel() }
             var iterator = events.makeAsyncIterator()
             // After a start, the newest heart rate and fix go at once, on their own.
-            await clock.waitForSleepers(2)
+            await clock.waitForSleepers(1)
             guard case .batchAcknowledged(_, 2, _, _, true) = await iterator.next() else {
                 Issue.record("the latest batch did not go first")
                 return
@@ -397,65 +379,41 @@ struct SyncEngineTests {
         }
     }
 
-    @Test("alert updates go out before the backlog, and an alert a dispatcher acknowledges is surfaced")
+    @Test("the lane awaits alertsFirst before every batch (an alert sent there goes before the backlog), and an alert a dispatcher acknowledges is surfaced")
     func alertsFirstAndAcknowledged() async throws {
         try await SyncFixture.with { f in
             try f.append(0..<3000)
             let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
             let record = AlertRecord(id: "sos-1", deviceID: deviceID, kind: .manual, state: .raised, firstCritical: t, raised: t)
-            #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t)) == .durable)
-            #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 1, type: .position, sent: t)) == .durable)
+            let sender = HTTPAlertSender(transport: CurlTransport(baseURL: f.proxy.baseURL), token: f.token)
+            let proxy = f.proxy
+            // What the dispatch lane does there: the alert goes while the readings wait.
+            let calls = Mutex(0)
+            let batchesBeforeAlert = Mutex(-1)
+            let alertsFirst: @Sendable () async -> Void = {
+                guard calls.withLock({ $0 += 1; return $0 }) == 1 else { return }
+                batchesBeforeAlert.withLock { $0 = proxy.exchanges.filter { $0.path.hasSuffix("/v1/batches") }.count }
+                try? await sender.send(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t))
+            }
             let acknowledged = Mutex<[String]>([])
             let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
             let engine = f.engine(
-                maxBatchReadings: 100, onAlertsAcknowledged: { ids in acknowledged.withLock { $0 += ids } }, onEvent: { continuation.yield($0) })
-            engine.alertJournaled()
+                maxBatchReadings: 100, onAlertsAcknowledged: { ids in acknowledged.withLock { $0 += ids } }, onEvent: { continuation.yield($0) },
+                alertsFirst: alertsFirst)
             let runner = Task { await engine.run() }
             defer { runner.cancel() }
-            var delivered = 0
-            var batchesBeforeAlerts = -1
+            var batches = 0
             for await event in events {
-                if case .alertUpdateDelivered = event {
-                    delivered += 1
-                    if delivered == 2 {
-                        batchesBeforeAlerts = try f.sentBatches().count
-                        // A dispatcher acknowledges it at the server (the real server knows only
-                        // alerts it took); the backlog's next answers carry it.
-                        try await f.server.acknowledgeAlert("sos-1")
-                    }
-                }
-                if case .batchAcknowledged = event, delivered == 2, acknowledged.withLock({ $0.contains("sos-1") }) { break }
+                guard case .batchAcknowledged = event else { continue }
+                batches += 1
+                // A dispatcher acknowledges it at the server; the backlog's next answers carry it.
+                if batches == 1 { try await f.server.acknowledgeAlert("sos-1") }
+                if acknowledged.withLock({ $0.contains("sos-1") }) { break }
             }
-            #expect(batchesBeforeAlerts == 0, "readings went out before the alerts")
-            #expect(try await f.storedAlertOrder() == ["sos-1:0", "sos-1:1"])
-            #expect(f.store.pendingAlertUpdates().isEmpty)
+            #expect(batchesBeforeAlert.withLock { $0 } == 0, "readings went out before the alert")
+            #expect(calls.withLock { $0 } >= batches, "a batch went without waiting for the alerts")
+            #expect(try await f.storedAlertOrder() == ["sos-1:0"])
             #expect(acknowledged.withLock { $0 } == ["sos-1"])
-        }
-    }
-
-    @Test("an alert the journal could not write (disk full) still reaches the server from memory")
-    func alertFromMemory() async throws {
-        try await SyncFixture.with { f in
-            try f.store.simulate(.diskFull)
-            let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
-            let update = AlertUpdate(
-                alert: AlertRecord(id: "full", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
-                type: .raised, sent: t)
-            guard case .memoryOnly(let error) = f.store.appendAlert(update) else {
-                Issue.record("journal wrote on a full disk")
-                return
-            }
-            #expect(error.code == .diskFull)
-            let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
-            let engine = f.engine(onEvent: { continuation.yield($0) })
-            engine.alertJournaled()
-            let runner = Task { await engine.run() }
-            defer { runner.cancel() }
-            for await event in events {
-                if case .alertUpdateDelivered(let id, _) = event, id == "full" { break }
-            }
-            #expect(try await f.server.alertUpdates() == [update])
-            #expect(f.store.pendingAlertUpdates().isEmpty)
         }
     }
 

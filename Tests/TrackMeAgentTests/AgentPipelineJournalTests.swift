@@ -36,7 +36,17 @@ import TrackMeCore
 
         await pipeline.receive(.cancel(.iAmSafe), at: Self.at(30))
         #expect(AgentPipeline.openAlert(in: store, logger: logger) == nil)
-        // The local state records never reach the server: none is pending for the sync lane.
-        #expect(store.pendingAlertUpdates().allSatisfy { $0.updateSequence < 1_000_000 })
+        // The later states are kept beside the journal, never as updates for the server: the
+        // journal holds only what the dispatch lane sends (here the raise, not yet delivered).
+        #expect(store.pendingAlertUpdates().map(\.updateSequence) == [0])
+
+        // A second alert, delivered: it is the open one; the first stays closed.
+        await pipeline.receive(.manualSOS, at: Self.at(40))
+        await pipeline.receive(.tick, at: Self.at(46))
+        await pipeline.receive(.delivered(alertID: "t-2"), at: Self.at(47))
+        #expect(try store.alertStates().map(\.alert.id) == ["t-1", "t-2"])
+        let second = try #require(AgentPipeline.openAlert(in: store, logger: logger))
+        #expect(second.id == "t-2")
+        #expect(second.state == .delivered)
     }
 }

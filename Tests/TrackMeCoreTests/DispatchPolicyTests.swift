@@ -35,7 +35,7 @@ import TrackMeCore
         #expect(d.sends.count == 1)
         #expect(d.sends.first?.type == .raised)
         #expect(d.sends.first?.updateSequence == 0)
-        #expect(d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false)) == [.delivered(alertID: "a-1")])
+        #expect(d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0)) == [.delivered(alertID: "a-1")])
         #expect(d.fallbacks.isEmpty)
     }
 
@@ -52,19 +52,19 @@ import TrackMeCore
         d.at(2.2, .tick)
         #expect(d.sends.count == 3)
         #expect(d.fallbacks.count == 1, "the fallback does not run on every failure")
-        #expect(d.at(2.3, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false)).contains(.delivered(alertID: "a-1")))
+        #expect(d.at(2.3, .sendSucceeded(alertID: "a-1", updateSequence: 0)).contains(.delivered(alertID: "a-1")))
         #expect(d.sends.allSatisfy { $0.updateSequence == 0 })
     }
 
     @Test func positionGoesOutAtMostEverySecondWhileOpen() {
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))
-        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         for step in 1...20 {  // gpsd at 4 Hz
             let t = 0.1 + Double(step) * 0.25
             d.at(t, .engine(.positionUpdate(Self.record())))
             if let last = d.sends.last, last.type == .position {
-                d.at(t + 0.01, .sendSucceeded(alertID: "a-1", updateSequence: last.updateSequence, acknowledged: false))
+                d.at(t + 0.01, .sendSucceeded(alertID: "a-1", updateSequence: last.updateSequence))
             }
         }
         let positions = d.sends.filter { $0.type == .position }
@@ -79,11 +79,11 @@ import TrackMeCore
         d.at(6, .engine(.positionUpdate(Self.record(state: .delivered))))
         #expect(d.sends.map(\.type) == [.position])
         #expect(d.sends.map(\.updateSequence) == [42])
-        d.at(6.1, .sendSucceeded(alertID: "a-1", updateSequence: 42, acknowledged: false))
+        d.at(6.1, .sendSucceeded(alertID: "a-1", updateSequence: 42))
         d.at(7, .engine(.positionUpdate(Self.record(state: .delivered))))
         #expect(d.sends.map(\.updateSequence) == [42, 43])
         // Escalation starts over from the restart.
-        d.at(7.1, .sendSucceeded(alertID: "a-1", updateSequence: 43, acknowledged: false))
+        d.at(7.1, .sendSucceeded(alertID: "a-1", updateSequence: 43))
         for second in 8...130 { d.at(Double(second), .tick) }
         #expect(d.fallbacks.map(\.0) == [.seconds(125)])
     }
@@ -116,11 +116,11 @@ import TrackMeCore
     @Test func escalationRunsItsStepsUntilAcknowledged() {
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))
-        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         for second in 1...400 {
             d.at(Double(second), .tick)
             if case .send(let update)? = d.log.last?.1 {
-                d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence, acknowledged: false))
+                d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence))
             }
         }
         let resends = d.sends.filter { $0.type == .raised && $0.updateSequence > 0 }
@@ -136,11 +136,11 @@ import TrackMeCore
         #expect(d.log.count == before, "nothing escalates once acknowledged")
     }
 
-    @Test func acknowledgementInTheServersReplyStopsEscalation() {
+    @Test func acknowledgementFromTheEngineStopsEscalation() {
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))
-        let actions = d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: true))
-        #expect(actions.contains(.acknowledged(alertID: "a-1")))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
+        let actions = d.at(0.2, .engine(.update(Self.record(state: .acknowledged))))
         #expect(actions.contains(.showAcknowledgement(alertID: "a-1", acknowledged: true)))
         for second in 1...400 { d.at(Double(second), .tick) }
         #expect(d.fallbacks.isEmpty)
@@ -150,7 +150,7 @@ import TrackMeCore
     func closingSendsTheFinalUpdateAndStops(type: AlertUpdate.UpdateType) {
         var d = Driver()
         d.at(0, .engine(.raise(Self.record())))
-        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         var closed = Self.record(state: type == .cancelled ? .cancelled : .resolved)
         if type == .cancelled { closed.cancelReason = .iAmSafe }
         d.at(5, .engine(type == .cancelled ? .cancelled(closed) : .update(closed)))
@@ -158,7 +158,7 @@ import TrackMeCore
         #expect(last?.type == type)
         #expect(last?.updateSequence == 1)
         #expect(last?.alert.cancelReason == (type == .cancelled ? .iAmSafe : nil))
-        d.at(5.1, .sendSucceeded(alertID: "a-1", updateSequence: 1, acknowledged: false))
+        d.at(5.1, .sendSucceeded(alertID: "a-1", updateSequence: 1))
         d.at(6, .engine(.positionUpdate(Self.record())))
         for second in 7...400 { d.at(Double(second), .tick) }
         #expect(d.sends.count == 2)
@@ -183,9 +183,10 @@ import TrackMeCore
         settings.escalationRepeat = .zero
         var d = Driver(settings: settings)
         d.at(0, .engine(.raise(Self.record("a-1"))))
-        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: true))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
+        d.at(0.2, .engine(.update(Self.record("a-1", state: .acknowledged))))
         d.at(5, .engine(.raise(Self.record("a-2"))))
-        d.at(5.1, .sendSucceeded(alertID: "a-2", updateSequence: 0, acknowledged: false))
+        d.at(5.1, .sendSucceeded(alertID: "a-2", updateSequence: 0))
         d.at(10.5, .tick)
         #expect(d.fallbacks.isEmpty, "a-1 was acknowledged; a-2's step is at 15 s")
         d.at(14.9, .tick)
@@ -203,7 +204,8 @@ import TrackMeCore
         for index in 0..<2_000 {
             let id = "a-\(index)"
             d.at(Double(index), .engine(.raise(Self.record(id))))
-            d.at(Double(index) + 0.1, .sendSucceeded(alertID: id, updateSequence: 0, acknowledged: true))
+            d.at(Double(index) + 0.1, .sendSucceeded(alertID: id, updateSequence: 0))
+            d.at(Double(index) + 0.2, .engine(.update(Self.record(id, state: .acknowledged))))
         }
         #expect(d.at(5_000, .tick).isEmpty)
         #expect(d.fallbacks.isEmpty)
@@ -217,10 +219,10 @@ import TrackMeCore
             let id = "a-\(index)"
             let t = Double(index) * 10
             d.at(t, .engine(.raise(Self.record(id))))
-            d.at(t + 0.1, .sendSucceeded(alertID: id, updateSequence: 0, acknowledged: index % 2 == 0))
+            d.at(t + 0.1, .sendSucceeded(alertID: id, updateSequence: 0))
             let closing: SOSAction = index % 2 == 0 ? .update(Self.record(id, state: .resolved)) : .cancelled(Self.record(id, state: .cancelled))
             d.at(t + 1, .engine(closing))
-            d.at(t + 1.1, .sendSucceeded(alertID: id, updateSequence: 1, acknowledged: false))
+            d.at(t + 1.1, .sendSucceeded(alertID: id, updateSequence: 1))
         }
         #expect(d.policy.heldAlerts == 0)
         #expect(d.policy.queuedUpdates.isEmpty)
@@ -260,7 +262,7 @@ import TrackMeCore
         d.at(0, .engine(.raise(DispatchPolicyTests.record())))
         d.at(3, .sendFailed(alertID: "a-1", updateSequence: 0))
         d.at(4, .tick)
-        d.at(4.5, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(4.5, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         d.at(40, .tick)
         #expect(d.fallbacks.isEmpty)
     }
@@ -288,7 +290,7 @@ import TrackMeCore
     @Test func kindChangeGoesOutAtOnceWithTheNextSequence() {
         var d = DispatchPolicyTests.Driver()
         d.at(0, .engine(.raise(DispatchPolicyTests.record())))
-        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         var graver = DispatchPolicyTests.record(state: .delivered)
         graver.kind = .noPulse
         d.at(5, .engine(.kindChanged(graver)))
@@ -302,7 +304,7 @@ import TrackMeCore
     @Test func aClosedAlertSendsNoKindChange() {
         var d = DispatchPolicyTests.Driver()
         d.at(0, .engine(.raise(DispatchPolicyTests.record())))
-        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0, acknowledged: false))
+        d.at(0.2, .sendSucceeded(alertID: "a-1", updateSequence: 0))
         d.at(1, .engine(.cancelled(DispatchPolicyTests.record(state: .cancelled))))
         let before = d.sends.count
         d.at(2, .engine(.kindChanged(DispatchPolicyTests.record(state: .raised))))

@@ -8,18 +8,24 @@ import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @testable import TrackMeSimulation
 
 /// The same fault timeline through the agent's lanes as the daemon runs them (their own loops on
 /// the real clock, with short intervals) and as the simulation steps them (on the virtual clock
 /// its event loop advances) gives the same deliveries: every reading once at the server, the same
-/// alert updates. Both are built by the one composition root (`AgentCore`); the history of the
-/// simulation's own copies of the lanes ("... as the agent does") is what this guards against.
+/// alert updates, and no alert update POSTed twice (the server's duplicate counter stays 0: with
+/// the network down a request never reaches it, so only a second sender could make one). Both
+/// are built by the one composition root (`AgentCore`); the history of the simulation's own
+/// copies of the lanes ("... as the agent does") is what this guards against.
 @Suite struct LaneParityTests {
-    /// 40 steps: a reading each; a manual SOS at step 12 inside a network outage (steps 10-19),
-    /// so the raise is retried until the network is back; the wearer cancels at step 30.
+    /// 40 steps: a reading each; a manual SOS at step 12, inside a network outage (steps 10-19)
+    /// when the timeline has one, so the raise is retried until the network is back; the wearer
+    /// cancels at step 30.
     static let steps = 40
-    static let outage = 10..<20
     static let sosAt = 12
     static let cancelAt = 30
 
@@ -27,6 +33,8 @@ import TrackMeServer
         var sequences: [Int64]
         var duplicates: Int
         var alertUpdates: [String]
+        /// Alert update POSTs the server had already (`trackme_server_alert_updates_duplicate_total`).
+        var duplicateAlertPosts: Int
     }
 
     /// Short intervals for the real-clock run; the simulation uses the same ones on virtual time.
@@ -45,13 +53,15 @@ import TrackMeServer
     }
 
     /// What the server holds for the device after the run.
-    static func deliveries(server: TrackMeServer, deviceID: String, alertIDs: [String]) async throws -> Deliveries {
-        let stored = try await server.storedSequences(deviceID: deviceID)
+    static func deliveries(_ rig: Rig, alertIDs: [String]) async throws -> Deliveries {
+        let stored = try await rig.server.storedSequences(deviceID: rig.credentials.deviceID)
         var updates: [String] = []
         for id in alertIDs {
-            updates += try await server.alertUpdates(alertID: id).map { "\($0.alert.id)#\($0.updateSequence):\($0.type.rawValue)" }
+            updates += try await rig.server.alertUpdates(alertID: id).map { "\($0.alert.id)#\($0.updateSequence):\($0.type.rawValue)" }
         }
-        return Deliveries(sequences: Array(Set(stored)).sorted(), duplicates: stored.count - Set(stored).count, alertUpdates: updates.sorted())
+        return Deliveries(
+            sequences: Array(Set(stored)).sorted(), duplicates: stored.count - Set(stored).count, alertUpdates: updates.sorted(),
+            duplicateAlertPosts: try await rig.counter("trackme_server_alert_updates_duplicate_total"))
     }
 
     struct Rig {
@@ -62,6 +72,7 @@ import TrackMeServer
         let faults = FaultState()
         let transport: FaultInjectingTransport
         let store: ReadingStore
+        let baseURL: URL
 
         init(_ name: String) async throws {
             work = FileManager.default.temporaryDirectory.appendingPathComponent("lane-parity-\(name)-\(UUID().uuidString)")
@@ -78,6 +89,7 @@ import TrackMeServer
             let port = try await server.boundPort()
             credentials = try await server.enrolDevice(deviceID: "parity-\(name)", person: PersonProfile(name: "P", age: 40))
             let baseURL = try #require(URL(string: "http://127.0.0.1:\(port)"))
+            self.baseURL = baseURL
             transport = FaultInjectingTransport(base: CurlTransport(baseURL: baseURL), faults: faults)
             store = try ReadingStore(
                 configuration: StoreConfiguration(path: work.appendingPathComponent("agent.sqlite").path, durability: .processCrash),
@@ -93,6 +105,16 @@ import TrackMeServer
                 ids: SequentialAlertIDs(prefix: "parity"), timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
             inputs.seed = 7
             return inputs
+        }
+
+        /// A counter from the server's `/metrics` (loopback needs no token).
+        func counter(_ name: String) async throws -> Int {
+            let (data, _) = try await URLSession.shared.data(from: baseURL.appendingPathComponent("metrics"))
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name + " ") {
+                if let value = Int(line.dropFirst(name.count + 1)) { return value }
+            }
+            Issue.record("no \(name) in /metrics")
+            return -1
         }
 
         func close() {
@@ -111,18 +133,55 @@ import TrackMeServer
         await pipeline.receive(.tick, at: at)
     }
 
-    @Test func theDaemonsLanesAndTheSimulationDeliverTheSame() async throws {
-        let daemon = try await runDaemonLanes()
-        let simulated = try await runSimulated()
+    @Test("the daemon's lanes and the simulation deliver the same, each alert update POSTed once", arguments: [false, true])
+    func theDaemonsLanesAndTheSimulationDeliverTheSame(outage: Bool) async throws {
+        let down = outage ? 10..<20 : 0..<0
+        let daemon = try await runDaemonLanes(outage: down)
+        let simulated = try await runSimulated(outage: down)
         #expect(daemon.sequences.count >= Self.steps)
         #expect(daemon.duplicates == 0 && simulated.duplicates == 0)
         #expect(daemon.alertUpdates.contains { $0.hasSuffix(":raised") } && daemon.alertUpdates.contains { $0.hasSuffix(":cancelled") })
+        #expect(daemon.duplicateAlertPosts == 0, "the daemon's lanes POSTed an alert update the server already had")
+        #expect(simulated.duplicateAlertPosts == 0, "the simulation POSTed an alert update the server already had")
         #expect(daemon == simulated)
+    }
+
+    /// A raise journaled while the server could not be reached, then a restart: the new agent's
+    /// dispatch lane takes it from the journal and sends it once, the rules hear it delivered,
+    /// and the journal records the delivery (a third start sends nothing).
+    @Test func aRaiseLeftUndeliveredBeforeARestartGoesOutOnceThroughTheDispatchLane() async throws {
+        let rig = try await Rig("restart")
+        defer { rig.close() }
+        let clock = VirtualClock()
+        rig.faults.update { $0.networkDown = true }
+        let first = AgentCore(rig.inputs(clock: clock))
+        await first.pipeline.receive(.manualSOS, at: ScenarioRunner.timestamp(1000))
+        let raised = await first.pipeline.receive(.tick, at: ScenarioRunner.timestamp(20_000))
+        #expect(raised.contains { if case .raise = $0 { true } else { false } })
+        await first.lane.step()
+        #expect(rig.store.pendingAlertUpdates().map(\.updateSequence) == [0])
+
+        rig.faults.update { $0.networkDown = false }
+        let events = SimulatedDevice.DispatchInbox()
+        var inputs = rig.inputs(clock: clock)
+        inputs.onLaneEvent = { events.noteLaneEvent($0) }
+        let second = AgentCore(inputs)
+        #expect(second.restored?.id == "parity-1")
+        await second.lane.step()
+        for event in events.takeLaneEvents() {
+            if case .delivered(alertID: let id) = event { await second.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(21_000)) }
+        }
+        #expect(await second.pipeline.current.openAlert?.state == .delivered)
+        #expect(rig.store.pendingAlertUpdates().isEmpty)
+        let third = AgentCore(rig.inputs(clock: clock))
+        #expect(await third.lane.queuedUpdates.isEmpty)
+        #expect(try await rig.server.alertUpdates(alertID: "parity-1").map(\.updateSequence) == [0])
+        #expect(try await rig.counter("trackme_server_alert_updates_duplicate_total") == 0)
     }
 
     /// The daemon's way: `SyncEngine.run()` and `DispatchLane.run()` on the real clock, the lane's
     /// deliveries fed back to the rules as `DispatchService` does.
-    func runDaemonLanes() async throws -> Deliveries {
+    func runDaemonLanes(outage: Range<Int>) async throws -> Deliveries {
         let rig = try await Rig("daemon")
         defer { rig.close() }
         let core = AgentCore(rig.inputs(clock: ContinuousClock()))
@@ -142,7 +201,7 @@ import TrackMeServer
         for i in 0..<Self.steps {
             // The timeline's pace: one step every 30 ms of real time.
             try await clock.sleep(until: start.advanced(by: .milliseconds(30 * i)))
-            rig.faults.update { $0.networkDown = Self.outage.contains(i) }
+            rig.faults.update { $0.networkDown = outage.contains(i) }
             await Self.feed(core.pipeline, step: i)
             await core.committer.flush()
         }
@@ -153,11 +212,11 @@ import TrackMeServer
         await laneTask.value
         await syncTask.value
         try await core.sync.drain()
-        return try await Self.deliveries(server: rig.server, deviceID: rig.credentials.deviceID, alertIDs: ["parity-1"])
+        return try await Self.deliveries(rig, alertIDs: ["parity-1"])
     }
 
     /// The simulation's way: the same parts stepped by an event loop on a `VirtualClock`.
-    func runSimulated() async throws -> Deliveries {
+    func runSimulated(outage: Range<Int>) async throws -> Deliveries {
         let rig = try await Rig("simulated")
         defer { rig.close() }
         let clock = VirtualClock()
@@ -174,7 +233,7 @@ import TrackMeServer
             if clock.now.offset >= nextVisit { nextVisit = clock.now.offset + (await core.sync.readingsVisit()) }
         }
         for i in 0..<Self.steps {
-            rig.faults.update { $0.networkDown = Self.outage.contains(i) }
+            rig.faults.update { $0.networkDown = outage.contains(i) }
             await Self.feed(core.pipeline, step: i)
             await core.committer.flush()
             // 30 ms of the lanes' time per step, in 10 ms ticks.
@@ -189,6 +248,6 @@ import TrackMeServer
             clock.advance(by: .milliseconds(10))
         }
         _ = await core.sync.readingsVisit(drain: true)
-        return try await Self.deliveries(server: rig.server, deviceID: rig.credentials.deviceID, alertIDs: ["parity-1"])
+        return try await Self.deliveries(rig, alertIDs: ["parity-1"])
     }
 }

@@ -5,8 +5,9 @@ public import Logging
 public import TrackMeCore
 
 /// The agent's one composition root: from an open store, a clock, a transport to the server and
-/// the settings, it builds the group commit, the sync engine (alert lane and readings lane), the
-/// dispatch lane and the `AgentPipeline` between them, wired as the agent runs them. The daemon
+/// the settings, it builds the group commit, the readings lane (`SyncEngine`), the dispatch lane
+/// (the one sender of alert updates) and the `AgentPipeline` between them, wired as the agent
+/// runs them. The daemon
 /// (`AgentAssembly.make`) passes the real clock and its HTTP transport, and runs the parts as
 /// services with the sources (the strap's link, gpsd) feeding the pipeline; the simulation passes
 /// the virtual clock its event loop advances and a fault-injecting transport to the in-process
@@ -29,7 +30,7 @@ public struct AgentCore: Sendable {
         public var settings: SOSSettings
         public var positionSampling: PositionSamplingPolicy
         public var dispatch: DispatchSettings
-        /// Schedules the group commit, the sync lanes' waits and the dispatch lane's retries,
+        /// Schedules the group commit, the readings lane's waits and the dispatch lane's retries,
         /// positions, escalation and send timeouts.
         public var clock: any Clock<Duration>
         /// The way to the server, for batches and alerts.
@@ -85,11 +86,6 @@ public struct AgentCore: Sendable {
         let logger = inputs.logger
         self.store = store
         committer = GroupCommitter(store: store, clock: inputs.clock, interval: inputs.commitInterval, onCommit: inputs.onCommit)
-        let sync = SyncEngine(
-            store: store, transport: inputs.transport, configuration: inputs.sync, clock: inputs.clock, heartbeat: inputs.heartbeat,
-            onAlertsAcknowledged: inputs.onAlertsAcknowledged, onAlertsResolved: inputs.onAlertsResolved, onEvent: inputs.onSyncEvent,
-            logger: logger, seed: inputs.seed, correctTimes: inputs.correctTimes)
-        self.sync = sync
         let restored = AgentPipeline.openAlert(in: store, logger: logger)
         self.restored = restored
         // The restored alert's position updates go on, numbered above what the server has.
@@ -101,11 +97,19 @@ public struct AgentCore: Sendable {
                 logger.error("alert journal unreadable; the restored alert gets no position updates", metadata: ["store.error": "\(error)"])
             }
         }
+        // Updates journaled before a restart and never delivered go out through the lane first;
+        // the lane records each delivery, so the next start does not send it again.
         let lane = DispatchLane(
-            transport: HTTPAlertTransport(transport: inputs.transport, token: inputs.sync.token, store: store), fallback: inputs.fallback,
-            clock: inputs.clock, settings: inputs.dispatch, timestamp: inputs.timestamp, restored: adopted, observe: inputs.onLaneEvent,
-            logger: logger)
+            transport: HTTPAlertTransport(transport: inputs.transport, token: inputs.sync.token), fallback: inputs.fallback,
+            clock: inputs.clock, settings: inputs.dispatch, timestamp: inputs.timestamp, restored: adopted,
+            undelivered: store.pendingAlertUpdates(),
+            delivered: { store.markAlertUpdateDelivered(alertID: $0.alert.id, updateSequence: $0.updateSequence) },
+            observe: inputs.onLaneEvent, logger: logger)
         self.lane = lane
+        sync = SyncEngine(
+            store: store, transport: inputs.transport, configuration: inputs.sync, clock: inputs.clock, heartbeat: inputs.heartbeat,
+            onAlertsAcknowledged: inputs.onAlertsAcknowledged, onAlertsResolved: inputs.onAlertsResolved, onEvent: inputs.onSyncEvent,
+            logger: logger, seed: inputs.seed, correctTimes: inputs.correctTimes, alertsFirst: { await lane.alertsFirst() })
         let onDispatch = inputs.onDispatch
         pipeline = AgentPipeline(
             configuration: AgentPipeline.Configuration(
@@ -114,7 +118,6 @@ public struct AgentCore: Sendable {
             deviceState: inputs.deviceState,
             dispatch: { action in
                 await lane.submit(action)
-                sync.alertJournaled()
                 await onDispatch(action)
             },
             logger: logger)

@@ -272,8 +272,8 @@ public struct TickerService: Service {
     }
 }
 
-/// The dispatch lane: sends alerts at once, retries, runs the local fallback; its deliveries and
-/// acknowledgements go back into the SOS engine.
+/// The dispatch lane: sends alerts at once (those left undelivered before a restart first),
+/// retries, runs the local fallback; its deliveries go back into the SOS engine.
 public struct DispatchService: Service {
     let lane: DispatchLane
     let pipeline: AgentPipeline
@@ -289,8 +289,6 @@ public struct DispatchService: Service {
                     switch event {
                     case .delivered(let id):
                         await control.observe(await pipeline.receive(.delivered(alertID: id), at: timestamps.now()))
-                    case .acknowledged(let id):
-                        await control.observe(await pipeline.receive(.acknowledged(alertID: id), at: timestamps.now()))
                     case .sendFailed(let update, let error):
                         logger.warning("alert send failed", metadata: ["sos.alert_id": "\(update.alert.id)", "dispatch.error": "\(error)"])
                     case .fallbackFailed(let id, _, let error):
@@ -310,8 +308,8 @@ public struct DispatchService: Service {
     }
 }
 
-/// Sync: readings batches and the alert lane to the server; acknowledgements and resolutions
-/// from dispatchers go back into the SOS engine.
+/// Sync: the readings lane's batches to the server; acknowledgements and resolutions from
+/// dispatchers, which come back with them, go back into the SOS engine.
 public struct SyncService: Service {
     let engine: SyncEngine
     let events: AsyncStream<SyncEvent>
@@ -339,12 +337,6 @@ public struct SyncService: Service {
                     case .batchAcknowledged:
                         batchesOK.increment()
                         await control.syncSucceeded(at: timestamps.now())
-                    case .alertUpdateDelivered(let id, let updateSequence):
-                        // A raise journaled before a restart goes out through this lane, not
-                        // the dispatch lane: the wearer's display learns it arrived here.
-                        if updateSequence == 0 {
-                            await control.observe(await pipeline.receive(.delivered(alertID: id), at: timestamps.now()))
-                        }
                     case .sendFailed(let error, _), .rejected(let error):
                         batchesFailed.increment()
                         await control.syncFailed("\(error)")
