@@ -154,8 +154,9 @@ struct RaceTests {
 extension RaceTests {
     /// The run and fleet reads once chained `.map` after GRDB's `read { }`, which picked the
     /// synchronous read and blocked the cooperative pool: forty runners reporting at once hung
-    /// the server (found by the race scenario).
-    @Test("forty runners reporting at once are all enrolled and placed", .timeLimit(.minutes(1)), arguments: Backend.enabled)
+    /// the server (found by the race scenario). The limit catches that hang; it is generous
+    /// because the suite must also pass on a machine busy with other work.
+    @Test("forty runners reporting at once are all enrolled and placed", .timeLimit(.minutes(3)), arguments: Backend.enabled)
     func manyAtOnce(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let start = TestServer.startWall

@@ -44,8 +44,10 @@ extension SQLiteServerStore {
                         SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? AND type IN (\(others)))
                     ORDER BY update_seq
                     """, arguments: [alertID, recentPositions, alertID]
-            ).map {
-                AlertUpdateRow(updateSequence: $0["update_seq"], type: $0["type"], body: $0["body"], receivedMilliseconds: $0["received_ms"])
+            ).map { row in
+                AlertUpdateRow(
+                    updateSequence: try row.decode(forColumn: "update_seq"), type: try row.decode(forColumn: "type"),
+                    body: try row.decode(forColumn: "body"), receivedMilliseconds: try row.decode(forColumn: "received_ms"))
             }
         }
     }
@@ -54,10 +56,11 @@ extension SQLiteServerStore {
         try await pool.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = ?", arguments: [id]
-            ).map {
+            ).map { row in
                 DeviceStatusRow(
-                    deviceID: $0["device_id"], person: $0["person"], enrolledMilliseconds: $0["enrolled_ms"], lastSeenMilliseconds: $0["last_seen_ms"],
-                    silent: $0["silent"], heartbeat: $0["heartbeat"])
+                    deviceID: try row.decode(forColumn: "device_id"), person: try row.decode(forColumn: "person"),
+                    enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"), lastSeenMilliseconds: try row.decode(forColumn: "last_seen_ms"),
+                    silent: try row.decode(forColumn: "silent"), heartbeat: try row.decode(forColumn: "heartbeat"))
             }
         }
     }
