@@ -172,3 +172,17 @@ public struct HeartRateLimits: Hashable, Sendable {
         }
     }
 }
+
+extension SOSSettings {
+    /// Turns off every rule that judges a strap's notifications (all but `manual`): for a device
+    /// worn without a strap (a taxi's terminal, a runner's tracker alone), whose silence says
+    /// nothing about its wearer.
+    public mutating func disableStrapRules() {
+        heartRateLow.enabled = false
+        heartRateHigh.enabled = false
+        noPulse.enabled = false
+        lethalRhythm.enabled = false
+        contactLost.enabled = false
+        strapSilent.enabled = false
+    }
+}

@@ -33,6 +33,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchGroupQueryCommand.self,
             BenchRaceCommand.self,
             BenchIntakeUnderLoadCommand.self,
+            BenchExportMemoryCommand.self,
         ]
     )
 }
