@@ -1,4 +1,4 @@
-/// What kind of device the agent is (issue 21): a wearer's monitor (the default), a runner's
+/// What kind of device the agent is: a wearer's monitor (the default), a runner's
 /// tracker in a race (Track4Run), or a taxi's fleet terminal. The profile decides the position
 /// sampling, which SOS rules run, and what `status` and the heartbeat show. Pure values.
 public enum DeviceProfile: String, Hashable, Sendable, Codable, CaseIterable {

@@ -129,7 +129,7 @@ final class PostgresServerStore: ServerStore {
                 "CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms BIGINT NOT NULL)",
             ]
         ),
-        // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+        // Dispatcher tokens end by themselves; device tokens have no expiry.
         ("v3-token-expiry", ["ALTER TABLE tokens ADD COLUMN expires_ms BIGINT"]),
         // Issue 22: readings partitioned by day; a batch in one round trip (PostgresIngestSchema).
         ("v4-readings-partitioned", [PostgresIngestSchema.partitionReadings]),

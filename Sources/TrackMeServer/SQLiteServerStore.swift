@@ -29,8 +29,8 @@ final class SQLiteServerStore: ServerStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in try db.execute(sql: durability.synchronousPragma) }
         pool = try DatabasePool(path: path, configuration: configuration)
-        // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and left the
-        // writer at NORMAL, so acknowledged batches could be lost to a power cut (issue 16).
+        // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and leaves the
+        // writer at NORMAL, so acknowledged batches could be lost to a power cut.
         try pool.writeWithoutTransaction { db in try db.execute(sql: durability.synchronousPragma) }
         var readOnly = Configuration()
         readOnly.readonly = true
@@ -167,7 +167,7 @@ final class SQLiteServerStore: ServerStore {
                     """)
         }
         migrator.registerMigration("v3-token-expiry") { db in
-            // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+            // Dispatcher tokens end by themselves; device tokens have no expiry.
             try db.execute(sql: "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER")
         }
         ConsoleSchema.register(in: &migrator)
@@ -313,7 +313,7 @@ final class SQLiteServerStore: ServerStore {
         try db.cachedStatement(
             sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
         ).execute(
-            // Nearly always none: "[]" without a JSON encoder (issue 22's profile).
+            // Nearly always none: "[]" without a JSON encoder, which showed in the ingest profile.
             arguments: [stored, duplicates, alerts.isEmpty ? "[]" : try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
         if batch.droppedByBudget != 0 {
             try db.cachedStatement(

@@ -145,7 +145,7 @@ struct ServerAPI: Sendable {
                 $0.readingsDuplicate += result.duplicates
             }
         }
-        // A runner's or a taxi's state and newest fix for the runs and the fleet (issue 21).
+        // A runner's or a taxi's state and newest fix for the runs and the fleet.
         if !result.replayed { await RaceIngest(store: store, logger: logger).observe(batch, rows: rows, device: device, now: now) }
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()

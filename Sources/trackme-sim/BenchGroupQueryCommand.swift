@@ -4,7 +4,7 @@ import Logging
 import TrackMeServer
 
 /// `trackme-sim bench group-query [--people 100000] [--days 30] [--rounds 5] [--db ...] [--json]`:
-/// the anonymised group figures (issue 20) over a population of daily per-person summaries
+/// the anonymised group figures over a population of daily per-person summaries
 /// generated in the database. Times the whole answer (snapping, the size rule, the difference
 /// rule against every earlier answered group it overlaps, the percentiles) next to the plain
 /// aggregate SQL over the same rows (distinct people, readings, sum) in the same run.

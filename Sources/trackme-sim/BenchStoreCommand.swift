@@ -5,7 +5,7 @@ import Foundation
 
 /// `trackme-sim bench store [--encryption off|on|both] [--rounds N] [--json]`: durable readings
 /// per second through the store, next to a raw SQLite batched insert of the same rows.
-/// `--encryption both` measures the store in clear and encrypted (issue 17) in the same run,
+/// `--encryption both` measures the store in clear and encrypted in the same run,
 /// alternating `--rounds` times, and reports the cost of encryption as a ratio of medians.
 struct BenchStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

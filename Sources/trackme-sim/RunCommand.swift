@@ -85,7 +85,7 @@ struct RunCommand: AsyncParsableCommand {
         if !outcome.report.passed { throw ExitCode(1) }
     }
 
-    /// A scenario of many devices (issue 21): `CrowdRunner`; exit 0 only if every expectation held.
+    /// A scenario of many devices: `CrowdRunner`; exit 0 only if every expectation held.
     func runCrowd(_ url: URL) async throws {
         let loaded = try CrowdScenario.load(from: url)
         var logger = Logger(label: "trackme.sim")

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import TrackMeCore
 
-/// The taxi fleet (003, issue 21): zones, the queue of available taxis per zone in arrival
+/// The taxi fleet (003): zones, the queue of available taxis per zone in arrival
 /// order, taxis that missed two reports shown as silent, the fleet page, and the ride-booking
 /// API ("the first available taxi in this zone"). Taxis report through the device ingest path
 /// (`RaceIngest`).

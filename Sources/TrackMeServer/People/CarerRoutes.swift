@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import TrackMeCore
 
-/// Carers (issue 20): a person names the accounts that look after them.
+/// Carers: a person names the accounts that look after them.
 ///
 /// - `GET /v1/people/{id}/carers`: the person's carers (the person, an admin).
 /// - `POST /v1/people/{id}/carers` `{carer: USERNAME, may_export: false}`: the person links a

@@ -1,7 +1,7 @@
 import Logging
 import TrackMeCore
 
-/// What a device's batch tells the runs and the fleet (issue 21): a runner's enrolment, consent,
+/// What a device's batch tells the runs and the fleet: a runner's enrolment, consent,
 /// check-in and newest position along the course; a taxi's state, zone and place in the queue.
 /// Runs after the batch is durably stored; a failure here is logged and never refuses the batch
 /// (its readings are stored either way, and the next batch brings the state again).

@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 import TrackMeCore
 
-/// Runs (Track4Run, issue 21): organisers create a run from a GPX course, open enrolment, see
+/// Runs (Track4Run): organisers create a run from a GPX course, open enrolment, see
 /// check-ins, follow the race and download results and tracks; spectators open a public page
 /// per run without an account. Runners enrol from their device (the run code and consent ride
 /// in its heartbeat, `RaceIngest`).

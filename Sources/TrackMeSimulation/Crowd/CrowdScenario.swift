@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A scenario of many devices against one in-process server (issue 21): a race of runners
+/// A scenario of many devices against one in-process server: a race of runners
 /// along a GPX course, or a fleet of taxis driving between zones. Files in
 /// `simulations/scenarios/` with a `crowd` object (the format is in `simulations/README.md`);
 /// `trackme-sim run` tells them from single-device scenarios by that key.
