@@ -201,27 +201,30 @@ final class ServerMetrics: Sendable {
 struct DescribedPrometheusFactory: MetricsFactory {
     let registry: PrometheusCollectorRegistry
 
-    private func help(_ label: String) -> String { ServerMetrics.Name(rawValue: label)?.help ?? "" }
+    /// The label is the whole name (no namespace or unit appended), with its help.
+    private func described(_ label: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: ServerMetrics.Name(rawValue: label)?.help ?? "")
+    }
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: help(label))
+        registry.makeCounter(descriptor: described(label), labels: dimensions)
     }
 
     func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: help(label))
+        registry.makeCounter(descriptor: described(label), labels: dimensions)
     }
 
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
-        guard aggregate else { return registry.makeGauge(name: label, labels: dimensions, help: help(label)) }
-        return registry.makeValueHistogram(name: label, labels: dimensions, buckets: Self.valueBuckets, help: help(label))
+        guard aggregate else { return registry.makeGauge(descriptor: described(label), labels: dimensions) }
+        return registry.makeValueHistogram(descriptor: described(label), labels: dimensions, buckets: Self.valueBuckets)
     }
 
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-        registry.makeGauge(name: label, labels: dimensions, help: help(label))
+        registry.makeGauge(descriptor: described(label), labels: dimensions)
     }
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        registry.makeDurationHistogram(name: label, labels: dimensions, buckets: Self.durationBuckets, help: help(label))
+        registry.makeDurationHistogram(descriptor: described(label), labels: dimensions, buckets: Self.durationBuckets)
     }
 
     func destroyCounter(_ handler: any CounterHandler) {
