@@ -46,7 +46,11 @@ struct ContactRoutes: Sendable {
             let now = api.configuration.wallClock()
             guard
                 try await api.store.confirmContactNotification(
-                    alertID: notification.alertID, contactIndex: notification.contactIndex, nonce: notification.nonce, atMilliseconds: now)
+                    alertID: notification.alertID,
+                    contactIndex: notification.contactIndex,
+                    nonce: notification.nonce,
+                    atMilliseconds: now
+                )
             else { return page(.gone, "Receipt already confirmed.", body: "<p>This link has been used.</p>") }
             // A contact's confirmation counts as an acknowledgement.
             let actor = "contact:\(contact?.name ?? "\(notification.contactIndex)")"

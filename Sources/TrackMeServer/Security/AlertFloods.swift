@@ -39,7 +39,8 @@ extension ServerAPI {
             if floodStarted {
                 metrics.alertFloods.increment()
                 let data = try StoreJSON.encode(
-                    AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60))
+                    AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60)
+                )
                 try await store.appendFeedEvent(kind: FeedKind.alertFlood, data: data)
                 notifier.notify()
                 logger.warning("alert flood", metadata: ["server.device": "\(deviceID)"])

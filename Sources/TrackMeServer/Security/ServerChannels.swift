@@ -14,7 +14,8 @@ enum ServerChannels {
                 configuration: HTTP1Channel.Configuration(
                     additionalChannelHandlers: [
                         ConnectionDeadlineHandler(limits: limits) { metrics.connectionsTimedOut.increment() }
-                    ]))
+                    ])
+            )
             let refused: @Sendable () -> Void = { metrics.connectionsRefused.increment() }
             if let tls {
                 return GuardedChildChannel(base: ReloadableTLSChannel(base: http, certificates: tls), connections: connections, onRefused: refused)
