@@ -50,7 +50,8 @@ final class PostgresServerStore: ServerStore {
             try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
             let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
             // Append-only: a landed migration is never edited, a change is a new one.
-            let all = Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
+            let all =
+                Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
             for (name, statements) in all where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)

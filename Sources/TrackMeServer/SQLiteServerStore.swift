@@ -389,7 +389,8 @@ final class SQLiteServerStore: ServerStore {
     private static func recordContact(_ db: Database, deviceID: String, heartbeatJSON: String?, receivedMilliseconds: Int64) throws {
         let wasSilent = try Bool.fetchOne(db.cachedStatement(sql: "SELECT silent FROM devices WHERE device_id = ?"), arguments: [deviceID]) ?? false
         try db.cachedStatement(
-            sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
+            sql:
+                "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
         ).execute(
             arguments: [receivedMilliseconds, heartbeatJSON, deviceID])
         if wasSilent {
@@ -419,7 +420,8 @@ final class SQLiteServerStore: ServerStore {
     func setTrustedWallTime(_ milliseconds: Int64) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
+                sql:
+                    "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
                 arguments: [milliseconds])
         }
     }
@@ -560,7 +562,9 @@ final class SQLiteServerStore: ServerStore {
     func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
         try await pool.write { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
+                db,
+                sql:
+                    "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
                 arguments: [lastSeenBefore])
             var ids: [String] = []
             for row in rows {

@@ -10,7 +10,9 @@ import TrackMeServer
 /// aggregate SQL over the same rows (distinct people, readings, sum) in the same run.
 struct BenchGroupQueryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "group-query", abstract: "Group figures over N simulated people x a month of daily summaries vs the plain aggregate SQL (same run).")
+        commandName: "group-query",
+        abstract: "Group figures over N simulated people x a month of daily summaries vs the plain aggregate SQL (same run)."
+    )
 
     @Option(help: "Simulated people.") var people = 100_000
     @Option(help: "Days of daily summaries per person.") var days = 30

@@ -43,9 +43,13 @@ struct BenchStoreCommand: AsyncParsableCommand {
         guard encryption == .both else { return }
         let ratio = median(sealed) / median(clear)
         if json {
-            print(#"{"benchmark":"store-encryption","clear_median":\#(median(clear)),"encrypted_median":\#(median(sealed)),"ratio":\#(ratio),"rounds":\#(clear.count)}"#)
+            print(
+                #"{"benchmark":"store-encryption","clear_median":\#(median(clear)),"encrypted_median":\#(median(sealed)),"ratio":\#(ratio),"rounds":\#(clear.count)}"#
+            )
         } else {
-            print("encryption: \(Int(median(sealed))) / \(Int(median(clear))) durable readings/s (median of \(clear.count)): ratio \(ratio) (encrypted / clear)")
+            print(
+                "encryption: \(Int(median(sealed))) / \(Int(median(clear))) durable readings/s (median of \(clear.count)): ratio \(ratio) (encrypted / clear)"
+            )
         }
     }
 

@@ -32,7 +32,10 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Log what the agent's parts do (to stderr).")
     var verbose = false
 
-    @Option(help: "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs.")
+    @Option(
+        help:
+            "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs."
+    )
     var serve: Int?
 
     @Option(help: "The in-process server's port (0 picks a free one).")
