@@ -1,3 +1,4 @@
+import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import Synchronization
@@ -29,10 +30,10 @@ struct HeavyRequestMiddleware: RouterMiddleware {
         case .admitted:
             break
         case .principalBusy:
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("another export or statistics request of yours is still running", retryAfterSeconds: 5)
         case .serverBusy:
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("the server is busy with other exports: try again shortly", retryAfterSeconds: 5)
         }
         // Downloads are written after the handler returns: the place is held until the body is
