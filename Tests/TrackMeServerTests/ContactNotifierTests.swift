@@ -200,6 +200,33 @@ struct ContactNotifierTests {
         }
     }
 
+    @Test("contacts who were told hear once that the alert closed, and how; the others do not", arguments: Backend.enabled)
+    func toldOfClose(backend: Backend) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let notifier = try scratch.script("echo \"$TRACKME_CONTACT_NAME|$TRACKME_PURPOSE|$TRACKME_OUTCOME|$TRACKME_LINK\" >> \"$DIR/told.txt\"")
+        try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
+            let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben", "Cleo"])
+            let dispatcher = try await s.dispatcher()
+            #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
+            s.wall.advance(milliseconds: 180_000)
+            #expect(try await s.server.escalateToContacts() == 1)
+            let resolved = try await s.client.send("POST", "/v1/alerts/alert-1/resolve", token: dispatcher, json: ["outcome": "false_alarm"])
+            #expect(resolved.status == 200, "\(resolved.text)")
+            s.wall.advance(milliseconds: 1_000)
+            #expect(try await s.server.escalateToContacts() == 1, "Ben, who was told; not Cleo, who was not")
+            #expect(try await s.server.escalateToContacts() == 0, "once")
+            let told = scratch.lines("told.txt").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+            #expect(told.count == 2)
+            #expect(told.last?[0...2] == ["Ben", "closed", "false_alarm"])
+            #expect(told.last?[3] == "", "no link once it closed")
+            #expect(told.first?[1] == "escalation")
+            #expect(Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
+                "contact_notified: Ben, attempt 1 of 5", "contact_notified: Ben (alert closed), attempt 1 of 5",
+            ])
+        }
+    }
+
     @Test("the retry schedule doubles its wait, stops at the limit and after success, and waits out a run in progress")
     func retrySchedule() {
         let retry = ContactRetry(attempts: 3, backoff: .seconds(30), timeLimit: .seconds(30))

@@ -16,7 +16,8 @@ public struct ConsoleConfiguration: Sendable {
     /// An executable run once per contact to tell (an SMS gateway's CLI, a mailer). Its
     /// environment holds only `PATH`, `LANG` and `TRACKME_CONTACT_NAME`, `TRACKME_CONTACT_PHONE`,
     /// `TRACKME_CONTACT_EMAIL`, `TRACKME_PERSON`, `TRACKME_ALERT_ID`, `TRACKME_ALERT_KIND`,
-    /// `TRACKME_LINK`, `TRACKME_PURPOSE` and `TRACKME_ATTEMPT` (nothing of the server's own: a
+    /// `TRACKME_LINK`, `TRACKME_PURPOSE` and `TRACKME_ATTEMPT`, and `TRACKME_OUTCOME` when the
+    /// purpose is `closed` (nothing of the server's own: a
     /// gateway's credentials belong in the notifier's own file); exit 0 means told, anything else
     /// is tried again. nil: no contact escalation.
     public var contactNotifierCommand: String?

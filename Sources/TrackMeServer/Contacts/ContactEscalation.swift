@@ -39,6 +39,29 @@ struct ContactEscalation: Sendable {
                 if result == .told { told += 1 }
             }
         }
+        return told + (try await tellClosed(command: command, baseURL: baseURL))
+    }
+
+    /// Tells each contact who was told of an alert that closed in the last hour that it closed
+    /// (and how), once, through the same attempts and retries.
+    func tellClosed(command: String, baseURL: String) async throws -> Int {
+        let since = wallClock() - 3_600_000
+        var told = 0
+        for row in try await store.alertRows(open: false, limit: 100) where (row.resolvedMilliseconds ?? row.updatedMilliseconds) >= since {
+            guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
+            let attempts = try await store.contactAttempts(alertID: row.alertID)
+            let reached = Set(attempts.filter { $0.result == .told && $0.purpose != .closed }.map(\.contactIndex))
+            for index in reached.sorted() where contacts.indices.contains(index) {
+                let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == .closed }
+                guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()),
+                    let notification = try await store.contactNotification(alertID: row.alertID, contactIndex: index)
+                else { continue }
+                let result = try await attempt(
+                    number, purpose: .closed, command: command, row: row, person: person, contact: contacts[index], notification: notification,
+                    baseURL: baseURL)
+                if result == .told { told += 1 }
+            }
+        }
         return told
     }
 
@@ -65,12 +88,17 @@ struct ContactEscalation: Sendable {
             alertID: row.alertID, contactIndex: notification.contactIndex, expiresMilliseconds: notification.expiresMilliseconds,
             nonce: notification.nonce)
         let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind.rawValue ?? ""
-        let environment = [
+        var environment = [
             "TRACKME_CONTACT_NAME": contact.name, "TRACKME_CONTACT_PHONE": contact.phone ?? "", "TRACKME_CONTACT_EMAIL": contact.email ?? "",
             "TRACKME_PERSON": person.name, "TRACKME_ALERT_ID": row.alertID, "TRACKME_ALERT_KIND": kind,
             "TRACKME_LINK": baseURL + "/contact/" + link.token(key: console.contactLinkKey), "TRACKME_PURPOSE": purpose.rawValue,
             "TRACKME_ATTEMPT": "\(number)",
         ]
+        if purpose == .closed {
+            // The link would only say "used" or "expired" now; the message says how it ended.
+            environment["TRACKME_LINK"] = ""
+            environment["TRACKME_OUTCOME"] = row.outcome?.rawValue ?? row.state
+        }
         let outcome = await NotifierProcess.run(command, environment: environment, timeLimit: console.contactNotifierTimeLimit, clock: clock)
         attempt.finishedMilliseconds = wallClock()
         switch outcome {
