@@ -2,6 +2,7 @@ import Foundation
 import ServiceLifecycle
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if canImport(Glibc)
@@ -36,8 +37,11 @@ struct ContactNotifierTests {
 
     static func enrol(_ s: TestServer, _ deviceID: String, contacts: [String]) async throws -> String {
         let response = try await s.client.send(
-            "POST", "/v1/devices", token: TestServer.adminToken,
-            json: ["device_id": deviceID, "person": ["name": "Ada", "age": 81, "contacts": contacts.map { ["name": $0, "phone": "+39 1"] }]])
+            "POST",
+            "/v1/devices",
+            token: TestServer.adminToken,
+            json: ["device_id": deviceID, "person": ["name": "Ada", "age": 81, "contacts": contacts.map { ["name": $0, "phone": "+39 1"] }]]
+        )
         try #require(response.status == 201, "enrol: \(response.text)")
         return try #require(response.object["token"] as? String)
     }
@@ -63,16 +67,19 @@ struct ContactNotifierTests {
             """
             if [ ! -e "$DIR/failed-once" ]; then touch "$DIR/failed-once"; exit 1; fi
             echo "$TRACKME_CONTACT_NAME|$TRACKME_ATTEMPT|$TRACKME_LINK" >> "$DIR/told.txt"
-            """)
+            """
+        )
         try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
             let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben"])
             let dispatcher = try await s.dispatcher()
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
             s.wall.advance(milliseconds: 180_000)
             #expect(try await s.server.escalateToContacts() == 0, "the first run failed")
-            #expect(Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
-                "contact_failed: Ben, attempt 1 of 5: exit status 1"
-            ])
+            #expect(
+                Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
+                    "contact_failed: Ben, attempt 1 of 5: exit status 1"
+                ]
+            )
             #expect(try await s.server.escalateToContacts() == 0, "not again before the backoff")
             s.wall.advance(milliseconds: 29_999)
             #expect(try await s.server.escalateToContacts() == 0)
@@ -82,9 +89,11 @@ struct ContactNotifierTests {
             let told = scratch.lines("told.txt").map { $0.split(separator: "|").map(String.init) }
             #expect(told.map { $0[0] } == ["Ben"])
             #expect(told.first?[1] == "2")
-            #expect(Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
-                "contact_failed: Ben, attempt 1 of 5: exit status 1", "contact_notified: Ben, attempt 2 of 5",
-            ])
+            #expect(
+                Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
+                    "contact_failed: Ben, attempt 1 of 5: exit status 1", "contact_notified: Ben, attempt 2 of 5",
+                ]
+            )
             // The retry carried the link made for the first run, and it works.
             let sent = try #require(told.first?[2])
             let link = try #require(URL(string: sent))
@@ -112,14 +121,18 @@ struct ContactNotifierTests {
             #expect(try await s.server.escalateToContacts() == 0)
             let entries = Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher))
             #expect(entries.count == 2, "\(entries)")
-            #expect(entries.allSatisfy { $0.hasPrefix("contact_failed: Ben, attempt") && $0.contains("could not start /nonexistent/trackme-notifier") })
+            #expect(
+                entries.allSatisfy { $0.hasPrefix("contact_failed: Ben, attempt") && $0.contains("could not start /nonexistent/trackme-notifier") }
+            )
             #expect(entries.last?.hasSuffix("; no more attempts") == true)
         }
     }
 
     @Test(
-        "a notifier that hangs is killed at its time limit, and the next escalation still runs", .timeLimit(.minutes(1)),
-        arguments: Backend.enabled)
+        "a notifier that hangs is killed at its time limit, and the next escalation still runs",
+        .timeLimit(.minutes(1)),
+        arguments: Backend.enabled
+    )
     func hung(backend: Backend) async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
@@ -129,7 +142,8 @@ struct ContactNotifierTests {
                 touch "$DIR/hung-once"; echo $$ > "$DIR/pid.fifo"; exec sleep 3600
             fi
             echo "$TRACKME_CONTACT_NAME" >> "$DIR/told.txt"
-            """)
+            """
+        )
         try await TestServer.with(
             backend,
             console: {
@@ -159,9 +173,11 @@ struct ContactNotifierTests {
             s.clock.advance(by: .seconds(2))
             #expect(try await pass == 0)
             #expect(kill(pid, 0) == -1 && errno == ESRCH, "the hung notifier is gone")
-            #expect(Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
-                "contact_failed: Hang, attempt 1 of 5: still running after 2 s; killed"
-            ])
+            #expect(
+                Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
+                    "contact_failed: Hang, attempt 1 of 5: still running after 2 s; killed"
+                ]
+            )
 
             s.wall.advance(milliseconds: 180_000)
             #expect(try await s.server.escalateToContacts() == 2, "the next alert's contact, and the hung one's retry")
@@ -195,7 +211,9 @@ struct ContactNotifierTests {
                 names.subtracting(["PWD", "SHLVL", "_"]) == [
                     "PATH", "LANG", "TRACKME_CONTACT_NAME", "TRACKME_CONTACT_PHONE", "TRACKME_CONTACT_EMAIL", "TRACKME_PERSON", "TRACKME_ALERT_ID",
                     "TRACKME_ALERT_KIND", "TRACKME_LINK", "TRACKME_PURPOSE", "TRACKME_ATTEMPT",
-                ], "the shell adds PWD, SHLVL and _ itself")
+                ],
+                "the shell adds PWD, SHLVL and _ itself"
+            )
             #expect(text.contains("TRACKME_CONTACT_NAME=Ben"))
         }
     }
@@ -221,9 +239,11 @@ struct ContactNotifierTests {
             #expect(told.last?[0...2] == ["Ben", "closed", "false_alarm"])
             #expect(told.last?[3] == "", "no link once it closed")
             #expect(told.first?[1] == "escalation")
-            #expect(Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
-                "contact_notified: Ben, attempt 1 of 5", "contact_notified: Ben (alert closed), attempt 1 of 5",
-            ])
+            #expect(
+                Self.contactEntries(try await Self.timeline(s, "alert-1", dispatcher: dispatcher)) == [
+                    "contact_notified: Ben, attempt 1 of 5", "contact_notified: Ben (alert closed), attempt 1 of 5",
+                ]
+            )
         }
     }
 
@@ -232,13 +252,22 @@ struct ContactNotifierTests {
         let retry = ContactRetry(attempts: 3, backoff: .seconds(30), timeLimit: .seconds(30))
         func attempt(_ n: Int, at: Int64, _ result: ContactAttemptResult?) -> ContactAttempt {
             ContactAttempt(
-                alertID: "a", contactIndex: 0, purpose: .escalation, attempt: n, startedMilliseconds: at,
-                finishedMilliseconds: result == nil ? nil : at, result: result)
+                alertID: "a",
+                contactIndex: 0,
+                purpose: .escalation,
+                attempt: n,
+                startedMilliseconds: at,
+                finishedMilliseconds: result == nil ? nil : at,
+                result: result
+            )
         }
         #expect(retry.next(after: [], nowMilliseconds: 0) == .due(1))
         #expect(retry.next(after: [attempt(1, at: 0, .failed)], nowMilliseconds: 29_999) == .wait(untilMilliseconds: 30_000))
         #expect(retry.next(after: [attempt(1, at: 0, .failed)], nowMilliseconds: 30_000) == .due(2))
-        #expect(retry.next(after: [attempt(1, at: 0, .failed), attempt(2, at: 30_000, .timedOut)], nowMilliseconds: 60_000) == .wait(untilMilliseconds: 90_000))
+        #expect(
+            retry.next(after: [attempt(1, at: 0, .failed), attempt(2, at: 30_000, .timedOut)], nowMilliseconds: 60_000)
+                == .wait(untilMilliseconds: 90_000)
+        )
         #expect(retry.next(after: [attempt(1, at: 0, .failed), attempt(2, at: 30_000, .told)], nowMilliseconds: 90_000) == .told)
         let three = [attempt(1, at: 0, .failed), attempt(2, at: 30_000, .failed), attempt(3, at: 90_000, .notStarted)]
         #expect(retry.next(after: three, nowMilliseconds: 10_000_000) == .gaveUp)
@@ -319,16 +348,23 @@ struct ContactNotifierTests {
             var update = Sample.alert("pi-0001", id: "alert-1")
             let boot = Sample.bootID
             func at(_ seconds: UInt64) -> ReadingTimestamp {
-                ReadingTimestamp(monotonicNanoseconds: seconds * 1_000_000_000, bootID: boot, wallClockMilliseconds: Int64(seconds) * 1000, wallClockTrusted: false)
+                ReadingTimestamp(
+                    monotonicNanoseconds: seconds * 1_000_000_000,
+                    bootID: boot,
+                    wallClockMilliseconds: Int64(seconds) * 1000,
+                    wallClockTrusted: false
+                )
             }
             update.alert.firstCritical = at(10)
             update.alert.raised = at(14)
             update.sent = at(15)
             #expect(try await s.postAlert(update, token: device).status == 200)
             let timeline = try await Self.timeline(s, "alert-1", dispatcher: dispatcher)
-            let times = Dictionary(uniqueKeysWithValues: timeline.compactMap { entry in
-                (entry["event"] as? String).flatMap { event in (entry["at_ms"] as? NSNumber).map { (event, $0.int64Value) } }
-            })
+            let times = Dictionary(
+                uniqueKeysWithValues: timeline.compactMap { entry in
+                    (entry["event"] as? String).flatMap { event in (entry["at_ms"] as? NSNumber).map { (event, $0.int64Value) } }
+                }
+            )
             #expect(times["first_critical"] == TestServer.startWall - 5_000)
             #expect(times["raised"] == TestServer.startWall - 1_000)
             #expect(times["delivered"] == TestServer.startWall)
