@@ -52,6 +52,11 @@ public final class TrackMeServer: Service, Sendable {
                 throw ServerConfigurationError(message: "\(error)")
             }
         }
+        if try configuration.console.loadContactLinkKey() == .ephemeral, configuration.console.contactNotifierCommand != nil {
+            logger.warning(
+                "contact link key is random for this process: links sent before a restart will not work",
+                metadata: ["server.todo": "give --contact-link-key-file or the systemd credential \(ConsoleConfiguration.linkKeyCredential)"])
+        }
         self.configuration = configuration
         self.logger = logger
         if let tls = configuration.tls {

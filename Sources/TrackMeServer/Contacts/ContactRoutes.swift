@@ -11,7 +11,9 @@ struct ContactRoutes: Sendable {
     let api: ServerAPI
 
     var escalation: ContactEscalation {
-        ContactEscalation(store: api.store, console: api.configuration.console, wallClock: api.configuration.wallClock, logger: api.logger)
+        ContactEscalation(
+            store: api.store, console: api.configuration.console, wallClock: api.configuration.wallClock, clock: api.configuration.clock,
+            logger: api.logger)
     }
 
     func register(on router: Router<ServerRequestContext>) {
