@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-public import Foundation
+import Foundation
 import NIOCore
 import NIOHTTP1
 import ServerTestSupport
@@ -42,7 +42,15 @@ public enum ExportMemoryBenchmark {
     static let admin = "bench-export-admin"
 
     public static func run(days: Int) async throws -> Result {
-        try await InProcessServer.with(configure: { $0.adminToken = admin }) { server in
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let first = now - Int64(days) * 86_400_000
+        // The server's wall clock walks with the recording, as it did while the device sent it
+        // (readings from before a device's enrolment or from the future are not filed as theirs).
+        let wall = Atomic<Int64>(first - 60_000)
+        return try await InProcessServer.with(configure: {
+            $0.adminToken = admin
+            $0.wallClock = { wall.load(ordering: .relaxed) }
+        }) { server in
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
             do {
                 let base = server.baseURL.absoluteString
@@ -50,9 +58,8 @@ public enum ExportMemoryBenchmark {
                 let created = try await call(http, .POST, base + "/v1/accounts", json: ["username": "wearer", "password": "correct horse battery", "role": "wearer"])
                 guard let person = created["id"] as? String else { throw Failure("account not created: \(created)") }
                 _ = try await call(http, .POST, base + "/v1/people/\(person)/devices", json: ["device_id": "pi-export"])
-                let now = Int64(Date().timeIntervalSince1970 * 1000)
-                let first = now - Int64(days) * 86_400_000
-                try await fill(http, base: base, token: token, from: first, count: days * 86_400)
+                try await fill(http, base: base, token: token, from: first, count: days * 86_400, wall: wall)
+                wall.store(now, ordering: .relaxed)
                 let path = base + "/v1/people/\(person)/export?format=csv&to=\(now)&from="
                 let baseline = try await download(http, path + "\(now - 86_400_000)", days: 1, readings: 86_400)
                 let measured = try await download(http, path + "\(first)", days: days, readings: days * 86_400)
@@ -66,7 +73,7 @@ public enum ExportMemoryBenchmark {
     }
 
     /// One reading a second from `from`, a thousand to a batch, as the device's readings lane sends them.
-    static func fill(_ http: HTTPClient, base: String, token: String, from: Int64, count: Int) async throws {
+    static func fill(_ http: HTTPClient, base: String, token: String, from: Int64, count: Int, wall: borrowing Atomic<Int64>) async throws {
         let perBatch = 1_000
         var batchSequence: Int64 = 0
         for start in stride(from: 0, to: count, by: perBatch) {
@@ -79,6 +86,7 @@ public enum ExportMemoryBenchmark {
                         wallClockTrusted: true),
                     payload: .heartRate(HeartRateReading(bpm: 55 + n % 50, contact: .detected)))
             }
+            wall.store(from + Int64(min(start + perBatch, count)) * 1000, ordering: .relaxed)
             let batch = SyncBatch(deviceID: "pi-export", batchSequence: batchSequence, readings: readings)
             var request = HTTPClientRequest(url: base + "/v1/batches")
             request.method = .POST
