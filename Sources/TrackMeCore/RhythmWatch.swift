@@ -80,6 +80,8 @@ public struct RhythmSettings: Hashable, Sendable {
         public var window: Duration = .seconds(30)
         public var ratio = 1.4
         public var minimumRate = 140
+        /// Readings above this are corrupt (`SOSSettings.absurdBPM`), not a rate that leapt.
+        public var maximumRate = 250
     }
 
     public struct VentricularBurst: Hashable, Sendable {
@@ -324,16 +326,20 @@ public struct RhythmWatch: Hashable, Sendable {
         var baseline = takeScratch()
         defer { scratch = baseline }
         var recentMinimum = Int.max
+        var recentMaximum = 0
         var index = 0
         forEachEntry(after: start) { entry in
             if index < s.readings {
                 recentMinimum = min(recentMinimum, entry.bpm)
+                recentMaximum = max(recentMaximum, entry.bpm)
             } else if entry.bpm > 0 {
                 baseline.append(entry.bpm)
             }
             index += 1
         }
-        guard index >= s.readings, baseline.count >= 10, recentMinimum >= s.minimumRate else { return false }
+        guard index >= s.readings, baseline.count >= 10, recentMinimum >= s.minimumRate, recentMaximum <= s.maximumRate else {
+            return false
+        }
         return Double(recentMinimum) >= s.ratio * Double(Self.median(&baseline))
     }
 

@@ -63,8 +63,16 @@ import TrackMeCore
         feed(&h, from: from, seconds: 60, beats: { s in s % 5 == 4 ? [600] : bySecond[s] ?? [] })
     }
 
+    /// The wearable defaults with the onset signal off, so that the window's own signal is seen
+    /// (the jump from 75 bpm into fibrillation is also a sudden tachycardia).
+    static var withoutOnset: SOSSettings {
+        var settings = SOSSettings()
+        settings.rhythm.suddenTachycardia = nil
+        return settings
+    }
+
     @Test func fastIrregularBurstsWithDipsFireWithinTheWindow() throws {
-        var h = SOSHarness()
+        var h = SOSHarness(settings: Self.withoutOnset)
         Self.feed(&h, from: 0, seconds: 30, beats: { _ in [800] })
         Self.feedFibrillationCountedAsBeats(&h, from: 30_000)
         let alert = try #require(Self.raisedLethal(h))
@@ -74,7 +82,7 @@ import TrackMeCore
     }
 
     @Test func fastIrregularIsOffWithoutTheSignal() {
-        var settings = SOSSettings()
+        var settings = Self.withoutOnset
         settings.rhythm.fastIrregular = nil
         settings.rhythm.erratic = nil
         var h = SOSHarness(settings: settings)
