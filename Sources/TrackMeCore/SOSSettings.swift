@@ -86,7 +86,9 @@ public struct SOSSettings: Hashable, Sendable {
             rhythm.erratic?.jumpShare = 0.3
             rhythm.erratic?.hold = .seconds(5)
             rhythm.erratic?.holdWhenStopped = .seconds(5)
-            rhythm.suddenTachycardia = RhythmSettings.SuddenTachycardia()
+            rhythm.suddenTachycardia?.readings = 3
+            rhythm.suddenTachycardia?.ratio = 1.3
+            rhythm.suddenTachycardia?.minimumRate = 120
             rhythm.ventricularBurst = RhythmSettings.VentricularBurst()
             rhythm.slowBeats = RhythmSettings.SlowBeats()
         }

@@ -27,6 +27,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchDrainCommand.self,
             ServerBenchCommand.self,
             BenchSOSLatencyCommand.self,
+            BenchRulesCommand.self,
             BenchReplayCommand.self,
             BenchAlertToConsoleCommand.self,
             LoadBenchCommand.self,
