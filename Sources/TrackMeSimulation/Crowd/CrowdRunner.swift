@@ -189,6 +189,7 @@ public struct CrowdRunner: Sendable {
         var lags: [Double] = []
         var realLags: [Double] = []
         var orderViolations = 0
+        var firstSwap: String?
         var polls = 0
         var lastSeen: [String: Int64] = [:]
         let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
@@ -238,6 +239,7 @@ public struct CrowdRunner: Sendable {
             let seenAt = ContinuousClock.now
             let shown = view["runners"] as? [[String: Any]] ?? []
             var shownDistances: [Double] = []
+            var shownLabels: [String] = []
             for entry in shown {
                 guard let name = entry["name"] as? String, let i = nameIndex[name], let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value else { continue }
                 guard runners[i].show else {
@@ -247,6 +249,7 @@ public struct CrowdRunner: Sendable {
                 }
                 let fixMs = fixWall - ScenarioRunner.wallOrigin
                 shownDistances.append(runners[i].truth[fixMs] ?? -1)
+                shownLabels.append("\(name) at \(String(format: "%.1f", runners[i].truth[fixMs] ?? -1)) m (server \((entry["distance_m"] as? NSNumber)?.doubleValue ?? -1) m, fix \(fixMs) ms, now \(ms) ms)")
                 if lastSeen[name].map({ fixMs > $0 }) ?? true {
                     // Every online fix between the last one seen and this one became visible now.
                     for t in runners[i].onlineFixes where t > (lastSeen[name] ?? -1) && t <= fixMs {
@@ -257,7 +260,10 @@ public struct CrowdRunner: Sendable {
                 }
             }
             // The order spectators saw against the positions the devices recorded at those fixes.
-            if zip(shownDistances, shownDistances.dropFirst()).contains(where: { $0 < $1 - 0.5 }) { orderViolations += 1 }
+            if let swap = zip(shownDistances, shownDistances.dropFirst()).enumerated().first(where: { $0.element.0 < $0.element.1 - 0.5 }) {
+                orderViolations += 1
+                if firstSwap == nil { firstSwap = "\(shownLabels[swap.offset]) shown ahead of \(shownLabels[swap.offset + 1])" }
+            }
         }
         let elapsed = ContinuousClock.now - started
         // The end: every device drains what it holds (those in the tunnel come out).
@@ -297,7 +303,7 @@ public struct CrowdRunner: Sendable {
                 &outcome, !lags.isEmpty && p99 <= limit,
                 "spectators see each consenting runner's fix (online) within \(limit) s, p99: p50 \(String(format: "%.2f", p50)) s, p99 \(String(format: "%.2f", p99)) s of trace time over \(lags.count) fixes (real time from the pipeline to the page: p50 \(String(format: "%.3f", outcome.figures["race.real_lag_p50_s"] ?? 0)) s, p99 \(String(format: "%.3f", outcome.figures["race.real_lag_p99_s"] ?? 0)) s)")
         }
-        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order)")
+        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order\(firstSwap.map { "; first: \($0)" } ?? ""))")
         check(&outcome, finalNames.first == expectedLeader, "the leader at the end is the consenting runner furthest along: \(finalNames.first ?? "none") (expected \(expectedLeader ?? "none"))")
         check(&outcome, finalNames.count == runners.filter(\.show).count, "every consenting runner and no one else is on the page at the end: \(finalNames.count) shown")
         if race.tunnelFromMetres != nil {
