@@ -199,6 +199,9 @@ targets += [
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             // SHA-256 and HMAC of tokens, batch digests and contact links (was a hand-written copy).
             .product(name: "Crypto", package: "swift-crypto"),
+            // The metrics, as the agent's: swift-metrics values in a swift-prometheus registry.
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ],
         // The API document is a file, compiled into the binary (no resource bundle to ship beside
         // it) and served byte for byte at /openapi.yaml.
@@ -247,6 +250,7 @@ targets += [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             // The served API document is read with a YAML reader that refuses duplicate keys.
             .product(name: "Yams", package: "Yams"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ],
         swiftSettings: strictSettings
     ),

@@ -26,7 +26,7 @@ public enum StoreBenchmark {
         public var corruptRecoveryMilliseconds: Double
         /// Opening the same store when healthy (quick_check included), in milliseconds.
         public var healthyOpenMilliseconds: Double
-        /// Whether the store sealed its rows (ChaCha20-Poly1305, issue 17). The baseline never does.
+        /// Whether the store sealed its rows (ChaCha20-Poly1305). The baseline never does.
         public var encrypted: Bool
 
         enum CodingKeys: String, CodingKey {

@@ -46,8 +46,8 @@ extension ReadingStore {
     /// Offers the readings to `selection` oldest first, pass by pass, until it is complete. Whether
     /// a reading is an alert's evidence is one correlated `EXISTS` over the `alert_updates_window`
     /// index (v2), so its cost per reading stays the same however many alerts the journal holds:
-    /// this runs in every commit that evicts, and it used to be an `OR` of one term per alert ever
-    /// journaled, which made a device's commits slower with every alert of its life.
+    /// this runs in every commit that evicts, and an `OR` of one term per alert ever journaled
+    /// would make a device's commits slower with every alert of its life.
     private func offerCandidates(to selection: inout BudgetEvictionPolicy.Selection, _ db: Database) throws {
         let window = BudgetEvictionPolicy(configuration).alertWindowNanoseconds
         let reserved = try reservedSequences(db)

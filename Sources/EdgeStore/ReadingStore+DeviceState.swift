@@ -1,7 +1,7 @@
 public import Foundation
 import GRDB
 
-/// Small values the agent keeps across restarts beside its readings (issue 19): the learned
+/// Small values the agent keeps across restarts beside its readings: the learned
 /// resting heart rate (`RestingHeartRateEstimator`, as JSON) and whether the wearer paused
 /// monitoring. One row per key, replaced on every write; never synced, never evicted.
 extension ReadingStore {
@@ -11,7 +11,7 @@ extension ReadingStore {
         public static let monitoringPaused = "monitoring_paused"
         /// The wall-clock offsets learned per boot (`WallClockCorrection`, as JSON).
         public static let wallClockAnchors = "wall_clock_anchors"
-        /// The device's bearer token (issue 17), kept here only in an encrypted store: the agent
+        /// The device's bearer token, kept here only in an encrypted store: the agent
         /// takes it from its credential or token file and keeps it sealed, so that the file can
         /// be removed after the first start (STORE-KEY.md).
         public static let deviceToken = "device_token"

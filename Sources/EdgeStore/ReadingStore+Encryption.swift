@@ -3,7 +3,7 @@ import GRDB
 import Logging
 import TrackMeCore
 
-/// Encryption at rest (issue 17): which key a file is sealed under, and encrypting a store that
+/// Encryption at rest: which key a file is sealed under, and encrypting a store that
 /// was in clear. The sealing itself is `RowCipher`; what is sealed:
 ///
 /// - `readings.body` (the reading's value: bpm, position), under `RowIdentity.reading(seq)`;

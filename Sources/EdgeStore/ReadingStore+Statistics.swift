@@ -26,7 +26,7 @@ public struct StoreStatistics: Hashable, Sendable {
     /// Readings salvaged from stores moved aside as corrupt, and rows that could not be read.
     public var salvagedReadings: Int64 = 0
     public var unsalvageableRows: Int64 = 0
-    /// The fingerprint of the key the store on disk is sealed under (issue 17), or nil in clear
+    /// The fingerprint of the key the store on disk is sealed under, or nil in clear
     /// (and while the store runs from memory).
     public var encryptionKeyID: String? = nil
 

@@ -55,7 +55,7 @@ public final class ReadingStore: Sendable {
     let logger: Logger
     /// Fixed when the file was created (WAL mode cannot change it).
     let pageSize: Int64
-    /// Seals and opens row bodies when the store is encrypted at rest (issue 17); nil in clear.
+    /// Seals and opens row bodies when the store is encrypted at rest; nil in clear.
     let cipher: RowCipher?
     let state: Mutex<State>
 

@@ -15,7 +15,7 @@ public struct StoreConfiguration: Hashable, Sendable {
     /// What a commit survives once it returns. The agent keeps the default.
     public var durability: CommitDurability
     /// Seals reading bodies, the alert journal and `device_state` values (the device token among
-    /// them) with ChaCha20-Poly1305 under this key (issue 17, `RowCipher`). nil: a store in clear.
+    /// them) with ChaCha20-Poly1305 under this key (`RowCipher`). nil: a store in clear.
     /// A store created with a key needs the same key ever after (`StoreError.Code.wrongKey`,
     /// `.keyMissing`); a store in clear opened with a key is encrypted in place once.
     public var encryptionKey: StoreKey?

@@ -12,7 +12,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let corrupt = Code(raw: "corrupt")
         /// A stored value could not be decoded.
         public static let badRecord = Code(raw: "bad_record")
-        /// The store is encrypted (its meta names the key id) and no key was given (issue 17).
+        /// The store is encrypted (its meta names the key id) and no key was given.
         /// The file is left exactly as it is.
         public static let keyMissing = Code(raw: "key_missing")
         /// The store was encrypted under another key than the one given. The file is left
@@ -44,7 +44,7 @@ public enum StoreHealth: String, Hashable, Sendable {
     case diskFull = "disk_full"
     case readOnly = "read_only"
     case ioError = "io_error"
-    /// The store is encrypted and its key is missing or another one (issue 17): the file is kept
+    /// The store is encrypted and its key is missing or another one: the file is kept
     /// untouched and the store runs from memory.
     case keyUnavailable = "key_unavailable"
 }

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import TrackMeCore
 
-/// The key that encrypts a store's row bodies at rest (issue 17): 32 bytes for ChaCha20-Poly1305.
+/// The key that encrypts a store's row bodies at rest: 32 bytes for ChaCha20-Poly1305.
 ///
 /// The key is never written into the store. The store records only `id`, a fingerprint
 /// (HMAC-SHA-256 of a fixed label under the key, first 8 bytes), so that a store opened with

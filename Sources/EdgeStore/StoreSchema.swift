@@ -76,7 +76,7 @@ enum StoreSchema {
         }
         DeviceStateSchema.register(in: &migrator)
         migrator.registerMigration("v5-alert-quarantine") { db in
-            // issue 17: alert journal rows that fail to open (authentication under the store key)
+            // Alert journal rows that fail to open (authentication under the store key)
             // or to decode, kept byte for byte with the reason, as `quarantine` keeps readings.
             try db.execute(
                 sql: """
@@ -114,7 +114,7 @@ enum MetaKey {
     /// Rows of moved-aside files that could not be read during salvage.
     static let unsalvageableTotal = "unsalvageable_total"
     /// The fingerprint (`StoreKey.id`, as a signed 64-bit value) of the key whose ChaCha20-Poly1305
-    /// seals this file's row bodies; absent in a store in clear (issue 17). Never the key itself.
+    /// seals this file's row bodies; absent in a store in clear. Never the key itself.
     static let storeKeyID = "store_key_id"
     /// Alert journal rows moved to `alert_quarantine` over the file's life.
     static let alertQuarantinedTotal = "alert_quarantined_total"

@@ -24,8 +24,8 @@ public struct ServerTrust: Hashable, Sendable {
 
 /// The agent's one HTTP client: `HTTPTransport` over libcurl's easy interface (the `CCurlShim`
 /// target), with the system trust store by default, or a configured CA file and key pins
-/// (swift-corelibs-foundation's URLSession reads no CA setting on Linux, and the agent no longer
-/// links FoundationNetworking at all).
+/// (swift-corelibs-foundation's URLSession reads no CA setting on Linux, and the agent does not
+/// link FoundationNetworking at all: it keeps the binary small).
 ///
 /// Connections are kept alive and reused: libcurl keeps its connection cache per easy handle,
 /// and the transport keeps a small stack of idle handles. A POST takes an idle handle (or makes

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Which of several server URLs the agent sends to (`server.url`, then `server.urls`; issue 22).
+/// Which of several server URLs the agent sends to (`server.url`, then `server.urls`).
 /// Pure: it is told what happened and when, and says where to send next.
 ///
 /// A connection failure or a 5xx answer moves to the next URL (round the list); any other

@@ -69,7 +69,7 @@ public actor SyncEngine {
     private let onEvent: @Sendable (SyncEvent) -> Void
     /// Returns when no alert update is waiting to go now (the one signal between the lanes).
     private let alertsFirst: @Sendable () async -> Void
-    /// Corrects untrusted wall times just before a batch goes out (issue 19); given the batch's
+    /// Corrects untrusted wall times just before a batch goes out; given the batch's
     /// sequence number, so that a resent batch carries what it carried the first time.
     private let correctTimes: @Sendable (Int64, [WireReading]) -> [WireReading]
     private let logger: Logger

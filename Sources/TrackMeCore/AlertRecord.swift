@@ -150,7 +150,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         try c.encode(triggeringReadings, forKey: .triggeringReadings)
         try c.encode(position, forKey: .position)
         try c.encode(cancelReason, forKey: .cancelReason)
-        // Only when set: alerts of rules with one signal stay byte for byte as before.
+        // Only when set: alerts of rules with one signal stay byte for byte what older readers know.
         try c.encodeIfPresent(reason, forKey: .reason)
     }
 }

@@ -1,4 +1,4 @@
-/// What kind of device the agent is (issue 21): a wearer's monitor (the default), a runner's
+/// What kind of device the agent is: a wearer's monitor (the default), a runner's
 /// tracker in a race (Track4Run), or a taxi's fleet terminal. The profile decides the position
 /// sampling, which SOS rules run, and what `status` and the heartbeat show. Pure values.
 public enum DeviceProfile: String, Hashable, Sendable, Codable, CaseIterable {
@@ -58,11 +58,7 @@ public enum DeviceProfile: String, Hashable, Sendable, Codable, CaseIterable {
             }
             settings.heartRateHigh.persistence = max(settings.heartRateHigh.persistence, .seconds(60))
         case .taxi:
-            settings.heartRateLow.enabled = false
-            settings.heartRateHigh.enabled = false
-            settings.noPulse.enabled = false
-            settings.contactLost.enabled = false
-            settings.strapSilent.enabled = false
+            settings.disableStrapRules()
             settings.manual.enabled = true
         }
         return (settings, profile)

@@ -22,7 +22,7 @@ public struct EscalationStep: Hashable, Sendable {
 
 /// How alerts travel to the server. `DispatchSettings()` gives the defaults.
 public struct DispatchSettings: Hashable, Sendable {
-    /// A failed send is retried this long after it failed (issue 5: every second).
+    /// A failed send is retried this long after it failed.
     public var retryInterval: Duration = .seconds(1)
     /// While an alert is open, a new position goes out at most this often.
     public var positionInterval: Duration = .seconds(1)

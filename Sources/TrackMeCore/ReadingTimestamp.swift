@@ -52,7 +52,7 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
         try c.encode(bootID, forKey: .bootID)
         try c.encode(wallClockMilliseconds, forKey: .wallClockMilliseconds)
         try c.encode(wallClockTrusted, forKey: .wallClockTrusted)
-        // Only when true: timestamps never corrected are byte for byte as before.
+        // Only when true: timestamps never corrected stay byte for byte what older readers know.
         if wallClockCorrected { try c.encode(true, forKey: .wallClockCorrected) }
     }
 

@@ -71,11 +71,17 @@ public struct RhythmSettings: Hashable, Sendable {
 
     public struct SuddenTachycardia: Hashable, Sendable {
         /// The last `readings` readings are all at least `ratio` times the median of the readings
-        /// before them in `window`, and at least `minimumRate`.
-        public var readings = 3
+        /// before them in `window`, and at least `minimumRate`. Five readings at 140 bpm or more
+        /// are 12 beats or more, the number of fast intervals a defibrillator counts before it
+        /// calls VT; a rise of 40 % within seconds (intervals 29 % shorter) is the "sudden onset"
+        /// that tells VT from sinus tachycardia, whose rise in exercise takes half a minute or
+        /// more. 140 bpm: the extreme-tachycardia limit of the PhysioNet/CinC 2015 alarms.
+        public var readings = 5
         public var window: Duration = .seconds(30)
-        public var ratio = 1.3
-        public var minimumRate = 120
+        public var ratio = 1.4
+        public var minimumRate = 140
+        /// Readings above this are corrupt (`SOSSettings.absurdBPM`), not a rate that leapt.
+        public var maximumRate = 250
     }
 
     public struct VentricularBurst: Hashable, Sendable {
@@ -109,7 +115,7 @@ public struct RhythmSettings: Hashable, Sendable {
     public var fastIrregular: FastIrregular? = FastIrregular()
     public var erratic: Erratic? = Erratic()
     public var dropouts: Dropouts? = Dropouts()
-    public var suddenTachycardia: SuddenTachycardia?
+    public var suddenTachycardia: SuddenTachycardia? = SuddenTachycardia()
     public var ventricularBurst: VentricularBurst?
     public var slowBeats: SlowBeats?
     public var motion: Motion? = Motion()
@@ -122,6 +128,9 @@ public struct RhythmSettings: Hashable, Sendable {
         settings.fastIrregular = nil
         settings.erratic = nil
         settings.dropouts = nil
+        settings.suddenTachycardia = nil
+        settings.ventricularBurst = nil
+        settings.slowBeats = nil
         return settings
     }
 }
@@ -317,16 +326,20 @@ public struct RhythmWatch: Hashable, Sendable {
         var baseline = takeScratch()
         defer { scratch = baseline }
         var recentMinimum = Int.max
+        var recentMaximum = 0
         var index = 0
         forEachEntry(after: start) { entry in
             if index < s.readings {
                 recentMinimum = min(recentMinimum, entry.bpm)
+                recentMaximum = max(recentMaximum, entry.bpm)
             } else if entry.bpm > 0 {
                 baseline.append(entry.bpm)
             }
             index += 1
         }
-        guard index >= s.readings, baseline.count >= 10, recentMinimum >= s.minimumRate else { return false }
+        guard index >= s.readings, baseline.count >= 10, recentMinimum >= s.minimumRate, recentMaximum <= s.maximumRate else {
+            return false
+        }
         return Double(recentMinimum) >= s.ratio * Double(Self.median(&baseline))
     }
 

@@ -86,7 +86,9 @@ public struct SOSSettings: Hashable, Sendable {
             rhythm.erratic?.jumpShare = 0.3
             rhythm.erratic?.hold = .seconds(5)
             rhythm.erratic?.holdWhenStopped = .seconds(5)
-            rhythm.suddenTachycardia = RhythmSettings.SuddenTachycardia()
+            rhythm.suddenTachycardia?.readings = 3
+            rhythm.suddenTachycardia?.ratio = 1.3
+            rhythm.suddenTachycardia?.minimumRate = 120
             rhythm.ventricularBurst = RhythmSettings.VentricularBurst()
             rhythm.slowBeats = RhythmSettings.SlowBeats()
         }
@@ -170,5 +172,19 @@ public struct HeartRateLimits: Hashable, Sendable {
             maximum = (2080 - 7 * max(0, profile.age) + 5) / 10
             maximumSource = .tanakaAgePredicted
         }
+    }
+}
+
+extension SOSSettings {
+    /// Turns off every rule that judges a strap's notifications (all but `manual`): for a device
+    /// worn without a strap (a taxi's terminal, a runner's tracker alone), whose silence says
+    /// nothing about its wearer.
+    public mutating func disableStrapRules() {
+        heartRateLow.enabled = false
+        heartRateHigh.enabled = false
+        noPulse.enabled = false
+        lethalRhythm.enabled = false
+        contactLost.enabled = false
+        strapSilent.enabled = false
     }
 }

@@ -72,14 +72,14 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// Bytes the store occupies on disk.
     public var storeBytes: Int64
     public var batteryPercent: Int?
-    /// True while the strap's battery is below the device's warning level (issue 19); absent
+    /// True while the strap's battery is below the device's warning level; absent
     /// when the strap reports no battery.
     public var batteryLow: Bool?
     /// True while the wearer has paused monitoring (`trackme-agent pause`): the SOS rules of the
-    /// signal do not run, so silence from this device is not a worry (issue 19).
+    /// signal do not run, so silence from this device is not a worry.
     public var monitoringPaused: Bool?
     /// Where the strap says it sits (Body Sensor Location 0x2A38): `other`, `chest`, `wrist`,
-    /// `finger`, `hand`, `ear_lobe`, `foot`; absent until the strap answered (issue 19).
+    /// `finger`, `hand`, `ear_lobe`, `foot`; absent until the strap answered.
     public var bodySensorLocation: String?
     /// `disk`, or `memory_only` when the store could not be opened on disk and nothing it holds
     /// survives a restart. Nil from older devices.
@@ -88,11 +88,11 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     public var storeProblem: String?
     /// Readings that failed their integrity check on the device, over the store's life.
     public var quarantinedReadings: Int64?
-    /// `wearer`, `runner` or `taxi` (issue 21); nil from older agents (a wearer).
+    /// `wearer`, `runner` or `taxi`; nil from older agents (a wearer).
     public var profile: DeviceProfile?
-    /// A taxi's availability, with every report (issue 21); nil for other profiles.
+    /// A taxi's availability, with every report; nil for other profiles.
     public var taxiState: TaxiAvailability?
-    /// The run a runner joined, with their consent to be shown (issue 21); nil when none.
+    /// The run a runner joined, with their consent to be shown; nil when none.
     public var run: RunParticipation?
     /// The version of the server's care settings the device runs (`CareSettings.version`);
     /// absent when it runs on its configuration file alone.

@@ -1,5 +1,5 @@
 /// Corrects wall times stamped while the clock was untrusted, once a trusted time of the same
-/// boot is known (issue 19).
+/// boot is known.
 ///
 /// A Pi without a real-time clock starts at 1970 or at the last shutdown's time (fake-hwclock)
 /// until NTP, or gpsd feeding chrony, synchronises it. Its monotonic clock (`CLOCK_BOOTTIME`)

@@ -1,6 +1,6 @@
 /// A fast path for the one wire message the server reads thousands of times a second, the sync
-/// batch, and for the canonical JSON of a reading it stores (issue 22: `Codable` decoding and
-/// encoding were a quarter of the server's CPU per batch, `simulations/BENCHMARKS.md`).
+/// batch, and for the canonical JSON of a reading it stores (through `Codable`, decoding and
+/// encoding would be a quarter of the server's CPU per batch, `simulations/BENCHMARKS.md`).
 ///
 /// It never decides anything `WireCodec` would decide otherwise: it is strict, and gives up
 /// (nil) on anything it is not sure of — an unknown or repeated key, a string with an escape or

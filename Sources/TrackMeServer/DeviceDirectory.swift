@@ -2,7 +2,7 @@ import Synchronization
 
 /// Enrolled devices as the ingest path needs them, cached: a device row never changes once
 /// enrolled (enrolment is insert-once and nothing deletes a device), so each batch need not
-/// read it again. At one batch every 5 s per device the read was a third of a batch's time.
+/// read it again. At one batch every 5 s per device, that read would be a third of a batch's time.
 final class DeviceDirectory: Sendable {
     private let store: any ServerStore
     private let cache = Mutex<[String: DeviceRow]>([:])

@@ -30,21 +30,33 @@ enum GPXWriter {
     }
 
     static func document(name: String, tracks: [Track]) -> String {
-        var out = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <gpx version="1.1" creator="trackme-server" xmlns="http://www.topografix.com/GPX/1/1">
-            <metadata><name>\(escape(name))</name></metadata>
-
-            """
+        var out = header(name: name)
         for track in tracks {
-            out += "<trk><name>\(escape(track.name))</name><trkseg>\n"
-            for (time, latitude, longitude) in track.points {
-                out += "<trkpt lat=\"\(latitude)\" lon=\"\(longitude)\"><time>\(Downloads.iso(time))</time></trkpt>\n"
-            }
-            out += "</trkseg></trk>\n"
+            out += trackStart(name: track.name)
+            for (time, latitude, longitude) in track.points { out += point(time, latitude, longitude) }
+            out += trackEnd
         }
-        return out + "</gpx>\n"
+        return out + footer
     }
+
+    // The document's pieces, for a download written as its fixes are read.
+    static func header(name: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <gpx version="1.1" creator="trackme-server" xmlns="http://www.topografix.com/GPX/1/1">
+        <metadata><name>\(escape(name))</name></metadata>
+
+        """
+    }
+
+    static func trackStart(name: String) -> String { "<trk><name>\(escape(name))</name><trkseg>\n" }
+
+    static func point(_ time: Int64, _ latitude: Double, _ longitude: Double) -> String {
+        "<trkpt lat=\"\(latitude)\" lon=\"\(longitude)\"><time>\(Downloads.iso(time))</time></trkpt>\n"
+    }
+
+    static let trackEnd = "</trkseg></trk>\n"
+    static let footer = "</gpx>\n"
 
     static func escape(_ text: String) -> String {
         var out = ""

@@ -12,7 +12,7 @@ protocol FeedFollowing: Sendable {
 }
 
 /// Wakes this instance's feed streams when another instance appends an event, within the
-/// database's notification latency instead of the 5 s tick (issue 22). A lost connection is
+/// database's notification latency instead of the 5 s tick. A lost connection is
 /// retried with the one backoff (1 s doubling to 30 s); meanwhile the tick still finds new
 /// events, so a stream is late, never wrong.
 struct FeedListener: Service {

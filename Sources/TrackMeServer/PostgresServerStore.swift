@@ -50,7 +50,8 @@ final class PostgresServerStore: ServerStore {
             try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
             let applied = try await collect(connection.query("SELECT name FROM schema_migrations", logger: logger).decode(String.self))
             // Append-only: a landed migration is never edited, a change is a new one.
-            let all = Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
+            let all =
+                Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
             for (name, statements) in all where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -129,7 +130,7 @@ final class PostgresServerStore: ServerStore {
                 "CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms BIGINT NOT NULL)",
             ]
         ),
-        // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+        // Dispatcher tokens end by themselves; device tokens have no expiry.
         ("v3-token-expiry", ["ALTER TABLE tokens ADD COLUMN expires_ms BIGINT"]),
         // Issue 22: readings partitioned by day; a batch in one round trip (PostgresIngestSchema).
         ("v4-readings-partitioned", [PostgresIngestSchema.partitionReadings]),

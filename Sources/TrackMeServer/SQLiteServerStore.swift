@@ -29,8 +29,8 @@ final class SQLiteServerStore: ServerStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in try db.execute(sql: durability.synchronousPragma) }
         pool = try DatabasePool(path: path, configuration: configuration)
-        // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and left the
-        // writer at NORMAL, so acknowledged batches could be lost to a power cut (issue 16).
+        // Again on the writer, last: GRDB's WAL set-up runs after `prepareDatabase` and leaves the
+        // writer at NORMAL, so acknowledged batches could be lost to a power cut.
         try pool.writeWithoutTransaction { db in try db.execute(sql: durability.synchronousPragma) }
         var readOnly = Configuration()
         readOnly.readonly = true
@@ -167,7 +167,7 @@ final class SQLiteServerStore: ServerStore {
                     """)
         }
         migrator.registerMigration("v3-token-expiry") { db in
-            // Dispatcher tokens end by themselves (issue 17); device tokens have no expiry.
+            // Dispatcher tokens end by themselves; device tokens have no expiry.
             try db.execute(sql: "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER")
         }
         ConsoleSchema.register(in: &migrator)
@@ -313,7 +313,7 @@ final class SQLiteServerStore: ServerStore {
         try db.cachedStatement(
             sql: "UPDATE batches SET stored = ?, duplicates = ?, acknowledged_alerts = ? WHERE device_id = ? AND batch_seq = ?"
         ).execute(
-            // Nearly always none: "[]" without a JSON encoder (issue 22's profile).
+            // Nearly always none: "[]" without a JSON encoder, which showed in the ingest profile.
             arguments: [stored, duplicates, alerts.isEmpty ? "[]" : try StoreJSON.encode(alerts), batch.deviceID, batch.batchSequence])
         if batch.droppedByBudget != 0 {
             try db.cachedStatement(
@@ -389,7 +389,8 @@ final class SQLiteServerStore: ServerStore {
     private static func recordContact(_ db: Database, deviceID: String, heartbeatJSON: String?, receivedMilliseconds: Int64) throws {
         let wasSilent = try Bool.fetchOne(db.cachedStatement(sql: "SELECT silent FROM devices WHERE device_id = ?"), arguments: [deviceID]) ?? false
         try db.cachedStatement(
-            sql: "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
+            sql:
+                "UPDATE devices SET last_seen_ms = max(coalesce(last_seen_ms, 0), ?), silent = 0, heartbeat = coalesce(?, heartbeat) WHERE device_id = ?"
         ).execute(
             arguments: [receivedMilliseconds, heartbeatJSON, deviceID])
         if wasSilent {
@@ -419,7 +420,8 @@ final class SQLiteServerStore: ServerStore {
     func setTrustedWallTime(_ milliseconds: Int64) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
+                sql:
+                    "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
                 arguments: [milliseconds])
         }
     }
@@ -560,7 +562,9 @@ final class SQLiteServerStore: ServerStore {
     func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
         try await pool.write { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
+                db,
+                sql:
+                    "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
                 arguments: [lastSeenBefore])
             var ids: [String] = []
             for row in rows {

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import GzipCodec
 import HTTPTypes
@@ -133,19 +134,17 @@ struct ServerAPI: Sendable {
                 heartbeatJSON: heartbeat, readings: rows, receivedMilliseconds: now, storeEpoch: batch.storeEpoch,
                 digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)))
         if let conflict = result.conflict {
-            metrics.update { $0.batchesConflicting += 1 }
+            metrics.batchesConflicting.increment()
             return try batchConflictResponse(conflict, batch: batch)
         }
-        metrics.update {
-            $0.batches += 1
-            if result.replayed {
-                $0.batchesReplayed += 1
-            } else {
-                $0.readingsStored += result.stored
-                $0.readingsDuplicate += result.duplicates
-            }
+        metrics.batches.increment()
+        if result.replayed {
+            metrics.batchesReplayed.increment()
+        } else {
+            metrics.readingsStored.increment(by: result.stored)
+            metrics.readingsDuplicate.increment(by: result.duplicates)
         }
-        // A runner's or a taxi's state and newest fix for the runs and the fleet (issue 21).
+        // A runner's or a taxi's state and newest fix for the runs and the fleet.
         if !result.replayed { await RaceIngest(store: store, logger: logger).observe(batch, rows: rows, device: device, now: now) }
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
@@ -178,9 +177,7 @@ struct ServerAPI: Sendable {
         case .foreignAlert:
             throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
         case .accepted(let result):
-            metrics.update {
-                if result.duplicate { $0.alertUpdatesDuplicate += 1 } else { $0.alertUpdates += 1 }
-            }
+            (result.duplicate ? metrics.alertUpdatesDuplicate : metrics.alertUpdates).increment()
             if !result.duplicate { notifier.notify() }
             let resolved = try await store.alertRow(id: update.alert.id)?.outcome != nil
             return try json(
@@ -199,7 +196,7 @@ struct ServerAPI: Sendable {
         case .notFound:
             throw APIError.notFound("no alert \(id)")
         case .acknowledged(let deviceID):
-            metrics.update { $0.alertsAcknowledged += 1 }
+            metrics.alertsAcknowledged.increment()
             notifier.notify()
             return try json(.ok, AcknowledgeResponse(alertID: id, deviceID: deviceID, acknowledged: true, already: false))
         case .alreadyAcknowledged(let deviceID):
@@ -378,7 +375,8 @@ struct ServerAPI: Sendable {
                 throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(error.message)")
             }
         case .some(let other):
-            throw APIError(status: .unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Encoding", message: "\(other) is not supported; use gzip")
+            throw APIError(
+                status: .unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Encoding", message: "\(other) is not supported; use gzip")
         }
     }
 
@@ -436,7 +434,7 @@ struct ErrorBodyMiddleware: RouterMiddleware {
                 ?? APIError(status: .internalServerError, code: .internalError, message: "internal error")
             response = try answer.response(from: request, context: context)
         }
-        metrics.update { $0.responsesByStatus[response.status.code, default: 0] += 1 }
+        metrics.recordResponse(status: response.status.code)
         return response
     }
 }

@@ -1,3 +1,4 @@
+public import CoreMetrics
 import Foundation
 public import TrackMeCore
 
@@ -106,6 +107,9 @@ public struct ServerConfiguration: Sendable {
     /// Below this many free bytes on the SQLite database's file system `/health` says
     /// `degraded`: a group commit of batches and its WAL growth need room before SQLite says full.
     public var minimumFreeBytes: Int64 = 16 << 20
+    /// Also receives every metric the server records (tests pass MetricsTestKit's `TestMetrics`);
+    /// `/metrics` always renders the server's own registry, whatever this is.
+    public var metricsFactory: (any MetricsFactory)? = nil
 
     public init(
         host: String = "127.0.0.1",

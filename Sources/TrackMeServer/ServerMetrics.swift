@@ -1,90 +1,257 @@
+import CoreMetrics
+import Prometheus
 import Synchronization
 
-/// The server's counters, rendered at `/metrics` in the Prometheus text format. One place, one
-/// `trackme_server_` prefix.
+/// The server's metrics, recorded through swift-metrics and rendered at `/metrics` by
+/// swift-prometheus. One place, one `trackme_server_` prefix.
+///
+/// Each server has a registry of its own and hands its factory to every metric explicitly, never
+/// through the process-wide `MetricsSystem`: tests, the simulation and the benchmarks start several
+/// servers in one process, and each one's `/metrics` must count only its own requests.
 final class ServerMetrics: Sendable {
-    struct Counters: Sendable {
-        var batches = 0
-        var batchesReplayed = 0
-        var readingsStored = 0
-        var readingsDuplicate = 0
-        var alertUpdates = 0
-        var alertUpdatesDuplicate = 0
-        var alertsAcknowledged = 0
-        var devicesSilenced = 0
-        var readingsDeletedByRetention = 0
-        var batchesConflicting = 0
-        var retentionRefusals = 0
-        var responsesByStatus: [Int: Int] = [:]
-        var rateLimited = 0
-        var alertRaisesRefused = 0
-        var alertFloods = 0
-        var connectionsRefused = 0
-        var connectionsTimedOut = 0
-        /// Rows deleted by the retention job, per `PersonalDataKind`.
-        var retentionDeleted: [String: Int] = [:]
-        var erasures = 0
-    }
+    typealias Counter = CoreMetrics.Counter
 
-    private let counters = Mutex(Counters())
+    private let registry: PrometheusCollectorRegistry
+    private let factory: any MetricsFactory
 
-    func update(_ body: (inout Counters) -> Void) {
-        counters.withLock { body(&$0) }
-    }
+    let batches: Counter
+    let batchesReplayed: Counter
+    let readingsStored: Counter
+    let readingsDuplicate: Counter
+    let alertUpdates: Counter
+    let alertUpdatesDuplicate: Counter
+    let alertsAcknowledged: Counter
+    let devicesSilenced: Counter
+    let readingsDeletedByRetention: Counter
+    let rateLimited: Counter
+    let alertRaisesRefused: Counter
+    let alertFloods: Counter
+    let connectionsRefused: Counter
+    let connectionsTimedOut: Counter
+    let batchesConflicting: Counter
+    let retentionRefusals: Counter
+    let erasures: Counter
+    /// Rows deleted by the retention job, per kind; every kind is listed from the start (at 0) so
+    /// that a dashboard's rate has a series before the first deletion.
+    private let retentionDeleted: [PersonalDataKind: Counter]
+    /// Made on a status's first response: the set of statuses is open (Hummingbird's own included).
+    private let responses = Mutex<[Int: Counter]>([:])
+    /// The gauges read at scrape time that are present now; one lock also keeps two scrapes from
+    /// interleaving their values.
+    private let scraped = Mutex<[String: Meter]>([:])
 
-    var snapshot: Counters { counters.withLock { $0 } }
-
-    func render(
-        store: StoreCounts?, sseClients: Int, databaseDamaged: Bool = false, retentionRefused: Bool = false, readiness: StoreReadiness? = nil
-    ) -> String {
-        let c = snapshot
-        var out = ""
-        func counter(_ name: String, _ help: String, _ value: Int) {
-            out += "# HELP trackme_server_\(name) \(help)\n# TYPE trackme_server_\(name) counter\ntrackme_server_\(name) \(value)\n"
-        }
-        func gauge(_ name: String, _ help: String, _ value: Int64) {
-            out += "# HELP trackme_server_\(name) \(help)\n# TYPE trackme_server_\(name) gauge\ntrackme_server_\(name) \(value)\n"
-        }
-        counter("batches_total", "Batches accepted, replays included.", c.batches)
-        counter("batches_replayed_total", "Batches answered from an earlier delivery of the same idempotency key.", c.batchesReplayed)
-        counter("readings_stored_total", "Readings newly stored.", c.readingsStored)
-        counter("readings_duplicate_total", "Readings received again and not stored again.", c.readingsDuplicate)
-        counter("alert_updates_total", "Alert messages newly stored.", c.alertUpdates)
-        counter("alert_updates_duplicate_total", "Alert messages received again.", c.alertUpdatesDuplicate)
-        counter("alerts_acknowledged_total", "Alerts acknowledged by a dispatcher.", c.alertsAcknowledged)
-        counter("devices_silenced_total", "Device-silent events raised.", c.devicesSilenced)
-        counter("readings_retention_deleted_total", "Readings deleted by the retention job.", c.readingsDeletedByRetention)
-        counter("rate_limited_total", "Requests refused with 429 by the per-address or per-token limit.", c.rateLimited)
-        counter("alert_raises_refused_total", "New alerts refused with 429 by the per-device limit.", c.alertRaisesRefused)
-        counter("alert_floods_total", "Alert floods (one alert_flood feed event each).", c.alertFloods)
-        counter("connections_refused_total", "Connections closed at accept: too many from one address.", c.connectionsRefused)
-        counter("connections_timed_out_total", "Connections closed for an idle, slow-header or slow-body timeout.", c.connectionsTimedOut)
-        counter("batches_conflict_total", "Batches refused with 409: a store epoch to re-base or a key reused with other content.", c.batchesConflicting)
-        counter("retention_refused_total", "Retention passes refused because the wall clock jumped ahead.", c.retentionRefusals)
-        gauge("database_damaged", "1 when the database failed its integrity check at start (ingest refused).", databaseDamaged ? 1 : 0)
-        gauge("retention_refusing", "1 while the retention job refuses to act on a wall clock that jumped.", retentionRefused ? 1 : 0)
-        if let readiness {
-            gauge("database_answering", "1 when the database answered /health's probe in time.", readiness.answers ? 1 : 0)
-            gauge("database_writable", "1 when a write would succeed now (not read-only, a standby, or out of space).", readiness.writable ? 1 : 0)
-            if let free = readiness.freeBytes { gauge("database_free_bytes", "Bytes free on the SQLite database's file system.", free) }
-        }
-        counter("erasures_total", "People whose data was erased on request.", c.erasures)
-        out += "# HELP trackme_server_retention_deleted_total Rows of personal data deleted by the retention job, by kind.\n"
-        out += "# TYPE trackme_server_retention_deleted_total counter\n"
+    /// `also` receives every value as well (tests pass MetricsTestKit's `TestMetrics`); `/metrics`
+    /// renders only this server's registry.
+    init(also extra: (any MetricsFactory)? = nil) {
+        let registry = PrometheusCollectorRegistry()
+        let own = DescribedPrometheusFactory(registry: registry)
+        let factory: any MetricsFactory = extra.map { MultiplexMetricsHandler(factories: [own, $0]) } ?? own
+        self.registry = registry
+        self.factory = factory
+        func counter(_ name: Name) -> Counter { Counter(label: name.rawValue, factory: factory) }
+        batches = counter(.batches)
+        batchesReplayed = counter(.batchesReplayed)
+        readingsStored = counter(.readingsStored)
+        readingsDuplicate = counter(.readingsDuplicate)
+        alertUpdates = counter(.alertUpdates)
+        alertUpdatesDuplicate = counter(.alertUpdatesDuplicate)
+        alertsAcknowledged = counter(.alertsAcknowledged)
+        devicesSilenced = counter(.devicesSilenced)
+        readingsDeletedByRetention = counter(.readingsDeletedByRetention)
+        rateLimited = counter(.rateLimited)
+        alertRaisesRefused = counter(.alertRaisesRefused)
+        alertFloods = counter(.alertFloods)
+        connectionsRefused = counter(.connectionsRefused)
+        connectionsTimedOut = counter(.connectionsTimedOut)
+        batchesConflicting = counter(.batchesConflicting)
+        retentionRefusals = counter(.retentionRefusals)
+        erasures = counter(.erasures)
+        var deleted: [PersonalDataKind: Counter] = [:]
         for kind in PersonalDataKind.allCases {
-            out += "trackme_server_retention_deleted_total{kind=\"\(kind.rawValue)\"} \(c.retentionDeleted[kind.rawValue, default: 0])\n"
+            deleted[kind] = Counter(label: Name.retentionDeleted.rawValue, dimensions: [("kind", kind.rawValue)], factory: factory)
         }
-        out += "# HELP trackme_server_responses_total HTTP responses by status.\n# TYPE trackme_server_responses_total counter\n"
-        for (status, count) in c.responsesByStatus.sorted(by: { $0.key < $1.key }) {
-            out += "trackme_server_responses_total{status=\"\(status)\"} \(count)\n"
-        }
-        gauge("sse_clients", "Open dispatcher feed streams.", Int64(sseClients))
-        if let store {
-            gauge("devices", "Enrolled devices.", store.devices)
-            gauge("devices_silent", "Devices currently silent.", store.silentDevices)
-            gauge("readings", "Stored readings.", store.readings)
-            gauge("alerts", "Stored alerts.", store.alerts)
-        }
-        return out
+        retentionDeleted = deleted
     }
+
+    /// Counts rows the retention job deleted; readings also under
+    /// `trackme_server_readings_retention_deleted_total`, the name dashboards query for them.
+    func recordRetention(_ kind: PersonalDataKind, deleted count: Int) {
+        retentionDeleted[kind]?.increment(by: count)
+        if kind == .readings { readingsDeletedByRetention.increment(by: count) }
+    }
+
+    func recordResponse(status: Int) {
+        let counter = responses.withLock { known in
+            if let counter = known[status] { return counter }
+            let counter = Counter(label: Name.responses.rawValue, dimensions: [("status", String(status))], factory: factory)
+            known[status] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// Sets the gauges read at scrape time and renders the Prometheus text. A nil `store` or
+    /// `readiness` (the database did not answer in time) leaves their gauges out rather than
+    /// repeating values that may no longer hold.
+    func render(
+        store: StoreCounts?,
+        sseClients: Int,
+        databaseDamaged: Bool = false,
+        retentionRefused: Bool = false,
+        readiness: StoreReadiness? = nil
+    ) -> String {
+        let values: [(Name, Int64?)] = [
+            (.databaseDamaged, databaseDamaged ? 1 : 0),
+            (.retentionRefusing, retentionRefused ? 1 : 0),
+            (.databaseAnswering, readiness.map { $0.answers ? 1 : 0 }),
+            (.databaseWritable, readiness.map { $0.writable ? 1 : 0 }),
+            (.databaseFreeBytes, readiness?.freeBytes),
+            (.sseClients, Int64(sseClients)),
+            (.devices, store?.devices),
+            (.devicesSilent, store?.silentDevices),
+            (.readings, store?.readings),
+            (.alerts, store?.alerts),
+        ]
+        let factory = self.factory
+        return scraped.withLock { present in
+            for (name, value) in values {
+                if let value {
+                    let meter = present[name.rawValue] ?? Meter(label: name.rawValue, factory: factory)
+                    present[name.rawValue] = meter
+                    meter.set(value)
+                } else if let meter = present.removeValue(forKey: name.rawValue) {
+                    meter.destroy()
+                }
+            }
+            return registry.emitToString()
+        }
+    }
+
+    /// Every metric the server exposes, with its help text: the names dashboards query.
+    enum Name: String, CaseIterable, Sendable {
+        case batches = "trackme_server_batches_total"
+        case batchesReplayed = "trackme_server_batches_replayed_total"
+        case readingsStored = "trackme_server_readings_stored_total"
+        case readingsDuplicate = "trackme_server_readings_duplicate_total"
+        case alertUpdates = "trackme_server_alert_updates_total"
+        case alertUpdatesDuplicate = "trackme_server_alert_updates_duplicate_total"
+        case alertsAcknowledged = "trackme_server_alerts_acknowledged_total"
+        case devicesSilenced = "trackme_server_devices_silenced_total"
+        case readingsDeletedByRetention = "trackme_server_readings_retention_deleted_total"
+        case rateLimited = "trackme_server_rate_limited_total"
+        case alertRaisesRefused = "trackme_server_alert_raises_refused_total"
+        case alertFloods = "trackme_server_alert_floods_total"
+        case connectionsRefused = "trackme_server_connections_refused_total"
+        case connectionsTimedOut = "trackme_server_connections_timed_out_total"
+        case batchesConflicting = "trackme_server_batches_conflict_total"
+        case retentionRefusals = "trackme_server_retention_refused_total"
+        case erasures = "trackme_server_erasures_total"
+        case retentionDeleted = "trackme_server_retention_deleted_total"
+        case responses = "trackme_server_responses_total"
+        case databaseDamaged = "trackme_server_database_damaged"
+        case retentionRefusing = "trackme_server_retention_refusing"
+        case databaseAnswering = "trackme_server_database_answering"
+        case databaseWritable = "trackme_server_database_writable"
+        case databaseFreeBytes = "trackme_server_database_free_bytes"
+        case sseClients = "trackme_server_sse_clients"
+        case devices = "trackme_server_devices"
+        case devicesSilent = "trackme_server_devices_silent"
+        case readings = "trackme_server_readings"
+        case alerts = "trackme_server_alerts"
+
+        var help: String {
+            switch self {
+            case .batches: "Batches accepted, replays included."
+            case .batchesReplayed: "Batches answered from an earlier delivery of the same idempotency key."
+            case .readingsStored: "Readings newly stored."
+            case .readingsDuplicate: "Readings received again and not stored again."
+            case .alertUpdates: "Alert messages newly stored."
+            case .alertUpdatesDuplicate: "Alert messages received again."
+            case .alertsAcknowledged: "Alerts acknowledged by a dispatcher."
+            case .devicesSilenced: "Device-silent events raised."
+            case .readingsDeletedByRetention: "Readings deleted by the retention job."
+            case .rateLimited: "Requests refused with 429 by the per-address or per-token limit."
+            case .alertRaisesRefused: "New alerts refused with 429 by the per-device limit."
+            case .alertFloods: "Alert floods (one alert_flood feed event each)."
+            case .connectionsRefused: "Connections closed at accept: too many from one address."
+            case .connectionsTimedOut: "Connections closed for an idle, slow-header or slow-body timeout."
+            case .batchesConflicting: "Batches refused with 409: a store epoch to re-base or a key reused with other content."
+            case .retentionRefusals: "Retention passes refused because the wall clock jumped ahead."
+            case .erasures: "People whose data was erased on request."
+            case .retentionDeleted: "Rows of personal data deleted by the retention job, by kind."
+            case .responses: "HTTP responses by status."
+            case .databaseDamaged: "1 when the database failed its integrity check at start (ingest refused)."
+            case .retentionRefusing: "1 while the retention job refuses to act on a wall clock that jumped."
+            case .databaseAnswering: "1 when the database answered /health's probe in time."
+            case .databaseWritable: "1 when a write would succeed now (not read-only, a standby, or out of space)."
+            case .databaseFreeBytes: "Bytes free on the SQLite database's file system."
+            case .sseClients: "Open dispatcher feed streams."
+            case .devices: "Enrolled devices."
+            case .devicesSilent: "Devices currently silent."
+            case .readings: "Stored readings."
+            case .alerts: "Stored alerts."
+            }
+        }
+    }
+}
+
+/// swift-prometheus's own `PrometheusMetricsFactory` registers every metric with an empty help
+/// text (and its registry refuses a second, different help for one name), so the `# HELP` lines
+/// operators read would be lost: this factory gives each name its help from `ServerMetrics.Name`.
+struct DescribedPrometheusFactory: MetricsFactory {
+    let registry: PrometheusCollectorRegistry
+
+    /// The label is the whole name (no namespace or unit appended), with its help.
+    private func described(_ label: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: ServerMetrics.Name(rawValue: label)?.help ?? "")
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        registry.makeCounter(descriptor: described(label), labels: dimensions)
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        registry.makeCounter(descriptor: described(label), labels: dimensions)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        guard aggregate else { return registry.makeGauge(descriptor: described(label), labels: dimensions) }
+        return registry.makeValueHistogram(descriptor: described(label), labels: dimensions, buckets: Self.valueBuckets)
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        registry.makeGauge(descriptor: described(label), labels: dimensions)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        registry.makeDurationHistogram(descriptor: described(label), labels: dimensions, buckets: Self.durationBuckets)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) {
+        if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
+    }
+
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
+    }
+
+    func destroyRecorder(_ handler: any RecorderHandler) {
+        if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
+        if let histogram = handler as? ValueHistogram { registry.unregisterValueHistogram(histogram) }
+    }
+
+    func destroyMeter(_ handler: any MeterHandler) {
+        if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
+    }
+
+    func destroyTimer(_ handler: any TimerHandler) {
+        if let histogram = handler as? DurationHistogram { registry.unregisterDurationHistogram(histogram) }
+    }
+
+    // swift-prometheus's defaults, for a histogram someone adds later.
+    private static let valueBuckets: [Double] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+    private static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
 }

@@ -90,7 +90,7 @@ struct IngestResult: Hashable, Sendable {
     /// Set when nothing was stored because the key or the epoch conflicts (answered with 409).
     var conflict: IngestConflict? = nil
     /// What the reply tells the device besides the acknowledgement, read with the batch rather
-    /// than in requests of their own (two fewer reads per batch, issue 22).
+    /// than in requests of their own (two fewer reads per batch).
     var news = DeviceNews()
 }
 

@@ -17,8 +17,8 @@ extension TrackMeServer {
     }
 
     /// Every reading the store holds for a device, exactly as the wire carried it, in sequence
-    /// order: tests compare them with what the device's store holds (issue 15: the agent's sync
-    /// tests check the real server, not a copy of it).
+    /// order: tests compare them with what the device's store holds (the agent's sync tests
+    /// check the real server, not a copy of it).
     public func storedReadings(deviceID: String) async throws -> [WireReading] {
         try await storedRows(deviceID: deviceID).map { try WireCodec.decode(WireReading.self, from: Data($0.body.utf8)) }
     }

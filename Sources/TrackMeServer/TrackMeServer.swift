@@ -1,6 +1,7 @@
 public import Logging
 public import ServiceLifecycle
 public import TrackMeCore
+import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -51,6 +52,11 @@ public final class TrackMeServer: Service, Sendable {
                 throw ServerConfigurationError(message: "\(error)")
             }
         }
+        if try configuration.console.loadContactLinkKey() == .ephemeral, configuration.console.contactNotifierCommand != nil {
+            logger.warning(
+                "contact link key is random for this process: links sent before a restart will not work",
+                metadata: ["server.todo": "give --contact-link-key-file or the systemd credential \(ConsoleConfiguration.linkKeyCredential)"])
+        }
         self.configuration = configuration
         self.logger = logger
         if let tls = configuration.tls {
@@ -82,8 +88,9 @@ public final class TrackMeServer: Service, Sendable {
         if persisted == nil { try? await store.setTrustedWallTime(wallAtStart) }
         retentionGuard = Mutex(RetentionClockGuard(trustedWall: persisted ?? wallAtStart, restarted: persisted != nil, monotonicNow: .zero))
         api = ServerAPI(
-            store: store, configuration: configuration, authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
-            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(),
+            store: store, configuration: configuration,
+            authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
+            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(also: configuration.metricsFactory),
             passwords: PasswordHasher(
                 cost: configuration.console.bcryptCost, threads: configuration.limits.passwordHashThreads,
                 queueLimit: configuration.limits.passwordHashQueue),
@@ -198,7 +205,7 @@ public final class TrackMeServer: Service, Sendable {
         let silenced = try await store.markSilentDevices(
             lastSeenBefore: now - configuration.silenceThreshold.milliseconds, nowMilliseconds: now)
         if !silenced.isEmpty {
-            api.metrics.update { $0.devicesSilenced += silenced.count }
+            api.metrics.devicesSilenced.increment(by: silenced.count)
             api.notifier.notify()
             logger.info("devices silent", metadata: ["server.devices": "\(silenced.joined(separator: ","))"])
         }
@@ -217,7 +224,7 @@ public final class TrackMeServer: Service, Sendable {
         case .refuse(let ahead):
             let reason = "wall clock \(ahead / 1000) s ahead of the last trusted time; retention deletes nothing until it is corrected"
             api.databaseHealth.retentionRefusal = reason
-            api.metrics.update { $0.retentionRefusals += 1 }
+            api.metrics.retentionRefusals.increment()
             logger.warning("retention refused: the wall clock jumped ahead", metadata: ["server.ahead_ms": "\(ahead)"])
             return [:]
         case .act:
@@ -229,10 +236,7 @@ public final class TrackMeServer: Service, Sendable {
             let count = try await store.applyRetention(cutoff, nowMilliseconds: wall)
             deleted[cutoff.kind] = count
             if count > 0 {
-                api.metrics.update {
-                    $0.retentionDeleted[cutoff.kind.rawValue, default: 0] += count
-                    if cutoff.kind == .readings { $0.readingsDeletedByRetention += count }
-                }
+                api.metrics.recordRetention(cutoff.kind, deleted: count)
                 logger.info("retention deleted", metadata: ["server.kind": "\(cutoff.kind.rawValue)", "server.deleted": "\(count)"])
             }
         }

@@ -10,7 +10,7 @@ import TrackMeServer
 
 /// `trackme-sim bench drain`: time to drain a 24-hour backlog (86,400 heart-rate readings and
 /// 86,400 fixes) from the store to the real server on loopback (`TrackMeServer` in-process,
-/// SQLite; issue 15: it was a loopback copy of the server before), and bytes sent per reading
+/// SQLite, so the figure is the real server's), and bytes sent per reading
 /// after gzip; next to a baseline measured in the same run: POSTing the same batches, encoded and
 /// compressed beforehand, to a fresh server over the same transport (the network and server share
 /// of the time, without the store, the cursor and the encoding).
@@ -19,7 +19,7 @@ public enum DrainBenchmark {
     public enum Transport: String, CaseIterable, Sendable {
         /// The agent's `CurlTransport` (kept-alive connections).
         case curl
-        /// `CurlTransport` keeping no connection: a new connection per batch, as before issue 15.
+        /// `CurlTransport` keeping no connection: a new connection per batch, to show what reuse saves.
         case curlNoReuse = "curl-no-reuse"
     }
 

@@ -5,7 +5,7 @@ public import Foundation
 import Logging
 import Synchronization
 import TrackMeAgent
-import TrackMeCore
+public import TrackMeCore
 
 /// `trackme-sim bench sos-latency`: the time from a critical reading's bytes being handed to the
 /// decoder to its alert being journaled (fsynced) and queued on the dispatch lane, through the
@@ -55,7 +55,7 @@ public enum SOSLatencyBenchmark {
         let end = Mutex<ContinuousClock.Instant?>(nil)
     }
 
-    public static func run(samples: Int, directory: URL) async throws -> Result {
+    public static func run(samples: Int, directory: URL, settings: SOSSettings = SOSSettings()) async throws -> Result {
         let logger = Logger(label: "trackme.bench.sos", factory: { _ in SwiftLogNoOpLogHandler() })
         // A budget the run never reaches: every reading here lies within an alert's window, which
         // eviction keeps, so at the default budget a long run would measure eviction scanning a
@@ -83,7 +83,7 @@ public enum SOSLatencyBenchmark {
             // Each sample in its own stretch of monotonic time, so the journal sees distinct alerts.
             let origin = Int64(sample) * 100_000
             let pipeline = AgentPipeline(
-                configuration: .init(deviceID: "bench", profile: profile), store: store, committer: committer,
+                configuration: .init(deviceID: "bench", profile: profile, settings: settings), store: store, committer: committer,
                 ids: SequentialAlertIDs(prefix: "bench-\(sample)"), now: ScenarioRunner.timestamp(origin),
                 dispatch: { action in
                     await lane.submit(action)
@@ -113,7 +113,7 @@ public enum SOSLatencyBenchmark {
             await committer.flush()
 
             // Baseline: the same readings through decode and rules only.
-            var engine = SOSEngine(deviceID: "bench", profile: profile, ids: SequentialAlertIDs(prefix: "base-\(sample)"), now: ScenarioRunner.timestamp(origin))
+            var engine = SOSEngine(deviceID: "bench", profile: profile, settings: settings, ids: SequentialAlertIDs(prefix: "base-\(sample)"), now: ScenarioRunner.timestamp(origin))
             for s in 0...second {
                 let start = ContinuousClock.now
                 guard let reading = try? HeartRateMeasurement.decode(flat) else { continue }

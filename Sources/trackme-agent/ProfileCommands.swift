@@ -2,8 +2,8 @@ import ArgumentParser
 import TrackMeAgent
 import TrackMeCore
 
-/// `trackme-agent taxi available|unavailable|ride-start|ride-end`: a taxi's availability
-/// (issue 21). `ride-start` makes the taxi unavailable at once; the state goes with every report.
+/// `trackme-agent taxi available|unavailable|ride-start|ride-end`: a taxi's availability.
+/// `ride-start` makes the taxi unavailable at once; the state goes with every report.
 struct TaxiCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxi",

@@ -96,7 +96,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Executable run once per emergency contact to tell of an unacknowledged alert (an SMS gateway's CLI); see ConsoleConfiguration.")
     var contactNotifier: String?
 
-    @Option(help: "File holding the key contact links are signed with (first line; share it between instances).")
+    @Option(help: "File holding the key contact links are signed with (first line, 16+ bytes; share it between instances; default: the systemd credential contact-link-key, else random per process).")
     var contactLinkKeyFile: String?
 
     @Option(help: "How contacts reach this server, for their links (https://console.example).")
@@ -207,11 +207,8 @@ struct Serve: AsyncParsableCommand {
         guard dispatcherTokenDays >= 0 else { throw ValidationError("--dispatcher-token-days must not be negative") }
         configuration.dispatcherTokenLifetime = dispatcherTokenDays == 0 ? nil : .seconds(dispatcherTokenDays * 24 * 3600)
         configuration.console.scheduleContacts(first: .seconds(contactAfterSeconds), repeatEvery: .seconds(contactRepeatSeconds))
-        if let contactLinkKeyFile {
-            let key = try String(contentsOfFile: contactLinkKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            guard key.utf8.count >= 16 else { throw ValidationError("--contact-link-key-file: the key must be at least 16 bytes") }
-            configuration.console.contactLinkKey = Array(key.utf8)
-        }
+        configuration.console.contactLinkKeyFile = contactLinkKeyFile
+        configuration.console.credentialsDirectory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]
         logger.info("trackme-server starting", metadata: ["server.store": "\(configuration.storage)"])
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         // Trapped before anything listens, so a SIGHUP never finds the default action (exit).

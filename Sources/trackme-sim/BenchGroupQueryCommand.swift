@@ -4,13 +4,15 @@ import Logging
 import TrackMeServer
 
 /// `trackme-sim bench group-query [--people 100000] [--days 30] [--rounds 5] [--db ...] [--json]`:
-/// the anonymised group figures (issue 20) over a population of daily per-person summaries
+/// the anonymised group figures over a population of daily per-person summaries
 /// generated in the database. Times the whole answer (snapping, the size rule, the difference
 /// rule against every earlier answered group it overlaps, the percentiles) next to the plain
 /// aggregate SQL over the same rows (distinct people, readings, sum) in the same run.
 struct BenchGroupQueryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "group-query", abstract: "Group figures over N simulated people x a month of daily summaries vs the plain aggregate SQL (same run).")
+        commandName: "group-query",
+        abstract: "Group figures over N simulated people x a month of daily summaries vs the plain aggregate SQL (same run)."
+    )
 
     @Option(help: "Simulated people.") var people = 100_000
     @Option(help: "Days of daily summaries per person.") var days = 30

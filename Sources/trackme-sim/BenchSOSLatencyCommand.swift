@@ -1,21 +1,29 @@
 import ArgumentParser
 import Foundation
+import TrackMeCore
 import TrackMeSimulation
 
-/// `trackme-sim bench sos-latency [--samples N] [--json]`.
+/// `trackme-sim bench sos-latency [--samples N] [--profile P] [--without-rhythm-signals] [--json]`.
 struct BenchSOSLatencyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sos-latency",
         abstract: "Critical reading bytes to alert journaled and queued for dispatch: p50/p99/max against the 500 ms budget.")
 
     @Option(help: "Critical readings (alerts) to measure.") var samples = 10_000
+    @Option(help: "Care profile the rules run with: wearable or bedside.") var profile = "wearable"
+    @Flag(help: "Run without the rhythm signals (the rules before them), for a before/after pair in one session.")
+    var withoutRhythmSignals = false
     @Flag(help: "Print one JSON object.") var json = false
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sos-latency-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try await SOSLatencyBenchmark.run(samples: samples, directory: directory)
+        guard let care = CareProfile(rawValue: profile) else {
+            throw ValidationError("unknown care profile \(profile); known: \(CareProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let settings = RuleEvaluation.settings(care, withoutRhythmSignals: withoutRhythmSignals)
+        let result = try await SOSLatencyBenchmark.run(samples: samples, directory: directory, settings: settings)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

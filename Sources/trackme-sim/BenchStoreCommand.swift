@@ -5,7 +5,7 @@ import Foundation
 
 /// `trackme-sim bench store [--encryption off|on|both] [--rounds N] [--json]`: durable readings
 /// per second through the store, next to a raw SQLite batched insert of the same rows.
-/// `--encryption both` measures the store in clear and encrypted (issue 17) in the same run,
+/// `--encryption both` measures the store in clear and encrypted in the same run,
 /// alternating `--rounds` times, and reports the cost of encryption as a ratio of medians.
 struct BenchStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,9 +43,13 @@ struct BenchStoreCommand: AsyncParsableCommand {
         guard encryption == .both else { return }
         let ratio = median(sealed) / median(clear)
         if json {
-            print(#"{"benchmark":"store-encryption","clear_median":\#(median(clear)),"encrypted_median":\#(median(sealed)),"ratio":\#(ratio),"rounds":\#(clear.count)}"#)
+            print(
+                #"{"benchmark":"store-encryption","clear_median":\#(median(clear)),"encrypted_median":\#(median(sealed)),"ratio":\#(ratio),"rounds":\#(clear.count)}"#
+            )
         } else {
-            print("encryption: \(Int(median(sealed))) / \(Int(median(clear))) durable readings/s (median of \(clear.count)): ratio \(ratio) (encrypted / clear)")
+            print(
+                "encryption: \(Int(median(sealed))) / \(Int(median(clear))) durable readings/s (median of \(clear.count)): ratio \(ratio) (encrypted / clear)"
+            )
         }
     }
 

@@ -32,7 +32,10 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Log what the agent's parts do (to stderr).")
     var verbose = false
 
-    @Option(help: "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs.")
+    @Option(
+        help:
+            "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs."
+    )
     var serve: Int?
 
     @Option(help: "The in-process server's port (0 picks a free one).")
@@ -85,7 +88,7 @@ struct RunCommand: AsyncParsableCommand {
         if !outcome.report.passed { throw ExitCode(1) }
     }
 
-    /// A scenario of many devices (issue 21): `CrowdRunner`; exit 0 only if every expectation held.
+    /// A scenario of many devices: `CrowdRunner`; exit 0 only if every expectation held.
     func runCrowd(_ url: URL) async throws {
         let loaded = try CrowdScenario.load(from: url)
         var logger = Logger(label: "trackme.sim")

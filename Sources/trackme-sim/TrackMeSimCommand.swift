@@ -27,12 +27,14 @@ struct BenchCommand: AsyncParsableCommand {
             BenchDrainCommand.self,
             ServerBenchCommand.self,
             BenchSOSLatencyCommand.self,
+            BenchRulesCommand.self,
             BenchReplayCommand.self,
             BenchAlertToConsoleCommand.self,
             LoadBenchCommand.self,
             BenchGroupQueryCommand.self,
             BenchRaceCommand.self,
             BenchIntakeUnderLoadCommand.self,
+            BenchExportMemoryCommand.self,
         ]
     )
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TrackMeCore
 
@@ -62,8 +63,16 @@ import TrackMeCore
         feed(&h, from: from, seconds: 60, beats: { s in s % 5 == 4 ? [600] : bySecond[s] ?? [] })
     }
 
+    /// The wearable defaults with the onset signal off, so that the window's own signal is seen
+    /// (the jump from 75 bpm into fibrillation is also a sudden tachycardia).
+    static var withoutOnset: SOSSettings {
+        var settings = SOSSettings()
+        settings.rhythm.suddenTachycardia = nil
+        return settings
+    }
+
     @Test func fastIrregularBurstsWithDipsFireWithinTheWindow() throws {
-        var h = SOSHarness()
+        var h = SOSHarness(settings: Self.withoutOnset)
         Self.feed(&h, from: 0, seconds: 30, beats: { _ in [800] })
         Self.feedFibrillationCountedAsBeats(&h, from: 30_000)
         let alert = try #require(Self.raisedLethal(h))
@@ -73,7 +82,7 @@ import TrackMeCore
     }
 
     @Test func fastIrregularIsOffWithoutTheSignal() {
-        var settings = SOSSettings()
+        var settings = Self.withoutOnset
         settings.rhythm.fastIrregular = nil
         settings.rhythm.erratic = nil
         var h = SOSHarness(settings: settings)
@@ -145,9 +154,19 @@ import TrackMeCore
 
     @Test func sprintAboveTheMaximumIsOnlyHeartRateHigh() {
         var h = SOSHarness()
-        // Regular 175 bpm for 60 s: heart_rate_high's business (30 s above 166), not a lethal rhythm.
-        Self.feed(&h, from: 0, seconds: 20, beats: { _ in [500, 500] })
-        Self.feed(&h, from: 20_000, seconds: 60, beats: { s in s % 3 == 0 ? [343, 343] : [343, 343, 343] })
+        // 120 bpm rising over 30 s to a regular 175 bpm held for 60 s: heart_rate_high's business
+        // (30 s above 166), not a lethal rhythm. (A step from 120 to 175 within a beat is what
+        // the onset of VT looks like: sudden_tachycardia.)
+        var rr: [Int] = []
+        var clock = 0
+        while clock < 110_000 {
+            let seconds = Double(clock) / 1000
+            let bpm = seconds < 20 ? 120 : min(175, 120 + 55 * (seconds - 20) / 30)
+            rr.append(Int(60_000 / bpm))
+            clock += rr[rr.count - 1]
+        }
+        let bySecond = Self.laidOut(rr)
+        Self.feed(&h, from: 0, seconds: 110, beats: { bySecond[$0] ?? [] })
         #expect(Self.raisedLethal(h) == nil)
         #expect(h.all(\.raised).first?.record.kind == .heartRateHigh)
     }
@@ -240,8 +259,57 @@ import TrackMeCore
 
         var wearable = SOSHarness()
         Self.feed(&wearable, from: 0, seconds: 40, beats: { _ in [700] })
-        Self.feed(&wearable, from: 40_000, seconds: 6, beats: { _ in [380, 380] })
-        #expect(wearable.all(\.raised).isEmpty, "158 bpm for 6 s is under a 60-year-old's maximum")
+        Self.feed(&wearable, from: 40_000, seconds: 4, beats: { _ in [380, 380] })
+        #expect(wearable.all(\.raised).isEmpty, "the wearable profile waits for five readings")
+    }
+
+    // MARK: sudden tachycardia (the onset of VT under the maximum)
+
+    @Test func wearableSeesASuddenTachycardiaUnderTheMaximumAfterFiveReadings() throws {
+        // 86 bpm, then 158 bpm at once: under a 60-year-old's 166, so heart_rate_high never fires.
+        var h = SOSHarness()
+        Self.feed(&h, from: 0, seconds: 40, beats: { _ in [700] })
+        Self.feed(&h, from: 40_000, seconds: 30, beats: { _ in [380, 380] })
+        let alert = try #require(h.all(\.raised).first)
+        #expect(alert.record.kind == .lethalRhythm)
+        #expect(alert.record.reason == RhythmSignal.suddenTachycardia.rawValue)
+        #expect(alert.ms >= 44_000 && alert.ms <= 46_000, "the fifth fast reading, once the strap's average has caught up")
+
+        var without = SOSSettings()
+        without.rhythm.suddenTachycardia = nil
+        var h2 = SOSHarness(settings: without)
+        Self.feed(&h2, from: 0, seconds: 40, beats: { _ in [700] })
+        Self.feed(&h2, from: 40_000, seconds: 30, beats: { _ in [380, 380] })
+        #expect(h2.all(\.raised).isEmpty, "without the signal the same jump raises nothing")
+    }
+
+    @Test func aShortRunOfTachycardiaStaysQuietOnTheWearable() {
+        // Non-sustained: three seconds of 158 bpm, back to 86.
+        var h = SOSHarness()
+        Self.feed(&h, from: 0, seconds: 40, beats: { _ in [700] })
+        Self.feed(&h, from: 40_000, seconds: 3, beats: { _ in [380, 380] })
+        Self.feed(&h, from: 43_000, seconds: 40, beats: { _ in [700] })
+        #expect(h.all(\.raised).isEmpty)
+    }
+
+    @Test func exerciseOnsetRampStaysQuiet() {
+        // A 25-year-old (maximum 190) starting a hard effort: 70 bpm at rest rising towards 180
+        // with a time constant of 30 s, the quick end of heart-rate on-kinetics in healthy adults
+        // (the steepest rise, 3.7 bpm/s, is at the start): never 30 % above the half minute before.
+        var h = SOSHarness(profile: PersonProfile(name: "runner", age: 25))
+        var chaos = Chaos(state: 13)
+        var rr: [Int] = []
+        var clock = 0.0
+        while clock < 240_000 {
+            let seconds = clock / 1000
+            let bpm = seconds < 60 ? 70 : 70 + 110 * (1 - exp(-(seconds - 60) / 30))
+            let interval = Int(60_000 / bpm) + chaos.next(-10...10)
+            rr.append(interval)
+            clock += Double(interval)
+        }
+        let bySecond = Self.laidOut(rr)
+        Self.feed(&h, from: 0, seconds: 240, beats: { bySecond[$0] ?? [] })
+        #expect(h.log.isEmpty, "\(h.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })")
     }
 
     @Test func bedsideTakesARegularSalvoNotAnIrregularSpike() {

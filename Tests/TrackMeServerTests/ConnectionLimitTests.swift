@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 import TrackMeCore
 @testable import TrackMeServer
@@ -85,7 +86,9 @@ struct ConnectionLimitTests {
     func perAddressCap() async throws {
         var limits = ServerLimits.withoutRateLimits
         limits.maxConnectionsPerAddress = 8
-        try await TestServer.with(.sqlite, limits: limits) { s in
+        let metrics = TestMetrics()
+        let counted: (inout ServerConfiguration) -> Void = { $0.metricsFactory = metrics }
+        try await TestServer.with(.sqlite, limits: limits, configure: counted) { s in
             let port = s.port
             let outcome = try await BlockingThreads.shared.run { () -> (refused: Int, otherStatus: Int?, ownStatus: Int?) in
                 let sockets = try (0..<20).map { _ in try RawSocket(port: port, source: "127.0.0.1") }
@@ -101,7 +104,7 @@ struct ConnectionLimitTests {
             #expect(outcome.refused == 12)
             #expect(outcome.otherStatus == 200)
             #expect(outcome.ownStatus == 200)
-            #expect(s.server.api.metrics.snapshot.connectionsRefused == 12)
+            #expect(try metrics.expectCounter("trackme_server_connections_refused_total").totalValue == 12)
         }
     }
 

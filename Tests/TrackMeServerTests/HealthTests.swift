@@ -61,14 +61,14 @@ struct HealthTests {
             #expect(full.object["status"] as? String == "degraded")
             let reasons = try #require(full.object["reasons"] as? [String])
             #expect(reasons.contains { $0.contains("free space") }, "\(reasons)")
-            let metrics = try await s.client.send("GET", "/metrics")
-            #expect(metrics.text.contains("trackme_server_database_writable 0\n"))
-            #expect(metrics.text.contains("trackme_server_database_answering 1\n"))
-            #expect(metrics.text.contains("trackme_server_database_free_bytes "))
+            let metrics = MetricsScrape(try await s.client.send("GET", "/metrics").text)
+            #expect(metrics.value("trackme_server_database_writable") == 0)
+            #expect(metrics.value("trackme_server_database_answering") == 1)
+            #expect(metrics.value("trackme_server_database_free_bytes") != nil)
             try FileManager.default.removeItem(atPath: filler)
             let again = try await s.client.send("GET", "/health")
             #expect(again.status == 200, "\(again.text)")
-            #expect(try await s.client.send("GET", "/metrics").text.contains("trackme_server_database_writable 1\n"))
+            #expect(MetricsScrape(try await s.client.send("GET", "/metrics").text).value("trackme_server_database_writable") == 1)
         } catch {
             await s.stop()
             await Self.unmount(mountPoint)
@@ -94,7 +94,7 @@ struct HealthTests {
             #expect(reasons.contains { $0.contains("PostgreSQL does not answer") || $0.contains("did not answer") }, "\(reasons)")
             let metrics = try await s.client.send("GET", "/metrics")
             #expect(metrics.status == 200)
-            #expect(metrics.text.contains("trackme_server_database_answering 0\n"))
+            #expect(MetricsScrape(metrics.text).value("trackme_server_database_answering") == 0)
         } catch {
             await s.stop()
             throw error

@@ -41,14 +41,22 @@ struct IngestReliabilityTests {
         }
     }
 
-    @Test("a store that started over (new epoch, numbers from 1) is refused with 409 store_epoch_rebase until it re-bases; nothing is taken for a duplicate", arguments: Backend.enabled)
+    @Test(
+        "a store that started over (new epoch, numbers from 1) is refused with 409 store_epoch_rebase until it re-bases; nothing is taken for a duplicate",
+        arguments: Backend.enabled
+    )
     func epochRestart(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
             let old = Self.epochBatch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: (1...5).map { Sample.heartRate(seq: $0) })
             #expect(try await s.send(old, token: token).status == 200)
             // The wiped store: a new epoch, numbered from 1 again, other readings.
-            let restarted = Self.epochBatch("pi-0001", epoch: "00000000000000bb", seq: 1, readings: (1...3).map { Sample.heartRate(seq: $0, bpm: 50) })
+            let restarted = Self.epochBatch(
+                "pi-0001",
+                epoch: "00000000000000bb",
+                seq: 1,
+                readings: (1...3).map { Sample.heartRate(seq: $0, bpm: 50) }
+            )
             let refused = try await s.send(restarted, token: token)
             #expect(refused.status == 409, "\(refused.text)")
             #expect(refused.errorCode == "store_epoch_rebase")
@@ -68,7 +76,10 @@ struct IngestReliabilityTests {
             #expect(try await s.readings("pi-0001").map { $0["seq"] as? Int } == [1, 2, 3, 4, 5, 6, 7, 8])
             // A device's first epoch is never refused, and a device without epochs works as before.
             let fresh = try await s.enrol("pi-0002")
-            #expect(try await s.send(Self.epochBatch("pi-0002", epoch: "00000000000000cc", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: fresh).status == 200)
+            #expect(
+                try await s.send(Self.epochBatch("pi-0002", epoch: "00000000000000cc", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: fresh)
+                    .status == 200
+            )
             let legacy = try await s.enrol("pi-0003")
             let inFlight = Sample.batch("pi-0003", seq: 1, readings: [Sample.heartRate(seq: 1)])
             #expect(try await s.send(inFlight, token: legacy).status == 200)
@@ -84,7 +95,10 @@ struct IngestReliabilityTests {
         }
     }
 
-    @Test("a wall clock a year ahead does not make retention delete; the refusal shows in /health and /metrics; a corrected clock acts again", arguments: Backend.enabled)
+    @Test(
+        "a wall clock a year ahead does not make retention delete; the refusal shows in /health and /metrics; a corrected clock acts again",
+        arguments: Backend.enabled
+    )
     func retentionRefusesClockJump(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
@@ -94,7 +108,7 @@ struct IngestReliabilityTests {
             #expect(try await s.readings("pi-0001").count == 1)
             let health = try await s.client.send("GET", "/health")
             #expect((health.object["retention"] as? String)?.contains("ahead") == true, "\(health.text)")
-            #expect(try await s.client.send("GET", "/metrics").text.contains("trackme_server_retention_refusing 1\n"))
+            #expect(MetricsScrape(try await s.client.send("GET", "/metrics").text).value("trackme_server_retention_refusing") == 1)
             // The clock comes back: retention runs again (and finds nothing old enough).
             s.wall.advance(milliseconds: -365 * 86_400_000)
             await s.runJobs(advancingBy: .seconds(3600))
@@ -112,9 +126,14 @@ struct IngestReliabilityTests {
         #expect(guardian.decide(wallMilliseconds: 4_600_000 + year, monotonicNow: .seconds(7200)) == .refuse(aheadMilliseconds: year - 3_600_000))
         #expect(guardian.decide(wallMilliseconds: 4_000_000, monotonicNow: .seconds(7300)) == .act(wallMilliseconds: 4_000_000))
         _ = guardian.decide(wallMilliseconds: 4_000_000 + year, monotonicNow: .seconds(8000))
-        #expect(guardian.decide(wallMilliseconds: 4_000_000 + year, monotonicNow: .seconds(8000 + 7 * 86_400)) == .act(wallMilliseconds: 4_000_000 + year))
+        #expect(
+            guardian.decide(wallMilliseconds: 4_000_000 + year, monotonicNow: .seconds(8000 + 7 * 86_400)) == .act(wallMilliseconds: 4_000_000 + year)
+        )
         var restarted = RetentionClockGuard(trustedWall: 1_000_000, restarted: true, monotonicNow: .zero)
-        #expect(restarted.decide(wallMilliseconds: 1_000_000 + 2 * 86_400_000, monotonicNow: .seconds(1)) == .act(wallMilliseconds: 1_000_000 + 2 * 86_400_000))
+        #expect(
+            restarted.decide(wallMilliseconds: 1_000_000 + 2 * 86_400_000, monotonicNow: .seconds(1))
+                == .act(wallMilliseconds: 1_000_000 + 2 * 86_400_000)
+        )
         var restartedFar = RetentionClockGuard(trustedWall: 1_000_000, restarted: true, monotonicNow: .zero)
         #expect(restartedFar.decide(wallMilliseconds: 1_000_000 + year, monotonicNow: .seconds(1)) != .act(wallMilliseconds: 1_000_000 + year))
     }
@@ -183,7 +202,7 @@ struct IngestReliabilityTests {
         #expect(health.object["status"] as? String == "database_damaged")
         #expect((health.object["message"] as? String)?.contains("restore") == true)
         let metrics = try await client.send("GET", "/metrics")
-        #expect(metrics.text.contains("trackme_server_database_damaged 1\n"))
+        #expect(MetricsScrape(metrics.text).value("trackme_server_database_damaged") == 1)
         let batch = Sample.batch("pi-0001", seq: 9000, readings: [Sample.heartRate(seq: 9000)])
         let refused = try await client.send("POST", "/v1/batches", token: token, body: try WireCodec.encode(batch))
         #expect(refused.status == 503)

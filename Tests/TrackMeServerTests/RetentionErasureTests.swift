@@ -169,6 +169,8 @@ struct RetentionErasureTests {
             #expect(try await s.server.store.insertContactNotification(
                 ContactNotification(alertID: "open-of-zelda", contactIndex: 0, nonce: "nonce-z", expiresMilliseconds: TestServer.startWall + Self.day),
                 createdMilliseconds: TestServer.startWall))
+            #expect(try await s.server.store.claimContactAttempt(
+                ContactAttempt(alertID: "open-of-zelda", contactIndex: 0, purpose: .escalation, attempt: 1, startedMilliseconds: TestServer.startWall)))
             await Self.pass(s, days: 1)
             // The group figures' roll-up summarises her day (keyed by her wearer account), and an
             // organisation's group query is answered over it.
@@ -195,6 +197,7 @@ struct RetentionErasureTests {
             #expect(try await Self.rows(s, "SELECT count(*) FROM person_days WHERE person_key <> 'device:pi-keep-1'") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM run_entries") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM contact_notifications") == 0)
+            #expect(try await Self.rows(s, "SELECT count(*) FROM contact_attempts") == 0)
             #expect(try await Self.rows(s, "SELECT count(*) FROM carer_links") == 0)
             #expect(try await s.server.store.account(id: carerID) != nil)
             let carerAgain = try await s.signIn("carer-of-z")

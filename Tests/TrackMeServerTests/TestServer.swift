@@ -103,10 +103,10 @@ final class TestServer: Sendable {
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
     static func with<T>(
         _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
-        console: (inout ConsoleConfiguration) -> Void = { _ in },
+        console: (inout ConsoleConfiguration) -> Void = { _ in }, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(backend, maxBodyBytes: maxBodyBytes, limits: limits, host: host, console: console)
+        let server = try await start(backend, maxBodyBytes: maxBodyBytes, limits: limits, host: host, console: console, configure: configure)
         do {
             let result = try await body(server)
             await server.stop()

@@ -57,7 +57,7 @@ actor ButtonHandler {
         return { start.duration(to: clock.now) }
     }
 
-    /// When the current press began, for a taxi's short press (issue 21).
+    /// When the current press began, for a taxi's short press.
     private var pressedAt: Duration?
 
     func receive(_ event: ButtonMachine.Event) async {

@@ -17,11 +17,11 @@ public struct AgentConfiguration: Hashable, Sendable {
     public var metrics: MetricsConfiguration
     public var logging: LoggingConfiguration
     public var shutdown: ShutdownConfiguration
-    /// What the wearer sees and hears: an LED, a command hook (issue 19).
+    /// What the wearer sees and hears: an LED, a command hook.
     public var feedback: FeedbackConfiguration = .init()
-    /// The SOS button (issue 19).
+    /// The SOS button.
     public var button: ButtonConfiguration = .init()
-    /// `wearer` (the default), `runner` or `taxi` (issue 21): sampling, rules, status.
+    /// `wearer` (the default), `runner` or `taxi`: sampling, rules, status.
     public var profile: DeviceProfile = .wearer
     /// A runner's run, joined from the file (`run.code`) rather than `trackme-agent run-join`.
     public var run: RunConfiguration?
@@ -132,7 +132,7 @@ public struct StoreConfiguration: Hashable, Sendable {
     /// Disk the store may use before it evicts old synced readings (alerts are never evicted).
     public var diskBudgetBytes: Int
 
-    /// Whether reading bodies, the alert journal and the device token are sealed at rest (issue 17).
+    /// Whether reading bodies, the alert journal and the device token are sealed at rest.
     public var encryption: StoreEncryptionMode
     /// The systemd credential holding the store key: `$CREDENTIALS_DIRECTORY/<name>`, which
     /// `LoadCredentialEncrypted=` in the unit provides (TPM-sealed where the board has one).
@@ -159,7 +159,7 @@ public struct StoreConfiguration: Hashable, Sendable {
 /// `store.encryption`.
 public enum StoreEncryptionMode: String, Hashable, Sendable, CaseIterable {
     /// Encrypted whenever a key is found (the credential, else `key_file`); in clear otherwise.
-    /// The default, so that a demo or a bench machine without a key runs as before.
+    /// The default, so that a demo or a bench machine without a key runs with no set-up.
     case auto
     /// A key must be found, or the agent does not start. The setting for devices in the field.
     case required
@@ -178,7 +178,7 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var caFile: String?
     /// Base64 SHA-256 pins of the server's public key; any one must match (with the CA check).
     public var pinSHA256: [String] = []
-    /// Further instances of the same service (`server.urls`, issue 22), tried in order after
+    /// Further instances of the same service (`server.urls`), tried in order after
     /// `url` on a connection failure or a 5xx; the agent goes back to `url` after a while.
     public var fallbackURLs: [String] = []
 
@@ -331,7 +331,7 @@ public struct ButtonConfiguration: Hashable, Sendable {
     }
 }
 
-/// `run:` a runner's run, by the code the organiser handed out (issue 21).
+/// `run:` a runner's run, by the code the organiser handed out.
 public struct RunConfiguration: Hashable, Sendable {
     public var code: String
     /// Whether the runner agrees to be shown on the public spectator page.

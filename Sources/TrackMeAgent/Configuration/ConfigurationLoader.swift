@@ -258,7 +258,7 @@ private struct Reader {
             s.report(s.node("device_id"), "device_id", "expected 1-64 characters of A-Z a-z 0-9 . _ -, got \"\(deviceID)\"")
         }
         let tokenFile = absolutePath(s, "token_file")
-        // issue 17: whom to trust for https:// (a self-hosted server's CA, pinned keys).
+        // Whom to trust for https:// (a self-hosted server's CA, pinned keys).
         let caFile = absolutePath(s, "ca_file")
         let pins = s.stringList("pin_sha256") ?? []
         for pin in pins where Data(base64Encoded: pin)?.count != 32 {
@@ -267,7 +267,7 @@ private struct Reader {
         if let url, url.hasPrefix("http://"), caFile != nil || !pins.isEmpty {
             s.report(s.node("url"), "url", "ca_file and pin_sha256 need an https:// url")
         }
-        // issue 22: further instances to fail over to, in order.
+        // Further instances to fail over to, in order.
         let fallbacks = s.stringList("urls") ?? []
         for fallback in fallbacks where !Self.isServerURL(fallback) {
             s.report(s.node("urls"), "urls", "expected http:// or https:// URLs with a host, got \"\(fallback)\"")

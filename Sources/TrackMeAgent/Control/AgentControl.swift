@@ -17,7 +17,7 @@ public protocol AgentControl: Sendable {
     /// Stops raising alerts from sensor rules (manual SOS still works); readings keep being stored.
     func pauseMonitoring() async throws -> MonitoringState
     func resumeMonitoring() async throws -> MonitoringState
-    /// A taxi's availability command (issue 21); refused on other profiles.
+    /// A taxi's availability command; refused on other profiles.
     func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState
     /// A runner joins a run by its code; refused on other profiles.
     func joinRun(code: String, show: Bool) async throws -> ProfileState
@@ -37,7 +37,7 @@ extension AgentControl {
     }
 }
 
-/// The device's profile and what goes with it (issue 21), as `status`, `taxi` and `run-join` show it.
+/// The device's profile and what goes with it, as `status`, `taxi` and `run-join` show it.
 public struct ProfileState: Hashable, Sendable, Codable {
     public var profile: DeviceProfile
     /// A taxi's availability.

@@ -19,7 +19,7 @@ public struct AgentStatus: Hashable, Sendable, Codable {
     public var limits: LimitsStatus?
     /// What the wearer's LED and hook show now (`FeedbackState`), if feedback is wired.
     public var feedback: FeedbackState?
-    /// The device's profile and a taxi's state or a runner's run (issue 21); nil from an agent
+    /// The device's profile and a taxi's state or a runner's run; nil from an agent
     /// without one (a wearer).
     public var profile: ProfileState?
     /// Which care settings the rules run on (the server's version, or the configuration file)
@@ -177,7 +177,7 @@ public struct StoreStatus: Hashable, Sendable, Codable {
     /// Rows (or runs of rows behind a damaged page, or whole files that would not open) of
     /// stores moved aside as corrupt that could not be salvaged: lost before they were sent.
     public var unsalvageable: Int64?
-    /// The fingerprint of the key the store is sealed under (issue 17), or nil in clear.
+    /// The fingerprint of the key the store is sealed under, or nil in clear.
     public var keyID: String?
 
     public init(depth: Int = 0, bytes: Int = 0, budgetBytes: Int = 0) {

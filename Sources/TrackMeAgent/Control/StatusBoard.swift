@@ -70,7 +70,7 @@ public struct StatusBoard: Hashable, Sendable {
 
     /// The status as of `now`. Ages across a reboot (different boot ids) are unknown and
     /// shown as absent rather than wrong.
-    /// The device's profile (issue 21), set by the control on each status.
+    /// The device's profile, set by the control on each status.
     public var profile: ProfileState?
 
     public func snapshot(now: ReadingTimestamp) -> AgentStatus {

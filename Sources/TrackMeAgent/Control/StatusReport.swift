@@ -7,7 +7,7 @@ public enum StatusReport {
         rows.append(("agent", status.monitoringPaused ? "PAUSED" : "ok", "device \(status.deviceID), up \(duration(seconds: status.uptimeSeconds))"))
 
         if let profile = status.profile, profile.profile != .wearer {
-            // A taxi shows its availability first; a runner its run (issue 21).
+            // A taxi shows its availability first; a runner its run.
             switch profile.profile {
             case .wearer:
                 break

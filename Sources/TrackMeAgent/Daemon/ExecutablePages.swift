@@ -8,7 +8,7 @@ import TrackMeCore
 import Glibc
 #endif
 
-/// The agent's own resident memory after start-up (issue 19, `hardware/install.md`).
+/// The agent's own resident memory after start-up (`hardware/install.md`).
 ///
 /// Most of what `VmRSS` counts for the agent is not its heap (about 5 MB) but clean pages of its
 /// own executable: the loader reads all 2.5 MB of relocations once, argument parsing, YAML and

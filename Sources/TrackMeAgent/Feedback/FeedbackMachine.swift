@@ -33,7 +33,7 @@ public struct FeedbackMachine: Sendable {
         case sent(AlertUpdate)
         /// The dispatch lane says the alert is (or is still not) acknowledged.
         case acknowledgement(alertID: String, acknowledged: Bool)
-        /// The alert was resolved on the server (issue 18's resolve reaching the device comes in
+        /// The alert was resolved on the server (a dispatcher's resolve reaching the device comes in
         /// here, as does the engine's `.update` of a resolved record).
         case resolved(alertID: String)
         /// The strap's battery is below (or back above) its warning level.

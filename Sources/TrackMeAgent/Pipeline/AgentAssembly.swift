@@ -81,7 +81,7 @@ public enum AgentAssembly {
         func transport(_ url: URL) -> any HTTPTransport {
             CurlTransport(baseURL: url, trust: trust)
         }
-        // Several instances (`server.urls`): fail over on no answer or a 5xx (issue 22).
+        // Several instances (`server.urls`): fail over on no answer or a 5xx.
         let fallbacks = configuration.server.fallbackURLs.compactMap(URL.init(string:)).filter { $0 != baseURL }
         let started = ContinuousClock.now
         let http: any HTTPTransport =
@@ -95,7 +95,7 @@ public enum AgentAssembly {
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
         let dispatchSettings = dispatchSettings(configuration.fallback)
         // The server's care settings kept from an earlier run, over the device profile's
-        // settings (issue 21) and the configuration file's; the file's own rule overrides on top.
+        // settings and the configuration file's; the file's own rule overrides on top.
         let care = SyncReplyOrders.startingResolution(
             configured: configuration.person, device: configuration.profile, overrides: configuration.sos, store: store, logger: logger)
         let (settings, profile) = (care.settings, care.profile)
@@ -239,8 +239,8 @@ public enum AgentAssembly {
 
     /// The device token: from the token file when there is one; an encrypted store keeps it
     /// sealed (replacing an older one: a rotated token is simply a new file), so that after the
-    /// first start the file can be removed and the token lives only in the store (issue 17,
-    /// hardware/STORE-KEY.md). A store in clear never holds it.
+    /// first start the file can be removed and the token lives only in the store
+    /// (hardware/STORE-KEY.md). A store in clear never holds it.
     static func deviceToken(_ path: String, store: ReadingStore, logger: Logger) throws -> String {
         let key = ReadingStore.DeviceStateKey.deviceToken
         let stored: String? =

@@ -17,7 +17,7 @@ public struct CareSettingsResolution: Hashable, Sendable {
     public var version: Int64?
     public var conflicts: [String]
 
-    /// `device` is the device profile (issue 21), applied to the file's values before the
+    /// `device` is the device profile, applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
     public init(configured person: PersonProfile, device: DeviceProfile = .wearer, overrides: SOSRuleOverrides, server: CareSettings?) {
         var (base, profile) = device.applied(to: SOSSettings(profile: server?.careProfile ?? .wearable), profile: person)

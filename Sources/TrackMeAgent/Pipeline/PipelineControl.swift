@@ -17,7 +17,7 @@ public actor PipelineControl: AgentControl {
     private let feedback: FeedbackDriver?
     /// The sync heartbeat's view of pause (the server learns the wearer paused).
     private let heartbeat: HeartbeatState?
-    /// The device's profile (issue 21), a taxi's availability and a runner's run.
+    /// The device's profile, a taxi's availability and a runner's run.
     private let profile: DeviceProfile
     private var taxiMachine = TaxiStateMachine()
     private var run: RunParticipation?
@@ -26,7 +26,7 @@ public actor PipelineControl: AgentControl {
         self.init(pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: nil)
     }
 
-    /// A device of the simulation's crowd (issue 21): its profile and heartbeat, no feedback.
+    /// A device of the simulation's crowd: its profile and heartbeat, no feedback.
     package init(
         pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, heartbeat: HeartbeatState,
         profile: DeviceProfile
@@ -169,7 +169,7 @@ public actor PipelineControl: AgentControl {
         return MonitoringState(paused: false)
     }
 
-    // MARK: Profiles (issue 21)
+    // MARK: Profiles
 
     var profileState: ProfileState {
         ProfileState(profile: profile, taxi: profile == .taxi ? taxiMachine.state : nil, run: run)

@@ -18,10 +18,15 @@ extension TrackMeServer {
     /// notifier is configured): tells the contacts now due of unacknowledged alerts. Returns how many.
     @discardableResult
     public func escalateToContacts() async throws -> Int {
-        var base = configuration.console.publicURL ?? ""
-        if base.isEmpty { base = "http://\(configuration.host):\(try await boundPort())" }
-        return try await ContactEscalation(store: store, console: configuration.console, wallClock: configuration.wallClock, logger: logger)
-            .run(baseURL: base)
+        return try await ContactEscalation(
+            store: store, console: configuration.console, wallClock: configuration.wallClock, clock: configuration.clock, logger: logger
+        ).run(baseURL: try await contactLinkBase())
+    }
+
+    /// Where contacts' links point: `publicURL`, else this server as it listens (https under TLS).
+    func contactLinkBase() async throws -> String {
+        if let base = configuration.console.publicURL, !base.isEmpty { return base }
+        return "\(certificates == nil ? "http" : "https")://\(configuration.host):\(try await boundPort())"
     }
 
     /// How many clients follow the dispatcher feed now (a console that is open).

@@ -73,7 +73,10 @@ struct AlertRoutes: Sendable {
         let device = try await store.deviceRow(id: row.deviceID).map(DeviceSummary.init)
         let body = AlertDetail(
             alert: summary,
-            timeline: AlertTimeline.build(row: row, updates: updates, notes: notes).map { entry in
+            timeline: AlertTimeline.build(
+                row: row, updates: updates, notes: notes, attempts: try await store.contactAttempts(alertID: id),
+                maxAttempts: api.configuration.console.contactRetry.attempts
+            ).map { entry in
                 var entry = entry
                 if entry.event == "acknowledged" { entry.detail = summary.acknowledgedBy }
                 if entry.event == "resolved", let by = summary.resolvedBy { entry.detail = "\(entry.detail ?? "") by \(by)" }

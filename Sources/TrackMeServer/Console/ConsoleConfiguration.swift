@@ -13,18 +13,40 @@ public struct ConsoleConfiguration: Sendable {
     public var tileURL: String?
     /// Where Debian's `libjs-leaflet` installs Leaflet; served under `/assets/leaflet/`.
     public var leafletDirectory: String
-    /// An executable run once per contact to tell (an SMS gateway's CLI, a mailer), with
-    /// `TRACKME_CONTACT_NAME`, `TRACKME_CONTACT_PHONE`, `TRACKME_CONTACT_EMAIL`, `TRACKME_PERSON`,
-    /// `TRACKME_ALERT_ID`, `TRACKME_ALERT_KIND` and `TRACKME_LINK` in its environment; nil: no
-    /// contact escalation.
+    /// An executable run once per contact to tell (an SMS gateway's CLI, a mailer). Its
+    /// environment holds only `PATH`, `LANG` and `TRACKME_CONTACT_NAME`, `TRACKME_CONTACT_PHONE`,
+    /// `TRACKME_CONTACT_EMAIL`, `TRACKME_PERSON`, `TRACKME_ALERT_ID`, `TRACKME_ALERT_KIND`,
+    /// `TRACKME_LINK`, `TRACKME_PURPOSE` and `TRACKME_ATTEMPT`, and `TRACKME_OUTCOME` when the
+    /// purpose is `closed` (nothing of the server's own: a
+    /// gateway's credentials belong in the notifier's own file); exit 0 means told, anything else
+    /// is tried again. nil: no contact escalation.
     public var contactNotifierCommand: String?
+    /// A run of the notifier still going after this long is killed and counts as failed, so one
+    /// that hangs holds up the next contact by this much at most.
+    public var contactNotifierTimeLimit: Duration = .seconds(30)
+    /// Runs per contact before giving up (the last failure stays on the alert's timeline).
+    public var contactNotifierAttempts: Int = 5
+    /// The wait after the first failed run; each next wait doubles.
+    public var contactNotifierBackoff: Duration = .seconds(30)
     /// When contacts are told: the `notifyNextContact` step and `escalationRepeat`.
     public var contactSchedule: DispatchSettings = DispatchSettings()
     /// A contact's link works this long, once.
     public var contactLinkLifetime: Duration = .seconds(3600)
-    /// The key links are signed with; instances sharing a database must share it. Random per
-    /// process unless set.
-    public var contactLinkKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
+    /// The key links are signed with; instances sharing a database must share it, and it must
+    /// outlive a restart for links already sent to keep working. Set here, or read at start from
+    /// `contactLinkKeyFile` or the systemd credential `contact-link-key` in
+    /// `credentialsDirectory`; otherwise random per process (the server logs a warning).
+    public var contactLinkKey: [UInt8] {
+        get { givenLinkKey ?? ephemeralLinkKey }
+        set { givenLinkKey = newValue }
+    }
+    var givenLinkKey: [UInt8]?
+    private let ephemeralLinkKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
+    /// A file whose first line is the link key (at least 16 bytes), read at start.
+    public var contactLinkKeyFile: String?
+    /// systemd's `$CREDENTIALS_DIRECTORY` (`LoadCredential=contact-link-key:/etc/trackme/link.key`),
+    /// used when no key file is given.
+    public var credentialsDirectory: String?
     /// How contacts reach this server (`https://console.example`); default `http://HOST:PORT`.
     public var publicURL: String?
 

@@ -61,6 +61,9 @@ enum ConsoleSchema {
                     ALTER TABLE accounts ADD COLUMN last_failed_sign_in_ms INTEGER;
                     """)
         }
+        migrator.registerMigration("console-4-contact-attempts") { db in
+            for statement in contactAttempts { try db.execute(sql: statement) }
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -107,5 +110,34 @@ enum ConsoleSchema {
                 "ALTER TABLE accounts ADD COLUMN last_failed_sign_in_ms BIGINT",
             ]
         ),
+        ("console-4-contact-attempts", contactAttempts),
+    ]
+
+    /// Each run of the contact notifier: claimed by inserting the row (one instance runs attempt
+    /// N), finished with its result (`told`, `failed`, `timed_out`, `not_started`); a row never
+    /// finished is an attempt cut short by a stop or crash. `purpose` is why the contact is told
+    /// (`escalation`, `raised`, `closed`). Same SQL on both backends: INTEGER is 64-bit in SQLite
+    /// and only indexes and small values are stored in the 32-bit ones on PostgreSQL. A contact
+    /// told before attempts were recorded counts as told once, so an upgrade tells nobody twice.
+    static let contactAttempts = [
+        """
+        CREATE TABLE contact_attempts (
+            alert_id TEXT NOT NULL,
+            contact_index INTEGER NOT NULL,
+            purpose TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            started_ms BIGINT NOT NULL,
+            finished_ms BIGINT,
+            result TEXT,
+            exit_status INTEGER,
+            detail TEXT,
+            PRIMARY KEY (alert_id, contact_index, purpose, attempt)
+        )
+        """,
+        """
+        INSERT INTO contact_attempts (alert_id, contact_index, purpose, attempt, started_ms, finished_ms, result, detail)
+        SELECT alert_id, contact_index, 'escalation', 1, created_ms, created_ms, 'told', 'run before attempts were recorded'
+        FROM contact_notifications
+        """,
     ]
 }

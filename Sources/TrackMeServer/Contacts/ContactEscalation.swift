@@ -4,60 +4,135 @@ import TrackMeCore
 
 /// Tells an unacknowledged alert's emergency contacts, in order and on the schedule, each with
 /// their own signed, single-use, expiring link; and confirms a link, which acknowledges the alert.
+///
+/// Telling is a durable job: every run of the notifier is an attempt stored before it starts
+/// (`contact_attempts`: which instance runs it, and that it ran at all, survive a crash), has a
+/// time limit, and is retried with a doubling wait until it exits 0 or the attempts run out; each
+/// attempt and its result is on the alert's timeline.
 struct ContactEscalation: Sendable {
     let store: any ServerStore
     let console: ConsoleConfiguration
     let wallClock: @Sendable () -> Int64
+    /// Times each run of the notifier (its limit).
+    let clock: any Clock<Duration>
     let logger: Logger
 
-    /// One pass: returns how many contacts were told now.
+    /// One pass: runs every attempt now due, one after another (each bounded by its time limit).
+    /// Returns how many contacts were told now (a run that exited 0).
     func run(baseURL: String) async throws -> Int {
         guard let command = console.contactNotifierCommand else { return 0 }
-        let now = wallClock()
         var told = 0
         for row in try await store.alertRows(open: true, limit: 1000) where row.acknowledgedMilliseconds == nil {
             guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
+            let now = wallClock()
             let due = ContactSchedule.due(
                 settings: console.contactSchedule, openedMilliseconds: row.createdMilliseconds, nowMilliseconds: now, contacts: contacts.count)
+            guard due > 0 else { continue }
+            let attempts = try await store.contactAttempts(alertID: row.alertID)
             for index in 0..<due {
-                let link = ContactLink(
-                    alertID: row.alertID, contactIndex: index, expiresMilliseconds: now + console.contactLinkLifetime.milliseconds,
-                    nonce: BearerToken.generate().secret)
-                let notification = ContactNotification(
-                    alertID: row.alertID, contactIndex: index, nonce: link.nonce, expiresMilliseconds: link.expiresMilliseconds)
-                guard try await store.insertContactNotification(notification, createdMilliseconds: now) else { continue }
-                let contact = contacts[index]
-                let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind.rawValue ?? ""
-                let environment = [
-                    "TRACKME_CONTACT_NAME": contact.name, "TRACKME_CONTACT_PHONE": contact.phone ?? "", "TRACKME_CONTACT_EMAIL": contact.email ?? "",
-                    "TRACKME_PERSON": person.name, "TRACKME_ALERT_ID": row.alertID, "TRACKME_ALERT_KIND": kind,
-                    "TRACKME_LINK": baseURL + "/contact/" + link.token(key: console.contactLinkKey),
-                ]
-                let status = await Self.launch(command, environment: environment)
-                if status != 0 {
-                    logger.warning("contact notifier failed", metadata: ["alert.id": "\(row.alertID)", "contact.index": "\(index)", "exit": "\(status)"])
-                }
-                told += 1
+                let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == .escalation }
+                guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()) else { continue }
+                guard let notification = try await notification(alertID: row.alertID, contactIndex: index) else { continue }
+                let result = try await attempt(
+                    number, purpose: .escalation, command: command, row: row, person: person, contact: contacts[index],
+                    notification: notification, baseURL: baseURL)
+                if result == .told { told += 1 }
+            }
+        }
+        return told + (try await tellClosed(command: command, baseURL: baseURL))
+    }
+
+    /// Tells each contact who was told of an alert that closed in the last hour that it closed
+    /// (and how), once, through the same attempts and retries.
+    func tellClosed(command: String, baseURL: String) async throws -> Int {
+        let since = wallClock() - 3_600_000
+        var told = 0
+        for row in try await store.alertRows(open: false, limit: 100) where (row.resolvedMilliseconds ?? row.updatedMilliseconds) >= since {
+            guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
+            let attempts = try await store.contactAttempts(alertID: row.alertID)
+            let reached = Set(attempts.filter { $0.result == .told && $0.purpose != .closed }.map(\.contactIndex))
+            for index in reached.sorted() where contacts.indices.contains(index) {
+                let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == .closed }
+                guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()),
+                    let notification = try await store.contactNotification(alertID: row.alertID, contactIndex: index)
+                else { continue }
+                let result = try await attempt(
+                    number, purpose: .closed, command: command, row: row, person: person, contact: contacts[index], notification: notification,
+                    baseURL: baseURL)
+                if result == .told { told += 1 }
             }
         }
         return told
     }
 
-    /// Runs the notifier on a kept thread (`BlockingThreads`), off the cooperative pool; its exit
-    /// status (-1 if it could not start).
-    static func launch(_ command: String, environment: [String: String]) async -> Int32 {
-        await BlockingThreads.shared.run {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command)
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-            do {
-                try process.run()
-                process.waitUntilExit()
-                return process.terminationStatus
-            } catch {
-                return -1
-            }
+    /// The contact's link for this alert: made (and stored) the first time, the same one on
+    /// every later attempt.
+    func notification(alertID: String, contactIndex: Int) async throws -> ContactNotification? {
+        let now = wallClock()
+        let fresh = ContactNotification(
+            alertID: alertID, contactIndex: contactIndex, nonce: BearerToken.generate().secret,
+            expiresMilliseconds: now + console.contactLinkLifetime.milliseconds)
+        if try await store.insertContactNotification(fresh, createdMilliseconds: now) { return fresh }
+        return try await store.contactNotification(alertID: alertID, contactIndex: contactIndex)
+    }
+
+    /// Claims attempt `number` and runs the notifier once; nil if another instance claimed it.
+    func attempt(
+        _ number: Int, purpose: ContactPurpose, command: String, row: AlertDeskRow, person: PersonProfile, contact: EmergencyContact,
+        notification: ContactNotification, baseURL: String
+    ) async throws -> ContactAttemptResult? {
+        var attempt = ContactAttempt(
+            alertID: row.alertID, contactIndex: notification.contactIndex, purpose: purpose, attempt: number, startedMilliseconds: wallClock())
+        guard try await store.claimContactAttempt(attempt) else { return nil }
+        let link = ContactLink(
+            alertID: row.alertID, contactIndex: notification.contactIndex, expiresMilliseconds: notification.expiresMilliseconds,
+            nonce: notification.nonce)
+        let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind.rawValue ?? ""
+        var environment = [
+            "TRACKME_CONTACT_NAME": contact.name, "TRACKME_CONTACT_PHONE": contact.phone ?? "", "TRACKME_CONTACT_EMAIL": contact.email ?? "",
+            "TRACKME_PERSON": person.name, "TRACKME_ALERT_ID": row.alertID, "TRACKME_ALERT_KIND": kind,
+            "TRACKME_LINK": baseURL + "/contact/" + link.token(key: console.contactLinkKey), "TRACKME_PURPOSE": purpose.rawValue,
+            "TRACKME_ATTEMPT": "\(number)",
+        ]
+        if purpose == .closed {
+            // The link would only say "used" or "expired" now; the message says how it ended.
+            environment["TRACKME_LINK"] = ""
+            environment["TRACKME_OUTCOME"] = row.outcome?.rawValue ?? row.state
         }
+        let outcome = await NotifierProcess.run(command, environment: environment, timeLimit: console.contactNotifierTimeLimit, clock: clock)
+        attempt.finishedMilliseconds = wallClock()
+        switch outcome {
+        case .exited(0):
+            attempt.result = .told
+            attempt.exitStatus = 0
+        case .exited(let status):
+            attempt.result = .failed
+            attempt.exitStatus = status
+            attempt.detail = "exit status \(status)"
+        case .signalled(let signal):
+            attempt.result = .failed
+            attempt.detail = "killed by signal \(signal)"
+        case .timedOut:
+            attempt.result = .timedOut
+            attempt.detail = "still running after \(console.contactNotifierTimeLimit.components.seconds) s; killed"
+        case .stopped:
+            attempt.result = .failed
+            attempt.detail = "killed: the server stopped"
+        case .notStarted(let reason):
+            attempt.result = .notStarted
+            attempt.detail = "could not start \(command): \(reason)"
+        }
+        try await store.finishContactAttempt(attempt)
+        let metadata: Logger.Metadata = [
+            "alert.id": "\(row.alertID)", "contact.index": "\(notification.contactIndex)", "contact.purpose": "\(purpose.rawValue)",
+            "contact.attempt": "\(number)", "contact.result": "\(attempt.result?.rawValue ?? "")", "contact.detail": "\(attempt.detail ?? "")",
+        ]
+        if attempt.result == .told {
+            logger.info("contact notified", metadata: metadata)
+        } else {
+            logger.warning("contact notifier failed", metadata: metadata)
+        }
+        return attempt.result
     }
 
     enum Confirmation: Equatable {

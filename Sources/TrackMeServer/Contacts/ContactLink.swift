@@ -61,3 +61,44 @@ struct ContactLink: Hashable, Sendable {
         return Data(base64Encoded: standard).map(Array.init)
     }
 }
+
+/// When the notifier runs again for one contact and purpose: at once the first time; after a
+/// failed run, `backoff` later, doubling each time (30, 60, 120, 240 s by default), until
+/// `attempts` runs failed; never after one exited 0. A run that never finished (the server
+/// stopped or crashed during it) counts as failed once its time limit and a minute more have
+/// passed. Wall-clock milliseconds in, a decision out. Pure.
+struct ContactRetry: Hashable, Sendable {
+    var attempts: Int
+    var backoff: Duration
+    var timeLimit: Duration
+
+    enum Next: Hashable, Sendable {
+        /// Run attempt number N now.
+        case due(Int)
+        case wait(untilMilliseconds: Int64)
+        /// An instance runs it now.
+        case running
+        case told
+        case gaveUp
+    }
+
+    func next(after earlier: [ContactAttempt], nowMilliseconds now: Int64) -> Next {
+        guard let last = earlier.max(by: { $0.attempt < $1.attempt }) else { return .due(1) }
+        if earlier.contains(where: { $0.result == .told }) { return .told }
+        if last.result == nil, now < last.startedMilliseconds + timeLimit.milliseconds + 60_000 { return .running }
+        if last.attempt >= attempts { return .gaveUp }
+        let at = (last.finishedMilliseconds ?? last.startedMilliseconds) + wait(after: last.attempt)
+        return now >= at ? .due(last.attempt + 1) : .wait(untilMilliseconds: at)
+    }
+
+    /// The wait after failed attempt `attempt` (1-based), in ms.
+    func wait(after attempt: Int) -> Int64 {
+        backoff.milliseconds << Int64(min(max(attempt - 1, 0), 20))
+    }
+}
+
+extension ConsoleConfiguration {
+    var contactRetry: ContactRetry {
+        ContactRetry(attempts: max(1, contactNotifierAttempts), backoff: contactNotifierBackoff, timeLimit: contactNotifierTimeLimit)
+    }
+}

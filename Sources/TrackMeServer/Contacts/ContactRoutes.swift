@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -10,7 +11,9 @@ struct ContactRoutes: Sendable {
     let api: ServerAPI
 
     var escalation: ContactEscalation {
-        ContactEscalation(store: api.store, console: api.configuration.console, wallClock: api.configuration.wallClock, logger: api.logger)
+        ContactEscalation(
+            store: api.store, console: api.configuration.console, wallClock: api.configuration.wallClock, clock: api.configuration.clock,
+            logger: api.logger)
     }
 
     func register(on router: Router<ServerRequestContext>) {
@@ -45,11 +48,16 @@ struct ContactRoutes: Sendable {
             let now = api.configuration.wallClock()
             guard
                 try await api.store.confirmContactNotification(
-                    alertID: notification.alertID, contactIndex: notification.contactIndex, nonce: notification.nonce, atMilliseconds: now)
+                    alertID: notification.alertID,
+                    contactIndex: notification.contactIndex,
+                    nonce: notification.nonce,
+                    atMilliseconds: now
+                )
             else { return page(.gone, "Receipt already confirmed.", body: "<p>This link has been used.</p>") }
             // A contact's confirmation counts as an acknowledgement.
-            if case .acknowledged = try await api.store.acknowledgeAlert(id: row.alertID, by: "contact:\(contact?.name ?? "\(notification.contactIndex)")", atMilliseconds: now) {
-                api.metrics.update { $0.alertsAcknowledged += 1 }
+            let actor = "contact:\(contact?.name ?? "\(notification.contactIndex)")"
+            if case .acknowledged = try await api.store.acknowledgeAlert(id: row.alertID, by: actor, atMilliseconds: now) {
+                api.metrics.alertsAcknowledged.increment()
             }
             api.notifier.notify()
             return page(.ok, "Thank you.", body: "<p id=\"confirmed\">Your confirmation has been recorded; the dispatcher sees it.</p>")

@@ -8,10 +8,55 @@ struct ContactNotification: Hashable, Sendable {
 }
 
 /// Which contacts were told of which alert, and who confirmed; both backends.
-protocol ContactStore: Sendable {
+protocol ContactStore: ContactAttemptStore, Sendable {
     /// Records that contact `index` is being told of the alert; false if they were already.
     func insertContactNotification(_ notification: ContactNotification, createdMilliseconds: Int64) async throws -> Bool
     func contactNotification(alertID: String, contactIndex: Int) async throws -> ContactNotification?
     /// Marks the notification confirmed if it is not yet and the nonce matches; false otherwise.
     func confirmContactNotification(alertID: String, contactIndex: Int, nonce: String, atMilliseconds: Int64) async throws -> Bool
+}
+
+/// Why a contact is told: the alert went unacknowledged (the escalation schedule), it was just
+/// raised (a contact who asked to hear at once), or it closed.
+enum ContactPurpose: String, Codable, Hashable, Sendable, CaseIterable {
+    case escalation
+    case raised
+    case closed
+}
+
+/// How one run of the notifier ended.
+enum ContactAttemptResult: String, Codable, Hashable, Sendable {
+    /// Exited 0: the message is on its way.
+    case told
+    /// Exited non-zero or was killed by a signal.
+    case failed
+    /// Still running at the time limit; killed.
+    case timedOut = "timed_out"
+    /// The executable could not be started.
+    case notStarted = "not_started"
+}
+
+/// One run of the notifier for one contact, as stored (`contact_attempts`).
+struct ContactAttempt: Hashable, Sendable {
+    var alertID: String
+    var contactIndex: Int
+    var purpose: ContactPurpose
+    /// 1 for the first try.
+    var attempt: Int
+    var startedMilliseconds: Int64
+    var finishedMilliseconds: Int64?
+    /// nil while it runs (or if the server stopped during it).
+    var result: ContactAttemptResult?
+    var exitStatus: Int32?
+    var detail: String?
+}
+
+/// The notifier's attempts; both backends.
+protocol ContactAttemptStore: Sendable {
+    /// Every attempt for the alert, by contact, purpose and attempt number.
+    func contactAttempts(alertID: String) async throws -> [ContactAttempt]
+    /// Claims attempt number `attempt.attempt` (an unfinished row); false if an instance has it.
+    func claimContactAttempt(_ attempt: ContactAttempt) async throws -> Bool
+    /// Records how a claimed attempt ended.
+    func finishContactAttempt(_ attempt: ContactAttempt) async throws
 }

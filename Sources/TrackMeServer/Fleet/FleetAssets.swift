@@ -1,4 +1,4 @@
-/// The fleet page (issue 21): taxis by zone and state, each zone's queue in arrival order, and
+/// The fleet page: taxis by zone and state, each zone's queue in arrival order, and
 /// silent taxis marked. Signed-in fleet operators (the console's sign-in); refreshed every 2 s.
 /// Every name goes on the page as text, never as markup.
 enum FleetAssets {

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import TrackMeCore
 
-/// The taxi fleet (003, issue 21): zones, the queue of available taxis per zone in arrival
+/// The taxi fleet (003): zones, the queue of available taxis per zone in arrival
 /// order, taxis that missed two reports shown as silent, the fleet page, and the ride-booking
 /// API ("the first available taxi in this zone"). Taxis report through the device ingest path
 /// (`RaceIngest`).
@@ -32,7 +32,12 @@ struct FleetRoutes: Sendable {
         guard FleetZone.validPolygon(body.polygon) else {
             throw APIError.invalid("polygon", "3-1000 corners of [latitude -90...90, longitude -180...180]")
         }
-        let zone = FleetZone(id: BearerToken.generate().id, name: body.name, polygon: body.polygon, createdMilliseconds: api.configuration.wallClock())
+        let zone = FleetZone(
+            id: BearerToken.generate().id,
+            name: body.name,
+            polygon: body.polygon,
+            createdMilliseconds: api.configuration.wallClock()
+        )
         try await store.insertZone(zone)
         return try json(.created, ZoneBody(zone: zone, queue: [], taxis: []))
     }
@@ -58,7 +63,9 @@ struct FleetRoutes: Sendable {
         _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
         let token = BearerToken.generate()
         try await store.insertToken(
-            StoredToken(id: token.id, secretHash: token.secretHash, role: .fleetOperator, deviceID: nil), createdMilliseconds: api.configuration.wallClock())
+            StoredToken(id: token.id, secretHash: token.secretHash, role: .fleetOperator, deviceID: nil),
+            createdMilliseconds: api.configuration.wallClock()
+        )
         return try json(.created, FleetTokenBody(tokenID: token.id, token: token.text))
     }
 }

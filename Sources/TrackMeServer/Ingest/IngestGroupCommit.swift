@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Group commit across devices (issue 22), for both stores: batches that arrive while a write
+/// Group commit across devices, for both stores: batches that arrive while a write
 /// is in progress wait for it and then go together in the next transaction, so a thousand
 /// devices sending at once cost a few commits (and fsyncs) rather than a thousand. Nothing waits
 /// on a timer: the first batch of a quiet moment is written at once, alone. The store's `write`

@@ -2,7 +2,7 @@
 import PostgresNIO
 import TrackMeCore
 
-/// The statements every batch runs, prepared once per connection (issue 22): PostgreSQL parses
+/// The statements every batch runs, prepared once per connection: PostgreSQL parses
 /// and plans each once rather than on every request, on the machine that carries the database.
 
 /// A bearer token's row (`Authenticator`: every request).

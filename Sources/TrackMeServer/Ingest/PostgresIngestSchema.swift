@@ -1,17 +1,17 @@
 #if PostgreSQL
-/// PostgreSQL's side of device ingest (issue 22): a whole group of batches is one round trip
+/// PostgreSQL's side of device ingest: a whole group of batches is one round trip
 /// between its transaction's BEGIN and COMMIT, and readings are partitioned by time.
 ///
-/// One round trip: a batch used to cost about ten (a savepoint, the device lock, the contact
+/// One round trip: as separate statements a batch costs about ten (a savepoint, the device lock, the contact
 /// update, the epoch check, the batch claim, the readings, the acknowledgements, the batch row,
 /// the release), each a few hundred microseconds of both processes' CPU and a wait. The same
-/// steps, in the same order and under the same device lock, now run inside the database as one
+/// steps, in the same order and under the same device lock, run inside the database as one
 /// function, `trackme_ingest_batch`; its body is a PL/pgSQL block with an exception handler,
 /// which is a savepoint: a batch that fails is rolled back alone and reported, the group's
-/// transaction goes on. A group then cost a round trip per batch plus four of its own (the
-/// silence check, the reply news, BEGIN, COMMIT); `trackme_ingest_group` takes the whole group
-/// and its news in one, so a group is three (`simulations/BENCHMARKS.md`: 10,000 devices within
-/// the 100 ms p99 where the round trip per batch missed at 260 ms). BEGIN and COMMIT stay: a
+/// transaction goes on. A round trip per batch plus four of the group's own (the silence
+/// check, the reply news, BEGIN, COMMIT) is still too many; `trackme_ingest_group` takes the
+/// whole group and its news in one, so a group is three (`simulations/BENCHMARKS.md`: 10,000
+/// devices within the 100 ms p99 where a round trip per batch misses at 260 ms). BEGIN and COMMIT stay: a
 /// statement's rows reach the driver before its implicit transaction commits, and a batch is
 /// acknowledged only once committed.
 ///
@@ -27,12 +27,12 @@
 /// `(device_id, seq)`, a probe of each partition's key index), and that check cannot race: it
 /// runs under the device's row lock, which every ingest of that device takes first.
 ///
-/// The feed lock and device rows (issue 22, step 4): a transaction that appends to the feed
+/// The feed lock and device rows: a transaction that appends to the feed
 /// holds the feed's advisory lock to its commit. A group that held it (a device back from
 /// silence) and waited for a device row, while another transaction held that row and waited for
 /// the feed lock (the silence job's `UPDATE`, a heartbeat of a silent device, an alert being
-/// acknowledged), was a deadlock; PostgreSQL broke it after a second by failing one of them.
-/// The rule now: whoever may wait for the feed lock takes it before any row. The silence job,
+/// acknowledged), would deadlock; PostgreSQL breaks that after a second by failing one of them.
+/// So whoever may wait for the feed lock takes it before any row. The silence job,
 /// heartbeats of silent devices and alert intake take it first; a group takes it first when one
 /// of its devices is silent, and otherwise only tries it (`pg_try_advisory_xact_lock`): a batch
 /// that finds it taken is written again, after the group, in a transaction that takes it first

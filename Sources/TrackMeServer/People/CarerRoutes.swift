@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import TrackMeCore
 
-/// Carers (issue 20): a person names the accounts that look after them.
+/// Carers: a person names the accounts that look after them.
 ///
 /// - `GET /v1/people/{id}/carers`: the person's carers (the person, an admin).
 /// - `POST /v1/people/{id}/carers` `{carer: USERNAME, may_export: false}`: the person links a
@@ -72,11 +72,19 @@ struct CarerRoutes: Sendable {
         let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin, .carer])
         let person = try await data.person(id, principal: principal)
         let carerID = carer == "me" ? (principal.accountID ?? "") : carer
-        let allowed = principal.role == .admin || principal.accountID == person.account.id || (principal.role == .carer && principal.accountID == carerID)
+        let allowed =
+            principal.role == .admin || principal.accountID == person.account.id || (principal.role == .carer && principal.accountID == carerID)
         guard allowed else { throw APIError.forbidden("only the person, an admin or the carer themself ends a carer link") }
-        guard try await store.unlinkCarer(personID: person.account.id, carerID: carerID) else { throw APIError.notFound("no such carer of this person") }
+        guard try await store.unlinkCarer(personID: person.account.id, carerID: carerID) else {
+            throw APIError.notFound("no such carer of this person")
+        }
         if principal.role == .admin {
-            try await data.log(principal, subject: "person:\(person.account.id)", reason: AccessPolicy.Reason.administrator.rawValue, what: "ended a carer link")
+            try await data.log(
+                principal,
+                subject: "person:\(person.account.id)",
+                reason: AccessPolicy.Reason.administrator.rawValue,
+                what: "ended a carer link"
+            )
         }
         // Open streams of the carer look again at once and end.
         api.notifier.notify()

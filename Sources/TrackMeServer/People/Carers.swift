@@ -1,4 +1,4 @@
-/// A carer linked to a person (issue 20): the person (a wearer account) names another account,
+/// A carer linked to a person: the person (a wearer account) names another account,
 /// of role `carer`, by its username; the carer then reads and sets the person's care settings
 /// (thresholds, rule switches, contacts) and reads their data on their pages, every read and
 /// change logged in the person's access log. Downloads (JSON, CSV, GPX) only when the person

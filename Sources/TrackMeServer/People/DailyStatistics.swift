@@ -62,31 +62,66 @@ struct DailyStatistics: Codable, Hashable, Sendable {
         case limitMaximum = "limit_max"
     }
 
-    /// One entry per UTC day in `[from, to)` that has readings, oldest first. `samples` in time order.
+    /// One entry per UTC day that has readings, oldest first.
     static func days(_ samples: [HeartRateSample], limits: HeartRateLimits) -> [DailyStatistics] {
-        var byDay: [Int64: [HeartRateSample]] = [:]
-        for sample in samples { byDay[Int64(GroupFigures.day(sample.atMilliseconds)), default: []].append(sample) }
-        return byDay.keys.sorted().compactMap { day in
-            guard let list = byDay[day] else { return nil }
-            return compute(list.sorted { $0.atMilliseconds < $1.atMilliseconds }, dayMilliseconds: day * GroupFigures.dayMilliseconds, limits: limits)
-        }
+        var days = Accumulator(limits: limits)
+        for sample in samples.sorted(by: { $0.atMilliseconds < $1.atMilliseconds }) { days.add(sample) }
+        return days.days
     }
 
-    static func compute(_ samples: [HeartRateSample], dayMilliseconds: Int64, limits: HeartRateLimits) -> DailyStatistics {
-        var estimator = RestingHeartRateEstimator(minimumSamples: restingMinimumSamples)
-        var outOfRange: Int64 = 0
-        var sum = 0
-        for (index, sample) in samples.enumerated() {
-            sum += sample.bpm
-            estimator.add(HeartRateReading(bpm: sample.bpm, contact: sample.contact ? .detected : .notDetected))
-            if sample.bpm < limits.minimum || sample.bpm > limits.maximum, index + 1 < samples.count {
-                outOfRange += min(maximumGapMilliseconds, max(0, samples[index + 1].atMilliseconds - sample.atMilliseconds))
+    /// The day figures built one sample at a time, so that a year of 1 Hz readings costs a few
+    /// counters per day and not the readings themselves (the statistics and the export read them
+    /// page by page). Each device's samples arrive in time order; devices may interleave. A
+    /// reading out of range counts until the same strap's next reading on the same day: two straps
+    /// worn at once are two witnesses, not one faster one.
+    struct Accumulator: Sendable {
+        struct Day: Sendable {
+            var readings = 0
+            var sum = 0
+            var minimum = Int.max
+            var maximum = Int.min
+            var estimator = RestingHeartRateEstimator(minimumSamples: DailyStatistics.restingMinimumSamples)
+            var outOfRangeMilliseconds: Int64 = 0
+        }
+
+        let limits: HeartRateLimits
+        private var byDay: [Int64: Day] = [:]
+        private var previous: [String: HeartRateSample] = [:]
+
+        init(limits: HeartRateLimits) {
+            self.limits = limits
+        }
+
+        mutating func add(_ sample: HeartRateSample) {
+            let day = Int64(GroupFigures.day(sample.atMilliseconds))
+            if let last = previous[sample.deviceID], Int64(GroupFigures.day(last.atMilliseconds)) == day,
+                last.bpm < limits.minimum || last.bpm > limits.maximum
+            {
+                byDay[day, default: Day()].outOfRangeMilliseconds += min(maximumGapMilliseconds, max(0, sample.atMilliseconds - last.atMilliseconds))
+            }
+            previous[sample.deviceID] = sample
+            byDay[day, default: Day()].add(sample)
+        }
+
+        var days: [DailyStatistics] {
+            byDay.keys.sorted().compactMap { day in
+                guard let figures = byDay[day], figures.readings > 0 else { return nil }
+                return DailyStatistics(
+                    dayMilliseconds: day * GroupFigures.dayMilliseconds, readings: figures.readings, minimum: figures.minimum,
+                    mean: (Double(figures.sum) / Double(figures.readings) * 10).rounded() / 10, maximum: figures.maximum,
+                    restingEstimate: figures.estimator.estimate, secondsOutOfRange: Int(figures.outOfRangeMilliseconds / 1000),
+                    limitMinimum: limits.minimum, limitMaximum: limits.maximum)
             }
         }
-        let mean = samples.isEmpty ? nil : (Double(sum) / Double(samples.count) * 10).rounded() / 10
-        return DailyStatistics(
-            dayMilliseconds: dayMilliseconds, readings: samples.count, minimum: samples.map(\.bpm).min(), mean: mean,
-            maximum: samples.map(\.bpm).max(), restingEstimate: estimator.estimate, secondsOutOfRange: Int(outOfRange / 1000),
-            limitMinimum: limits.minimum, limitMaximum: limits.maximum)
+    }
+}
+
+extension DailyStatistics.Accumulator.Day {
+    fileprivate mutating func add(_ sample: HeartRateSample) {
+        readings += 1
+        sum += sample.bpm
+        minimum = min(minimum, sample.bpm)
+        maximum = max(maximum, sample.bpm)
+        estimator.add(HeartRateReading(bpm: sample.bpm, contact: sample.contact ? .detected : .notDetected))
     }
 }

@@ -135,13 +135,13 @@ struct PeopleRoutes: Sendable {
         let (principal, person, grants) = try await open(request, id: id)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
-        let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: 10_000_000)
+        // Counters per day, fed page by page: 93 days of 1 Hz readings never sit in memory at once.
+        var days = DailyStatistics.Accumulator(limits: data.limits(person))
+        try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
+            for row in page { if let sample = PersonData.heartRate(row, deviceID: deviceID) { days.add(sample) } }
+        }
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))")
-        return try json(
-            .ok,
-            StatisticsBody(
-                personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: DailyStatistics.days(samples, limits: data.limits(person)),
-                truncated: truncated))
+        return try json(.ok, StatisticsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: days.days, truncated: false))
     }
 
     func alerts(_ request: Request, id: String) async throws -> Response {
@@ -151,45 +151,27 @@ struct PeopleRoutes: Sendable {
         return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
     }
 
-    func collectExport(_ request: Request, id: String, what: String) async throws -> PersonExport {
+    /// The person's download, written as it is read (`PersonExport`); the read is logged first.
+    func export(_ request: Request, id: String, format: PersonExport.Format) async throws -> Response {
         let (principal, person, allGrants) = try await open(request, id: id)
         // A carer downloads only when the person allowed it (`CarerLink.mayExport`).
         let grants = allGrants.filter(\.export)
         guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
         let (from, to) = try span(request, defaultDays: 36_500)
-        let limit = 5_000_000
-        let (hr, hrMore) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: limit)
-        let (fixes, fixMore) = try await data.positions(person, from: from, to: to, grants: grants, limit: limit)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
+        let what = format == .gpx ? "track gpx" : "export \(format.rawValue)"
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))")
-        return PersonExport(
-            personID: person.account.id, displayName: person.account.displayName, fromMilliseconds: from, toMilliseconds: to, devices: person.deviceIDs,
-            heartRate: hr, positions: fixes, statistics: DailyStatistics.days(hr, limits: data.limits(person)), alerts: alerts, truncated: hrMore || fixMore)
+        return PersonExport(data: data, person: person, grants: grants, from: from, to: to, alerts: alerts).response(format)
     }
 
     func export(_ request: Request, id: String) async throws -> Response {
         let format = request.uri.queryParameters.get("format") ?? "json"
         guard format == "json" || format == "csv" else { throw APIError.invalid("format", "json or csv") }
-        let export = try await collectExport(request, id: id, what: "export \(format)")
-        if format == "json" {
-            var response = try json(.ok, export)
-            response.headers[.contentDisposition] = "attachment; filename=\"trackme-\(export.personID).json\""
-            return response
-        }
-        return download(export.csv, type: "text/csv; charset=utf-8", filename: "trackme-\(export.personID).csv")
+        return try await export(request, id: id, format: format == "csv" ? .csv : .json)
     }
 
     func gpx(_ request: Request, id: String) async throws -> Response {
-        let export = try await collectExport(request, id: id, what: "track gpx")
-        return download(export.gpx, type: "application/gpx+xml", filename: "trackme-\(export.personID).gpx")
-    }
-
-    func download(_ text: String, type: String, filename: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = type
-        headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
-        headers[.xContentTypeOptions] = "nosniff"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        try await export(request, id: id, format: .gpx)
     }
 
     // MARK: - Subscribing to new data

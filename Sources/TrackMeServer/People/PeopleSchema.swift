@@ -82,7 +82,7 @@ enum PeopleSchema {
                     CREATE TABLE people_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), through_day INTEGER NOT NULL);
                     """)
         }
-        // Carers (issue 20): a person links other accounts as their carers (`CarerLink`).
+        // Carers: a person links other accounts as their carers (`CarerLink`).
         // `wearer_devices` says whose a device is (one account per device); a carer is linked to
         // the person, not to a device, and acts on all of the person's devices.
         migrator.registerMigration("people-2") { db in

@@ -100,6 +100,55 @@ struct PersonData: Sendable {
         return (Array(rows.prefix(limit)), truncated)
     }
 
+    /// The windows in `[from, to)` that the grants covering `kind` open, merged where they
+    /// overlap, in time order (nil: unbounded on that side).
+    static func windows(_ kind: PersonDataKind, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant]) -> [(lower: Int64?, upper: Int64?)] {
+        var windows: [(lower: Int64?, upper: Int64?)] = []
+        for grant in grants where grant.covers(kind) {
+            let lower = [from, grant.fromMilliseconds].compactMap { $0 }.max()
+            let upper = [to, grant.untilMilliseconds].compactMap { $0 }.min()
+            if let lower, let upper, lower >= upper { continue }
+            windows.append((lower, upper))
+        }
+        windows.sort { ($0.lower ?? .min) < ($1.lower ?? .min) }
+        var merged: [(lower: Int64?, upper: Int64?)] = []
+        for window in windows {
+            if let last = merged.last, last.upper.map({ $0 >= (window.lower ?? .min) }) ?? true {
+                merged[merged.count - 1].upper = last.upper.flatMap { upper in window.upper.map { max(upper, $0) } }
+            } else {
+                merged.append(window)
+            }
+        }
+        return merged
+    }
+
+    /// Hands `body` the readings of `kind` of each of the person's devices that a grant covers
+    /// in `[from, to)`, one store page at a time, each device's in sequence order: a download or
+    /// a statistic over years of 1 Hz data holds one page, never the whole. Stops between pages
+    /// when the task is cancelled (the client went away).
+    func forEachPage(
+        _ person: Person, kind: PersonDataKind, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant],
+        _ body: (_ deviceID: String, _ page: [StoredReadingRow]) async throws -> Void
+    ) async throws {
+        let wire: WireReading.Kind = kind == .position ? .position : .heartRate
+        let pageSize = api.configuration.maxPageSize
+        for deviceID in person.deviceIDs {
+            for window in Self.windows(kind, from: from, to: to, grants: grants) {
+                var after: Int64 = 0
+                while true {
+                    try Task.checkCancellation()
+                    let page = try await store.readings(
+                        ReadingQuery(
+                            deviceID: deviceID, fromMilliseconds: window.lower, toMilliseconds: window.upper, kind: wire, afterSequence: after,
+                            limit: pageSize))
+                    if !page.isEmpty { try await body(deviceID, page) }
+                    guard page.count == pageSize, let last = page.last else { break }
+                    after = last.sequence
+                }
+            }
+        }
+    }
+
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
         guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else { return nil }
         return HeartRateSample(atMilliseconds: row.placedMilliseconds, bpm: hr.bpm, deviceID: deviceID, contact: hr.contact != .notDetected)

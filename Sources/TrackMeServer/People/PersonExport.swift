@@ -1,58 +1,151 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
 import TrackMeCore
 
-/// Everything a person downloads about themselves, and its CSV and GPX forms. Pure.
-struct PersonExport: Codable, Sendable {
-    var personID: String
-    var displayName: String
-    var fromMilliseconds: Int64?
-    var toMilliseconds: Int64?
-    var devices: [String]
-    var heartRate: [HeartRateSample]
-    var positions: [PositionSample]
-    var statistics: [DailyStatistics]
-    var alerts: [PersonAlert]
-    var truncated: Bool
+/// Everything a person downloads about themselves, as JSON, CSV or GPX, written while it is read:
+/// the readings come from the store one page at a time (`PersonData.forEachPage`) and leave in
+/// chunks of about `chunkBytes`, the day figures are counters (`DailyStatistics.Accumulator`), so years
+/// of 1 Hz data cost the server one page and a few counters per day, not the whole history; and
+/// when the client goes away the next write fails and the reading stops.
+///
+/// Heart rate and positions come device by device, each device's in time order.
+struct PersonExport: Sendable {
+    enum Format: String, Sendable {
+        case json, csv, gpx
+    }
 
-    enum CodingKeys: String, CodingKey {
-        case personID = "person_id"
-        case displayName = "display_name"
-        case fromMilliseconds = "from_ms"
-        case toMilliseconds = "to_ms"
-        case devices
-        case heartRate = "heart_rate"
-        case positions, statistics, alerts, truncated
+    let data: PersonData
+    let person: PersonData.Person
+    let grants: [AccessPolicy.Grant]
+    let from: Int64?
+    let to: Int64?
+    let alerts: [PersonAlert]
+
+    static let chunkBytes = 64 * 1024
+    static let csvHeader =
+        "record,at_ms,at,device_id,bpm,lat,lon,alert_id,alert_kind,alert_state,outcome,min,mean,max,resting_estimate,seconds_out_of_range"
+
+    func response(_ format: Format) -> Response {
+        var headers = HTTPFields()
+        switch format {
+        case .json: headers[.contentType] = "application/json"
+        case .csv: headers[.contentType] = "text/csv; charset=utf-8"
+        case .gpx: headers[.contentType] = "application/gpx+xml"
+        }
+        headers[.contentDisposition] = "attachment; filename=\"trackme-\(person.account.id).\(format.rawValue)\""
+        headers[.xContentTypeOptions] = "nosniff"
+        let export = self
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                var pending = ""
+                func emit(_ text: String) async throws {
+                    pending += text
+                    guard pending.utf8.count >= Self.chunkBytes else { return }
+                    try await writer.write(ByteBuffer(string: pending))
+                    pending = ""
+                }
+                switch format {
+                case .json: try await export.json(emit)
+                case .csv: try await export.csv(emit)
+                case .gpx: try await export.gpx(emit)
+                }
+                if !pending.isEmpty { try await writer.write(ByteBuffer(string: pending)) }
+                try await writer.finish(nil)
+            })
+    }
+
+    typealias Emit = (String) async throws -> Void
+
+    private var limits: HeartRateLimits { data.limits(person) }
+
+    /// Heart rate page by page; each sample goes to `row` and into the day figures returned.
+    private func heartRate(_ row: (HeartRateSample) async throws -> Void) async throws -> [DailyStatistics] {
+        var days = DailyStatistics.Accumulator(limits: limits)
+        try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
+            for stored in page {
+                guard let sample = PersonData.heartRate(stored, deviceID: deviceID) else { continue }
+                days.add(sample)
+                try await row(sample)
+            }
+        }
+        return days.days
+    }
+
+    private func positions(_ row: (PositionSample) async throws -> Void) async throws {
+        try await data.forEachPage(person, kind: .position, from: from, to: to, grants: grants) { deviceID, page in
+            for stored in page {
+                guard let sample = PersonData.position(stored, deviceID: deviceID) else { continue }
+                try await row(sample)
+            }
+        }
+    }
+
+    /// The object's members in the order of the former whole-document export: `person_id`,
+    /// `display_name`, `from_ms`, `to_ms`, `devices`, `heart_rate`, `positions`, `statistics`,
+    /// `alerts`, `truncated` (always false: nothing is cut).
+    private func json(_ emit: Emit) async throws {
+        try await emit(
+            "{\"person_id\":\(try StoreJSON.encode(person.account.id)),\"display_name\":\(try StoreJSON.encode(person.account.displayName)),"
+                + "\"from_ms\":\(from.map(String.init) ?? "null"),\"to_ms\":\(to.map(String.init) ?? "null"),"
+                + "\"devices\":\(try StoreJSON.encode(person.deviceIDs)),\"heart_rate\":[")
+        var first = true
+        let statistics = try await heartRate { sample in
+            try await emit((first ? "" : ",") + (try StoreJSON.encode(sample)))
+            first = false
+        }
+        try await emit("],\"positions\":[")
+        first = true
+        try await positions { sample in
+            try await emit((first ? "" : ",") + (try StoreJSON.encode(sample)))
+            first = false
+        }
+        try await emit(
+            "],\"statistics\":\(try StoreJSON.encode(statistics)),\"alerts\":\(try StoreJSON.encode(alerts)),\"truncated\":false}")
     }
 
     /// One table for everything: a `record` column says which kind each row is.
-    var csv: String {
-        var lines = ["record,at_ms,at,device_id,bpm,lat,lon,alert_id,alert_kind,alert_state,outcome,min,mean,max,resting_estimate,seconds_out_of_range"]
-        func row(_ values: [String]) { lines.append(values.map(Downloads.csvField).joined(separator: ",")) }
-        for s in heartRate { row(["heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "", "", ""]) }
-        for p in positions {
-            row(["position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "", "", "", "", "", "", ""])
+    private func csv(_ emit: Emit) async throws {
+        func row(_ values: [String]) -> String { values.map(Downloads.csvField).joined(separator: ",") + "\r\n" }
+        try await emit(Self.csvHeader + "\r\n")
+        let statistics = try await heartRate { s in
+            try await emit(row(["heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "", "", ""]))
+        }
+        try await positions { p in
+            try await emit(
+                row(["position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "", "", "", "", "", "", ""]))
         }
         for d in statistics {
-            row([
-                "day", "\(d.dayMilliseconds)", Downloads.iso(d.dayMilliseconds), "", "", "", "", "", "", "", "", d.minimum.map(String.init) ?? "",
-                d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "", "\(d.secondsOutOfRange)",
-            ])
+            try await emit(
+                row([
+                    "day", "\(d.dayMilliseconds)", Downloads.iso(d.dayMilliseconds), "", "", "", "", "", "", "", "", d.minimum.map(String.init) ?? "",
+                    d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "", "\(d.secondsOutOfRange)",
+                ]))
         }
         for a in alerts {
-            row([
-                "alert", "\(a.createdMilliseconds)", Downloads.iso(a.createdMilliseconds), a.deviceID, "", a.latitude.map { "\($0)" } ?? "",
-                a.longitude.map { "\($0)" } ?? "", a.alertID, a.kind?.rawValue ?? "", a.state, a.outcome?.rawValue ?? "", "", "", "", "", "",
-            ])
+            try await emit(
+                row([
+                    "alert", "\(a.createdMilliseconds)", Downloads.iso(a.createdMilliseconds), a.deviceID, "", a.latitude.map { "\($0)" } ?? "",
+                    a.longitude.map { "\($0)" } ?? "", a.alertID, a.kind?.rawValue ?? "", a.state, a.outcome?.rawValue ?? "", "", "", "", "", "",
+                ]))
         }
-        return lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// GPX 1.1: one track per device, its fixes in time order.
-    var gpx: String {
-        let tracks = devices.compactMap { device -> GPXWriter.Track? in
-            let points = positions.filter { $0.deviceID == device }.map { ($0.atMilliseconds, $0.latitude, $0.longitude) }
-            return points.isEmpty ? nil : GPXWriter.Track(name: device, points: points)
+    /// GPX 1.1: one track per device that has fixes, its fixes in time order.
+    private func gpx(_ emit: Emit) async throws {
+        try await emit(GPXWriter.header(name: person.account.displayName))
+        var track: String?
+        try await positions { p in
+            if track != p.deviceID {
+                if track != nil { try await emit(GPXWriter.trackEnd) }
+                try await emit(GPXWriter.trackStart(name: p.deviceID))
+                track = p.deviceID
+            }
+            try await emit(GPXWriter.point(p.atMilliseconds, p.latitude, p.longitude))
         }
-        return GPXWriter.document(name: displayName, tracks: tracks)
+        if track != nil { try await emit(GPXWriter.trackEnd) }
+        try await emit(GPXWriter.footer)
     }
 }

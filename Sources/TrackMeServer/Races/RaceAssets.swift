@@ -1,4 +1,4 @@
-/// The public spectator page of a run (issue 21): no account, no cookie needed. It reads only
+/// The public spectator page of a run: no account, no cookie needed. It reads only
 /// `/v1/public/runs/ID` (consenting runners, no device ids) once a second, and puts every name
 /// on the page as text, never as markup (the server's Content-Security-Policy allows scripts
 /// from this origin only besides).

@@ -1,7 +1,7 @@
 import Logging
 import TrackMeCore
 
-/// What a device's batch tells the runs and the fleet (issue 21): a runner's enrolment, consent,
+/// What a device's batch tells the runs and the fleet: a runner's enrolment, consent,
 /// check-in and newest position along the course; a taxi's state, zone and place in the queue.
 /// Runs after the batch is durably stored; a failure here is logged and never refuses the batch
 /// (its readings are stored either way, and the next batch brings the state again).
@@ -56,7 +56,9 @@ struct RaceIngest: Sendable {
         if entry.checkedInMilliseconds == nil, let checkedIn = participation.checkedInMilliseconds {
             entry.checkedInMilliseconds = min(checkedIn, now)
         }
-        let inWindow = fixes.filter { $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds }
+        let inWindow = fixes.filter {
+            $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds
+        }
         if let newest = inWindow.max(by: { $0.milliseconds < $1.milliseconds }), newest.milliseconds > (entry.fixMilliseconds ?? .min) {
             entry.latitude = newest.latitude
             entry.longitude = newest.longitude
@@ -112,7 +114,9 @@ enum FleetQueue {
 
     /// A zone's queue: its available taxis that are not silent, in arrival order.
     static func queue(zoneID: String, taxis: [FleetTaxi], now: Int64) -> [FleetTaxi] {
-        taxis.filter { $0.zoneID == zoneID && $0.state == TaxiAvailability.available.rawValue && $0.queuedMilliseconds != nil && !isSilent($0, now: now) }
+        taxis.filter {
+            $0.zoneID == zoneID && $0.state == TaxiAvailability.available.rawValue && $0.queuedMilliseconds != nil && !isSilent($0, now: now)
+        }
             .sorted { ($0.queuedMilliseconds ?? 0, $0.deviceID) < ($1.queuedMilliseconds ?? 0, $1.deviceID) }
     }
 }

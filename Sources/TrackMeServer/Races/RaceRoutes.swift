@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 import TrackMeCore
 
-/// Runs (Track4Run, issue 21): organisers create a run from a GPX course, open enrolment, see
+/// Runs (Track4Run): organisers create a run from a GPX course, open enrolment, see
 /// check-ins, follow the race and download results and tracks; spectators open a public page
 /// per run without an account. Runners enrol from their device (the run code and consent ride
 /// in its heartbeat, `RaceIngest`).
@@ -88,7 +88,8 @@ struct RaceRoutes: Sendable {
         var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms\n"
         for (index, entry) in ranked.enumerated() {
             let distance = entry.distanceMetres.map { String(format: "%.1f", $0) } ?? ""
-            csv += "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
+            csv +=
+                "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
         }
         return download(csv, type: "text/csv; charset=utf-8", filename: "\(run.code)-results.csv")
     }
@@ -312,7 +313,10 @@ struct SpectatorView: Codable, Sendable {
         runners = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil }).compactMap { entry in
             guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds else { return nil }
             return Runner(
-                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
+                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)),
+                name: entry.name,
+                latitude: latitude,
+                longitude: longitude,
                 distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix)
         }
         leader = runners.first?.id

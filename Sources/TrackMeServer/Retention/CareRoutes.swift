@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -70,7 +71,8 @@ struct CareRoutes: Sendable {
         let stored = try await api.store.putCareSettings(
             deviceID: deviceID, settings: settings, person: CareAccess.profile(device.person, with: settings), by: principal.actor,
             atMilliseconds: api.configuration.wallClock())
-        try await CareAccess.log(principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)", api: api)
+        try await CareAccess.log(
+            principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)", api: api)
         api.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
         return try json(.ok, stored)
     }
@@ -82,7 +84,7 @@ struct CareRoutes: Sendable {
             throw APIError.notFound("no device \(deviceID)")
         }
         api.notifier.notify()
-        api.metrics.update { $0.erasures += 1 }
+        api.metrics.erasures.increment()
         // The log names the device id (the operator's own record that an erasure was done),
         // nothing of the person.
         api.logger.notice(

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -34,11 +35,12 @@ extension ServerAPI {
         case .allowed:
             return
         case .refused(let seconds, let floodStarted):
-            metrics.update { $0.alertRaisesRefused += 1 }
+            metrics.alertRaisesRefused.increment()
             if floodStarted {
-                metrics.update { $0.alertFloods += 1 }
+                metrics.alertFloods.increment()
                 let data = try StoreJSON.encode(
-                    AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60))
+                    AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60)
+                )
                 try await store.appendFeedEvent(kind: FeedKind.alertFlood, data: data)
                 notifier.notify()
                 logger.warning("alert flood", metadata: ["server.device": "\(deviceID)"])

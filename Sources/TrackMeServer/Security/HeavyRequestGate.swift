@@ -1,9 +1,10 @@
+import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import Synchronization
 
-/// People's heavy reads — exports, GPX tracks, statistics, group figures — each build a large
-/// answer in memory and hold a core while they do. At most `limit` of them run at once in the
+/// People's heavy reads — exports, GPX tracks, statistics, group figures — each read a person's
+/// whole history and hold a core while they do. At most `limit` of them run at once in the
 /// server and one at a time per principal (bearer token, browser session, or else address);
 /// past that they are told to come back (429 with `Retry-After`) rather than queue in front of
 /// device intake. Intake is never gated here.
@@ -29,14 +30,29 @@ struct HeavyRequestMiddleware: RouterMiddleware {
         case .admitted:
             break
         case .principalBusy:
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("another export or statistics request of yours is still running", retryAfterSeconds: 5)
         case .serverBusy:
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("the server is busy with other exports: try again shortly", retryAfterSeconds: 5)
         }
-        defer { gate.leave(principal) }
-        return try await next(request, context)
+        // Downloads are written after the handler returns: the place is held until the body is
+        // written, or the response dropped unwritten (the ticket's release on deinit), whichever
+        // comes first.
+        let ticket = HeavyRequestGate.Ticket(gate: gate, principal: principal)
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            ticket.release()
+            throw error
+        }
+        let body = response.body
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer { ticket.release() }
+            try await body.write(writer)
+        }
+        return response
     }
 }
 
@@ -79,4 +95,27 @@ final class HeavyRequestGate: Sendable {
     }
 
     var running: Int { state.withLock { $0.total } }
+
+    /// One admitted request's place, given back once.
+    final class Ticket: Sendable {
+        private let gate: HeavyRequestGate
+        private let principal: String
+        private let held = Mutex(true)
+
+        init(gate: HeavyRequestGate, principal: String) {
+            self.gate = gate
+            self.principal = principal
+        }
+
+        func release() {
+            let wasHeld = held.withLock { held in
+                let was = held
+                held = false
+                return was
+            }
+            if wasHeld { gate.leave(principal) }
+        }
+
+        deinit { release() }
+    }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import HTTPTypes
 import Hummingbird
 
@@ -22,13 +23,13 @@ struct RateLimitMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let now = wallClock()
         if let perAddress, case .refused(let seconds) = perAddress.take(context.peerKey, now: now) {
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("too many requests from this address", retryAfterSeconds: seconds)
         }
         if let perToken, let token = BearerToken(authorization: request.headers[.authorization]),
             case .refused(let seconds) = perToken.take(token.id, now: now)
         {
-            metrics.update { $0.rateLimited += 1 }
+            metrics.rateLimited.increment()
             throw APIError.tooManyRequests("too many requests with this token", retryAfterSeconds: seconds)
         }
         return try await next(request, context)

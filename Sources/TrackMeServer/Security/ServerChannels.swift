@@ -1,3 +1,4 @@
+import CoreMetrics
 import Hummingbird
 import HummingbirdCore
 import NIOCore
@@ -12,9 +13,10 @@ enum ServerChannels {
                 responder: responder,
                 configuration: HTTP1Channel.Configuration(
                     additionalChannelHandlers: [
-                        ConnectionDeadlineHandler(limits: limits) { metrics.update { $0.connectionsTimedOut += 1 } }
-                    ]))
-            let refused: @Sendable () -> Void = { metrics.update { $0.connectionsRefused += 1 } }
+                        ConnectionDeadlineHandler(limits: limits) { metrics.connectionsTimedOut.increment() }
+                    ])
+            )
+            let refused: @Sendable () -> Void = { metrics.connectionsRefused.increment() }
             if let tls {
                 return GuardedChildChannel(base: ReloadableTLSChannel(base: http, certificates: tls), connections: connections, onRefused: refused)
             }

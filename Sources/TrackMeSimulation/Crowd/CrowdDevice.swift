@@ -1,3 +1,4 @@
+import EdgeDispatch
 import EdgeStore
 import EdgeSync
 import Foundation
@@ -6,53 +7,74 @@ import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
 
-/// One device of a crowd scenario: the agent's own parts for its profile (the store and group
-/// commit, `AgentPipeline` with the profile's sampling and rules, `PipelineControl` for the
-/// runner's `run-join`/`run-check-in` and the taxi's commands, the heartbeat the profile fills,
-/// and the sync engine's readings lane), stepped one trace second at a time by `CrowdRunner`.
+/// One device of a crowd scenario, built by the agent's composition root (`AgentCore`) as the
+/// daemon builds itself: the store and group commit, `AgentPipeline` with the profile's sampling
+/// and rules, the readings lane and the dispatch lane (so a runner who collapses raises an alert
+/// that reaches the console), plus `PipelineControl` for the runner's `run-join`/`run-check-in`
+/// and the taxi's commands. `CrowdRunner` steps it one trace second at a time on the crowd's
+/// virtual clock.
 actor CrowdDevice {
     let deviceID: String
     let profile: DeviceProfile
-    let store: ReadingStore
-    let committer: GroupCommitter
-    let sync: SyncEngine
-    let pipeline: AgentPipeline
+    let core: AgentCore
     let control: PipelineControl
     let faults = FaultState()
+    private let clock: VirtualClock
+    /// What the dispatch lane did, as the single-device harness collects it.
+    private let inbox = SimulatedDevice.DispatchInbox()
     private var nextVisit: Int64
+    private var strapConnected = false
     private(set) var committed: [Int64] = []
     private(set) var batchesSent = 0
+    /// Alerts raised on this device, with the trace ms the dispatch lane delivered each.
+    private(set) var raised: [String: AlertKind] = [:]
+    private(set) var delivered: [String: Int64] = [:]
 
     init(
         deviceID: String, token: String, person: PersonProfile, profile: DeviceProfile, transport: any HTTPTransport, storePath: String,
-        startMilliseconds: Int64, seed: UInt64, clock: VirtualClock, logger: Logger
+        startMilliseconds: Int64, seed: UInt64, clock: VirtualClock, wearsStrap: Bool = false, logger: Logger
     ) throws {
         self.deviceID = deviceID
         self.profile = profile
-        store = try ReadingStore(
+        self.clock = clock
+        let store = try ReadingStore(
             configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 10_000_000, durability: .processCrash), logger: logger)
-        committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let heartbeat = HeartbeatState()
         heartbeat.gpsd("fix")
-        sync = SyncEngine(
-            store: store, transport: FaultInjectingTransport(base: transport, faults: faults),
-            configuration: SyncConfiguration(deviceID: deviceID, token: token, maxBatchReadings: 500, sendInterval: profile.sendInterval),
-            clock: clock, heartbeat: { heartbeat.heartbeat() }, logger: logger, seed: seed)
-        let (settings, person) = profile.applied(to: SOSSettings(), profile: person)
-        pipeline = AgentPipeline(
-            configuration: AgentPipeline.Configuration(
-                deviceID: deviceID, profile: person, settings: settings, positionSampling: PositionSamplingPolicy(configuration: profile.sampling)),
-            store: store, committer: committer, ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"), now: ScenarioRunner.timestamp(startMilliseconds),
-            dispatch: { _ in }, logger: logger)
+        var (settings, person) = profile.applied(to: SOSSettings(), profile: person)
+        // A device carried without a strap: the strap's silence says nothing about its wearer.
+        if !wearsStrap { settings.disableStrapRules() }
+        var inputs = AgentCore.Inputs(
+            store: store,
+            sync: SyncConfiguration(deviceID: deviceID, token: token, maxBatchReadings: 500, sendInterval: profile.sendInterval),
+            profile: person, settings: settings, positionSampling: PositionSamplingPolicy(configuration: profile.sampling), clock: clock,
+            transport: FaultInjectingTransport(base: transport, faults: faults), ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
+            timestamp: { ScenarioRunner.timestamp(clock.now.offset.milliseconds) }, logger: logger)
+        // The runner flushes every trace second, as the agent's one-second group commit does.
+        inputs.commitInterval = .seconds(3600)
+        inputs.heartbeat = { heartbeat.heartbeat() }
+        inputs.seed = seed
+        let inbox = inbox
+        inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
+        core = AgentCore(inputs)
         control = PipelineControl(
-            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: AgentTimestamps(), heartbeat: heartbeat,
+            pipeline: core.pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: AgentTimestamps(), heartbeat: heartbeat,
             profile: profile)
         nextVisit = startMilliseconds
     }
 
     /// gpsd's report at trace time `ms`.
     func position(_ fix: PositionFix, at ms: Int64) async {
-        await pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
+        await core.pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
+    }
+
+    /// A strap notification at trace time `ms` (the first one connects the strap's link).
+    func heartRate(_ reading: HeartRateReading, at ms: Int64) async {
+        if !strapConnected {
+            strapConnected = true
+            await core.pipeline.receive(.strapLink(.connected), at: ScenarioRunner.timestamp(ms))
+        }
+        await core.pipeline.heartRate(reading, at: ScenarioRunner.timestamp(ms))
     }
 
     func networkDown(_ down: Bool) {
@@ -61,25 +83,45 @@ actor CrowdDevice {
 
     /// The group commit's flush (the agent's one-second commit).
     func commit() async {
-        committed += await committer.flush()
+        committed += await core.committer.flush()
     }
 
-    /// The readings lane's visit when due (`SyncEngine.readingsVisit`, the lane's own policy on
-    /// the crowd's virtual clock): it sends what is due and says when to come back.
+    /// The second's work after its inputs: time passes for the rules (the daemon's ticker), the
+    /// dispatch lane does what is due (`DispatchLane.step`, as the daemon's `DispatchService`,
+    /// telling the rules of each delivery), and the readings lane visits when due
+    /// (`SyncEngine.readingsVisit`, the lane's own policy on the crowd's virtual clock).
     func syncStep(at ms: Int64) async {
+        await core.pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
+        await dispatchStep(at: ms)
         guard ms >= nextVisit else { return }
-        let before = await sync.readingsSent
-        let wait = await sync.readingsVisit()
-        if await sync.readingsSent > before { batchesSent += 1 }
+        let before = await core.sync.readingsSent
+        let wait = await core.sync.readingsVisit()
+        if await core.sync.readingsSent > before { batchesSent += 1 }
         nextVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(wait).rounded(.up)))
+    }
+
+    private func dispatchStep(at ms: Int64) async {
+        await core.lane.step()
+        for event in inbox.takeLaneEvents() {
+            switch event {
+            case .sent(let update):
+                if raised[update.alert.id] == nil { raised[update.alert.id] = update.alert.kind }
+            case .delivered(let id):
+                if delivered[id] == nil { delivered[id] = ms }
+                await core.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(ms))
+            case .showAcknowledgement, .sendFailed, .fallbackSucceeded, .fallbackFailed:
+                break
+            }
+        }
     }
 
     func drain() async {
         faults.update { $0.networkDown = false }
-        try? await sync.drain(maxFailures: 20)
+        await core.lane.step()
+        try? await core.sync.drain(maxFailures: 20)
     }
 
     func close() {
-        store.close()
+        core.store.close()
     }
 }

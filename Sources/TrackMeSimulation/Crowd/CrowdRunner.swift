@@ -120,9 +120,12 @@ public struct CrowdRunner: Sendable {
         var onlineFixes: [Int64] = []
         /// When the fix taken at trace ms entered the pipeline (real time).
         var enteredAt: [Int64: ContinuousClock.Instant] = [:]
+        /// A collapsing runner's strap notifications by race second, and the second they stop.
+        var strap: [Int: [HeartRateReading]] = [:]
+        var stopsAt: Int?
 
         func metres(at seconds: Double, length: Double) -> Double {
-            let running = max(0, seconds - startOffset)
+            let running = max(0, min(seconds, stopsAt.map(Double.init) ?? seconds) - startOffset)
             let swing = 1 + 0.04 * sin(2 * .pi * running / swingPeriod + swingPhase)
             return min(length, running * 1000 / paceSecondsPerKm * swing)
         }
@@ -155,7 +158,7 @@ public struct CrowdRunner: Sendable {
             let device = try CrowdDevice(
                 deviceID: id, token: credentials.token, person: PersonProfile(name: name, age: 20 + index % 50), profile: .runner,
                 transport: context.transport, storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0,
-                seed: UInt64(index + 1), clock: context.clock, logger: context.logger)
+                seed: UInt64(index + 1), clock: context.clock, wearsStrap: race.collapse?.runner == index + 1, logger: context.logger)
             let show = random.nextDouble() < race.showFraction
             // The runner's own commands, as `trackme-agent run-join CODE --show` and `run-check-in`.
             _ = try await device.control.joinRun(code: "SIM-RACE", show: show)
@@ -167,12 +170,26 @@ public struct CrowdRunner: Sendable {
                     swingPeriod: 120 + 240 * random.nextDouble(), swingPhase: 2 * .pi * random.nextDouble()))
         }
 
+        if let collapse = race.collapse {
+            guard runners.indices.contains(collapse.runner - 1) else {
+                throw ScenarioError(message: "collapse.runner \(collapse.runner) is not one of the \(count) runners")
+            }
+            let text = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(collapse.trace), encoding: .utf8)
+            let trace: HeartRateTrace
+            do { trace = try HeartRateTrace(csv: text) } catch { throw ScenarioError(message: "\(collapse.trace): \(error)") }
+            for row in trace.rows {
+                let second = Int((row.timeMilliseconds + 999) / 1000)
+                runners[collapse.runner - 1].strap[second, default: []].append(row.reading)
+            }
+            runners[collapse.runner - 1].stopsAt = collapse.onsetSeconds
+        }
         if options.measureHealth {
             outcome.figures["health_per_s"] = try await healthRate(context, seconds: 3)
         }
         var lags: [Double] = []
         var realLags: [Double] = []
         var orderViolations = 0
+        var firstSwap: String?
         var polls = 0
         var lastSeen: [String: Int64] = [:]
         let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
@@ -193,7 +210,10 @@ public struct CrowdRunner: Sendable {
                         let online = !(race.tunnelFromMetres.map { metres >= $0 } ?? false && race.tunnelToMetres.map { metres < $0 } ?? false)
                         await runner.device.networkDown(!online)
                         let point = path.point(at: metres)
-                        let fix = PositionFix(mode: .threeDimensional, latitude: point.latitude, longitude: point.longitude, speed: 1000 / runner.paceSecondsPerKm)
+                        let stopped = runner.stopsAt.map { second >= $0 } ?? false
+                        let fix = PositionFix(
+                            mode: .threeDimensional, latitude: point.latitude, longitude: point.longitude, speed: stopped ? 0 : 1000 / runner.paceSecondsPerKm)
+                        for reading in runner.strap[second] ?? [] { await runner.device.heartRate(reading, at: ms) }
                         let at = ContinuousClock.now
                         await runner.device.position(fix, at: ms)
                         await runner.device.commit()
@@ -219,6 +239,7 @@ public struct CrowdRunner: Sendable {
             let seenAt = ContinuousClock.now
             let shown = view["runners"] as? [[String: Any]] ?? []
             var shownDistances: [Double] = []
+            var shownLabels: [String] = []
             for entry in shown {
                 guard let name = entry["name"] as? String, let i = nameIndex[name], let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value else { continue }
                 guard runners[i].show else {
@@ -228,6 +249,7 @@ public struct CrowdRunner: Sendable {
                 }
                 let fixMs = fixWall - ScenarioRunner.wallOrigin
                 shownDistances.append(runners[i].truth[fixMs] ?? -1)
+                shownLabels.append("\(name) at \(String(format: "%.1f", runners[i].truth[fixMs] ?? -1)) m (server \((entry["distance_m"] as? NSNumber)?.doubleValue ?? -1) m, fix \(fixMs) ms, now \(ms) ms)")
                 if lastSeen[name].map({ fixMs > $0 }) ?? true {
                     // Every online fix between the last one seen and this one became visible now.
                     for t in runners[i].onlineFixes where t > (lastSeen[name] ?? -1) && t <= fixMs {
@@ -238,7 +260,10 @@ public struct CrowdRunner: Sendable {
                 }
             }
             // The order spectators saw against the positions the devices recorded at those fixes.
-            if zip(shownDistances, shownDistances.dropFirst()).contains(where: { $0 < $1 - 0.5 }) { orderViolations += 1 }
+            if let swap = zip(shownDistances, shownDistances.dropFirst()).enumerated().first(where: { $0.element.0 < $0.element.1 - 0.5 }) {
+                orderViolations += 1
+                if firstSwap == nil { firstSwap = "\(shownLabels[swap.offset]) shown ahead of \(shownLabels[swap.offset + 1])" }
+            }
         }
         let elapsed = ContinuousClock.now - started
         // The end: every device drains what it holds (those in the tunnel come out).
@@ -278,10 +303,46 @@ public struct CrowdRunner: Sendable {
                 &outcome, !lags.isEmpty && p99 <= limit,
                 "spectators see each consenting runner's fix (online) within \(limit) s, p99: p50 \(String(format: "%.2f", p50)) s, p99 \(String(format: "%.2f", p99)) s of trace time over \(lags.count) fixes (real time from the pipeline to the page: p50 \(String(format: "%.3f", outcome.figures["race.real_lag_p50_s"] ?? 0)) s, p99 \(String(format: "%.3f", outcome.figures["race.real_lag_p99_s"] ?? 0)) s)")
         }
-        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order)")
+        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order\(firstSwap.map { "; first: \($0)" } ?? ""))")
         check(&outcome, finalNames.first == expectedLeader, "the leader at the end is the consenting runner furthest along: \(finalNames.first ?? "none") (expected \(expectedLeader ?? "none"))")
         check(&outcome, finalNames.count == runners.filter(\.show).count, "every consenting runner and no one else is on the page at the end: \(finalNames.count) shown")
-        check(&outcome, tunnelled > 0, "some runners lost the network in the tunnel: \(tunnelled)")
+        if race.tunnelFromMetres != nil {
+            check(&outcome, tunnelled > 0, "some runners lost the network in the tunnel: \(tunnelled)")
+        }
+        try await checkCollapse(race, scenario: scenario, runners: runners, context: context, into: &outcome)
+    }
+
+    /// The collapsed runner's alert is on the dispatcher's board (the server's open alerts), it
+    /// came within the scenario's limit of the onset, and no other runner raised one.
+    func checkCollapse(_ race: CrowdScenario.Race, scenario: CrowdScenario, runners: [Runner], context: Context, into outcome: inout Outcome) async throws {
+        var raisedBy: [String: [AlertKind]] = [:]
+        for runner in runners {
+            let raised = await runner.device.raised
+            if !raised.isEmpty { raisedBy[runner.device.deviceID] = raised.values.sorted { $0.rawValue < $1.rawValue } }
+        }
+        let board = try await request(context, "GET", "/v1/alerts?status=open")
+        let open = (board["alerts"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String }
+        guard let collapse = race.collapse else {
+            check(&outcome, raisedBy.isEmpty && open.isEmpty, "no runner raised an alert: \(raisedBy.keys.sorted()) raised, \(open.count) open on the board")
+            return
+        }
+        let device = runners[collapse.runner - 1].device
+        let delivered = await device.delivered.values.min()
+        let kinds = raisedBy[device.deviceID]?.map(\.rawValue).joined(separator: ", ") ?? "none"
+        let delay = delivered.map { Double($0) / 1000 - Double(collapse.onsetSeconds) }
+        outcome.figures["race.collapse_alert_s"] = delay ?? -1
+        check(
+            &outcome, open.contains(device.deviceID),
+            "the collapsed runner's alert (\(kinds)) is open on the dispatcher's board: \(open.count) open alert(s)")
+        if let limit = scenario.expect.alertWithinSeconds {
+            check(
+                &outcome, delay.map { $0 <= limit } ?? false,
+                "the server accepted it within \(limit) s of the onset: \(delay.map { String(format: "%.0f s", $0) } ?? "never")")
+        }
+        let others = raisedBy.keys.filter { $0 != device.deviceID }.sorted()
+        check(
+            &outcome, others.isEmpty && open.allSatisfy { $0 == device.deviceID },
+            "no other runner raised an alert: \(others.map { "\($0) (\(raisedBy[$0]?.map(\.rawValue).joined(separator: ", ") ?? ""))" })")
     }
 
     // MARK: Fleet

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A scenario of many devices against one in-process server (issue 21): a race of runners
+/// A scenario of many devices against one in-process server: a race of runners
 /// along a GPX course, or a fleet of taxis driving between zones. Files in
 /// `simulations/scenarios/` with a `crowd` object (the format is in `simulations/README.md`);
 /// `trackme-sim run` tells them from single-device scenarios by that key.
@@ -19,15 +19,33 @@ public struct CrowdScenario: Codable, Sendable {
         /// Stretch of the course (metres from the start) where the network is gone.
         public var tunnelFromMetres: Double?
         public var tunnelToMetres: Double?
+        /// One runner who wears a strap and collapses.
+        public var collapse: Collapse?
 
         enum CodingKeys: String, CodingKey {
-            case runners, course
+            case runners, course, collapse
             case durationSeconds = "duration_s"
             case paceMeanSecondsPerKm = "pace_mean_s_per_km"
             case paceSpreadSecondsPerKm = "pace_spread_s_per_km"
             case showFraction = "show_fraction"
             case tunnelFromMetres = "tunnel_from_m"
             case tunnelToMetres = "tunnel_to_m"
+        }
+    }
+
+    /// A runner whose strap sends a recorded trace from the start (`traces/hr/...`, relative to
+    /// `simulations/`) and who stops dead at `onset_s`, where the trace's lethal episode begins:
+    /// the race is where a collapse has the most people around, and the alert must reach the
+    /// console from a crowd device as from any other.
+    public struct Collapse: Codable, Sendable {
+        /// 1-based runner number.
+        public var runner: Int
+        public var trace: String
+        public var onsetSeconds: Int
+
+        enum CodingKeys: String, CodingKey {
+            case runner, trace
+            case onsetSeconds = "onset_s"
         }
     }
 
@@ -68,8 +86,11 @@ public struct CrowdScenario: Codable, Sendable {
         public var queuedWithinSeconds: Double?
         /// A taxi that starts a ride leaves the queue within this long.
         public var leavesQueueWithinSeconds: Double?
+        /// The collapsed runner's alert on the dispatcher's board within this long of the onset.
+        public var alertWithinSeconds: Double?
 
         enum CodingKeys: String, CodingKey {
+            case alertWithinSeconds = "alert_within_s"
             case spectatorLagP99Seconds = "spectator_lag_p99_s"
             case queuedWithinSeconds = "queued_within_s"
             case leavesQueueWithinSeconds = "leaves_queue_within_s"
