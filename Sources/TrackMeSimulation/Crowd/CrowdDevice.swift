@@ -57,8 +57,12 @@ actor CrowdDevice {
         let inbox = inbox
         inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
         core = AgentCore(inputs)
+        // The runner's and driver's commands (check-in, taxi state) are stamped on the crowd's
+        // virtual clock, as everything else the device does: the system clock would put a
+        // check-in days after the race it belongs to.
+        let timestamps = AgentTimestamps(bootID: ScenarioRunner.bootID) { ScenarioRunner.timestamp(clock.now.offset.milliseconds) }
         control = PipelineControl(
-            pipeline: core.pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: AgentTimestamps(), heartbeat: heartbeat,
+            pipeline: core.pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: timestamps, heartbeat: heartbeat,
             profile: profile)
         nextVisit = startMilliseconds
     }
