@@ -204,8 +204,10 @@ targets += [
             .product(name: "Prometheus", package: "swift-prometheus"),
         ],
         // The API document is a file, compiled into the binary (no resource bundle to ship beside
-        // it) and served byte for byte at /openapi.yaml.
-        resources: [.embedInCode("openapi.yaml")],
+        // it) and served byte for byte at /openapi.yaml; so is the race page.
+        resources: [
+            .embedInCode("openapi.yaml"), .embedInCode("Races/race.html"), .embedInCode("Races/race.css"), .embedInCode("Races/race.js"),
+        ],
         swiftSettings: strictSettings
     ),
     // issue 15: the real server started in-process on loopback (the one starter, for the server's

@@ -37,10 +37,10 @@ class Device:
         self.server, self.id, self.token, self.seq = server, device_id, body["token"], 0
         self.boot = str(uuid.uuid4())
 
-    def report(self, lat, lon, heartbeat):
+    def report(self, lat, lon, heartbeat, at_ms=None):
         self.seq += 1
         beat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, **heartbeat}
-        stamp = {"boot_id": self.boot, "mono_ns": self.seq * 10**9, "wall_ms": int(time.time() * 1000), "wall_trusted": True}
+        stamp = {"boot_id": self.boot, "mono_ns": self.seq * 10**9, "wall_ms": at_ms or int(time.time() * 1000), "wall_trusted": True}
         body = {
             "version": 1, "device_id": self.id, "batch_seq": self.seq, "idempotency_key": f"{self.id}:{self.seq}", "dropped_by_budget": 0,
             "heartbeat": beat, "readings": [{"seq": self.seq, "kind": "fix", "t": stamp, "fix": {"mode": 3, "lat": lat, "lon": lon}}],
@@ -48,8 +48,10 @@ class Device:
         status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
         assert status == 200, (status, ack)
 
-    def run(self, code, metres, show):
-        self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": {"code": code, "show": show, "checked_in_ms": int(time.time() * 1000)}})
+    def run(self, code, metres, show, at_ms=None):
+        """A fix `metres` up the course, taken at `at_ms` (now if None); distances are counted
+        along each runner's own fixes, so a runner's track starts at the start line."""
+        self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": {"code": code, "show": show, "checked_in_ms": int(time.time() * 1000) - 180000}}, at_ms)
 
     def taxi(self, state, lat, lon):
         self.report(lat, lon, {"profile": "taxi", "taxi_state": state})
@@ -65,13 +67,14 @@ class RaceTest(CheckRun):
         browser.screenshot(os.path.join(self.out, f"{name}.png"))
 
     def spectator_flow(self, server, browser):
-        status, run = http(server.base, "POST", "/v1/runs", {"name": "City <1K> & friends", "start_ms": int(time.time() * 1000) - 60000, "code": "CITY-1K", "gpx": course_gpx()}, token=ADMIN)
+        start = int(time.time() * 1000) - 120000
+        status, run = http(server.base, "POST", "/v1/runs", {"name": "City <1K> & friends", "start_ms": start, "code": "CITY-1K", "gpx": course_gpx()}, token=ADMIN)
         assert status == 201, (status, run)
         assert http(server.base, "POST", f"/v1/runs/{run['id']}/enrolment", {"open": True}, token=ADMIN)[0] == 200
         ann, eve, hid = Device(server, "r-ann", "Ann Runner"), Device(server, "r-eve", HOSTILE), Device(server, "r-hid", HIDDEN)
-        ann.run("CITY-1K", 300, True)
-        eve.run("CITY-1K", 500, True)
-        hid.run("CITY-1K", 900, False)
+        for device, metres, seconds, show in ((ann, 300, 30, True), (eve, 500, 60, True), (hid, 900, 100, False)):
+            device.run("CITY-1K", 0, show, at_ms=start)
+            device.run("CITY-1K", metres, show, at_ms=start + seconds * 1000)
 
         def page_shows_consenting_only():
             browser.get(server.base + run["spectator_url"])
@@ -81,6 +84,11 @@ class RaceTest(CheckRun):
             assert browser.find("#run-name").text == "City <1K> & friends"
             assert browser.find("#leader").text.startswith("Leader: " + HOSTILE), browser.find("#leader").text
             assert len(browser.find_all("svg.grid-map circle.runner")) == 2
+            # Their last fixes are a minute old and more: shown as such, not as standing still.
+            times = [row.find("td.time").text for row in browser.find_all("#standings tbody tr")]
+            assert all(t.startswith("no fix for ") for t in times), times
+            assert len(browser.find_all("#standings tr.stale")) == 2
+            assert len(browser.find_all("svg.grid-map circle.runner.stale")) == 2
             source = browser.script("return document.documentElement.outerHTML")
             assert HIDDEN not in source, "a runner who did not consent is on the page"
             assert browser.script("return window.__pwned === undefined"), "a runner's name ran as markup"
@@ -95,6 +103,7 @@ class RaceTest(CheckRun):
             ann.run("CITY-1K", 800, True)
             wait_for(lambda: browser.find_all("#standings tbody tr")[0].find("td.name").text == "Ann Runner", timeout=5, what="Ann takes the lead on the page")
             assert browser.find("#leader").text.startswith("Leader: Ann Runner")
+            assert browser.find_all("#standings tbody tr")[0].find("td.time").text == "", "a fresh fix is not stale"
             # Eve withdraws consent: gone from the page at her next report.
             eve.run("CITY-1K", 600, False)
             wait_for(lambda: len(browser.find_all("#standings tbody tr")) == 1, timeout=5, what="Eve gone after withdrawing consent")

@@ -2,19 +2,22 @@
 import PostgresNIO
 
 extension PostgresServerStore {
-    private typealias RunColumns = (String, String, String, String, Int64, Int64, Bool, String, Int64)
-    private static let runColumns = "id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms"
-    private typealias EntryColumns = (String, String, String, Bool, Int64, Int64?, Double?, Double?, Int64?, Double?, Int64?)
-    private static let entryColumns = "run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms"
+    private typealias RunColumns = (String, String, String, String, Int64, Int64, Bool, String, Int64, Double?)
+    private static let runColumns = "id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms, distance_m"
+    private typealias EntryColumns = (
+        String, String, String, Bool, Int64, Int64?, Double?, Double?, Int64?, Double?, Int64?, Int64?, Double?, Double?, Int64?
+    )
+    private static let entryColumns =
+        "run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms, finish_ms, held_lat, held_lon, held_ms"
     private typealias TaxiColumns = (String, String, String, String?, Int64?, Int64, Double?, Double?, Int64?)
 
     func insertRun(_ run: Run) async throws -> Bool {
         let path = try StoreJSON.encode(run.path.points)
         return try await client.query(
             """
-            INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms)
+            INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms, distance_m)
             VALUES (\(run.id), \(run.code), \(run.name), \(run.organiserAccountID), \(run.startMilliseconds), \(run.endMilliseconds),
-                \(run.enrolmentOpen), \(path), \(run.createdMilliseconds))
+                \(run.enrolmentOpen), \(path), \(run.createdMilliseconds), \(run.distanceMetres))
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger
         ).collect().count == 1
@@ -42,7 +45,7 @@ extension PostgresServerStore {
             guard let points: [[Double]] = try? StoreJSON.decode(c.7), let path = try? RunPath(points: points) else { return nil }
             return Run(
                 id: c.0, code: c.1, name: c.2, organiserAccountID: c.3, startMilliseconds: c.4, endMilliseconds: c.5, enrolmentOpen: c.6,
-                path: path, createdMilliseconds: c.8)
+                path: path, createdMilliseconds: c.8, distanceMetres: c.9)
         }
     }
 
@@ -62,13 +65,16 @@ extension PostgresServerStore {
     func saveRunEntry(_ entry: RunEntry) async throws {
         try await client.query(
             """
-            INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms)
+            INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms,
+                finish_ms, held_lat, held_lon, held_ms)
             VALUES (\(entry.runID), \(entry.deviceID), \(entry.name), \(entry.showToSpectators), \(entry.enrolledMilliseconds),
                 \(entry.checkedInMilliseconds), \(entry.latitude), \(entry.longitude), \(entry.fixMilliseconds), \(entry.distanceMetres),
-                \(entry.receivedMilliseconds))
+                \(entry.receivedMilliseconds), \(entry.finishMilliseconds), \(entry.held?.latitude), \(entry.held?.longitude),
+                \(entry.held?.milliseconds))
             ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
                 checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
-                distance_m = excluded.distance_m, received_ms = excluded.received_ms
+                distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
+                held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms
             """, logger: logger)
     }
 
@@ -86,7 +92,8 @@ extension PostgresServerStore {
         try await collect(client.query(query, logger: logger).decode(EntryColumns.self)).map { c in
             RunEntry(
                 runID: c.0, deviceID: c.1, name: c.2, showToSpectators: c.3, enrolledMilliseconds: c.4, checkedInMilliseconds: c.5,
-                latitude: c.6, longitude: c.7, fixMilliseconds: c.8, distanceMetres: c.9, receivedMilliseconds: c.10)
+                latitude: c.6, longitude: c.7, fixMilliseconds: c.8, distanceMetres: c.9, receivedMilliseconds: c.10, finishMilliseconds: c.11,
+                held: RaceIngest.Fix.stored(milliseconds: c.14, latitude: c.12, longitude: c.13))
         }
     }
 

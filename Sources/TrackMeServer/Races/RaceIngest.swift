@@ -16,6 +16,18 @@ struct RaceIngest: Sendable {
         var milliseconds: Int64
         var latitude: Double
         var longitude: Double
+
+        init(milliseconds: Int64, latitude: Double, longitude: Double) {
+            self.milliseconds = milliseconds
+            self.latitude = latitude
+            self.longitude = longitude
+        }
+
+        /// A fix from nullable columns: nil unless all three are there.
+        static func stored(milliseconds: Int64?, latitude: Double?, longitude: Double?) -> Fix? {
+            guard let milliseconds, let latitude, let longitude else { return nil }
+            return Fix(milliseconds: milliseconds, latitude: latitude, longitude: longitude)
+        }
     }
 
     func observe(_ batch: SyncBatch, rows: [ReadingRow], device: DeviceRow, now: Int64) async {
@@ -56,15 +68,18 @@ struct RaceIngest: Sendable {
         if entry.checkedInMilliseconds == nil, let checkedIn = participation.checkedInMilliseconds {
             entry.checkedInMilliseconds = min(checkedIn, now)
         }
-        let inWindow = fixes.filter {
-            $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds
+        let inWindow = fixes.filter { $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds }
+        // Counted from the gun, or from a later check-in (a runner who starts late).
+        let countFrom = max(run.startMilliseconds, entry.checkedInMilliseconds ?? run.startMilliseconds)
+        var progress = entry.progress
+        // Oldest first, each once: a fix older than the runner's newest (a backlog after a
+        // tunnel) neither moves them back nor counts again.
+        for fix in inWindow.sorted(by: { $0.milliseconds < $1.milliseconds }) where fix.milliseconds > max(entry.fixMilliseconds ?? .min, progress.held?.milliseconds ?? .min) {
+            progress = RaceProgress.advance(progress, with: fix, countFrom: countFrom, raceMetres: run.raceDistanceMetres)
         }
-        if let newest = inWindow.max(by: { $0.milliseconds < $1.milliseconds }), newest.milliseconds > (entry.fixMilliseconds ?? .min) {
-            entry.latitude = newest.latitude
-            entry.longitude = newest.longitude
-            entry.fixMilliseconds = newest.milliseconds
-            entry.distanceMetres = run.path.distanceAlong(latitude: newest.latitude, longitude: newest.longitude, near: entry.distanceMetres)
-            entry.receivedMilliseconds = now
+        if progress != entry.progress {
+            if progress.fix != entry.progress.fix { entry.receivedMilliseconds = now }
+            entry.progress = progress
         }
         if entry != before { try await store.saveRunEntry(entry) }
     }

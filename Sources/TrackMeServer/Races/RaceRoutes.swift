@@ -48,11 +48,15 @@ struct RaceRoutes: Sendable {
         } catch {
             throw APIError.invalid("gpx", error.message)
         }
+        if let distance = body.distanceMetres {
+            guard distance.isFinite, (1...1_000_000).contains(distance) else { throw APIError.invalid("distance_m", "must be 1-1000000 metres") }
+        }
         let code = body.code ?? Self.generateCode()
         guard RunParticipation.isValidCode(code) else { throw APIError.invalid("code", "4-32 of A-Z 0-9 -") }
         let run = Run(
             id: BearerToken.generate().id, code: code, name: body.name, organiserAccountID: principal.accountID ?? principal.tokenID,
-            startMilliseconds: body.startMilliseconds, endMilliseconds: end, enrolmentOpen: false, path: path, createdMilliseconds: now)
+            startMilliseconds: body.startMilliseconds, endMilliseconds: end, enrolmentOpen: false, path: path, createdMilliseconds: now,
+            distanceMetres: body.distanceMetres)
         guard try await store.insertRun(run) else {
             throw APIError(status: .conflict, code: .conflict, field: "code", message: "run code \(code) is taken")
         }
@@ -70,8 +74,9 @@ struct RaceRoutes: Sendable {
     /// window after).
     func showRun(_ request: Request, id: String) async throws -> Response {
         let (run, principal) = try await ownRun(request, id: id)
-        let entries = try await readable(run, principal: principal)
-        return try json(.ok, RunBody(run, entries: entries.map(RunEntryBody.init)))
+        let ranked = RaceStanding.ranked(try await readable(run, principal: principal))
+        let time = now
+        return try json(.ok, RunBody(run, entries: ranked.enumerated().map { RunEntryBody($1, rank: $0 + 1, run: run, now: time) }))
     }
 
     func setEnrolment(_ request: Request, id: String) async throws -> Response {
@@ -85,11 +90,12 @@ struct RaceRoutes: Sendable {
     func results(_ request: Request, id: String) async throws -> Response {
         let (run, principal) = try await ownRun(request, id: id)
         let ranked = RaceStanding.ranked(try await readable(run, principal: principal))
-        var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms\n"
+        var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms,finish_ms,elapsed_s\n"
         for (index, entry) in ranked.enumerated() {
             let distance = entry.distanceMetres.map { String(format: "%.1f", $0) } ?? ""
-            csv +=
-                "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),\(entry.fixMilliseconds.map(String.init) ?? "")\n"
+            let elapsed = entry.finishElapsedSeconds(run).map { String(format: "%.1f", $0) } ?? ""
+            csv += "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),"
+            csv += "\(entry.fixMilliseconds.map(String.init) ?? ""),\(entry.finishMilliseconds.map(String.init) ?? ""),\(elapsed)\n"
         }
         return download(csv, type: "text/csv; charset=utf-8", filename: "\(run.code)-results.csv")
     }
@@ -123,7 +129,7 @@ struct RaceRoutes: Sendable {
     /// The public page's data: consenting runners only, with no device id, nothing else.
     func spectatorData(id: String) async throws -> Response {
         guard let run = try await store.run(id: id) else { throw APIError.notFound("no run \(id)") }
-        var response = try json(.ok, SpectatorView(run: run, entries: try await store.runEntries(runID: run.id)))
+        var response = try json(.ok, SpectatorView(run: run, entries: try await store.runEntries(runID: run.id), now: now))
         response.headers[.cacheControl] = "no-store"
         return response
     }
@@ -169,10 +175,18 @@ struct RaceRoutes: Sendable {
     }
 }
 
-/// Standings: furthest along the course first; ties by the earlier fix.
+/// Standings: finishers first, by their finish (every runner starts with the gun, so the
+/// earlier finish is the shorter elapsed time); then those still out, furthest first; ties by
+/// the earlier fix.
 enum RaceStanding {
     static func ranked(_ entries: [RunEntry]) -> [RunEntry] {
         entries.sorted { a, b in
+            switch (a.finishMilliseconds, b.finishMilliseconds) {
+            case (let fa?, let fb?) where fa != fb: return fa < fb
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: break
+            }
             let da = a.distanceMetres ?? -1
             let db = b.distanceMetres ?? -1
             if da != db { return da > db }
@@ -188,9 +202,12 @@ struct CreateRunRequest: Codable, Sendable {
     var code: String?
     /// The course as a GPX document (its `trkpt` or `rtept` points).
     var gpx: String
+    /// The race distance, when it is not the course's length (laps of a loop, a virtual race).
+    var distanceMetres: Double?
 
     enum CodingKeys: String, CodingKey {
         case name, code, gpx
+        case distanceMetres = "distance_m"
         case startMilliseconds = "start_ms"
         case endMilliseconds = "end_ms"
     }
@@ -208,6 +225,8 @@ struct RunBody: Codable, Sendable {
     var endMilliseconds: Int64
     var enrolmentOpen: Bool
     var lengthMetres: Double
+    /// The race distance: the course's length unless the organiser set another.
+    var distanceMetres: Double
     var spectatorURL: String
     var entries: [RunEntryBody]?
 
@@ -219,6 +238,7 @@ struct RunBody: Codable, Sendable {
         endMilliseconds = run.endMilliseconds
         enrolmentOpen = run.enrolmentOpen
         lengthMetres = run.path.length
+        distanceMetres = run.raceDistanceMetres
         spectatorURL = "/runs/\(run.id)"
         self.entries = entries
     }
@@ -229,6 +249,7 @@ struct RunBody: Codable, Sendable {
         case endMilliseconds = "end_ms"
         case enrolmentOpen = "enrolment_open"
         case lengthMetres = "length_m"
+        case distanceMetres = "distance_m"
         case spectatorURL = "spectator_url"
     }
 }
@@ -248,8 +269,15 @@ struct RunEntryBody: Codable, Sendable {
     var longitude: Double?
     var fixMilliseconds: Int64?
     var distanceMetres: Double?
+    var rank: Int
+    var finishMilliseconds: Int64?
+    var finishElapsedSeconds: Double?
+    /// Seconds since the shown fix by the server's clock; nil before the first.
+    var fixAgeSeconds: Double?
+    /// No fix for longer than `RaceProgress.staleAfterMilliseconds`: where they were, not are.
+    var stale: Bool
 
-    init(_ entry: RunEntry) {
+    init(_ entry: RunEntry, rank: Int, run: Run, now: Int64) {
         deviceID = entry.deviceID
         name = entry.name
         showToSpectators = entry.showToSpectators
@@ -259,6 +287,12 @@ struct RunEntryBody: Codable, Sendable {
         longitude = entry.longitude
         fixMilliseconds = entry.fixMilliseconds
         distanceMetres = entry.distanceMetres
+        self.rank = rank
+        finishMilliseconds = entry.finishMilliseconds
+        finishElapsedSeconds = entry.finishElapsedSeconds(run)
+        let age = RaceProgress.age(fixMilliseconds: entry.fixMilliseconds, now: now)
+        fixAgeSeconds = age?.seconds
+        stale = age?.stale ?? false
     }
 
     enum CodingKeys: String, CodingKey {
@@ -271,6 +305,29 @@ struct RunEntryBody: Codable, Sendable {
         case longitude = "lon"
         case fixMilliseconds = "fix_ms"
         case distanceMetres = "distance_m"
+        case rank, stale
+        case finishMilliseconds = "finish_ms"
+        case finishElapsedSeconds = "finish_elapsed_s"
+        case fixAgeSeconds = "fix_age_s"
+    }
+
+    /// Nulls written out: a runner not yet finished has `finish_ms: null`, not no field.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(deviceID, forKey: .deviceID)
+        try c.encode(name, forKey: .name)
+        try c.encode(showToSpectators, forKey: .showToSpectators)
+        try c.encode(enrolledMilliseconds, forKey: .enrolledMilliseconds)
+        try c.encode(checkedInMilliseconds, forKey: .checkedInMilliseconds)
+        try c.encode(latitude, forKey: .latitude)
+        try c.encode(longitude, forKey: .longitude)
+        try c.encode(fixMilliseconds, forKey: .fixMilliseconds)
+        try c.encode(distanceMetres, forKey: .distanceMetres)
+        try c.encode(rank, forKey: .rank)
+        try c.encode(finishMilliseconds, forKey: .finishMilliseconds)
+        try c.encode(finishElapsedSeconds, forKey: .finishElapsedSeconds)
+        try c.encode(fixAgeSeconds, forKey: .fixAgeSeconds)
+        try c.encode(stale, forKey: .stale)
     }
 }
 
@@ -285,13 +342,39 @@ struct SpectatorView: Codable, Sendable {
         var longitude: Double
         var distanceMetres: Double
         var fixMilliseconds: Int64
+        var rank: Int
+        var finishMilliseconds: Int64?
+        var finishElapsedSeconds: Double?
+        var fixAgeSeconds: Double
+        /// No fix for longer than `RaceProgress.staleAfterMilliseconds`: the dot is where they
+        /// were, not where they are.
+        var stale: Bool
 
         enum CodingKeys: String, CodingKey {
-            case id, name
+            case id, name, rank, stale
             case latitude = "lat"
             case longitude = "lon"
             case distanceMetres = "distance_m"
             case fixMilliseconds = "fix_ms"
+            case finishMilliseconds = "finish_ms"
+            case finishElapsedSeconds = "finish_elapsed_s"
+            case fixAgeSeconds = "fix_age_s"
+        }
+
+        /// Nulls written out: a runner not yet finished has `finish_ms: null`, not no field.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(name, forKey: .name)
+            try c.encode(latitude, forKey: .latitude)
+            try c.encode(longitude, forKey: .longitude)
+            try c.encode(distanceMetres, forKey: .distanceMetres)
+            try c.encode(fixMilliseconds, forKey: .fixMilliseconds)
+            try c.encode(rank, forKey: .rank)
+            try c.encode(finishMilliseconds, forKey: .finishMilliseconds)
+            try c.encode(finishElapsedSeconds, forKey: .finishElapsedSeconds)
+            try c.encode(fixAgeSeconds, forKey: .fixAgeSeconds)
+            try c.encode(stale, forKey: .stale)
         }
     }
 
@@ -299,25 +382,32 @@ struct SpectatorView: Codable, Sendable {
     var startMilliseconds: Int64
     var endMilliseconds: Int64
     var lengthMetres: Double
+    /// The race distance (a runner finishes when their counted distance reaches it).
+    var distanceMetres: Double
     var path: [[Double]]
     var runners: [Runner]
     /// The leader's `id`, or nil before anyone has a position.
     var leader: String?
 
-    init(run: Run, entries: [RunEntry]) {
+    init(run: Run, entries: [RunEntry], now: Int64) {
         name = run.name
         startMilliseconds = run.startMilliseconds
         endMilliseconds = run.endMilliseconds
         lengthMetres = run.path.length
+        distanceMetres = run.raceDistanceMetres
         path = run.path.points
-        runners = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil }).compactMap { entry in
-            guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds else { return nil }
+        // Ranked among the runners shown only: a gap in the ranks would tell of someone who
+        // did not consent.
+        let shown = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil && $0.longitude != nil && $0.fixMilliseconds != nil })
+        runners = shown.enumerated().compactMap { index, entry in
+            guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds,
+                let age = RaceProgress.age(fixMilliseconds: fix, now: now)
+            else { return nil }
             return Runner(
-                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)),
-                name: entry.name,
-                latitude: latitude,
-                longitude: longitude,
-                distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix)
+                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
+                distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix, rank: index + 1,
+                finishMilliseconds: entry.finishMilliseconds, finishElapsedSeconds: entry.finishElapsedSeconds(run), fixAgeSeconds: age.seconds,
+                stale: age.stale)
         }
         leader = runners.first?.id
     }
@@ -327,5 +417,6 @@ struct SpectatorView: Codable, Sendable {
         case startMilliseconds = "start_ms"
         case endMilliseconds = "end_ms"
         case lengthMetres = "length_m"
+        case distanceMetres = "distance_m"
     }
 }

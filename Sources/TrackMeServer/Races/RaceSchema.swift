@@ -53,6 +53,18 @@ enum RaceSchema {
                     );
                     """)
         }
+        // The race distance of a run, and what counting along a runner's own fixes keeps
+        // between them: the finish and a fix held back as a possible jump.
+        migrator.registerMigration("race-2") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE runs ADD COLUMN distance_m REAL;
+                    ALTER TABLE run_entries ADD COLUMN finish_ms INTEGER;
+                    ALTER TABLE run_entries ADD COLUMN held_lat REAL;
+                    ALTER TABLE run_entries ADD COLUMN held_lon REAL;
+                    ALTER TABLE run_entries ADD COLUMN held_ms INTEGER;
+                    """)
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -80,6 +92,16 @@ enum RaceSchema {
                     last_report_ms BIGINT NOT NULL, lat DOUBLE PRECISION, lon DOUBLE PRECISION, fix_ms BIGINT)
                 """,
             ]
-        )
+        ),
+        (
+            "race-2",
+            [
+                "ALTER TABLE runs ADD COLUMN distance_m DOUBLE PRECISION",
+                """
+                ALTER TABLE run_entries ADD COLUMN finish_ms BIGINT, ADD COLUMN held_lat DOUBLE PRECISION, ADD COLUMN held_lon DOUBLE PRECISION,
+                    ADD COLUMN held_ms BIGINT
+                """,
+            ]
+        ),
     ]
 }

@@ -11,6 +11,11 @@ struct Run: Hashable, Sendable {
     var enrolmentOpen: Bool
     var path: RunPath
     var createdMilliseconds: Int64
+    /// The race distance the organiser set; nil for the course's length.
+    var distanceMetres: Double? = nil
+
+    /// A runner finishes when the distance counted along their own fixes reaches this.
+    var raceDistanceMetres: Double { distanceMetres ?? path.length }
 }
 
 /// One runner in one run: their device, the name shown, consent, check-in, and where they are.
@@ -27,15 +32,22 @@ struct RunEntry: Hashable, Sendable {
     var longitude: Double?
     /// Wall time of the newest fix (the device's, when trusted; else when received).
     var fixMilliseconds: Int64?
+    /// Metres counted along the runner's own fixes (`RaceProgress`).
     var distanceMetres: Double?
     /// When the server received the newest fix (the spectator feed's lag starts at the fix).
     var receivedMilliseconds: Int64?
+    /// When the counted distance reached the race distance.
+    var finishMilliseconds: Int64?
+    /// A fix held back as a possible GPS jump (`RaceProgress.State.held`).
+    var held: RaceIngest.Fix?
 
     init(
         runID: String, deviceID: String, name: String, showToSpectators: Bool, enrolledMilliseconds: Int64, checkedInMilliseconds: Int64? = nil,
         latitude: Double? = nil, longitude: Double? = nil, fixMilliseconds: Int64? = nil, distanceMetres: Double? = nil,
-        receivedMilliseconds: Int64? = nil
+        receivedMilliseconds: Int64? = nil, finishMilliseconds: Int64? = nil, held: RaceIngest.Fix? = nil
     ) {
+        self.finishMilliseconds = finishMilliseconds
+        self.held = held
         self.runID = runID
         self.deviceID = deviceID
         self.name = name
@@ -47,6 +59,27 @@ struct RunEntry: Hashable, Sendable {
         self.fixMilliseconds = fixMilliseconds
         self.distanceMetres = distanceMetres
         self.receivedMilliseconds = receivedMilliseconds
+    }
+
+    var progress: RaceProgress.State {
+        get {
+            var fix: RaceIngest.Fix?
+            if let latitude, let longitude, let fixMilliseconds { fix = RaceIngest.Fix(milliseconds: fixMilliseconds, latitude: latitude, longitude: longitude) }
+            return RaceProgress.State(fix: fix, distanceMetres: distanceMetres, finishMilliseconds: finishMilliseconds, held: held)
+        }
+        set {
+            latitude = newValue.fix?.latitude
+            longitude = newValue.fix?.longitude
+            fixMilliseconds = newValue.fix?.milliseconds
+            distanceMetres = newValue.distanceMetres
+            finishMilliseconds = newValue.finishMilliseconds
+            held = newValue.held
+        }
+    }
+
+    /// Elapsed from the run's start to the finish, in seconds.
+    func finishElapsedSeconds(_ run: Run) -> Double? {
+        finishMilliseconds.map { Double($0 - run.startMilliseconds) / 1000 }
     }
 }
 

@@ -2,7 +2,8 @@ import Foundation
 import TrackMeCore
 
 /// A run's course (Track4Run): the points of a GPX track or route, with the distance along the
-/// course at each, and where a runner's fix lies along it. Pure: no I/O, no clock.
+/// course at each. Pure: no I/O, no clock. A runner's distance is not placed on it but counted
+/// along their own fixes (`RaceProgress`): a course may use one street twice.
 package struct RunPath: Hashable, Sendable, Codable {
     /// `[latitude, longitude]` pairs, in course order.
     var points: [[Double]]
@@ -77,23 +78,6 @@ package struct RunPath: Hashable, Sendable, Codable {
         return nil
     }
 
-    /// Metres along the course of the point nearest to `(latitude, longitude)`. With `near` (the
-    /// runner's previous distance), only the part of the course from 200 m behind it to 5 km
-    /// ahead is searched, so a course that passes the same street twice (out and back, laps)
-    /// places the runner on the lap they are on.
-    func distanceAlong(latitude: Double, longitude: Double, near previous: Double? = nil) -> Double {
-        var best = (offset: Double.infinity, along: 0.0)
-        for index in 1..<points.count {
-            if let previous, cumulative[index] < previous - 200 || cumulative[index - 1] > previous + 5_000 { continue }
-            let (offset, fraction) = Self.project(latitude, longitude, onto: points[index - 1], points[index])
-            if offset < best.offset {
-                best = (offset, cumulative[index - 1] + fraction * (cumulative[index] - cumulative[index - 1]))
-            }
-        }
-        if best.offset == .infinity { return distanceAlong(latitude: latitude, longitude: longitude, near: nil) }
-        return best.along
-    }
-
     /// The point `metres` along the course (clamped to it): for simulations and tests.
     package func point(at metres: Double) -> (latitude: Double, longitude: Double) {
         let target = min(max(0, metres), length)
@@ -104,21 +88,6 @@ package struct RunPath: Hashable, Sendable, Codable {
         let a = points[index - 1]
         let b = points[index]
         return (a[0] + (b[0] - a[0]) * fraction, a[1] + (b[1] - a[1]) * fraction)
-    }
-
-    /// Distance from the point to segment a-b (metres) and how far along it the foot lies
-    /// (0...1), on a local flat projection (ample over a course's segments).
-    static func project(_ latitude: Double, _ longitude: Double, onto a: [Double], _ b: [Double]) -> (Double, Double) {
-        let scale = cos(a[0] * .pi / 180) * metresPerDegree
-        let bx = (b[1] - a[1]) * scale
-        let by = (b[0] - a[0]) * metresPerDegree
-        let px = (longitude - a[1]) * scale
-        let py = (latitude - a[0]) * metresPerDegree
-        let lengthSquared = bx * bx + by * by
-        let fraction = lengthSquared > 0 ? min(1, max(0, (px * bx + py * by) / lengthSquared)) : 0
-        let dx = px - fraction * bx
-        let dy = py - fraction * by
-        return ((dx * dx + dy * dy).squareRoot(), fraction)
     }
 
     package static let metresPerDegree = PositionSamplingPolicy.earthRadiusMetres * .pi / 180

@@ -7,12 +7,12 @@ extension SQLiteServerStore {
         return try await pool.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms, distance_m)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """,
                 arguments: [
                     run.id, run.code, run.name, run.organiserAccountID, run.startMilliseconds, run.endMilliseconds, run.enrolmentOpen, path,
-                    run.createdMilliseconds,
+                    run.createdMilliseconds, run.distanceMetres,
                 ])
             return db.changesCount == 1
         }
@@ -55,15 +55,18 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms,
+                        finish_ms, held_lat, held_lon, held_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
                         checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
-                        distance_m = excluded.distance_m, received_ms = excluded.received_ms
+                        distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
+                        held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms
                     """,
                 arguments: [
                     entry.runID, entry.deviceID, entry.name, entry.showToSpectators, entry.enrolledMilliseconds, entry.checkedInMilliseconds,
-                    entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds,
+                    entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds, entry.finishMilliseconds,
+                    entry.held?.latitude, entry.held?.longitude, entry.held?.milliseconds,
                 ])
         }
     }
@@ -134,7 +137,7 @@ extension SQLiteServerStore {
             id: try row.decode(forColumn: "id"), code: try row.decode(forColumn: "code"), name: try row.decode(forColumn: "name"),
             organiserAccountID: try row.decode(forColumn: "organiser_id"), startMilliseconds: try row.decode(forColumn: "start_ms"),
             endMilliseconds: try row.decode(forColumn: "end_ms"), enrolmentOpen: try row.decode(forColumn: "enrolment_open"), path: path,
-            createdMilliseconds: try row.decode(forColumn: "created_ms"))
+            createdMilliseconds: try row.decode(forColumn: "created_ms"), distanceMetres: try row.decode(forColumn: "distance_m"))
     }
 
     private static func entry(from row: Row) throws -> RunEntry {
@@ -144,7 +147,11 @@ extension SQLiteServerStore {
             enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"), checkedInMilliseconds: try row.decode(forColumn: "checked_in_ms"),
             latitude: try row.decode(forColumn: "lat"),
             longitude: try row.decode(forColumn: "lon"), fixMilliseconds: try row.decode(forColumn: "fix_ms"),
-            distanceMetres: try row.decode(forColumn: "distance_m"), receivedMilliseconds: try row.decode(forColumn: "received_ms"))
+            distanceMetres: try row.decode(forColumn: "distance_m"), receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+            finishMilliseconds: try row.decode(forColumn: "finish_ms"),
+            held: RaceIngest.Fix.stored(
+                milliseconds: try row.decode(forColumn: "held_ms"), latitude: try row.decode(forColumn: "held_lat"),
+                longitude: try row.decode(forColumn: "held_lon")))
     }
 
     private static func taxi(from row: Row) throws -> FleetTaxi {

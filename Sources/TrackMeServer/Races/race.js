@@ -1,0 +1,108 @@
+'use strict';
+(() => {
+  const runID = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
+  const $ = (id) => document.getElementById(id);
+  const state = { config: { tile_url: null, leaflet: false }, data: null, map: null };
+  const NS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs) { const n = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v)); return n; }
+  function text(tag, value, cls) { const n = document.createElement(tag); n.textContent = value; if (cls) n.className = cls; return n; }
+  function km(m) { return (m / 1000).toFixed(2); }
+  function clock(s) {
+    const t = Math.round(s), h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, sec = t % 60;
+    return (h ? h + ':' + String(m).padStart(2, '0') : String(m)) + ':' + String(sec).padStart(2, '0');
+  }
+  function finished(r) { return typeof r.finish_elapsed_s === 'number'; }
+  // What the time column says: the finish time, else how old a stale runner's fix is.
+  function status(r) {
+    if (finished(r)) return clock(r.finish_elapsed_s);
+    if (r.stale) return 'no fix for ' + clock(r.fix_age_s);
+    return '';
+  }
+
+  async function load() {
+    try {
+      const response = await fetch('/v1/public/runs/' + encodeURIComponent(runID), { cache: 'no-store' });
+      if (!response.ok) { $('run-status').textContent = response.status === 404 ? 'no such run' : 'unavailable'; return; }
+      state.data = await response.json();
+      render();
+      $('run-status').textContent = 'live';
+    } catch (e) { $('run-status').textContent = 'reconnecting'; }
+  }
+
+  function render() {
+    const d = state.data;
+    document.title = d.name + ' (live)';
+    $('run-name').textContent = d.name;
+    const leader = d.runners.find((r) => r.id === d.leader);
+    const race = typeof d.distance_m === 'number' ? d.distance_m : d.length_m;
+    $('leader').textContent = !leader ? 'No runner on the course yet'
+      : finished(leader) ? 'Leader: ' + leader.name + ', finished in ' + clock(leader.finish_elapsed_s)
+      : 'Leader: ' + leader.name + ' at ' + km(leader.distance_m) + ' km of ' + km(race);
+    const body = $('standings').tBodies[0];
+    body.replaceChildren(...d.runners.map((r, i) => {
+      const row = document.createElement('tr');
+      row.dataset.runner = r.id;
+      if (finished(r)) row.classList.add('finished'); else if (r.stale) row.classList.add('stale');
+      row.append(text('td', String(r.rank || i + 1)), text('td', r.name, 'name'), text('td', km(r.distance_m), 'km'), text('td', status(r), 'time'));
+      return row;
+    }));
+    $('message').textContent = d.runners.length + ' runner' + (d.runners.length === 1 ? '' : 's') + ' shown';
+    if (state.config.leaflet && state.config.tile_url && window.L) drawLeaflet(d); else drawGrid(d);
+  }
+
+  // Without tiles: the course on a plain grid (equirectangular around its middle).
+  function drawGrid(d) {
+    const W = 600, H = 400, box = $('map');
+    const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map' });
+    const all = d.path.concat(d.runners.map((r) => [r.lat, r.lon]));
+    const lat0 = all.reduce((s, p) => s + p[0], 0) / all.length;
+    const k = Math.cos(lat0 * Math.PI / 180) * 111320;
+    const xs = all.map((p) => p[1] * k), ys = all.map((p) => p[0] * 110540);
+    const minX = Math.min(...xs), maxX = Math.max(...xs), minY = Math.min(...ys), maxY = Math.max(...ys);
+    const span = Math.max(50, maxX - minX, (maxY - minY) * W / H) * 1.15;
+    const cx = (minX + maxX) / 2, cy = (minY + maxY) / 2, scale = W / span;
+    const px = (lon) => W / 2 + (lon * k - cx) * scale, py = (lat) => H / 2 - (lat * 110540 - cy) * scale;
+    plot.append(svg('polyline', { points: d.path.map((p) => px(p[1]).toFixed(1) + ',' + py(p[0]).toFixed(1)).join(' '), fill: 'none', stroke: '#3e8ef7', 'stroke-width': 3 }));
+    for (const r of d.runners.slice().reverse()) {
+      const colour = r.id === d.leader ? '#f5a623' : '#e5484d';
+      const dot = svg('circle', { cx: px(r.lon).toFixed(1), cy: py(r.lat).toFixed(1), r: r.id === d.leader ? 7 : 4, fill: r.stale && !finished(r) ? 'none' : colour, stroke: colour, class: r.stale && !finished(r) ? 'runner stale' : 'runner' });
+      dot.dataset.runner = r.id;
+      const title = svg('title'); title.textContent = r.name + (status(r) ? ' (' + status(r) + ')' : ''); dot.append(title);
+      plot.append(dot);
+    }
+    box.replaceChildren(plot);
+  }
+
+  function drawLeaflet(d) {
+    const L = window.L;
+    if (!state.map) {
+      const map = L.map($('map'), { attributionControl: false });
+      L.tileLayer(state.config.tile_url, { maxZoom: 19 }).addTo(map);
+      L.control.scale().addTo(map);
+      const course = L.polyline(d.path, { color: '#3e8ef7' }).addTo(map);
+      map.fitBounds(course.getBounds());
+      state.map = { map, markers: new Map() };
+    }
+    const seen = new Set();
+    for (const r of d.runners) {
+      seen.add(r.id);
+      let m = state.map.markers.get(r.id);
+      if (!m) { m = L.circleMarker([r.lat, r.lon], { radius: 5, color: '#e5484d' }).addTo(state.map.map); m.bindTooltip(''); state.map.markers.set(r.id, m); }
+      m.setLatLng([r.lat, r.lon]);
+      m.setStyle({ fill: !(r.stale && !finished(r)) });
+      m.setTooltipContent(document.createTextNode(r.name + (status(r) ? ' (' + status(r) + ')' : '')));
+    }
+    for (const [id, m] of state.map.markers) if (!seen.has(id)) { m.remove(); state.map.markers.delete(id); }
+  }
+
+  async function start() {
+    try { state.config = await (await fetch('/v1/console/config')).json(); } catch (e) { /* grid */ }
+    if (state.config.leaflet && state.config.tile_url && !window.L) {
+      const css = document.createElement('link'); css.rel = 'stylesheet'; css.href = '/assets/leaflet/leaflet.css'; document.head.append(css);
+      const js = document.createElement('script'); js.src = '/assets/leaflet/leaflet.js'; js.addEventListener('load', load); document.head.append(js);
+    }
+    await load();
+    setInterval(load, 1000);
+  }
+  start();
+})();
