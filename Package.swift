@@ -19,11 +19,14 @@ var targets: [Target] = []
 targets += [
     // swift-system (issue 15): the one errno error and descriptor owner (SystemError.swift) every shell uses.
     .target(
-        name: "TrackMeCore", dependencies: [.product(name: "SystemPackage", package: "swift-system")], exclude: ["WIRE.md"],
+        name: "TrackMeCore",
+        dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+        exclude: ["WIRE.md"],
         swiftSettings: strictSettings
     ),
     .testTarget(
-        name: "TrackMeCoreTests", dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        name: "TrackMeCoreTests",
+        dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
         swiftSettings: strictSettings
     ),
 ]
@@ -101,7 +104,8 @@ targets += [
         swiftSettings: strictSettings
     ),
     .target(
-        name: "GPSDTestSupport", dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        name: "GPSDTestSupport",
+        dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
         swiftSettings: strictSettings
     ),
     .testTarget(
@@ -369,7 +373,7 @@ let package = Package(
         .executable(name: "trackme-server", targets: ["trackme-server"]),
     ],
     traits: [
-        .trait(name: "PostgreSQL", description: "The server's PostgreSQL storage backend (postgres-nio)."),
+        .trait(name: "PostgreSQL", description: "The server's PostgreSQL storage backend (postgres-nio).")
     ],
     dependencies: [
         // MARK: agent-side packages (no NIO here: the agent stays light on a Pi)

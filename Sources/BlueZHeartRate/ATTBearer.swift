@@ -77,7 +77,8 @@ public final class SeqPacketBearer: ATTBearer {
     }
 
     private static func receiveLoop(
-        descriptor owner: OwnedFileDescriptor, stopping: StopFlag,
+        descriptor owner: OwnedFileDescriptor,
+        stopping: StopFlag,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) {
         defer { owner.close() }
@@ -94,7 +95,8 @@ public final class SeqPacketBearer: ATTBearer {
     /// Polls and receives until the link ends cleanly (hang-up, reset) or `stopping`; throws the
     /// error that ended it otherwise.
     private static func receive(
-        from descriptor: FileDescriptor, stopping: StopFlag,
+        from descriptor: FileDescriptor,
+        stopping: StopFlag,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: receiveBufferSize)

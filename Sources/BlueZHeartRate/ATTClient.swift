@@ -123,14 +123,23 @@ public actor ATTClient {
             guard case .readByTypeResponse(let entries) = response else { throw unexpected(response, to: request) }
             for entry in entries {
                 guard entry.value.count == 5 || entry.value.count == 19 else {
-                    throw ATTClientError(code: .malformedResponse, requestOpcode: request.opcode, handle: entry.handle,
-                                         detail: "characteristic declaration of \(entry.value.count) bytes")
+                    throw ATTClientError(
+                        code: .malformedResponse,
+                        requestOpcode: request.opcode,
+                        handle: entry.handle,
+                        detail: "characteristic declaration of \(entry.value.count) bytes"
+                    )
                 }
                 let valueHandle = UInt16(entry.value[1]) | UInt16(entry.value[2]) << 8
                 let uuid = try decodeUUID(Array(entry.value[3...]), request: request)
-                characteristics.append(GATTCharacteristic(
-                    uuid: uuid, declarationHandle: entry.handle, valueHandle: valueHandle,
-                    properties: GATTCharacteristic.Properties(rawValue: entry.value[0])))
+                characteristics.append(
+                    GATTCharacteristic(
+                        uuid: uuid,
+                        declarationHandle: entry.handle,
+                        valueHandle: valueHandle,
+                        properties: GATTCharacteristic.Properties(rawValue: entry.value[0])
+                    )
+                )
             }
             guard let last = entries.last?.handle, last < handles.upperBound, last >= start else { break }
             start = last + 1
@@ -236,8 +245,11 @@ public actor ATTClient {
     private func transactionTimedOut(_ id: UInt64) {
         guard let current = pending, current.id == id else { return }
         logger.info("ATT transaction timed out; closing the bearer", metadata: ["ble.att.opcode": "\(current.request.opcode)"])
-        let error = ATTClientError(code: .transactionTimeout, requestOpcode: current.request.opcode,
-                                   detail: "no response within \(timeout)")
+        let error = ATTClientError(
+            code: .transactionTimeout,
+            requestOpcode: current.request.opcode,
+            detail: "no response within \(timeout)"
+        )
         // ATT allows no further requests on a bearer after a timeout: close it.
         bearer.close()
         fail(error)
@@ -253,9 +265,17 @@ public actor ATTClient {
             logger.debug("malformed ATT PDU", metadata: ["ble.att.bytes": "\(Hex.encode(bytes, separator: " "))", "ble.att.error": "\(error)"])
             // A malformed answer to our request fails that request now rather than at the timeout.
             if let current = pending, let opcode = bytes.first,
-               opcode == current.request.opcode + 1 || opcode == ATTPDU.Opcode.errorResponse {
-                complete(with: .failure(ATTClientError(code: .malformedResponse, requestOpcode: current.request.opcode,
-                                                       detail: error.description)))
+                opcode == current.request.opcode + 1 || opcode == ATTPDU.Opcode.errorResponse
+            {
+                complete(
+                    with: .failure(
+                        ATTClientError(
+                            code: .malformedResponse,
+                            requestOpcode: current.request.opcode,
+                            detail: error.description
+                        )
+                    )
+                )
             }
             messageContinuation.yield(.malformed(bytes: bytes, error: error))
             return

@@ -24,13 +24,19 @@ public enum ATTPDU: Hashable, Sendable {
     public struct HandleUUID: Hashable, Sendable {
         public var handle: UInt16
         public var uuid: BluetoothUUID
-        public init(handle: UInt16, uuid: BluetoothUUID) { self.handle = handle; self.uuid = uuid }
+        public init(handle: UInt16, uuid: BluetoothUUID) {
+            self.handle = handle
+            self.uuid = uuid
+        }
     }
 
     public struct HandleValue: Hashable, Sendable {
         public var handle: UInt16
         public var value: [UInt8]
-        public init(handle: UInt16, value: [UInt8]) { self.handle = handle; self.value = value }
+        public init(handle: UInt16, value: [UInt8]) {
+            self.handle = handle
+            self.value = value
+        }
     }
 
     public struct GroupValue: Hashable, Sendable {
@@ -237,7 +243,10 @@ public enum ATTPDU: Hashable, Sendable {
         }
         guard r.remaining >= length, r.remaining.isMultiple(of: length) else {
             throw PayloadDecodingError(
-                code: .truncated, offset: r.offset, expected: "whole entries of \(length) bytes, found \(r.remaining) bytes")
+                code: .truncated,
+                offset: r.offset,
+                expected: "whole entries of \(length) bytes, found \(r.remaining) bytes"
+            )
         }
         return length
     }

@@ -193,7 +193,8 @@ public struct StrapScanResults: Sendable {
     public init() {}
 
     public mutating func add(_ report: AdvertisingReport) {
-        var device = devices[report.address]
+        var device =
+            devices[report.address]
             ?? DiscoveredStrap(address: report.address, addressType: report.addressType, name: nil, rssi: report.rssi, services: [])
         if device.name == nil || report.data.localNameComplete { device.name = report.data.localName ?? device.name }
         for uuid in report.data.serviceUUIDs where !device.services.contains(uuid) { device.services.append(uuid) }

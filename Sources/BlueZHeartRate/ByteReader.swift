@@ -74,8 +74,10 @@ struct ByteReader {
 
     private func truncated(_ what: String, needing count: Int) -> PayloadDecodingError {
         PayloadDecodingError(
-            code: .truncated, offset: offset,
-            expected: "\(what) (\(count) byte\(count == 1 ? "" : "s")), found \(max(0, remaining))")
+            code: .truncated,
+            offset: offset,
+            expected: "\(what) (\(count) byte\(count == 1 ? "" : "s")), found \(max(0, remaining))"
+        )
     }
 }
 

@@ -17,7 +17,10 @@ public enum HCIScanner {
     /// Scans for `duration` on `clock` and returns the straps (devices advertising 0x180D) seen,
     /// or every LE device with `includeAll`.
     public static func scan(
-        adapter: String?, duration: Duration, includeAll: Bool = false, clock: any Clock<Duration> = ContinuousClock()
+        adapter: String?,
+        duration: Duration,
+        includeAll: Bool = false,
+        clock: any Clock<Duration> = ContinuousClock()
     ) async throws -> [DiscoveredStrap] {
         let stream = reports(adapter: adapter)
         return try await withThrowingTaskGroup(of: StrapScanResults?.self) { group in

@@ -70,8 +70,11 @@ public struct HeartRateLink: Sendable {
     public var random: @Sendable () -> Double
 
     public init(
-        connector: StrapConnector, configuration: Configuration = Configuration(), clock: any Clock<Duration> = ContinuousClock(),
-        logger: Logger, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        connector: StrapConnector,
+        configuration: Configuration = Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.connector = connector
         self.configuration = configuration
@@ -171,8 +174,13 @@ public struct HeartRateLink: Sendable {
                 batteryHandle = try await subscribeBattery(battery, client: client, emit: emit)
             }
             try await client.subscribe(cccdHandle: measurementCCCD, indications: !measurement.properties.contains(.notify))
-            return Session(client: client, bearer: connection.bearer, address: connection.address,
-                           measurementHandle: measurement.valueHandle, batteryHandle: batteryHandle)
+            return Session(
+                client: client,
+                bearer: connection.bearer,
+                address: connection.address,
+                measurementHandle: measurement.valueHandle,
+                batteryHandle: batteryHandle
+            )
         } catch {
             await client.close()
             throw error
@@ -188,7 +196,8 @@ public struct HeartRateLink: Sendable {
             emit.yield(.battery(percent))
         }
         if level.properties.contains(.notify),
-           let handle = try? await cccd(of: index, in: characteristics, serviceEnd: service.endHandle, client: client) {
+            let handle = try? await cccd(of: index, in: characteristics, serviceEnd: service.endHandle, client: client)
+        {
             try await client.subscribe(cccdHandle: handle)
         }
         return level.valueHandle

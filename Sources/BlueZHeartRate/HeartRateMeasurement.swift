@@ -59,7 +59,9 @@ public enum HeartRateMeasurement {
     /// `forceUInt16`) uses the uint16 form, energy is clamped to uint16, and RR intervals that do
     /// not fit are left out (a real strap sends them in the next notification).
     public static func encode(
-        _ reading: HeartRateReading, forceUInt16: Bool = false, maximumLength: Int = defaultMaximumPayload
+        _ reading: HeartRateReading,
+        forceUInt16: Bool = false,
+        maximumLength: Int = defaultMaximumPayload
     ) -> [UInt8] {
         var flags: Flags = []
         let wide = forceUInt16 || reading.bpm > Int(UInt8.max) || reading.bpm < 0
@@ -94,7 +96,8 @@ public enum HeartRateMeasurement {
 
 /// Body Sensor Location (0x2A38): where the strap sits.
 public enum BodySensorLocation: UInt8, Sendable, Hashable, CaseIterable {
-    case other = 0, chest, wrist, finger, hand, earLobe, foot
+    case other = 0
+    case chest, wrist, finger, hand, earLobe, foot
 
     public static let uuid = BluetoothUUID(0x2A38)
 

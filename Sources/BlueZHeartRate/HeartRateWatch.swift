@@ -15,8 +15,12 @@ public struct HeartRateWatch: Sendable {
         public var backoff: Backoff
 
         public init(
-            adapter: String?, address: BluetoothAddress?, addressType: BluetoothAddressType = .public, count: Int? = nil,
-            connectTimeout: Duration = .seconds(10), backoff: Backoff = Backoff()
+            adapter: String?,
+            address: BluetoothAddress?,
+            addressType: BluetoothAddressType = .public,
+            count: Int? = nil,
+            connectTimeout: Duration = .seconds(10),
+            backoff: Backoff = Backoff()
         ) {
             self.adapter = adapter
             self.address = address
@@ -41,7 +45,11 @@ public struct HeartRateWatch: Sendable {
         let clock = ContinuousClock()
         let connector = connector ?? defaultConnector(clock: clock)
         let link = HeartRateLink(
-            connector: connector, configuration: .init(backoff: configuration.backoff), clock: clock, logger: logger)
+            connector: connector,
+            configuration: .init(backoff: configuration.backoff),
+            clock: clock,
+            logger: logger
+        )
         var printed = 0
         var lastReading: ContinuousClock.Instant?
         var connectedOnce = false
@@ -64,8 +72,12 @@ public struct HeartRateWatch: Sendable {
                 fields.append(("down_ms", gap.map(JSONLines.milliseconds) ?? "null"))
                 diagnostics(JSONLines.event("connected", fields))
             case .linkState(.unreachable(let reason, let notFound, let retryIn)):
-                diagnostics(JSONLines.event(notFound ? "not_found" : "connect_failed",
-                                            target + [("reason", JSONLines.string(reason)), ("retry_in_ms", JSONLines.milliseconds(retryIn))]))
+                diagnostics(
+                    JSONLines.event(
+                        notFound ? "not_found" : "connect_failed",
+                        target + [("reason", JSONLines.string(reason)), ("retry_in_ms", JSONLines.milliseconds(retryIn))]
+                    )
+                )
             case .linkState(.lost(_, let reason)):
                 let gap = lastReading.map { JSONLines.milliseconds($0.duration(to: clock.now)) } ?? "null"
                 diagnostics(JSONLines.event("link_lost", [("gap_ms", gap), ("reason", JSONLines.string(reason))]))
@@ -74,7 +86,12 @@ public struct HeartRateWatch: Sendable {
             case .bodySensorLocation(let location):
                 diagnostics(JSONLines.event("body_sensor_location", [("location", JSONLines.string("\(location)"))]))
             case .malformed(let raw, let error):
-                diagnostics(JSONLines.event("malformed", [("raw", JSONLines.string(Hex.encode(raw, separator: " "))), ("error", JSONLines.string(error.description))]))
+                diagnostics(
+                    JSONLines.event(
+                        "malformed",
+                        [("raw", JSONLines.string(Hex.encode(raw, separator: " "))), ("error", JSONLines.string(error.description))]
+                    )
+                )
             }
         }
     }
@@ -86,7 +103,11 @@ public struct HeartRateWatch: Sendable {
     private func defaultConnector(clock: ContinuousClock) -> StrapConnector {
         if let address = configuration.address {
             return L2CAPConnector.connector(
-                adapter: configuration.adapter, address: address, addressType: configuration.addressType, timeout: configuration.connectTimeout)
+                adapter: configuration.adapter,
+                address: address,
+                addressType: configuration.addressType,
+                timeout: configuration.connectTimeout
+            )
         }
         return L2CAPConnector.strongestNearby(adapter: configuration.adapter, timeout: configuration.connectTimeout, clock: clock)
     }

@@ -30,7 +30,10 @@ public enum L2CAPConnector {
     /// A connector for `StrapConnector`: each call opens a new link to `address` from `adapter`
     /// ("hci0"; nil for the first adapter).
     public static func connector(
-        adapter: String?, address: BluetoothAddress, addressType: BluetoothAddressType, timeout: Duration = .seconds(10)
+        adapter: String?,
+        address: BluetoothAddress,
+        addressType: BluetoothAddressType,
+        timeout: Duration = .seconds(10)
     ) -> StrapConnector {
         StrapConnector {
             let stop = StopFlag()
@@ -48,7 +51,10 @@ public enum L2CAPConnector {
     /// A connector that scans for `scanDuration` and connects to the strap with the strongest
     /// signal, scanning again on every reconnect.
     public static func strongestNearby(
-        adapter: String?, scanDuration: Duration = .seconds(5), timeout: Duration = .seconds(10), clock: any Clock<Duration> = ContinuousClock()
+        adapter: String?,
+        scanDuration: Duration = .seconds(5),
+        timeout: Duration = .seconds(10),
+        clock: any Clock<Duration> = ContinuousClock()
     ) -> StrapConnector {
         StrapConnector {
             let straps = try await HCIScanner.scan(adapter: adapter, duration: scanDuration, clock: clock)
@@ -63,7 +69,11 @@ public enum L2CAPConnector {
 
     /// Blocking connect (call on a dedicated thread). Polls in short slices so `stop` ends it.
     static func connect(
-        adapter: String?, address: BluetoothAddress, addressType: BluetoothAddressType, timeout: Duration, stop: StopFlag
+        adapter: String?,
+        address: BluetoothAddress,
+        addressType: BluetoothAddressType,
+        timeout: Duration,
+        stop: StopFlag
     ) throws -> SeqPacketBearer {
         var local = bdaddr_t()
         if let adapter {
@@ -75,7 +85,8 @@ public enum L2CAPConnector {
         let socketFD = FileDescriptor(
             rawValue: try SystemError.retrying("socket(AF_BLUETOOTH)") {
                 socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
-            })
+            }
+        )
         let descriptor = OwnedFileDescriptor(socketFD)
         do {
             var source = sockaddr_l2()
@@ -100,7 +111,9 @@ public enum L2CAPConnector {
             destination.l2_cid = attChannel.littleEndian
             destination.l2_bdaddr_type = UInt8(addressType == .public ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
             let started = withUnsafePointer(to: &destination) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socketFD.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(socketFD.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
+                }
             }
             if started != 0 {
                 // Not `retrying`: a non-blocking connect goes on in the kernel after EINTR as after

@@ -12,7 +12,9 @@ public enum ExactlyOnce {
     /// exactly the store's readings, each once and unchanged, and the store has them all
     /// marked synced. At most `limit` lines name single readings.
     public static func problems(
-        store local: [(reading: WireReading, synced: Bool)], server remote: [WireReading], limit: Int = 5
+        store local: [(reading: WireReading, synced: Bool)],
+        server remote: [WireReading],
+        limit: Int = 5
     ) -> [String] {
         var problems: [String] = []
         let unsynced = local.filter { !$0.synced }.count
@@ -33,11 +35,14 @@ public enum ExactlyOnce {
             }
         }
         if !missing.isEmpty {
-            problems.append("\(missing.count) readings of the store missing at the server: \(missing.prefix(limit).map(String.init).joined(separator: ", "))")
+            problems.append(
+                "\(missing.count) readings of the store missing at the server: \(missing.prefix(limit).map(String.init).joined(separator: ", "))"
+            )
         }
         if !differing.isEmpty {
             problems.append(
-                "\(differing.count) readings differ between the store and the server: \(differing.prefix(limit).map(String.init).joined(separator: ", "))")
+                "\(differing.count) readings differ between the store and the server: \(differing.prefix(limit).map(String.init).joined(separator: ", "))"
+            )
         }
         if !atServer.isEmpty {
             let extra = atServer.keys.sorted().prefix(limit).map(String.init).joined(separator: ", ")

@@ -1,5 +1,5 @@
-import Foundation
 public import EdgeStore
+import Foundation
 import GRDB
 import TrackMeCore
 
@@ -48,7 +48,10 @@ public enum StoreBenchmark {
 
     /// - encryptionKey: seal the store's rows under this key (`--encryption on`); nil: in clear.
     public static func run(
-        readings: Int = 100_000, groupSize: Int = 500, directory: String? = nil, encryptionKey: StoreKey? = nil
+        readings: Int = 100_000,
+        groupSize: Int = 500,
+        directory: String? = nil,
+        encryptionKey: StoreKey? = nil
     ) async throws -> Result {
         let dir = directory ?? NSTemporaryDirectory() + "trackme-bench-store-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -56,7 +59,9 @@ public enum StoreBenchmark {
         let inputs = (0..<readings).map { SyntheticReadings.reading($0) }
 
         // Through the store: append, group commits of `groupSize`, a final flush.
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir + "/store.sqlite", diskBudgetBytes: 1 << 40, encryptionKey: encryptionKey))
+        let store = try ReadingStore(
+            configuration: StoreConfiguration(path: dir + "/store.sqlite", diskBudgetBytes: 1 << 40, encryptionKey: encryptionKey)
+        )
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600), maxGroupSize: groupSize)
         let storeStart = ContinuousClock.now
         for (timestamp, payload) in inputs { await committer.append(payload, at: timestamp) }
@@ -73,12 +78,15 @@ public enum StoreBenchmark {
         let queue = try DatabaseQueue(path: dir + "/baseline.sqlite", configuration: config)
         try await queue.write { db in
             try db.execute(
-                sql: "CREATE TABLE readings (seq INTEGER PRIMARY KEY AUTOINCREMENT, synced INTEGER NOT NULL DEFAULT 0, boot INTEGER NOT NULL, mono_ns INTEGER NOT NULL, wall_ms INTEGER, body BLOB NOT NULL)"
+                sql:
+                    "CREATE TABLE readings (seq INTEGER PRIMARY KEY AUTOINCREMENT, synced INTEGER NOT NULL DEFAULT 0, boot INTEGER NOT NULL, mono_ns INTEGER NOT NULL, wall_ms INTEGER, body BLOB NOT NULL)"
             )
         }
         let rows: [[any DatabaseValueConvertible & Sendable]] = inputs.map { t, p in
-            [Int64(1), Int64(bitPattern: t.monotonicNanoseconds), t.wallClockMilliseconds ?? 0,
-             Data(ReadingBodyCodec.encode(p, wallClockTrusted: t.wallClockTrusted))]
+            [
+                Int64(1), Int64(bitPattern: t.monotonicNanoseconds), t.wallClockMilliseconds ?? 0,
+                Data(ReadingBodyCodec.encode(p, wallClockTrusted: t.wallClockTrusted)),
+            ]
         }
         let baselineStart = ContinuousClock.now
         for start in stride(from: 0, to: rows.count, by: groupSize) {
@@ -110,12 +118,20 @@ public enum StoreBenchmark {
         let baselineSeconds = seconds(baselineElapsed)
         let perReading = Double(used) / Double(readings)
         return Result(
-            readings: readings, groupSize: groupSize, storeSeconds: storeSeconds,
-            storeReadingsPerSecond: Double(readings) / storeSeconds, baselineSeconds: baselineSeconds,
-            baselineReadingsPerSecond: Double(readings) / baselineSeconds, ratio: baselineSeconds / storeSeconds,
-            bytesPerReading: perReading, weekMebibytes: perReading * 2 * 7 * 86_400 / 1_048_576, synchronous: "FULL",
-            corruptRecoveryMilliseconds: seconds(recovery) * 1000, healthyOpenMilliseconds: seconds(healthyOpen) * 1000,
-            encrypted: encryptionKey != nil)
+            readings: readings,
+            groupSize: groupSize,
+            storeSeconds: storeSeconds,
+            storeReadingsPerSecond: Double(readings) / storeSeconds,
+            baselineSeconds: baselineSeconds,
+            baselineReadingsPerSecond: Double(readings) / baselineSeconds,
+            ratio: baselineSeconds / storeSeconds,
+            bytesPerReading: perReading,
+            weekMebibytes: perReading * 2 * 7 * 86_400 / 1_048_576,
+            synchronous: "FULL",
+            corruptRecoveryMilliseconds: seconds(recovery) * 1000,
+            healthyOpenMilliseconds: seconds(healthyOpen) * 1000,
+            encrypted: encryptionKey != nil
+        )
     }
 
     struct BenchmarkFailure: Error, CustomStringConvertible {

@@ -25,8 +25,17 @@ public enum SyntheticReadings {
             timestamp,
             .position(
                 PositionFix(
-                    time: isoTime(ms), mode: .threeDimensional, latitude: lat, longitude: lon, altitudeHAE: 1103.2 + Double(second % 50) / 10,
-                    altitudeMSL: 1082.5, speed: Double(second % 30) / 10, track: Double(second % 3600) / 10, horizontalError: 4.1))
+                    time: isoTime(ms),
+                    mode: .threeDimensional,
+                    latitude: lat,
+                    longitude: lon,
+                    altitudeHAE: 1103.2 + Double(second % 50) / 10,
+                    altitudeMSL: 1082.5,
+                    speed: Double(second % 30) / 10,
+                    track: Double(second % 3600) / 10,
+                    horizontalError: 4.1
+                )
+            )
         )
     }
 
@@ -42,7 +51,11 @@ public enum SyntheticReadings {
         let d = doy - (153 * mp + 2) / 5 + 1
         let m = mp < 10 ? mp + 3 : mp - 9
         let y = m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400
-        func p(_ v: Int64, _ w: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, w - s.count)) + s }
-        return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rest / 3_600_000, 2)):\(p(rest / 60_000 % 60, 2)):\(p(rest / 1000 % 60, 2)).\(p(rest % 1000, 3))Z"
+        func p(_ v: Int64, _ w: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, w - s.count)) + s
+        }
+        return
+            "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rest / 3_600_000, 2)):\(p(rest / 60_000 % 60, 2)):\(p(rest / 1000 % 60, 2)).\(p(rest % 1000, 3))Z"
     }
 }

@@ -84,11 +84,17 @@ public actor DispatchLane {
     ///   - observe: sees every event as it happens, besides `events` (for an owner that steps
     ///     the lane itself and reads what it did right after).
     public init(
-        transport: any AlertTransport, fallback: (any LocalFallback)?, clock: any Clock<Duration>,
-        settings: DispatchSettings = DispatchSettings(), tickInterval: Duration = .milliseconds(250),
-        timestamp: @escaping @Sendable () -> ReadingTimestamp, restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
-        undelivered: [AlertUpdate] = [], delivered: (@Sendable (AlertUpdate) -> Void)? = nil,
-        observe: (@Sendable (DispatchLaneEvent) -> Void)? = nil, logger: Logger
+        transport: any AlertTransport,
+        fallback: (any LocalFallback)?,
+        clock: any Clock<Duration>,
+        settings: DispatchSettings = DispatchSettings(),
+        tickInterval: Duration = .milliseconds(250),
+        timestamp: @escaping @Sendable () -> ReadingTimestamp,
+        restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
+        undelivered: [AlertUpdate] = [],
+        delivered: (@Sendable (AlertUpdate) -> Void)? = nil,
+        observe: (@Sendable (DispatchLaneEvent) -> Void)? = nil,
+        logger: Logger
     ) {
         policy = DispatchPolicy(settings: settings)
         if let restored { policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, now: .zero) }
@@ -199,7 +205,9 @@ public actor DispatchLane {
     /// Calls `tick` at fixed deadlines (start + k * interval), so that late wake-ups do not
     /// shift the schedule; returns when cancelled.
     private static func ticks<C: Clock<Duration>>(
-        on clock: C, every interval: Duration, _ tick: @Sendable () async -> Void
+        on clock: C,
+        every interval: Duration,
+        _ tick: @Sendable () async -> Void
     ) async {
         var deadline = clock.now.advanced(by: interval)
         while true {
@@ -242,7 +250,9 @@ public actor DispatchLane {
             do {
                 try await fallback.run(record, reason: reason, contactIndex: index)
                 logger.info(
-                    "local fallback ran", metadata: ["sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)"])
+                    "local fallback ran",
+                    metadata: ["sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)"]
+                )
                 emit(.fallbackSucceeded(alertID: record.id, reason: reason))
             } catch {
                 // Logged, and nothing else: the retries to the server go on regardless.
@@ -250,7 +260,8 @@ public actor DispatchLane {
                     "local fallback failed",
                     metadata: [
                         "sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)", "error": "\(error)",
-                    ])
+                    ]
+                )
                 emit(.fallbackFailed(alertID: record.id, reason: reason, error: "\(error)"))
             }
         }
@@ -305,7 +316,8 @@ public actor DispatchLane {
         case .failed(let message):
             logger.info(
                 "alert update not delivered, will retry",
-                metadata: ["sos.alert_id": "\(update.alert.id)", "sos.update_seq": "\(update.updateSequence)", "error": "\(message)"])
+                metadata: ["sos.alert_id": "\(update.alert.id)", "sos.update_seq": "\(update.updateSequence)", "error": "\(message)"]
+            )
             apply(.sendFailed(alertID: update.alert.id, updateSequence: update.updateSequence))
             emit(.sendFailed(update, error: message))
         }

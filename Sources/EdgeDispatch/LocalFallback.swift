@@ -1,11 +1,12 @@
 public import Foundation
 import Synchronization
+public import TrackMeCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import TrackMeCore
 
 /// Runs the site's local fallback for an alert (siren, SMS modem, phone call).
 public protocol LocalFallback: Sendable {
@@ -53,7 +54,10 @@ public struct ExecutableFallback: LocalFallback {
     public var clock: any Clock<Duration>
 
     public init(
-        executable: URL, arguments: [String] = [], environment: [String: String] = [:], timeLimit: Duration = .seconds(30),
+        executable: URL,
+        arguments: [String] = [],
+        environment: [String: String] = [:],
+        timeLimit: Duration = .seconds(30),
         clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.executable = executable
@@ -76,7 +80,11 @@ public struct ExecutableFallback: LocalFallback {
         }
         guard input.count <= Self.maximumInputBytes else {
             throw LocalFallbackError(
-                code: .encodingFailed, executable: executable.path, status: nil, message: "alert JSON is \(input.count) bytes")
+                code: .encodingFailed,
+                executable: executable.path,
+                status: nil,
+                message: "alert JSON is \(input.count) bytes"
+            )
         }
         let stdin = Pipe()
         let process = Process()
@@ -103,7 +111,8 @@ public struct ExecutableFallback: LocalFallback {
             } catch {
                 process.terminationHandler = nil
                 continuation.resume(
-                    throwing: LocalFallbackError(code: .launchFailed, executable: executable.path, status: nil, message: "\(error)"))
+                    throwing: LocalFallbackError(code: .launchFailed, executable: executable.path, status: nil, message: "\(error)")
+                )
                 return
             }
             // Started only once the process runs, so that it cannot miss it.

@@ -27,8 +27,12 @@ public actor GroupCommitter {
     public private(set) var lastError: StoreError?
 
     public init(
-        store: ReadingStore, clock: any Clock<Duration>, interval: Duration = .seconds(1), maxGroupSize: Int = 512,
-        memoryLimit: Int = 100_000, onCommit: @escaping @Sendable ([Int64]) -> Void = { _ in }
+        store: ReadingStore,
+        clock: any Clock<Duration>,
+        interval: Duration = .seconds(1),
+        maxGroupSize: Int = 512,
+        memoryLimit: Int = 100_000,
+        onCommit: @escaping @Sendable ([Int64]) -> Void = { _ in }
     ) {
         self.store = store
         self.clock = clock

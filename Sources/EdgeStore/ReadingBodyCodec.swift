@@ -123,8 +123,17 @@ public enum ReadingBodyCodec {
             return (
                 .position(
                     PositionFix(
-                        time: time, mode: mode, latitude: values[0], longitude: values[1], altitudeHAE: values[2],
-                        altitudeMSL: values[3], speed: values[4], track: values[5], horizontalError: values[6])),
+                        time: time,
+                        mode: mode,
+                        latitude: values[0],
+                        longitude: values[1],
+                        altitudeHAE: values[2],
+                        altitudeMSL: values[3],
+                        speed: values[4],
+                        track: values[5],
+                        horizontalError: values[6]
+                    )
+                ),
                 trusted
             )
         default:

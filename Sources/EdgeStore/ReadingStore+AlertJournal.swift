@@ -35,7 +35,8 @@ extension ReadingStore {
             }
             logger.info(
                 "alert journal write failed, alert kept in memory",
-                metadata: ["alert.id": "\(update.alert.id)", "store.error": "\(error)"])
+                metadata: ["alert.id": "\(update.alert.id)", "store.error": "\(error)"]
+            )
             return .memoryOnly(error)
         }
     }
@@ -190,7 +191,8 @@ extension ReadingStore {
                 sql: """
                     SELECT alert_id, update_seq, body FROM alert_updates a WHERE update_seq = (
                         SELECT MAX(update_seq) FROM alert_updates b WHERE b.alert_id = a.alert_id) ORDER BY rowid
-                    """)
+                    """
+            )
         }
         return decodeAlertRows(rows)
     }
@@ -217,21 +219,27 @@ extension ReadingStore {
                         sql: """
                             INSERT INTO alert_quarantine (alert_id, update_seq, boot, mono_ns, body, delivered, reason)
                             SELECT alert_id, update_seq, boot, mono_ns, body, delivered, ? FROM alert_updates WHERE alert_id = ? AND update_seq = ?
-                            """, arguments: [reason, key.alertID, key.updateSequence])
+                            """,
+                        arguments: [reason, key.alertID, key.updateSequence]
+                    )
                     try db.execute(
-                        sql: "DELETE FROM alert_updates WHERE alert_id = ? AND update_seq = ?", arguments: [key.alertID, key.updateSequence])
+                        sql: "DELETE FROM alert_updates WHERE alert_id = ? AND update_seq = ?",
+                        arguments: [key.alertID, key.updateSequence]
+                    )
                     moved += db.changesCount
                 }
                 if moved > 0 {
                     try db.execute(
                         sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
-                        arguments: [MetaKey.alertQuarantinedTotal, moved])
+                        arguments: [MetaKey.alertQuarantinedTotal, moved]
+                    )
                 }
             }
             for (key, reason) in ordered {
                 logger.info(
                     "alert journal row failed to open or decode, quarantined",
-                    metadata: ["alert.id": "\(key.alertID)", "alert.update_seq": "\(key.updateSequence)", "store.reason": "\(reason)"])
+                    metadata: ["alert.id": "\(key.alertID)", "alert.update_seq": "\(key.updateSequence)", "store.reason": "\(reason)"]
+                )
             }
         } catch {
             noteFailure(Self.storeError(error, path: configuration.path))

@@ -56,14 +56,19 @@ extension ReadingStore {
                 SELECT seq, EXISTS (SELECT 1 FROM alert_updates a WHERE a.boot = readings.boot
                     AND a.mono_ns BETWEEN readings.mono_ns - ? AND readings.mono_ns + ?)
                 FROM readings WHERE synced = ? ORDER BY seq
-                """)
+                """
+        )
         while let pass = selection.pass {
             let synced = pass == .synced
             let cursor = try Row.fetchCursor(candidates, arguments: [window, window, synced ? 1 : 0])
             while let row = try cursor.next() {
                 guard let seq = row[0] as Int64? else { continue }
                 let candidate = BudgetEvictionPolicy.Candidate(
-                    sequence: seq, synced: synced, alertEvidence: (row[1] as Bool?) ?? true, inFlight: reserved.contains(seq))
+                    sequence: seq,
+                    synced: synced,
+                    alertEvidence: (row[1] as Bool?) ?? true,
+                    inFlight: reserved.contains(seq)
+                )
                 if !selection.offer(candidate) { break }
             }
             selection.passEnded()

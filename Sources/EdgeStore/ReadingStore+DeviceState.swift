@@ -36,7 +36,8 @@ extension ReadingStore {
             try write { db in
                 try db.execute(
                     sql: "INSERT INTO device_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    arguments: [key, stored])
+                    arguments: [key, stored]
+                )
             }
         } catch {
             throw Self.storeError(error, path: configuration.path)

@@ -35,13 +35,17 @@ extension ReadingStore {
         guard let key else {
             throw StoreError(
                 code: .keyMissing,
-                message: "the store is encrypted under key \(storedID) and no key was given (store.encryption, the trackme-store-key credential or store.key_file)",
-                path: path)
+                message:
+                    "the store is encrypted under key \(storedID) and no key was given (store.encryption, the trackme-store-key credential or store.key_file)",
+                path: path
+            )
         }
         guard key.id == UInt64(bitPattern: stored) else {
             throw StoreError(
-                code: .wrongKey, message: "the store is encrypted under key \(storedID), the key given is \(key.idText); the file is left as it is",
-                path: path)
+                code: .wrongKey,
+                message: "the store is encrypted under key \(storedID), the key given is \(key.idText); the file is left as it is",
+                path: path
+            )
         }
     }
 
@@ -83,13 +87,16 @@ extension ReadingStore {
                 guard let id = row[0] as String?, let number = row[1] as Int?, let body = row[2] as Data? else { continue }
                 try db.execute(
                     sql: "UPDATE alert_updates SET body = ? WHERE alert_id = ? AND update_seq = ?",
-                    arguments: [try cipher.seal(body, .alertUpdate(alertID: id, updateSequence: number)), id, number])
+                    arguments: [try cipher.seal(body, .alertUpdate(alertID: id, updateSequence: number)), id, number]
+                )
                 sealed += 1
             }
             for row in try Row.fetchAll(db, sql: "SELECT key, value FROM device_state") {
                 guard let name = row[0] as String?, let value = row[1] as Data? else { continue }
                 try db.execute(
-                    sql: "UPDATE device_state SET value = ? WHERE key = ?", arguments: [try cipher.seal(value, .deviceState(name)), name])
+                    sql: "UPDATE device_state SET value = ? WHERE key = ?",
+                    arguments: [try cipher.seal(value, .deviceState(name)), name]
+                )
                 sealed += 1
             }
             try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?)", arguments: [MetaKey.storeKeyID, Int64(bitPattern: key.id)])
@@ -163,4 +170,3 @@ extension ReadingStore {
         }
     }
 }
-

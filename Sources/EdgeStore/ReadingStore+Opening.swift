@@ -51,7 +51,8 @@ extension ReadingStore {
                 generation.corruptionsMovedAside += 1
                 logger.info(
                     "store corrupt at start-up, moved aside",
-                    metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"])
+                    metadata: ["store.path": "\(path)", "store.moved_to": "\(movedAside ?? "")", "store.reason": "\(error.message)"]
+                )
                 queue = try Self.openChecked(path: path, durability: configuration.durability, key: key, logger: logger)
             }
         } catch let error as StoreError
@@ -133,7 +134,11 @@ extension ReadingStore {
             try queue.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [MetaKey.storeEpoch]) }
         }
         let report = StoreOpenReport(
-            movedAsidePath: movedAside, createdFresh: fresh, memoryFallback: fallback, openDuration: ContinuousClock.now - started)
+            movedAsidePath: movedAside,
+            createdFresh: fresh,
+            memoryFallback: fallback,
+            openDuration: ContinuousClock.now - started
+        )
         return Opened(queue: queue, pageSize: pageSize, epoch: Self.epochText(epoch ?? 0), state: initial, report: report)
     }
 
@@ -248,7 +253,8 @@ extension ReadingStore {
             epoch.withLock { $0 = disk.storeEpoch }
             logger.info(
                 "store reopened on disk; memory contents moved there",
-                metadata: ["store.path": "\(configuration.path)", "store.readings": "\(harvest.readings.count)"])
+                metadata: ["store.path": "\(configuration.path)", "store.readings": "\(harvest.readings.count)"]
+            )
             return true
         }
     }

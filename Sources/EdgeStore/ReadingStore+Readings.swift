@@ -33,7 +33,8 @@ extension ReadingStore {
                 out.reserveCapacity(readings.count)
                 if cipher == nil {
                     let statement = try db.cachedStatement(
-                        sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?)")
+                        sql: "INSERT INTO readings (boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?)"
+                    )
                     for reading in readings {
                         let boot = try bootRef(reading.timestamp.bootID, db)
                         let body = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
@@ -53,9 +54,12 @@ extension ReadingStore {
                                 sql: """
                                     SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'readings'), 0),
                                         coalesce((SELECT max(seq) FROM readings), 0)) + 1
-                                    """)) ?? 1
+                                    """
+                            )
+                        ) ?? 1
                     let statement = try db.cachedStatement(
-                        sql: "INSERT INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)")
+                        sql: "INSERT INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)"
+                    )
                     for reading in readings {
                         let boot = try bootRef(reading.timestamp.bootID, db)
                         let encoded = ReadingBodyCodec.encode(reading.payload, wallClockTrusted: reading.timestamp.wallClockTrusted)
@@ -135,7 +139,8 @@ extension ReadingStore {
             let floor = self.state.withLock { $0.unsyncedFloor }
             let cursor = try Row.fetchCursor(
                 db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE seq >= ? AND synced = 0 ORDER BY seq"),
-                arguments: [floor])
+                arguments: [floor]
+            )
             var first = true
             while out.count < limit, let row = try cursor.next() {
                 guard let seq = row[0] as Int64? else { continue }
@@ -160,7 +165,8 @@ extension ReadingStore {
             var heartRate: WireReading?
             var fix: WireReading?
             let cursor = try Row.fetchCursor(
-                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE synced = 0 ORDER BY seq DESC"))
+                db.cachedStatement(sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE synced = 0 ORDER BY seq DESC")
+            )
             var scanned = 0
             // Bounded scan: the two kinds interleave at 1 Hz each, so both show up at once.
             while heartRate == nil || fix == nil, scanned < 10_000, let row = try cursor.next() {
@@ -180,7 +186,8 @@ extension ReadingStore {
     func fetchReadings(_ sequences: [Int64], _ db: Database) throws -> [WireReading] {
         guard !sequences.isEmpty else { return [] }
         let statement = try db.cachedStatement(
-            sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq")
+            sql: "SELECT seq, boot, mono_ns, wall_ms, body, crc FROM readings WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq"
+        )
         return try Row.fetchAll(statement, arguments: [Self.jsonArray(sequences)]).compactMap { try self.decodeReading($0) }
     }
 
@@ -215,9 +222,13 @@ extension ReadingStore {
         return WireReading(
             sequence: seq,
             timestamp: ReadingTimestamp(
-                monotonicNanoseconds: UInt64(bitPattern: mono), bootID: bootID, wallClockMilliseconds: row[3] as Int64?,
-                wallClockTrusted: decoded.wallClockTrusted),
-            payload: decoded.payload)
+                monotonicNanoseconds: UInt64(bitPattern: mono),
+                bootID: bootID,
+                wallClockMilliseconds: row[3] as Int64?,
+                wallClockTrusted: decoded.wallClockTrusted
+            ),
+            payload: decoded.payload
+        )
     }
 
     /// Moves the rows that failed their check during the last read to the quarantine table
@@ -241,7 +252,9 @@ extension ReadingStore {
                         sql: """
                             INSERT INTO quarantine (seq, synced, boot, mono_ns, wall_ms, body, crc, reason)
                             SELECT seq, synced, boot, mono_ns, wall_ms, body, crc, ? FROM readings WHERE seq = ?
-                            """, arguments: [reason, seq])
+                            """,
+                        arguments: [reason, seq]
+                    )
                     try db.execute(sql: "DELETE FROM readings WHERE seq = ?", arguments: [seq])
                     moved += 1
                     if synced == 0 { unsynced += 1 }
@@ -249,7 +262,8 @@ extension ReadingStore {
                 if moved > 0 {
                     try db.execute(
                         sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
-                        arguments: [MetaKey.quarantinedTotal, moved])
+                        arguments: [MetaKey.quarantinedTotal, moved]
+                    )
                 }
                 return (moved, unsynced)
             }

@@ -23,7 +23,10 @@ extension ReadingStore {
     /// readings go back to the backlog (the server keeps `(device_id, seq)` once, so a reading
     /// that did reach it under the old key is only counted as a duplicate).
     public func reserveBatch(
-        deviceID: String, readings: [WireReading], heartbeat: DeviceHeartbeat?, isLatest: Bool = false
+        deviceID: String,
+        readings: [WireReading],
+        heartbeat: DeviceHeartbeat?,
+        isLatest: Bool = false
     ) throws(StoreError) -> ReservedBatch {
         do {
             return try write { db -> ReservedBatch in
@@ -42,8 +45,13 @@ extension ReadingStore {
                         batchSeq, isLatest ? 1 : 0, dropped, heartbeatBytes, Data(SequenceList.encode(readings.map(\.sequence))),
                     ])
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: batchSeq, storeEpoch: storeEpoch, droppedByBudget: dropped, heartbeat: heartbeat,
-                    readings: readings)
+                    deviceID: deviceID,
+                    batchSequence: batchSeq,
+                    storeEpoch: storeEpoch,
+                    droppedByBudget: dropped,
+                    heartbeat: heartbeat,
+                    readings: readings
+                )
                 return ReservedBatch(batch: batch, isLatest: isLatest)
             }
         } catch {
@@ -85,8 +93,13 @@ extension ReadingStore {
                 let heartbeat = try (row[3] as Data?).map { try WireCodec.decode(DeviceHeartbeat.self, from: $0) }
                 let readings = try self.fetchReadings(try SequenceList.decode(Array(seqBlob)), db)
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: batchSeq, storeEpoch: epoch, droppedByBudget: dropped, heartbeat: heartbeat,
-                    readings: readings)
+                    deviceID: deviceID,
+                    batchSequence: batchSeq,
+                    storeEpoch: epoch,
+                    droppedByBudget: dropped,
+                    heartbeat: heartbeat,
+                    readings: readings
+                )
                 return ReservedBatch(batch: batch, isLatest: (row[1] as Int64?) == 1)
             }
         }
@@ -99,7 +112,9 @@ extension ReadingStore {
             let newlySynced = try writeWithoutFsync { db -> Int in
                 guard
                     let blob = try Data.fetchOne(
-                        db.cachedStatement(sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?"), arguments: [batchSequence])
+                        db.cachedStatement(sql: "SELECT seqs FROM in_flight WHERE batch_seq = ?"),
+                        arguments: [batchSequence]
+                    )
                 else { return 0 }
                 let seqs = try SequenceList.decode(Array(blob))
                 try db.cachedStatement(sql: "UPDATE readings SET synced = 1 WHERE synced = 0 AND seq IN (SELECT value FROM json_each(?))")
@@ -128,7 +143,9 @@ extension ReadingStore {
                 let dropped = try Int64.fetchOne(db, sql: "SELECT coalesce(sum(dropped), 0) FROM in_flight") ?? 0
                 try db.execute(sql: "DELETE FROM in_flight")
                 try db.execute(
-                    sql: "UPDATE meta SET value = value + ? WHERE key = ?", arguments: [dropped, MetaKey.droppedUnreported])
+                    sql: "UPDATE meta SET value = value + ? WHERE key = ?",
+                    arguments: [dropped, MetaKey.droppedUnreported]
+                )
                 if let lowest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM readings"), lowest < sequenceFloor {
                     let delta = sequenceFloor - lowest
                     if let cipher {
@@ -142,9 +159,12 @@ extension ReadingStore {
                 try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'readings'")
                 try db.execute(
                     sql: "INSERT INTO sqlite_sequence (name, seq) SELECT 'readings', max(?, coalesce((SELECT max(seq) FROM quarantine), 0))",
-                    arguments: [highest])
+                    arguments: [highest]
+                )
                 try db.execute(
-                    sql: "UPDATE meta SET value = max(value, ?) WHERE key = ?", arguments: [batchFloor, MetaKey.nextBatchSequence])
+                    sql: "UPDATE meta SET value = max(value, ?) WHERE key = ?",
+                    arguments: [batchFloor, MetaKey.nextBatchSequence]
+                )
             }
         } catch {
             let failure = Self.storeError(error, path: configuration.path)
@@ -154,7 +174,8 @@ extension ReadingStore {
         state.withLock { $0.unsyncedFloor = 0 }
         logger.info(
             "store numbering re-based on the server's answer",
-            metadata: ["store.seq_floor": "\(sequenceFloor)", "store.batch_floor": "\(batchFloor)"])
+            metadata: ["store.seq_floor": "\(sequenceFloor)", "store.batch_floor": "\(batchFloor)"]
+        )
     }
 
     /// The sequence numbers named by batches in flight (of backlog batches only when

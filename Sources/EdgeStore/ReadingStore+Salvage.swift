@@ -22,7 +22,9 @@ extension ReadingStore {
             .sorted { (Int64($0.dropFirst(base.count)) ?? 0) < (Int64($1.dropFirst(base.count)) ?? 0) }
         for name in names {
             let file = directory.isEmpty ? name : directory + "/" + name
-            let done = (try? readStatement { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM salvage WHERE path = ?)", arguments: [file]) }) ?? nil
+            let done =
+                (try? readStatement { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM salvage WHERE path = ?)", arguments: [file]) })
+                ?? nil
             if done == true { continue }
             salvage(file)
         }
@@ -142,7 +144,9 @@ extension ReadingStore {
                 while jump < (1 << 50) {
                     let probe = after == Int64.min ? jump : after &+ jump
                     var next: Int64?
-                    if (try? access { db in next = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM readings WHERE seq > ?", arguments: [probe]) }) != nil {
+                    if (try? access { db in next = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM readings WHERE seq > ?", arguments: [probe]) })
+                        != nil
+                    {
                         guard let next else { break scan }
                         after = next - 1
                         continue scan
@@ -201,7 +205,8 @@ extension ReadingStore {
     func salvageWrite(file: String, harvest: SalvageHarvest) throws -> Int {
         let (inserted, unsynced) = try write { db -> (Int, Int) in
             let insert = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)")
+                sql: "INSERT OR IGNORE INTO readings (seq, boot, mono_ns, wall_ms, body, crc) VALUES (?, ?, ?, ?, ?, ?)"
+            )
             var inserted = 0
             for row in harvest.readings {
                 let boot = try bootRef(row.bootID, db)
@@ -217,7 +222,8 @@ extension ReadingStore {
                     arguments: [
                         update.alert.id, update.updateSequence, boot, Int64(bitPattern: update.alert.firstCritical.monotonicNanoseconds),
                         try storedAlertBody(update),
-                    ])
+                    ]
+                )
             }
             if harvest.dropped > 0 { try addDropped(harvest.dropped, db) }
             let bump = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = value + excluded.value"
@@ -225,7 +231,8 @@ extension ReadingStore {
             try db.execute(sql: bump, arguments: [MetaKey.unsalvageableTotal, harvest.unreadable])
             try db.execute(
                 sql: "INSERT OR REPLACE INTO salvage (path, salvaged, unreadable, note) VALUES (?, ?, ?, ?)",
-                arguments: [file, inserted, harvest.unreadable, harvest.notes.prefix(5).joined(separator: "; ")])
+                arguments: [file, inserted, harvest.unreadable, harvest.notes.prefix(5).joined(separator: "; ")]
+            )
             return (inserted, inserted)
         }
         state.withLock { s in

@@ -49,8 +49,10 @@ extension ReadingStore {
                     sql: """
                         SELECT (SELECT value FROM meta WHERE key = ?), (SELECT COUNT(*) FROM in_flight),
                             (SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?)
-                        """),
-                arguments: [MetaKey.droppedTotal, MetaKey.quarantinedTotal, MetaKey.salvagedTotal, MetaKey.unsalvageableTotal])
+                        """
+                ),
+                arguments: [MetaKey.droppedTotal, MetaKey.quarantinedTotal, MetaKey.salvagedTotal, MetaKey.unsalvageableTotal]
+            )
             return (
                 try self.usedBytes(db), row?[0] as Int64? ?? 0, row?[1] as Int? ?? 0,
                 [row?[2] as Int64? ?? 0, row?[3] as Int64? ?? 0, row?[4] as Int64? ?? 0]
@@ -59,9 +61,15 @@ extension ReadingStore {
         let (used, dropped, inFlight, counters) = figures ?? (-1, 0, 0, [0, 0, 0])
         return state.withLock { s in
             var stats = StoreStatistics(
-                readings: s.rowCount, unsyncedReadings: s.unsyncedCount, inFlightBatches: inFlight, usedBytes: used,
-                droppedByBudgetTotal: dropped, health: s.health, corruptStoresMovedAside: s.generation.corruptionsMovedAside,
-                memoryOnlyAlertUpdates: s.memoryAlerts.count)
+                readings: s.rowCount,
+                unsyncedReadings: s.unsyncedCount,
+                inFlightBatches: inFlight,
+                usedBytes: used,
+                droppedByBudgetTotal: dropped,
+                health: s.health,
+                corruptStoresMovedAside: s.generation.corruptionsMovedAside,
+                memoryOnlyAlertUpdates: s.memoryAlerts.count
+            )
             stats.quarantinedReadings = counters[0]
             stats.salvagedReadings = counters[1]
             stats.unsalvageableRows = counters[2]

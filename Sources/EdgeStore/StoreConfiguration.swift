@@ -21,8 +21,11 @@ public struct StoreConfiguration: Hashable, Sendable {
     public var encryptionKey: StoreKey?
 
     public init(
-        path: String, diskBudgetBytes: Int64 = 10_000_000, alertWindow: Duration = .seconds(300),
-        durability: CommitDurability = .powerLoss, encryptionKey: StoreKey? = nil
+        path: String,
+        diskBudgetBytes: Int64 = 10_000_000,
+        alertWindow: Duration = .seconds(300),
+        durability: CommitDurability = .powerLoss,
+        encryptionKey: StoreKey? = nil
     ) {
         self.encryptionKey = encryptionKey
         self.path = path
@@ -31,4 +34,3 @@ public struct StoreConfiguration: Hashable, Sendable {
         self.durability = durability
     }
 }
-

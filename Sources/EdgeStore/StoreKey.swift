@@ -37,8 +37,10 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
             self = try Self.make(material, source: source)
         } else {
             throw StoreKeyError(
-                code: .malformed, source: source,
-                message: "expected 64 hexadecimal digits or 32 raw bytes, got \(material.count) bytes")
+                code: .malformed,
+                source: source,
+                message: "expected 64 hexadecimal digits or 32 raw bytes, got \(material.count) bytes"
+            )
         }
     }
 
@@ -62,7 +64,10 @@ public struct StoreKey: Hashable, Sendable, CustomStringConvertible {
         }
         guard mode & 0o077 == 0 else {
             throw StoreKeyError(
-                code: .tooOpen, source: path, message: "mode \(String(mode & 0o777, radix: 8)) lets others read it; chmod 0400 (owner only)")
+                code: .tooOpen,
+                source: path,
+                message: "mode \(String(mode & 0o777, radix: 8)) lets others read it; chmod 0400 (owner only)"
+            )
         }
         let material: [UInt8]
         do {

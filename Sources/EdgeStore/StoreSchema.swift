@@ -37,7 +37,8 @@ enum StoreSchema {
                         seqs BLOB NOT NULL
                     );
                     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("v2-alert-window-index") { db in
             // Budget eviction asks, per reading, whether an alert's first critical observation
@@ -72,7 +73,8 @@ enum StoreSchema {
                         unreadable INTEGER NOT NULL,
                         note TEXT
                     );
-                    """)
+                    """
+            )
         }
         DeviceStateSchema.register(in: &migrator)
         migrator.registerMigration("v5-alert-quarantine") { db in
@@ -89,7 +91,8 @@ enum StoreSchema {
                         delivered INTEGER,
                         reason TEXT NOT NULL
                     )
-                    """)
+                    """
+            )
         }
         return migrator
     }

@@ -81,14 +81,31 @@ public final class CurlTransport: HTTPTransport {
     }
 
     private static func perform(
-        handle: CurlHandle, url: String, lines: [String], body: [UInt8], caFile: String?, pins: String?, timeoutMilliseconds: Int
+        handle: CurlHandle,
+        url: String,
+        lines: [String],
+        body: [UInt8],
+        caFile: String?,
+        pins: String?,
+        timeoutMilliseconds: Int
     ) -> (Result<HTTPResponse, SyncError>, newConnections: Int) {
         var result = tm_curl_result()
         let cLines = lines.map { strdup($0) }
         defer { for line in cLines { free(line) } }
         let status: Int32 = cLines.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
             body.withUnsafeBytes { bodyBytes in
-                tm_curl_post(handle.pointer, url, headerPointers.baseAddress, headerPointers.count, bodyBytes.baseAddress, bodyBytes.count, caFile, pins, timeoutMilliseconds, &result)
+                tm_curl_post(
+                    handle.pointer,
+                    url,
+                    headerPointers.baseAddress,
+                    headerPointers.count,
+                    bodyBytes.baseAddress,
+                    bodyBytes.count,
+                    caFile,
+                    pins,
+                    timeoutMilliseconds,
+                    &result
+                )
             }
         }
         defer { tm_curl_result_free(&result) }

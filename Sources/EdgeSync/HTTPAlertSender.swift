@@ -23,7 +23,9 @@ public struct HTTPAlertSender: Sendable {
         }
         let response = try await transport.post(
             path: "/v1/alerts",
-            headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"], body: body)
+            headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
+            body: body
+        )
         guard (200..<300).contains(response.status) else {
             throw SyncError.forStatus(response.status, retryAfter: response.retryAfter, body: response.body)
         }

@@ -24,8 +24,14 @@ public struct SyncConfiguration: Hashable, Sendable {
     public var latestFirst: Bool
 
     public init(
-        deviceID: String, token: String, maxBatchReadings: Int = 1000, maxBatchBytes: Int = 512 * 1024,
-        heartbeatInterval: Duration = .seconds(30), pollInterval: Duration = .seconds(1), sendInterval: Duration = .seconds(5), backoff: Backoff = Backoff.sync,
+        deviceID: String,
+        token: String,
+        maxBatchReadings: Int = 1000,
+        maxBatchBytes: Int = 512 * 1024,
+        heartbeatInterval: Duration = .seconds(30),
+        pollInterval: Duration = .seconds(1),
+        sendInterval: Duration = .seconds(5),
+        backoff: Backoff = Backoff.sync,
         latestFirst: Bool = true
     ) {
         self.deviceID = deviceID

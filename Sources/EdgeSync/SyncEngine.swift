@@ -96,12 +96,18 @@ public actor SyncEngine {
     ///   - alertsFirst: awaited before each batch; returns when the dispatch lane has no alert
     ///     update to send now (`DispatchLane.alertsFirst()`).
     public init(
-        store: ReadingStore, transport: any HTTPTransport, configuration: SyncConfiguration, clock: any Clock<Duration>,
-        heartbeat: @escaping @Sendable () -> DeviceHeartbeat = { DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0) },
+        store: ReadingStore,
+        transport: any HTTPTransport,
+        configuration: SyncConfiguration,
+        clock: any Clock<Duration>,
+        heartbeat: @escaping @Sendable () -> DeviceHeartbeat = {
+            DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0)
+        },
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
         onAlertsResolved: @escaping @Sendable ([String]) -> Void = { _ in },
         onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in },
-        logger: Logger = Logger(label: "trackme.sync"), seed: UInt64 = UInt64.random(in: 0...UInt64.max),
+        logger: Logger = Logger(label: "trackme.sync"),
+        seed: UInt64 = UInt64.random(in: 0...UInt64.max),
         correctTimes: @escaping @Sendable (Int64, [WireReading]) -> [WireReading] = { $1 },
         alertsFirst: @escaping @Sendable () async -> Void = {}
     ) {
@@ -120,10 +126,15 @@ public actor SyncEngine {
         self.random = SplitMix64(seed: seed &+ 0x5A5A_5A5A)
         self.policy = ReadingsLanePolicy(
             settings: ReadingsLanePolicy.Settings(
-                maxBatchReadings: configuration.maxBatchReadings, heartbeatInterval: configuration.heartbeatInterval,
-                pollInterval: configuration.pollInterval, sendInterval: configuration.sendInterval, backoff: configuration.backoff,
-                latestFirst: configuration.latestFirst),
-            seed: seed)
+                maxBatchReadings: configuration.maxBatchReadings,
+                heartbeatInterval: configuration.heartbeatInterval,
+                pollInterval: configuration.pollInterval,
+                sendInterval: configuration.sendInterval,
+                backoff: configuration.backoff,
+                latestFirst: configuration.latestFirst
+            ),
+            seed: seed
+        )
         self.elapsed = Self.stopwatch(clock)
     }
 
@@ -223,9 +234,14 @@ public actor SyncEngine {
             if error.status == 413 { try? store.abandonBatch(batchSequence: reserved.batch.batchSequence) }
             lastNext = policy.receive(
                 .sendFailed(
-                    readings: reserved.batch.readings.count, retryable: error.isRetryable, retryAfter: error.retryAfter,
-                    tooLarge: error.status == 413, rebased: error.code == .rebased),
-                now: elapsed())
+                    readings: reserved.batch.readings.count,
+                    retryable: error.isRetryable,
+                    retryAfter: error.retryAfter,
+                    tooLarge: error.status == 413,
+                    rebased: error.code == .rebased
+                ),
+                now: elapsed()
+            )
         case .idle:
             lastNext = policy.receive(.idle, now: elapsed())
         }
@@ -240,7 +256,9 @@ public actor SyncEngine {
         do {
             let response = try await transport.post(
                 path: "/v1/heartbeats",
-                headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"], body: Array(body))
+                headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json"],
+                body: Array(body)
+            )
             if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
             if (200..<300).contains(response.status) {
                 policy.heartbeatSentAlone(now: elapsed())
@@ -313,7 +331,8 @@ public actor SyncEngine {
             metadata: [
                 "sync.batch_seq": "\(batch.batchSequence)", "sync.conflict": "\(conflict.error.code.rawValue)",
                 "sync.seq_floor": "\(conflict.sequenceFloor)", "sync.batch_floor": "\(conflict.batchSequenceFloor)",
-            ])
+            ]
+        )
         do {
             try store.rebase(sequenceFloor: conflict.sequenceFloor, batchFloor: conflict.batchSequenceFloor)
         } catch {
@@ -351,7 +370,9 @@ public actor SyncEngine {
                 headers: [
                     "Authorization": "Bearer \(configuration.token)", "Idempotency-Key": batch.idempotencyKey,
                     "Content-Type": "application/json", "Content-Encoding": "gzip",
-                ], body: body)
+                ],
+                body: body
+            )
         } catch {
             logger.info("batch not delivered", metadata: ["sync.batch_seq": "\(batch.batchSequence)", "sync.error": "\(error)"])
             return .failed(error)
@@ -386,8 +407,13 @@ public actor SyncEngine {
         if !ack.resolvedAlerts.isEmpty { onAlertsResolved(ack.resolvedAlerts) }
         onEvent(
             .batchAcknowledged(
-                batchSequence: batch.batchSequence, readings: batch.readings.count, stored: ack.stored, duplicates: ack.duplicates,
-                isLatest: reserved.isLatest))
+                batchSequence: batch.batchSequence,
+                readings: batch.readings.count,
+                stored: ack.stored,
+                duplicates: ack.duplicates,
+                isLatest: reserved.isLatest
+            )
+        )
         return .sent(batchSequence: batch.batchSequence, readings: batch.readings.count, isLatest: reserved.isLatest)
     }
 }

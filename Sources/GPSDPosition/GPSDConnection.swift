@@ -16,8 +16,12 @@ final class GPSDConnection {
         let code = tm_gps_open(host, String(port), &opened)
         guard code == 0, let opened else {
             throw GPSDError(
-                code: .cannotConnect, gpsdCode: code, message: String(cString: tm_gps_errstr(code)),
-                host: host, port: port)
+                code: .cannotConnect,
+                gpsdCode: code,
+                message: String(cString: tm_gps_errstr(code)),
+                host: host,
+                port: port
+            )
         }
         session = opened
         self.host = host
@@ -37,8 +41,10 @@ final class GPSDConnection {
 
     /// Waits up to `timeout` for data (`gps_waiting`); true when a read would not block.
     func waitForData(timeout: Duration) throws(GPSDError) -> Bool {
-        let microseconds = Int32(clamping: timeout.components.seconds * 1_000_000
-            + timeout.components.attoseconds / 1_000_000_000_000)
+        let microseconds = Int32(
+            clamping: timeout.components.seconds * 1_000_000
+                + timeout.components.attoseconds / 1_000_000_000_000
+        )
         switch tm_gps_waiting(session, microseconds) {
         case 1: return true
         case 0: return false

@@ -19,15 +19,21 @@ public enum GPSDDump {
     /// Connects once (no reconnect), writes one line per fix with mode >= 2 through `write`, and
     /// returns after `count` fixes or when gpsd closes. Throws if gpsd cannot be reached at all.
     public static func run(
-        _ configuration: Configuration, clock: any Clock<Duration> = ContinuousClock(), logger: Logger,
+        _ configuration: Configuration,
+        clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger,
         write: (String) -> Void
     ) async throws(GPSDError) {
         if let count = configuration.count, count <= 0 { return }
         var readerConfiguration = GPSDReader.Configuration()
         readerConfiguration.reconnects = false
         let reader = GPSDReader(
-            host: configuration.host, port: configuration.port, clock: clock, logger: logger,
-            configuration: readerConfiguration)
+            host: configuration.host,
+            port: configuration.port,
+            clock: clock,
+            logger: logger,
+            configuration: readerConfiguration
+        )
         var written = 0
         var connected = false
         for await event in reader.events() {

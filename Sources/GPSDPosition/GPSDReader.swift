@@ -1,9 +1,8 @@
+// Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
+import Foundation
 public import Logging
 import Synchronization
 public import TrackMeCore
-
-// Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
-import Foundation
 
 /// Reads position from gpsd through libgps and delivers it as an `AsyncStream` of `GPSDEvent`s.
 ///
@@ -40,8 +39,11 @@ public struct GPSDReader: Sendable {
     private let logger: Logger
 
     public init(
-        host: String = "127.0.0.1", port: Int = 2947, clock: any Clock<Duration> = ContinuousClock(),
-        logger: Logger, configuration: Configuration = Configuration()
+        host: String = "127.0.0.1",
+        port: Int = 2947,
+        clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger,
+        configuration: Configuration = Configuration()
     ) {
         self.host = host
         self.port = port
@@ -53,7 +55,9 @@ public struct GPSDReader: Sendable {
     /// Starts a session and returns its events. Iterate it from one task.
     public func events() -> AsyncStream<GPSDEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: GPSDEvent.self, bufferingPolicy: .bufferingNewest(configuration.bufferSize))
+            of: GPSDEvent.self,
+            bufferingPolicy: .bufferingNewest(configuration.bufferSize)
+        )
         let stop = StopFlag()
         let task = Task { [self] in
             await supervise(continuation: continuation, stop: stop)
@@ -68,12 +72,17 @@ public struct GPSDReader: Sendable {
     private func supervise(continuation: AsyncStream<GPSDEvent>.Continuation, stop: StopFlag) async {
         let elapsed = ElapsedTime.starting(on: clock)
         let machine = SharedStateMachine(
-            GPSDStateMachine(backoff: configuration.backoff, reconnects: configuration.reconnects))
+            GPSDStateMachine(backoff: configuration.backoff, reconnects: configuration.reconnects)
+        )
         var attempt = 0
         while !stop.isRaised {
             attempt += 1
             let ended = await runConnectionThread(
-                machine: machine, elapsed: elapsed, continuation: continuation, stop: stop)
+                machine: machine,
+                elapsed: elapsed,
+                continuation: continuation,
+                stop: stop
+            )
             if stop.isRaised { break }
             let (events, retryIn) = machine.receive(.connectionEnded(ended), now: elapsed.now)
             for event in events { continuation.yield(event) }
@@ -82,7 +91,8 @@ public struct GPSDReader: Sendable {
                 metadata: [
                     "gpsd.error": "\(ended)", "gpsd.attempt": "\(attempt)",
                     "gpsd.retry_in": "\(retryIn.map { "\($0)" } ?? "never")",
-                ])
+                ]
+            )
             guard let retryIn else { break }
             do {
                 try await clock.sleep(for: retryIn)
@@ -95,7 +105,9 @@ public struct GPSDReader: Sendable {
 
     /// Runs one connection on a thread of its own (`BlockingThreads`); returns why it ended.
     private func runConnectionThread(
-        machine: SharedStateMachine, elapsed: ElapsedTime, continuation: AsyncStream<GPSDEvent>.Continuation,
+        machine: SharedStateMachine,
+        elapsed: ElapsedTime,
+        continuation: AsyncStream<GPSDEvent>.Continuation,
         stop: StopFlag
     ) async -> GPSDError {
         let host = host
@@ -105,7 +117,11 @@ public struct GPSDReader: Sendable {
         return await withCheckedContinuation { (done: CheckedContinuation<GPSDError, Never>) in
             BlockingThreads.shared.start {
                 let ended = Self.runConnection(
-                    host: host, port: port, pollInterval: pollInterval, stop: stop, logger: logger
+                    host: host,
+                    port: port,
+                    pollInterval: pollInterval,
+                    stop: stop,
+                    logger: logger
                 ) { input in
                     let (events, _) = machine.receive(input, now: elapsed.now)
                     for event in events { continuation.yield(event) }
@@ -117,7 +133,11 @@ public struct GPSDReader: Sendable {
 
     /// The blocking loop: open, watch, then wait/read until the connection fails or `stop`.
     private static func runConnection(
-        host: String, port: Int, pollInterval: Duration, stop: StopFlag, logger: Logger,
+        host: String,
+        port: Int,
+        pollInterval: Duration,
+        stop: StopFlag,
+        logger: Logger,
         deliver: (GPSDStateMachine.Input) -> Void
     ) -> GPSDError {
         do throws(GPSDError) {

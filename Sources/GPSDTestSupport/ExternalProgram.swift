@@ -15,6 +15,7 @@ public enum ExternalProgram {
         }
         throw GPSDTestSupportError(
             code: .programMissing,
-            context: "\(name) not found in PATH or /usr/sbin: install Debian packages gpsd and gpsd-clients")
+            context: "\(name) not found in PATH or /usr/sbin: install Debian packages gpsd and gpsd-clients"
+        )
     }
 }

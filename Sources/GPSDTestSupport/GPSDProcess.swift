@@ -103,7 +103,9 @@ public final class GPSDProcess: Sendable {
             box.signal(SIGKILL)
             try? FileManager.default.removeItem(at: directory)
             throw GPSDTestSupportError(
-                code: .startFailed, context: "gpsd exited before it was ready on port \(port): \(output.text)")
+                code: .startFailed,
+                context: "gpsd exited before it was ready on port \(port): \(output.text)"
+            )
         }
         return GPSDProcess(port: port, device: device, process: box, directory: directory, output: output)
     }
@@ -120,7 +122,10 @@ public final class GPSDProcess: Sendable {
     static func boundLoopbackSocket(listening: Bool) throws(GPSDTestSupportError) -> (OwnedFileDescriptor, port: Int) {
         do throws(SystemError) {
             let owner = OwnedFileDescriptor(
-                FileDescriptor(rawValue: try SystemError.retrying("socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }))
+                FileDescriptor(
+                    rawValue: try SystemError.retrying("socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+                )
+            )
             let fd = owner.descriptor?.rawValue ?? -1
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)

@@ -63,7 +63,9 @@ public enum Gzip {
                     let status = inflate(&stream, Z_NO_FLUSH)
                     return (status, chunkSize - Int(stream.avail_out))
                 }
-                if output.count + produced > limit { throw Failure(tooLarge: true, zlibCode: 0, operation: "inflate", message: "larger than \(limit) bytes") }
+                if output.count + produced > limit {
+                    throw Failure(tooLarge: true, zlibCode: 0, operation: "inflate", message: "larger than \(limit) bytes")
+                }
                 output.append(contentsOf: chunk[0..<produced])
                 switch status {
                 case Z_STREAM_END:

@@ -291,7 +291,8 @@ public final class FaultProxy: Sendable {
     private func record(_ request: MessageHead, body: [UInt8], fault: Fault?, status: Int?) -> Int {
         state.withLock { s -> Int in
             s.exchanges.append(
-                Exchange(method: request.method, path: request.target, headers: request.headers, body: body, fault: fault, status: status))
+                Exchange(method: request.method, path: request.target, headers: request.headers, body: body, fault: fault, status: status)
+            )
             return s.exchanges.count - 1
         }
     }
@@ -426,7 +427,8 @@ struct MessageReader {
         bytes += [13, 10]
         if head.headers["transfer-encoding"]?.lowercased().contains("chunked") == true {
             while true {
-                guard let sizeLine = readLine(), let size = Int((sizeLine.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces), radix: 16)
+                guard let sizeLine = readLine(),
+                    let size = Int((sizeLine.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces), radix: 16)
                 else { return nil }
                 bytes += Array("\(sizeLine)\r\n".utf8)
                 if size == 0 {

@@ -1,7 +1,7 @@
-public import Foundation
-public import Logging
 import EdgeSync
+public import Foundation
 import GRDB
+public import Logging
 import ServiceLifecycle
 public import TrackMeCore
 public import TrackMeServer
@@ -35,15 +35,21 @@ public final class InProcessServer: Sendable {
     /// nobody advances (they run only when a test says so), no rate limits; `configure` changes
     /// the rest.
     public static func start(
-        storage: StorageLocation? = nil, logLevel: Logger.Level = .warning, configure: (inout ServerConfiguration) -> Void = { _ in }
+        storage: StorageLocation? = nil,
+        logLevel: Logger.Level = .warning,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> InProcessServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var logger = Logger(label: "test.server")
         logger.logLevel = logLevel
         var configuration = ServerConfiguration(
-            host: "127.0.0.1", port: 0, storage: storage ?? .sqlite(path: directory.appendingPathComponent("server.sqlite").path),
-            clock: VirtualClock(), limits: .withoutRateLimits)
+            host: "127.0.0.1",
+            port: 0,
+            storage: storage ?? .sqlite(path: directory.appendingPathComponent("server.sqlite").path),
+            clock: VirtualClock(),
+            limits: .withoutRateLimits
+        )
         configure(&configuration)
         do {
             let server = try await TrackMeServer(configuration: configuration, logger: logger)
@@ -58,7 +64,12 @@ public final class InProcessServer: Sendable {
     }
 
     private init(
-        server: TrackMeServer, port: Int, directory: URL, configuration: ServerConfiguration, group: ServiceGroup, task: Task<Void, any Error>
+        server: TrackMeServer,
+        port: Int,
+        directory: URL,
+        configuration: ServerConfiguration,
+        group: ServiceGroup,
+        task: Task<Void, any Error>
     ) {
         self.server = server
         self.port = port
@@ -80,7 +91,9 @@ public final class InProcessServer: Sendable {
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
     public static func with<T>(
-        storage: StorageLocation? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (InProcessServer) async throws -> T
+        storage: StorageLocation? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (InProcessServer) async throws -> T
     ) async throws -> T {
         let running = try await start(storage: storage, configure: configure)
         do {
@@ -129,7 +142,10 @@ public final class InProcessServer: Sendable {
     public func acknowledgeAlert(_ alertID: String) async throws {
         let dispatcher = try await server.createDispatcher(name: "test dispatcher")
         let response = try await CurlTransport(baseURL: baseURL, trust: .system).post(
-            path: "v1/alerts/\(alertID)/ack", headers: ["Authorization": "Bearer \(dispatcher.token)"], body: [])
+            path: "v1/alerts/\(alertID)/ack",
+            headers: ["Authorization": "Bearer \(dispatcher.token)"],
+            body: []
+        )
         guard response.status == 200 else {
             throw SupportFailure("acknowledge \(alertID): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }

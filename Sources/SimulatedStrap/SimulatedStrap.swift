@@ -50,8 +50,12 @@ public actor SimulatedStrap {
     /// - Parameters:
     ///   - pace: trace time per clock time; 10 plays a 1 s row interval every 100 ms.
     public init(
-        trace: HeartRateTrace, pace: Double = 1, clock: any Clock<Duration>, address: BluetoothAddress? = BluetoothAddress("C0:FF:EE:00:00:0D"),
-        location: BodySensorLocation = .chest, batteryPercent: Int = 87
+        trace: HeartRateTrace,
+        pace: Double = 1,
+        clock: any Clock<Duration>,
+        address: BluetoothAddress? = BluetoothAddress("C0:FF:EE:00:00:0D"),
+        location: BodySensorLocation = .chest,
+        batteryPercent: Int = 87
     ) {
         self.trace = trace
         self.pace = pace > 0 ? pace : 1

@@ -1,8 +1,8 @@
 // Data path, step 3 (decide) and the agent's wiring of steps 1-5: readings in, rules, journal, dispatch and sync lanes.
 
 import BlueZHeartRate
-import Foundation
 public import EdgeStore
+import Foundation
 public import Logging
 public import TrackMeCore
 
@@ -22,7 +22,12 @@ public actor AgentPipeline {
         public var settings: SOSSettings
         public var positionSampling: PositionSamplingPolicy
 
-        public init(deviceID: String, profile: PersonProfile, settings: SOSSettings = SOSSettings(), positionSampling: PositionSamplingPolicy = PositionSamplingPolicy()) {
+        public init(
+            deviceID: String,
+            profile: PersonProfile,
+            settings: SOSSettings = SOSSettings(),
+            positionSampling: PositionSamplingPolicy = PositionSamplingPolicy()
+        ) {
             self.deviceID = deviceID
             self.profile = profile
             self.settings = settings
@@ -85,16 +90,28 @@ public actor AgentPipeline {
     ///   - deviceState: the learned baseline and pause kept across restarts (`deviceState(in:)`);
     ///     nil neither learns nor keeps anything (the simulation's devices).
     public init(
-        configuration: Configuration, store: ReadingStore, committer: GroupCommitter, ids: any AlertIDGenerator, now: ReadingTimestamp,
-        restoring openAlert: AlertRecord? = nil, deviceState: DeviceState? = nil,
-        dispatch: @escaping @Sendable (SOSAction) async -> Void, logger: Logger
+        configuration: Configuration,
+        store: ReadingStore,
+        committer: GroupCommitter,
+        ids: any AlertIDGenerator,
+        now: ReadingTimestamp,
+        restoring openAlert: AlertRecord? = nil,
+        deviceState: DeviceState? = nil,
+        dispatch: @escaping @Sendable (SOSAction) async -> Void,
+        logger: Logger
     ) {
         self.configuration = configuration
         self.store = store
         self.committer = committer
         var engine = SOSEngine(
-            deviceID: configuration.deviceID, profile: configuration.profile, settings: configuration.settings,
-            learnedRestingRate: deviceState?.baseline.estimate, ids: ids, openAlert: openAlert, now: now)
+            deviceID: configuration.deviceID,
+            profile: configuration.profile,
+            settings: configuration.settings,
+            learnedRestingRate: deviceState?.baseline.estimate,
+            ids: ids,
+            openAlert: openAlert,
+            now: now
+        )
         // Paused before the restart: still paused (the engine only logs it, nothing to journal).
         if deviceState?.monitoringPaused == true { _ = engine.receive(.pause, now: now) }
         self.engine = engine
@@ -104,8 +121,15 @@ public actor AgentPipeline {
         self.dispatch = dispatch
         self.logger = logger
         self.snapshot = Snapshot(
-            lastHeartRate: nil, lastFix: nil, lastFixAt: nil, openAlert: engine.openAlert, monitoring: engine.isMonitoring,
-            readingsProduced: 0, malformedNotifications: 0, alertsJournaledInMemoryOnly: 0)
+            lastHeartRate: nil,
+            lastFix: nil,
+            lastFixAt: nil,
+            openAlert: engine.openAlert,
+            monitoring: engine.isMonitoring,
+            readingsProduced: 0,
+            malformedNotifications: 0,
+            alertsJournaledInMemoryOnly: 0
+        )
     }
 
     /// The learned baseline and pause the store kept; defaults (nothing learned, monitoring on)
@@ -182,7 +206,9 @@ public actor AgentPipeline {
         if after != before {
             engine.learnRestingRate(after)
             logger.notice(
-                "learned resting heart rate", metadata: ["sos.resting_bpm": "\(after.map(String.init) ?? "none")", "sos.minimum_bpm": "\(engine.limits.minimum)"])
+                "learned resting heart rate",
+                metadata: ["sos.resting_bpm": "\(after.map(String.init) ?? "none")", "sos.minimum_bpm": "\(engine.limits.minimum)"]
+            )
         }
         readingsSinceBaselineSaved += 1
         if readingsSinceBaselineSaved >= Self.baselineSaveInterval || after != before { saveBaseline() }
@@ -307,7 +333,10 @@ public actor AgentPipeline {
         do {
             try store.setDeviceState(try WireCodec.encode(record), for: ReadingStore.DeviceStateKey.alertState)
         } catch {
-            logger.error("alert state not kept; a restart would restore the alert as raised", metadata: ["sos.alert_id": "\(record.id)", "store.error": "\(error)"])
+            logger.error(
+                "alert state not kept; a restart would restore the alert as raised",
+                metadata: ["sos.alert_id": "\(record.id)", "store.error": "\(error)"]
+            )
         }
     }
 

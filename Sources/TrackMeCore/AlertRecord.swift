@@ -97,9 +97,16 @@ public struct AlertRecord: Hashable, Sendable, Codable {
     public var reason: String?
 
     public init(
-        id: String, deviceID: String, kind: AlertKind, state: AlertState, firstCritical: ReadingTimestamp,
-        raised: ReadingTimestamp? = nil, triggeringReadings: [TimedHeartRate] = [], position: AlertPosition? = nil,
-        cancelReason: CancelReason? = nil, reason: String? = nil
+        id: String,
+        deviceID: String,
+        kind: AlertKind,
+        state: AlertState,
+        firstCritical: ReadingTimestamp,
+        raised: ReadingTimestamp? = nil,
+        triggeringReadings: [TimedHeartRate] = [],
+        position: AlertPosition? = nil,
+        cancelReason: CancelReason? = nil,
+        reason: String? = nil
     ) {
         self.id = id
         self.deviceID = deviceID

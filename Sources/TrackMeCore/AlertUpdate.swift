@@ -37,7 +37,10 @@ public struct AlertUpdate: Hashable, Sendable, Codable {
         version = try c.decode(Int.self, forKey: .version)
         guard version == SyncBatch.currentVersion else {
             throw DecodingError.dataCorruptedError(
-                forKey: .version, in: c, debugDescription: "unsupported version \(version), expected \(SyncBatch.currentVersion)")
+                forKey: .version,
+                in: c,
+                debugDescription: "unsupported version \(version), expected \(SyncBatch.currentVersion)"
+            )
         }
         alert = try c.decode(AlertRecord.self, forKey: .alert)
         updateSequence = try c.decode(Int.self, forKey: .updateSequence)

@@ -19,7 +19,10 @@ public struct Backoff: Hashable, Sendable {
     public private(set) var failures = 0
 
     public init(
-        initial: Duration = .seconds(1), maximum: Duration = .seconds(30), multiplier: Double = 2, jitter: Double = 0.2,
+        initial: Duration = .seconds(1),
+        maximum: Duration = .seconds(30),
+        multiplier: Double = 2,
+        jitter: Double = 0.2,
         retryAfterCap: Duration = .seconds(300)
     ) {
         self.initial = initial
@@ -60,7 +63,9 @@ public struct Backoff: Hashable, Sendable {
     /// The same, drawing from `generator` (the sync lanes' seeded generator): uniform over
     /// `[(1 - jitter) * ceiling, ceiling]` in whole nanoseconds.
     public func delay(
-        afterFailures failures: Int, retryAfter: Duration?, using generator: inout some RandomNumberGenerator
+        afterFailures failures: Int,
+        retryAfter: Duration?,
+        using generator: inout some RandomNumberGenerator
     ) -> Duration {
         if let retryAfter { return min(retryAfter, retryAfterCap) }
         let ceiling = Self.nanoseconds(ceiling(afterFailures: failures))

@@ -87,12 +87,15 @@ public final class BlockingThreads: @unchecked Sendable {
         let box = Unmanaged.passRetained(Box(self)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(
-            &thread, nil,
+            &thread,
+            nil,
             { argument in
                 guard let argument else { return nil }
                 Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().threads.work()
                 return nil
-            }, box)
+            },
+            box
+        )
         if status == 0 {
             pthread_detach(thread)
         } else {

@@ -18,8 +18,13 @@ public struct CareSettings: Hashable, Sendable, Codable {
     public var careProfile: CareProfile?
 
     public init(
-        version: Int64 = 0, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil, restingHeartRate: Int? = nil,
-        rules: [String: Bool]? = nil, contacts: [EmergencyContact]? = nil, careProfile: CareProfile? = nil
+        version: Int64 = 0,
+        minimumHeartRate: Int? = nil,
+        maximumHeartRate: Int? = nil,
+        restingHeartRate: Int? = nil,
+        rules: [String: Bool]? = nil,
+        contacts: [EmergencyContact]? = nil,
+        careProfile: CareProfile? = nil
     ) {
         self.version = version
         self.minimumHeartRate = minimumHeartRate

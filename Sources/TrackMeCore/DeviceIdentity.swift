@@ -37,8 +37,13 @@ public struct PersonProfile: Hashable, Sendable, Codable {
     public var notes: String?
 
     public init(
-        name: String, age: Int, restingHeartRate: Int? = nil, minimumHeartRate: Int? = nil, maximumHeartRate: Int? = nil,
-        contacts: [EmergencyContact]? = nil, notes: String? = nil
+        name: String,
+        age: Int,
+        restingHeartRate: Int? = nil,
+        minimumHeartRate: Int? = nil,
+        maximumHeartRate: Int? = nil,
+        contacts: [EmergencyContact]? = nil,
+        notes: String? = nil
     ) {
         self.name = name
         self.age = age

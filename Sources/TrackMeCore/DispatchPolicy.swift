@@ -145,7 +145,8 @@ public struct DispatchPolicy: Sendable {
     /// raise made before a restart, offline): they go first, in the order given, so the policy
     /// is the one sender of every alert update. Call after `adopt(_:nextUpdateSequence:now:)`.
     public mutating func adopt(undelivered updates: [AlertUpdate], now: Duration) {
-        for update in updates where !queue.contains(where: { $0.update.alert.id == update.alert.id && $0.update.updateSequence == update.updateSequence }) {
+        for update in updates
+        where !queue.contains(where: { $0.update.alert.id == update.alert.id && $0.update.updateSequence == update.updateSequence }) {
             queue.append(Outgoing(update: update, notBefore: now))
             if var entry = tracked[update.alert.id], entry.nextSequence <= update.updateSequence {
                 entry.nextSequence = update.updateSequence + 1
@@ -222,7 +223,9 @@ public struct DispatchPolicy: Sendable {
             // An alert goes ahead of any other update still waiting (not the one in flight).
             let at = queue.isEmpty ? 0 : (inFlight ? 1 : 0)
             queue.insert(
-                Outgoing(update: AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: timestamp), notBefore: now), at: at)
+                Outgoing(update: AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: timestamp), notBefore: now),
+                at: at
+            )
             actions.append(.showAcknowledgement(alertID: record.id, acknowledged: false))
         case .positionUpdate(let record):
             guard var entry = tracked[record.id], !entry.closed else { return }
@@ -238,7 +241,10 @@ public struct DispatchPolicy: Sendable {
             queue.insert(
                 Outgoing(
                     update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .kindChanged, sent: timestamp),
-                    notBefore: now), at: at)
+                    notBefore: now
+                ),
+                at: at
+            )
             entry.nextSequence += 1
             tracked[record.id] = entry
         case .update(let record):
@@ -266,7 +272,11 @@ public struct DispatchPolicy: Sendable {
     }
 
     private mutating func close(
-        _ entry: inout Tracked, record: AlertRecord, type: AlertUpdate.UpdateType, now: Duration, timestamp: ReadingTimestamp
+        _ entry: inout Tracked,
+        record: AlertRecord,
+        type: AlertUpdate.UpdateType,
+        now: Duration,
+        timestamp: ReadingTimestamp
     ) {
         guard !entry.closed else { return }
         entry.closed = true
@@ -276,7 +286,10 @@ public struct DispatchPolicy: Sendable {
         queue.removeAll { $0.update.alert.id == record.id && $0.update.type == .position && !$0.attempted }
         queue.append(
             Outgoing(
-                update: AlertUpdate(alert: record, updateSequence: entry.nextSequence, type: type, sent: timestamp), notBefore: now))
+                update: AlertUpdate(alert: record, updateSequence: entry.nextSequence, type: type, sent: timestamp),
+                notBefore: now
+            )
+        )
         entry.nextSequence += 1
         tracked[record.id] = entry
     }
@@ -314,7 +327,9 @@ public struct DispatchPolicy: Sendable {
                     queue.append(
                         Outgoing(
                             update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .raised, sent: timestamp),
-                            notBefore: now))
+                            notBefore: now
+                        )
+                    )
                     entry.nextSequence += 1
                 case .runFallback:
                     actions.append(.runFallback(entry.record, reason: .escalation, contactIndex: nil))
@@ -353,7 +368,9 @@ public struct DispatchPolicy: Sendable {
                 queue.append(
                     Outgoing(
                         update: AlertUpdate(alert: record, updateSequence: entry.nextSequence, type: .position, sent: timestamp),
-                        notBefore: now))
+                        notBefore: now
+                    )
+                )
                 entry.nextSequence += 1
             }
             entry.lastPositionAt = now

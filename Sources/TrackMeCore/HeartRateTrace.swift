@@ -20,8 +20,11 @@ public struct HeartRateTrace: Sendable, Hashable {
         /// strap's 1/1024 s unit).
         public var reading: HeartRateReading {
             HeartRateReading(
-                bpm: bpm, contact: contact ? .detected : .notDetected, energyExpendedKilojoules: nil,
-                rrIntervals: rrMilliseconds.map(HeartRateReading.rrUnits(fromMilliseconds:)))
+                bpm: bpm,
+                contact: contact ? .detected : .notDetected,
+                energyExpendedKilojoules: nil,
+                rrIntervals: rrMilliseconds.map(HeartRateReading.rrUnits(fromMilliseconds:))
+            )
         }
     }
 

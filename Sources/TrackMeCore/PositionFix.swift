@@ -27,8 +27,14 @@ public struct PositionFix: Hashable, Sendable, Codable {
     public var horizontalError: Double?
 
     public init(
-        time: String? = nil, mode: FixMode, latitude: Double? = nil, longitude: Double? = nil,
-        altitudeHAE: Double? = nil, altitudeMSL: Double? = nil, speed: Double? = nil, track: Double? = nil,
+        time: String? = nil,
+        mode: FixMode,
+        latitude: Double? = nil,
+        longitude: Double? = nil,
+        altitudeHAE: Double? = nil,
+        altitudeMSL: Double? = nil,
+        speed: Double? = nil,
+        track: Double? = nil,
         horizontalError: Double? = nil
     ) {
         self.time = time

@@ -66,23 +66,33 @@ public struct PositionSamplingPolicy: Hashable, Sendable {
     }
 
     private func isMoving(
-        _ fix: PositionFix, latitude: Double, longitude: Double,
+        _ fix: PositionFix,
+        latitude: Double,
+        longitude: Double,
         last: (timestamp: ReadingTimestamp, latitude: Double, longitude: Double)
     ) -> Bool {
         if let speed = fix.speed, speed >= configuration.movingSpeed { return true }
         let distance = Self.distanceMetres(
-            fromLatitude: last.latitude, longitude: last.longitude, toLatitude: latitude, longitude: longitude)
+            fromLatitude: last.latitude,
+            longitude: last.longitude,
+            toLatitude: latitude,
+            longitude: longitude
+        )
         return distance >= configuration.movingDisplacement
     }
 
     /// Great-circle distance (haversine, mean Earth radius); ample for a 25 m threshold.
     package static func distanceMetres(
-        fromLatitude lat1: Double, longitude lon1: Double, toLatitude lat2: Double, longitude lon2: Double
+        fromLatitude lat1: Double,
+        longitude lon1: Double,
+        toLatitude lat2: Double,
+        longitude lon2: Double
     ) -> Double {
         let radians = Double.pi / 180
         let dLat = (lat2 - lat1) * radians
         let dLon = (lon2 - lon1) * radians
-        let a = sin(dLat / 2) * sin(dLat / 2)
+        let a =
+            sin(dLat / 2) * sin(dLat / 2)
             + cos(lat1 * radians) * cos(lat2 * radians) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * earthRadiusMetres * asin(min(1, sqrt(a)))
     }

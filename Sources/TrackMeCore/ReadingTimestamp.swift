@@ -20,7 +20,11 @@ public struct ReadingTimestamp: Hashable, Sendable, Codable {
     public var wallClockCorrected: Bool
 
     public init(
-        monotonicNanoseconds: UInt64, bootID: String, wallClockMilliseconds: Int64?, wallClockTrusted: Bool, wallClockCorrected: Bool = false
+        monotonicNanoseconds: UInt64,
+        bootID: String,
+        wallClockMilliseconds: Int64?,
+        wallClockTrusted: Bool,
+        wallClockCorrected: Bool = false
     ) {
         self.monotonicNanoseconds = monotonicNanoseconds
         self.bootID = bootID

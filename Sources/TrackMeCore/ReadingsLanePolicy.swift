@@ -20,7 +20,11 @@ public struct ReadingsLanePolicy: Sendable {
         public var latestFirst: Bool
 
         public init(
-            maxBatchReadings: Int, heartbeatInterval: Duration, pollInterval: Duration, sendInterval: Duration, backoff: Backoff,
+            maxBatchReadings: Int,
+            heartbeatInterval: Duration,
+            pollInterval: Duration,
+            sendInterval: Duration,
+            backoff: Backoff,
             latestFirst: Bool
         ) {
             self.maxBatchReadings = maxBatchReadings

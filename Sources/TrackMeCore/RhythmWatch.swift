@@ -199,7 +199,11 @@ public struct RhythmWatch: Hashable, Sendable {
     /// Adds a reading and returns the signal that holds now, if any (the gravest first).
     /// `beatMilliseconds` are the reading's RR intervals already judged plausible.
     public mutating func receive(
-        bpm: Int, beatMilliseconds: [Int], nanos: Int64, limits: HeartRateLimits, settings: RhythmSettings
+        bpm: Int,
+        beatMilliseconds: [Int],
+        nanos: Int64,
+        limits: HeartRateLimits,
+        settings: RhythmSettings
     ) -> RhythmSignal? {
         append(Entry(nanos: nanos, bpm: bpm))
         for milliseconds in beatMilliseconds { append(Beat(nanos: nanos, milliseconds: milliseconds)) }

@@ -47,8 +47,13 @@ public struct SOSEngine: Sendable {
     ///     is the person's open alert again, so the rules raise nothing new while it lasts.
     ///   - now: when monitoring starts (strap silence counts from here).
     public init(
-        deviceID: String, profile: PersonProfile, settings: SOSSettings = SOSSettings(), learnedRestingRate: Int? = nil,
-        ids: any AlertIDGenerator, openAlert: AlertRecord? = nil, now: ReadingTimestamp
+        deviceID: String,
+        profile: PersonProfile,
+        settings: SOSSettings = SOSSettings(),
+        learnedRestingRate: Int? = nil,
+        ids: any AlertIDGenerator,
+        openAlert: AlertRecord? = nil,
+        now: ReadingTimestamp
     ) {
         self.lifecycle = AlertStateMachine(restoring: openAlert)
         self.deviceID = deviceID
@@ -190,8 +195,12 @@ public struct SOSEngine: Sendable {
         beatScratch.removeAll(keepingCapacity: true)
         for rr in reading.rrIntervals where rr >= minimumRR { beatScratch.append(HeartRateReading.milliseconds(fromRR: rr)) }
         let signal = rhythm.receive(
-            bpm: reading.bpm, beatMilliseconds: beatScratch, nanos: Int64(bitPattern: now.monotonicNanoseconds), limits: limits,
-            settings: settings.rhythm)
+            bpm: reading.bpm,
+            beatMilliseconds: beatScratch,
+            nanos: Int64(bitPattern: now.monotonicNanoseconds),
+            limits: limits,
+            settings: settings.rhythm
+        )
         let lethal = signal.map { $0 != .slowBeats } ?? false
         evaluate(.lethalRhythm, conditionNow: lethal, fires: lethal, since: now, reason: signal?.rawValue, now: now, into: &actions)
 
@@ -204,12 +213,22 @@ public struct SOSEngine: Sendable {
             let slowBeats = signal == .slowBeats
             let lowHolds = lowRun.holds(now: now, persistence: thresholds.heartRateLow, readings: settings.heartRateLow.minimumReadings)
             evaluate(
-                .heartRateLow, conditionNow: lowRun.since != nil || slowBeats, fires: lowHolds || slowBeats,
-                since: lowRun.since, reason: !lowHolds && slowBeats ? RhythmSignal.slowBeats.rawValue : nil, now: now, into: &actions)
+                .heartRateLow,
+                conditionNow: lowRun.since != nil || slowBeats,
+                fires: lowHolds || slowBeats,
+                since: lowRun.since,
+                reason: !lowHolds && slowBeats ? RhythmSignal.slowBeats.rawValue : nil,
+                now: now,
+                into: &actions
+            )
             evaluate(
-                .heartRateHigh, conditionNow: highRun.since != nil,
+                .heartRateHigh,
+                conditionNow: highRun.since != nil,
                 fires: highRun.holds(now: now, persistence: thresholds.heartRateHigh, readings: settings.heartRateHigh.minimumReadings),
-                since: highRun.since, now: now, into: &actions)
+                since: highRun.since,
+                now: now,
+                into: &actions
+            )
         }
     }
 
@@ -223,7 +242,12 @@ public struct SOSEngine: Sendable {
     /// One rule's verdict: `conditionNow` is the raw condition (for re-arming and withdrawing),
     /// `fires` whether it held long enough.
     private mutating func evaluate(
-        _ kind: AlertKind, conditionNow: Bool, fires: Bool, since: ReadingTimestamp?, reason: String? = nil, now: ReadingTimestamp,
+        _ kind: AlertKind,
+        conditionNow: Bool,
+        fires: Bool,
+        since: ReadingTimestamp?,
+        reason: String? = nil,
+        now: ReadingTimestamp,
         into actions: inout [SOSAction]
     ) {
         let index = Self.index(kind)
@@ -258,8 +282,13 @@ public struct SOSEngine: Sendable {
 
     private mutating func newRecord(_ kind: AlertKind, firstCritical: ReadingTimestamp, now: ReadingTimestamp) -> AlertRecord {
         AlertRecord(
-            id: ids.next(), deviceID: deviceID, kind: kind, state: .pending, firstCritical: firstCritical,
-            triggeringReadings: kind == .manual ? [] : recent.readings(since: firstCritical))
+            id: ids.next(),
+            deviceID: deviceID,
+            kind: kind,
+            state: .pending,
+            firstCritical: firstCritical,
+            triggeringReadings: kind == .manual ? [] : recent.readings(since: firstCritical)
+        )
     }
 
     private mutating func resetSignalState(now: ReadingTimestamp) {

@@ -18,8 +18,12 @@ public struct SOSRuleSettings: Hashable, Sendable {
     public var withdrawsWhenCleared: Bool
 
     public init(
-        enabled: Bool = true, persistence: Duration, minimumReadings: Int = 1, countdown: Duration,
-        rearm: Duration = .seconds(60), withdrawsWhenCleared: Bool = false
+        enabled: Bool = true,
+        persistence: Duration,
+        minimumReadings: Int = 1,
+        countdown: Duration,
+        rearm: Duration = .seconds(60),
+        withdrawsWhenCleared: Bool = false
     ) {
         self.enabled = enabled
         self.persistence = persistence
@@ -44,10 +48,16 @@ public struct SOSSettings: Hashable, Sendable {
     public var noBeatWindow: Duration = .seconds(6)
     /// The strap reports no skin contact for `persistence`.
     public var contactLost = SOSRuleSettings(
-        persistence: .seconds(15), countdown: .seconds(30), withdrawsWhenCleared: true)
+        persistence: .seconds(15),
+        countdown: .seconds(30),
+        withdrawsWhenCleared: true
+    )
     /// No notification at all for `persistence` while monitoring is on.
     public var strapSilent = SOSRuleSettings(
-        persistence: .seconds(20), countdown: .seconds(30), withdrawsWhenCleared: true)
+        persistence: .seconds(20),
+        countdown: .seconds(30),
+        withdrawsWhenCleared: true
+    )
     /// The wearer asked for help (a command or a button); `persistence` is unused.
     public var manual = SOSRuleSettings(persistence: .zero, countdown: .seconds(5), rearm: .zero)
     /// Readings above this are corrupt, not tachycardia: they neither extend nor break an episode.

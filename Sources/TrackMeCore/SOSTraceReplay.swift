@@ -16,20 +16,32 @@ public struct SOSTraceReplay: Sendable {
 
     /// - Parameter startMilliseconds: trace time at which monitoring starts.
     public init(
-        deviceID: String = "sim-0001", profile: PersonProfile, settings: SOSSettings = SOSSettings(),
-        bootID: String = "replay", startMilliseconds: Int64 = 0, tickInterval: Duration = .milliseconds(250)
+        deviceID: String = "sim-0001",
+        profile: PersonProfile,
+        settings: SOSSettings = SOSSettings(),
+        bootID: String = "replay",
+        startMilliseconds: Int64 = 0,
+        tickInterval: Duration = .milliseconds(250)
     ) {
         self.bootID = bootID
         self.tickInterval = max(1, tickInterval.nanoseconds / 1_000_000)
         engine = SOSEngine(
-            deviceID: deviceID, profile: profile, settings: settings, ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
-            now: Self.timestamp(startMilliseconds, bootID: bootID))
+            deviceID: deviceID,
+            profile: profile,
+            settings: settings,
+            ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
+            now: Self.timestamp(startMilliseconds, bootID: bootID)
+        )
     }
 
     /// The timestamp of trace time `ms` in this replay's boot.
     public static func timestamp(_ ms: Int64, bootID: String = "replay") -> ReadingTimestamp {
         ReadingTimestamp(
-            monotonicNanoseconds: UInt64(max(0, ms)) * 1_000_000, bootID: bootID, wallClockMilliseconds: nil, wallClockTrusted: false)
+            monotonicNanoseconds: UInt64(max(0, ms)) * 1_000_000,
+            bootID: bootID,
+            wallClockMilliseconds: nil,
+            wallClockTrusted: false
+        )
     }
 
     public mutating func send(_ event: SOSEvent, atMilliseconds ms: Int64) {

@@ -102,8 +102,14 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     public var careConflicts: [String]?
 
     public init(
-        strap: String, gpsd: String, storeDepth: Int, storeBytes: Int64, batteryPercent: Int? = nil, batteryLow: Bool? = nil,
-        monitoringPaused: Bool? = nil, bodySensorLocation: String? = nil
+        strap: String,
+        gpsd: String,
+        storeDepth: Int,
+        storeBytes: Int64,
+        batteryPercent: Int? = nil,
+        batteryLow: Bool? = nil,
+        monitoringPaused: Bool? = nil,
+        bodySensorLocation: String? = nil
     ) {
         self.strap = strap
         self.gpsd = gpsd
@@ -159,8 +165,13 @@ public struct SyncBatch: Hashable, Sendable, Codable {
     public var readings: [WireReading]
 
     public init(
-        version: Int = SyncBatch.currentVersion, deviceID: String, batchSequence: Int64, storeEpoch: String? = nil,
-        droppedByBudget: Int64 = 0, heartbeat: DeviceHeartbeat? = nil, readings: [WireReading]
+        version: Int = SyncBatch.currentVersion,
+        deviceID: String,
+        batchSequence: Int64,
+        storeEpoch: String? = nil,
+        droppedByBudget: Int64 = 0,
+        heartbeat: DeviceHeartbeat? = nil,
+        readings: [WireReading]
     ) {
         self.version = version
         self.deviceID = deviceID
@@ -194,14 +205,20 @@ public struct SyncBatch: Hashable, Sendable, Codable {
         version = try c.decode(Int.self, forKey: .version)
         guard version == Self.currentVersion else {
             throw DecodingError.dataCorruptedError(
-                forKey: .version, in: c, debugDescription: "unsupported version \(version), expected \(Self.currentVersion)")
+                forKey: .version,
+                in: c,
+                debugDescription: "unsupported version \(version), expected \(Self.currentVersion)"
+            )
         }
         deviceID = try c.decode(String.self, forKey: .deviceID)
         batchSequence = try c.decode(Int64.self, forKey: .batchSequence)
         let key = try c.decode(String.self, forKey: .idempotencyKey)
         guard key == Self.idempotencyKey(deviceID: deviceID, batchSequence: batchSequence) else {
             throw DecodingError.dataCorruptedError(
-                forKey: .idempotencyKey, in: c, debugDescription: "must be device_id:batch_seq")
+                forKey: .idempotencyKey,
+                in: c,
+                debugDescription: "must be device_id:batch_seq"
+            )
         }
         storeEpoch = try c.decodeIfPresent(String.self, forKey: .storeEpoch)
         droppedByBudget = try c.decode(Int64.self, forKey: .droppedByBudget)
@@ -241,8 +258,13 @@ public struct BatchAcknowledgement: Hashable, Sendable, Codable {
     public var orders: SyncOrders?
 
     public init(
-        version: Int = SyncBatch.currentVersion, idempotencyKey: String, stored: Int, duplicates: Int,
-        acknowledgedAlerts: [String] = [], resolvedAlerts: [String] = [], orders: SyncOrders? = nil
+        version: Int = SyncBatch.currentVersion,
+        idempotencyKey: String,
+        stored: Int,
+        duplicates: Int,
+        acknowledgedAlerts: [String] = [],
+        resolvedAlerts: [String] = [],
+        orders: SyncOrders? = nil
     ) {
         self.orders = orders
         self.version = version

@@ -1,8 +1,8 @@
 // Data path: the system-call layer every step's shell shares (BLE sockets of step 1, the agent's
 // sockets, LED and button files of step 3, the test feeds); types and one retry loop, no I/O of its own.
 
-public import SystemPackage
 import Synchronization
+public import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

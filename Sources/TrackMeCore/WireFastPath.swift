@@ -324,26 +324,38 @@ struct FastJSONReader {
         var readings: [WireReading]?
         let ok = object { reader, name in
             switch name {
-            case "version": version = reader.int(); return version != nil
-            case "device_id": deviceID = reader.string(); return deviceID != nil
-            case "batch_seq": batchSequence = reader.int64(); return batchSequence != nil
-            case "idempotency_key": key = reader.string(); return key != nil
+            case "version":
+                version = reader.int()
+                return version != nil
+            case "device_id":
+                deviceID = reader.string()
+                return deviceID != nil
+            case "batch_seq":
+                batchSequence = reader.int64()
+                return batchSequence != nil
+            case "idempotency_key":
+                key = reader.string()
+                return key != nil
             case "store_epoch":
                 guard let value = reader.optional({ $0.string() }) else { return false }
                 storeEpoch = value
                 return true
-            case "dropped_by_budget": dropped = reader.int64(); return dropped != nil
+            case "dropped_by_budget":
+                dropped = reader.int64()
+                return dropped != nil
             case "heartbeat":
                 guard let value = reader.optional({ $0.heartbeat() }) else { return false }
                 heartbeat = value
                 return true
             case "readings":
                 var list: [WireReading] = []
-                guard reader.array({ reader in
-                    guard let reading = reader.reading() else { return false }
-                    list.append(reading)
-                    return true
-                }) else { return false }
+                guard
+                    reader.array({ reader in
+                        guard let reading = reader.reading() else { return false }
+                        list.append(reading)
+                        return true
+                    })
+                else { return false }
                 readings = list
                 return true
             default: return false
@@ -353,8 +365,13 @@ struct FastJSONReader {
             key == SyncBatch.idempotencyKey(deviceID: deviceID, batchSequence: batchSequence)
         else { return nil }
         return SyncBatch(
-            deviceID: deviceID, batchSequence: batchSequence, storeEpoch: storeEpoch, droppedByBudget: dropped, heartbeat: heartbeat,
-            readings: readings)
+            deviceID: deviceID,
+            batchSequence: batchSequence,
+            storeEpoch: storeEpoch,
+            droppedByBudget: dropped,
+            heartbeat: heartbeat,
+            readings: readings
+        )
     }
 
     mutating func reading() -> WireReading? {
@@ -365,11 +382,21 @@ struct FastJSONReader {
         var fix: PositionFix??
         let ok = object { reader, name in
             switch name {
-            case "seq": sequence = reader.int64(); return sequence != nil
-            case "kind": kind = reader.string().flatMap(WireReading.Kind.init(rawValue:)); return kind != nil
-            case "t": timestamp = reader.timestamp(); return timestamp != nil
-            case "hr": heartRate = reader.optional { $0.heartRate() }; return heartRate != nil
-            case "fix": fix = reader.optional { $0.position() }; return fix != nil
+            case "seq":
+                sequence = reader.int64()
+                return sequence != nil
+            case "kind":
+                kind = reader.string().flatMap(WireReading.Kind.init(rawValue:))
+                return kind != nil
+            case "t":
+                timestamp = reader.timestamp()
+                return timestamp != nil
+            case "hr":
+                heartRate = reader.optional { $0.heartRate() }
+                return heartRate != nil
+            case "fix":
+                fix = reader.optional { $0.position() }
+                return fix != nil
             default: return false
             }
         }
@@ -392,13 +419,19 @@ struct FastJSONReader {
         var corrected: Bool?
         let ok = object { reader, name in
             switch name {
-            case "mono_ns": mono = reader.uint64(); return mono != nil
-            case "boot_id": boot = reader.string(); return boot != nil
+            case "mono_ns":
+                mono = reader.uint64()
+                return mono != nil
+            case "boot_id":
+                boot = reader.string()
+                return boot != nil
             case "wall_ms":
                 guard let value = reader.optional({ $0.int64() }) else { return false }
                 wall = value
                 return true
-            case "wall_trusted": trusted = reader.bool(); return trusted != nil
+            case "wall_trusted":
+                trusted = reader.bool()
+                return trusted != nil
             case "wall_corrected":
                 guard let value = reader.optional({ $0.bool() }) else { return false }
                 corrected = value
@@ -408,8 +441,12 @@ struct FastJSONReader {
         }
         guard ok, let mono, let boot, let trusted else { return nil }
         return ReadingTimestamp(
-            monotonicNanoseconds: mono, bootID: boot, wallClockMilliseconds: wall, wallClockTrusted: trusted,
-            wallClockCorrected: corrected ?? false)
+            monotonicNanoseconds: mono,
+            bootID: boot,
+            wallClockMilliseconds: wall,
+            wallClockTrusted: trusted,
+            wallClockCorrected: corrected ?? false
+        )
     }
 
     mutating func heartRate() -> HeartRateReading? {
@@ -419,19 +456,25 @@ struct FastJSONReader {
         var rr: [UInt16]?
         let ok = object { reader, name in
             switch name {
-            case "bpm": bpm = reader.int(); return bpm != nil
-            case "contact": contact = reader.string().flatMap(SensorContact.init(rawValue:)); return contact != nil
+            case "bpm":
+                bpm = reader.int()
+                return bpm != nil
+            case "contact":
+                contact = reader.string().flatMap(SensorContact.init(rawValue:))
+                return contact != nil
             case "energy_kj":
                 guard let value = reader.optional({ $0.int() }) else { return false }
                 energy = value
                 return true
             case "rr":
                 var list: [UInt16] = []
-                guard reader.array({ reader in
-                    guard let value = reader.uint16() else { return false }
-                    list.append(value)
-                    return true
-                }) else { return false }
+                guard
+                    reader.array({ reader in
+                        guard let value = reader.uint16() else { return false }
+                        list.append(value)
+                        return true
+                    })
+                else { return false }
                 rr = list
                 return true
             default: return false
@@ -455,7 +498,9 @@ struct FastJSONReader {
                 guard let value = reader.optional({ $0.string() }) else { return false }
                 fix.time = value
                 return true
-            case "mode": mode = reader.int().flatMap(FixMode.init(rawValue:)); return mode != nil
+            case "mode":
+                mode = reader.int().flatMap(FixMode.init(rawValue:))
+                return mode != nil
             case "lat": return number { fix.latitude = $0 }
             case "lon": return number { fix.longitude = $0 }
             case "alt_hae": return number { fix.altitudeHAE = $0 }
@@ -489,10 +534,18 @@ struct FastJSONReader {
                 return true
             }
             switch name {
-            case "strap": strap = reader.string(); return strap != nil
-            case "gpsd": gpsd = reader.string(); return gpsd != nil
-            case "store_depth": depth = reader.int(); return depth != nil
-            case "store_bytes": bytesHeld = reader.int64(); return bytesHeld != nil
+            case "strap":
+                strap = reader.string()
+                return strap != nil
+            case "gpsd":
+                gpsd = reader.string()
+                return gpsd != nil
+            case "store_depth":
+                depth = reader.int()
+                return depth != nil
+            case "store_bytes":
+                bytesHeld = reader.int64()
+                return bytesHeld != nil
             case "battery_pct":
                 guard let value = reader.optional({ $0.int() }) else { return false }
                 heartbeat.batteryPercent = value

@@ -1,9 +1,9 @@
 // Data path: the server, the far end of step 5 (batches, alerts, the feed) and what people use (console, people, runs, fleet).
 
-public import Hummingbird
-public import HTTPTypes
-import TrackMeCore
 import Foundation
+public import HTTPTypes
+public import Hummingbird
+import TrackMeCore
 
 /// An error answered to the client as `{"error": {"code", "field", "message"}}` (WIRE.md).
 public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
@@ -84,8 +84,11 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
     /// one above (`SyncBatch.largestNumber`): 422, and nothing of the request is stored.
     static func numberOutOfRange(_ field: String, _ value: Int64, lowest: Int64) -> APIError {
         APIError(
-            status: .unprocessableContent, code: .invalidValue, field: field,
-            message: "\(value) is outside \(lowest)-\(SyncBatch.largestNumber), the numbers a device counts in")
+            status: .unprocessableContent,
+            code: .invalidValue,
+            field: field,
+            message: "\(value) is outside \(lowest)-\(SyncBatch.largestNumber), the numbers a device counts in"
+        )
     }
 
     struct Body: Codable, Equatable {

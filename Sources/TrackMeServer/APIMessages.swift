@@ -73,7 +73,12 @@ public struct AlertIntakeResponse: Codable, Hashable, Sendable {
     public var resolved: Bool
 
     public init(
-        version: Int = SyncBatch.currentVersion, alertID: String, updateSequence: Int, duplicate: Bool, acknowledged: Bool, resolved: Bool = false
+        version: Int = SyncBatch.currentVersion,
+        alertID: String,
+        updateSequence: Int,
+        duplicate: Bool,
+        acknowledged: Bool,
+        resolved: Bool = false
     ) {
         self.version = version
         self.alertID = alertID

@@ -31,8 +31,13 @@ final class PostgresServerStore: ServerStore {
         }
         let database = components.path.split(separator: "/").first.map(String.init)
         var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
-            database: database, tls: try PostgresTLS.setting(components))
+            host: host,
+            port: components.port ?? 5432,
+            username: components.user ?? "postgres",
+            password: components.password,
+            database: database,
+            tls: try PostgresTLS.setting(components)
+        )
         configuration.options.maximumConnections = 32
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -143,7 +148,9 @@ final class PostgresServerStore: ServerStore {
             """
             INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms)
             VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(createdMilliseconds), \(token.expiresMilliseconds))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func token(id: String) async throws -> StoredToken? {
@@ -162,14 +169,17 @@ final class PostgresServerStore: ServerStore {
                 """
                 INSERT INTO devices (device_id, person, enrolled_ms) VALUES (\(device.deviceID), \(person), \(device.enrolledMilliseconds))
                 ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger
+                """,
+                logger: logger
             ).collect().count
             guard inserted == 1 else { return false }
             try await connection.query(
                 """
                 INSERT INTO tokens (id, secret_hash, role, device_id, created_ms)
                 VALUES (\(token.id), \(token.secretHash), \(token.role.rawValue), \(token.deviceID), \(device.enrolledMilliseconds))
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             return true
         }
     }
@@ -197,7 +207,9 @@ final class PostgresServerStore: ServerStore {
             (batches[$0].deviceID, batches[$0].batchSequence) < (batches[$1].deviceID, batches[$1].batchSequence)
         }
         var results = [Result<IngestResult, any Error>](
-            repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")), count: batches.count)
+            repeating: .failure(StoreError(code: .inconsistent, message: "batch not written")),
+            count: batches.count
+        )
         var again: [Int] = []
         for (index, outcome) in zip(order, try await write(order.map { batches[$0] }, feedFirst: false, client: client, logger: logger)) {
             if let outcome { results[index] = outcome } else { again.append(index) }
@@ -215,7 +227,10 @@ final class PostgresServerStore: ServerStore {
     /// One transaction of `trackme_ingest_group`: a result per batch, in order, or nil for a
     /// batch that found the feed lock busy (it must not wait for it) and is to be written again.
     private static func write(
-        _ batches: [IncomingBatch], feedFirst: Bool, client: PostgresClient, logger: Logger
+        _ batches: [IncomingBatch],
+        feedFirst: Bool,
+        client: PostgresClient,
+        logger: Logger
     ) async throws -> [Result<IngestResult, any Error>?] {
         let call = IngestGroupCall(batches: batches, feedFirst: feedFirst)
         let outcomes = try await client.withTransaction(logger: logger) { connection in
@@ -232,11 +247,16 @@ final class PostgresServerStore: ServerStore {
             switch outcome {
             case "stored", "replayed":
                 var result = IngestResult(
-                    stored: stored, duplicates: duplicates, acknowledgedAlerts: try StoreJSON.decode(alerts), replayed: outcome == "replayed")
+                    stored: stored,
+                    duplicates: duplicates,
+                    acknowledgedAlerts: try StoreJSON.decode(alerts),
+                    replayed: outcome == "replayed"
+                )
                 if let newsError {
                     logger.warning(
                         "batch reply goes without resolved alerts and care settings",
-                        metadata: ["device": "\(batch.deviceID)", "error": "\(newsError)"])
+                        metadata: ["device": "\(batch.deviceID)", "error": "\(newsError)"]
+                    )
                 } else {
                     result.news = DeviceNews(resolvedAlerts: resolved ?? [], careVersion: careVersion, careJSON: careJSON)
                 }
@@ -245,13 +265,22 @@ final class PostgresServerStore: ServerStore {
                 return nil
             case "error":
                 return .failure(
-                    StoreError(code: .inconsistent, message: "batch \(batch.deviceID):\(batch.batchSequence) not stored: \(error ?? "?")"))
+                    StoreError(code: .inconsistent, message: "batch \(batch.deviceID):\(batch.batchSequence) not stored: \(error ?? "?")")
+                )
             default:
                 return .success(
                     IngestResult(
-                        stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
+                        stored: 0,
+                        duplicates: 0,
+                        acknowledgedAlerts: [],
+                        replayed: false,
                         conflict: IngestConflict(
-                            reason: BatchConflict.Reason(rawValue: outcome), sequenceFloor: seqFloor ?? 1, batchSequenceFloor: batchFloor ?? 1)))
+                            reason: BatchConflict.Reason(rawValue: outcome),
+                            sequenceFloor: seqFloor ?? 1,
+                            batchSequenceFloor: batchFloor ?? 1
+                        )
+                    )
+                )
             }
         }
     }
@@ -262,7 +291,8 @@ final class PostgresServerStore: ServerStore {
             try await Self.lockFeed(connection, logger: logger)
             var wasSilent = false
             for try await silent in try await connection.query(
-                "SELECT silent FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger
+                "SELECT silent FROM devices WHERE device_id = \(deviceID) FOR UPDATE",
+                logger: logger
             ).decode(Bool.self) {
                 wasSilent = silent
             }
@@ -270,7 +300,9 @@ final class PostgresServerStore: ServerStore {
                 """
                 UPDATE devices SET last_seen_ms = GREATEST(COALESCE(last_seen_ms, 0), \(receivedMilliseconds)), silent = FALSE,
                     heartbeat = \(heartbeatJSON) WHERE device_id = \(deviceID)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             if wasSilent {
                 let data = try StoreJSON.encode(DeviceEventData(deviceID: deviceID, lastSeenMilliseconds: receivedMilliseconds))
                 try await Self.appendFeed(connection, kind: FeedKind.deviceReturned, data: data, at: receivedMilliseconds, logger: logger)
@@ -295,7 +327,9 @@ final class PostgresServerStore: ServerStore {
             """
             INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, \(milliseconds))
             ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// PostgreSQL checks its pages itself (checksums, when the cluster has them); this reads the
@@ -303,7 +337,8 @@ final class PostgresServerStore: ServerStore {
     func integrityProblem() async -> String? {
         do {
             _ = try await client.query(
-                "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM batches), (SELECT count(*) FROM readings)", logger: logger
+                "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM batches), (SELECT count(*) FROM readings)",
+                logger: logger
             ).collect()
             return nil
         } catch {
@@ -317,7 +352,9 @@ final class PostgresServerStore: ServerStore {
         var readiness = StoreReadiness()
         do {
             let rows = try await client.query(
-                "SELECT pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on'", logger: logger)
+                "SELECT pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on'",
+                logger: logger
+            )
             for try await (recovery, readOnly) in rows.decode((Bool, Bool).self) where recovery || readOnly {
                 readiness.writable = false
                 readiness.problems.append(recovery ? "the PostgreSQL server is a standby (in recovery)" : "the PostgreSQL database is read-only")
@@ -355,7 +392,8 @@ final class PostgresServerStore: ServerStore {
             try await Self.lockFeed(connection, logger: logger)
             var owner: String?
             for try await device in try await connection.query(
-                "SELECT device_id FROM alerts WHERE alert_id = \(update.alert.id) FOR UPDATE", logger: logger
+                "SELECT device_id FROM alerts WHERE alert_id = \(update.alert.id) FOR UPDATE",
+                logger: logger
             ).decode(String.self) {
                 owner = device
             }
@@ -365,7 +403,8 @@ final class PostgresServerStore: ServerStore {
                 INSERT INTO alert_updates (alert_id, update_seq, device_id, type, body, received_ms)
                 VALUES (\(update.alert.id), \(Int64(update.updateSequence)), \(update.alert.deviceID), \(update.type.rawValue), \(body), \(receivedMilliseconds))
                 ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger
+                """,
+                logger: logger
             ).collect().count
             let duplicate = inserted == 0
             if !duplicate {
@@ -377,12 +416,15 @@ final class PostgresServerStore: ServerStore {
                     ON CONFLICT (alert_id) DO UPDATE SET kind = excluded.kind, state = excluded.state, last_update_seq = excluded.last_update_seq,
                         record = excluded.record, updated_ms = excluded.updated_ms
                     WHERE excluded.last_update_seq > alerts.last_update_seq AND alerts.device_id = excluded.device_id
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 try await Self.appendFeed(connection, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds, logger: logger)
             }
             var acknowledged = false
             for try await value in try await connection.query(
-                "SELECT acknowledged FROM alerts WHERE alert_id = \(update.alert.id)", logger: logger
+                "SELECT acknowledged FROM alerts WHERE alert_id = \(update.alert.id)",
+                logger: logger
             ).decode(Bool.self) {
                 acknowledged = value
             }
@@ -396,7 +438,8 @@ final class PostgresServerStore: ServerStore {
             try await Self.lockFeed(connection, logger: logger)
             var found: (String, Bool)?
             for try await (device, acknowledged) in try await connection.query(
-                "SELECT device_id, acknowledged FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger
+                "SELECT device_id, acknowledged FROM alerts WHERE alert_id = \(id) FOR UPDATE",
+                logger: logger
             ).decode((String, Bool).self) {
                 found = (device, acknowledged)
             }
@@ -404,7 +447,8 @@ final class PostgresServerStore: ServerStore {
             if acknowledged { return .alreadyAcknowledged(deviceID: deviceID) }
             try await connection.query(
                 "UPDATE alerts SET acknowledged = TRUE, acknowledged_ms = \(atMilliseconds), acknowledged_by = \(tokenID) WHERE alert_id = \(id)",
-                logger: logger)
+                logger: logger
+            )
             let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
             try await Self.appendFeed(connection, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds, logger: logger)
             return .acknowledged(deviceID: deviceID)
@@ -431,13 +475,20 @@ final class PostgresServerStore: ServerStore {
                 AND (\(query.toMilliseconds)::BIGINT IS NULL OR placed_ms < \(query.toMilliseconds))
                 AND (\(kind)::TEXT IS NULL OR kind = \(kind))
             ORDER BY seq LIMIT \(query.limit)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var result: [StoredReadingRow] = []
         for try await (seq, body, placed, received, flag) in rows.decode((Int64, String, Int64, Int64, String?).self) {
             result.append(
                 StoredReadingRow(
-                    sequence: seq, body: body, placedMilliseconds: placed, receivedMilliseconds: received,
-                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:))))
+                    sequence: seq,
+                    body: body,
+                    placedMilliseconds: placed,
+                    receivedMilliseconds: received,
+                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:))
+                )
+            )
         }
         return result
     }
@@ -457,12 +508,14 @@ final class PostgresServerStore: ServerStore {
                         ORDER BY device_id FOR UPDATE)
                     AND NOT silent AND last_seen_ms < \(lastSeenBefore)
                     RETURNING device_id, last_seen_ms
-                    """, logger: logger
+                    """,
+                    logger: logger
                 ).decode((String, Int64).self)
             ).sorted { $0.0 < $1.0 }
             for (id, lastSeen) in rows {
                 let data = try StoreJSON.encode(
-                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
+                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen)
+                )
                 try await Self.appendFeed(connection, kind: FeedKind.deviceSilent, data: data, at: nowMilliseconds, logger: logger)
             }
             return rows.map(\.0)
@@ -474,7 +527,9 @@ final class PostgresServerStore: ServerStore {
             """
             SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM readings), (SELECT count(*) FROM alerts),
                 (SELECT count(*) FROM devices WHERE silent)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (devices, readings, alerts, silent) in rows.decode((Int64, Int64, Int64, Int64).self) {
             return StoreCounts(devices: devices, readings: readings, alerts: alerts, silentDevices: silent)
         }

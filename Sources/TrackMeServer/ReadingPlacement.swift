@@ -24,7 +24,12 @@ enum ReadingPlacement {
         }
         let placed = flag == nil ? (wall ?? now) : now
         return ReadingRow(
-            sequence: reading.sequence, kind: reading.kind, placedMilliseconds: placed, wallMilliseconds: wall, timeFlag: flag,
-            body: try WireFastPath.canonicalJSON(reading) ?? StoreJSON.encode(reading))
+            sequence: reading.sequence,
+            kind: reading.kind,
+            placedMilliseconds: placed,
+            wallMilliseconds: wall,
+            timeFlag: flag,
+            body: try WireFastPath.canonicalJSON(reading) ?? StoreJSON.encode(reading)
+        )
     }
 }

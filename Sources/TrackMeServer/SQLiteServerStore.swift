@@ -146,7 +146,8 @@ final class SQLiteServerStore: ServerStore {
                         kind TEXT NOT NULL,
                         data TEXT NOT NULL
                     );
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("v2-epochs-digest-clock") { db in
             // Store epochs and batch digests (WIRE.md, "Store epochs and conflicts"); the last
@@ -164,7 +165,8 @@ final class SQLiteServerStore: ServerStore {
                         PRIMARY KEY (device_id, store_epoch)
                     );
                     CREATE TABLE server_clock (id INTEGER PRIMARY KEY CHECK (id = 1), trusted_wall_ms INTEGER NOT NULL);
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("v3-token-expiry") { db in
             // Dispatcher tokens end by themselves; device tokens have no expiry.
@@ -182,7 +184,8 @@ final class SQLiteServerStore: ServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, createdMilliseconds, token.expiresMilliseconds])
+                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, createdMilliseconds, token.expiresMilliseconds]
+            )
         }
     }
 
@@ -198,12 +201,18 @@ final class SQLiteServerStore: ServerStore {
         return try readNow { db in
             guard
                 let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = ?"), arguments: [id]),
+                    db.cachedStatement(sql: "SELECT secret_hash, role, device_id, expires_ms FROM tokens WHERE id = ?"),
+                    arguments: [id]
+                ),
                 let role = Role(rawValue: try row.decode(forColumn: "role"))
             else { return nil }
             return StoredToken(
-                id: id, secretHash: try row.decode(forColumn: "secret_hash"), role: role, deviceID: try row.decode(forColumn: "device_id"),
-                expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
+                id: id,
+                secretHash: try row.decode(forColumn: "secret_hash"),
+                role: role,
+                deviceID: try row.decode(forColumn: "device_id"),
+                expiresMilliseconds: try row.decode(forColumn: "expires_ms")
+            )
         }
     }
 
@@ -212,11 +221,13 @@ final class SQLiteServerStore: ServerStore {
         return try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO devices (device_id, person, enrolled_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                arguments: [device.deviceID, person, device.enrolledMilliseconds])
+                arguments: [device.deviceID, person, device.enrolledMilliseconds]
+            )
             guard db.changesCount == 1 else { return false }
             try db.execute(
                 sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms) VALUES (?, ?, ?, ?, ?)",
-                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, device.enrolledMilliseconds])
+                arguments: [token.id, token.secretHash, token.role.rawValue, token.deviceID, device.enrolledMilliseconds]
+            )
             return true
         }
     }
@@ -246,7 +257,8 @@ final class SQLiteServerStore: ServerStore {
         if let epoch = batch.storeEpoch {
             let registered = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT seq_floor, batch_floor FROM device_epochs WHERE device_id = ? AND store_epoch = ?"),
-                arguments: [batch.deviceID, epoch])
+                arguments: [batch.deviceID, epoch]
+            )
             let (seqFloor, batchFloor): (Int64, Int64)
             if let registered {
                 (seqFloor, batchFloor) = (try registered.decode(atIndex: 0), try registered.decode(atIndex: 1))
@@ -254,13 +266,16 @@ final class SQLiteServerStore: ServerStore {
                 // The device's first epoch (a new device, or one whose agent predates epochs
                 // and resends what it had in flight) is taken as it is; a later new epoch is
                 // a store that started over and must number above everything held.
-                let first = try Bool.fetchOne(
-                    db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM device_epochs WHERE device_id = ?)"),
-                    arguments: [batch.deviceID]) ?? true
+                let first =
+                    try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM device_epochs WHERE device_id = ?)"),
+                        arguments: [batch.deviceID]
+                    ) ?? true
                 (seqFloor, batchFloor) = first ? (1, 1) : try Self.floors(db, deviceID: batch.deviceID)
                 try db.execute(
                     sql: "INSERT INTO device_epochs (device_id, store_epoch, seq_floor, batch_floor, first_seen_ms) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [batch.deviceID, epoch, seqFloor, batchFloor, batch.receivedMilliseconds])
+                    arguments: [batch.deviceID, epoch, seqFloor, batchFloor, batch.receivedMilliseconds]
+                )
             }
             let lowest = batch.readings.map(\.sequence).min() ?? Int64.max
             if batch.batchSequence < batchFloor || lowest < seqFloor {
@@ -274,8 +289,10 @@ final class SQLiteServerStore: ServerStore {
         if db.changesCount == 0 {
             let row = try Row.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"),
-                arguments: [batch.deviceID, batch.batchSequence])
+                    sql: "SELECT stored, duplicates, acknowledged_alerts, store_epoch, digest FROM batches WHERE device_id = ? AND batch_seq = ?"
+                ),
+                arguments: [batch.deviceID, batch.batchSequence]
+            )
             guard let row else { throw StoreError(code: .inconsistent, message: "claimed batch row vanished") }
             let storedEpoch: String? = try row.decode(forColumn: "store_epoch")
             let storedDigest: String? = try row.decode(forColumn: "digest")
@@ -284,15 +301,19 @@ final class SQLiteServerStore: ServerStore {
             }
             let alerts: [String] = try StoreJSON.decode(try row.decode(String.self, forColumn: "acknowledged_alerts"))
             return IngestResult(
-                stored: try row.decode(forColumn: "stored"), duplicates: try row.decode(forColumn: "duplicates"), acknowledgedAlerts: alerts,
-                replayed: true)
+                stored: try row.decode(forColumn: "stored"),
+                duplicates: try row.decode(forColumn: "duplicates"),
+                acknowledgedAlerts: alerts,
+                replayed: true
+            )
         }
         var stored = 0
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, wall_ms, time_flag, body)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """)
+                """
+        )
         for reading in batch.readings {
             try insert.execute(arguments: [
                 batch.deviceID, reading.sequence, reading.kind.rawValue, reading.placedMilliseconds,
@@ -302,7 +323,8 @@ final class SQLiteServerStore: ServerStore {
         }
         let alerts = try String.fetchAll(
             db.cachedStatement(sql: "SELECT alert_id FROM alerts WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0 ORDER BY alert_id"),
-            arguments: [batch.deviceID])
+            arguments: [batch.deviceID]
+        )
         if !alerts.isEmpty {
             try db.cachedStatement(
                 sql: "UPDATE alerts SET ack_delivered = 1 WHERE device_id = ? AND acknowledged = 1 AND ack_delivered = 0"
@@ -332,8 +354,10 @@ final class SQLiteServerStore: ServerStore {
                 sql: """
                     SELECT alert_id FROM alerts WHERE device_id = ? AND outcome IS NOT NULL AND state NOT IN ('resolved', 'cancelled')
                     ORDER BY alert_id
-                    """),
-            arguments: [deviceID])
+                    """
+            ),
+            arguments: [deviceID]
+        )
         let care = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, settings FROM care_settings WHERE device_id = ?"), arguments: [deviceID])
         if let care {
             news.careVersion = try care.decode(forColumn: "version")
@@ -353,8 +377,10 @@ final class SQLiteServerStore: ServerStore {
                            coalesce((SELECT max(seq_floor) FROM device_epochs WHERE device_id = ?), 1),
                            coalesce((SELECT max(batch_seq) FROM batches WHERE device_id = ?), 0),
                            coalesce((SELECT max(batch_floor) FROM device_epochs WHERE device_id = ?), 1)
-                    """),
-            arguments: [deviceID, deviceID, deviceID, deviceID])
+                    """
+            ),
+            arguments: [deviceID, deviceID, deviceID, deviceID]
+        )
         guard let row else { return (1, 1) }
         return (
             try oneAbove(try row.decode(atIndex: 0), floor: try row.decode(atIndex: 1), what: "seq", deviceID: deviceID),
@@ -378,11 +404,16 @@ final class SQLiteServerStore: ServerStore {
         if let epoch = batch.storeEpoch {
             try db.execute(
                 sql: "UPDATE device_epochs SET seq_floor = ?, batch_floor = ? WHERE device_id = ? AND store_epoch = ?",
-                arguments: [seqFloor, batchFloor, batch.deviceID, epoch])
+                arguments: [seqFloor, batchFloor, batch.deviceID, epoch]
+            )
         }
         return IngestResult(
-            stored: 0, duplicates: 0, acknowledgedAlerts: [], replayed: false,
-            conflict: IngestConflict(reason: reason, sequenceFloor: seqFloor, batchSequenceFloor: batchFloor))
+            stored: 0,
+            duplicates: 0,
+            acknowledgedAlerts: [],
+            replayed: false,
+            conflict: IngestConflict(reason: reason, sequenceFloor: seqFloor, batchSequenceFloor: batchFloor)
+        )
     }
 
     /// Any batch, a heartbeat or a replay, is contact: it moves `last_seen` and ends a silence.
@@ -422,7 +453,8 @@ final class SQLiteServerStore: ServerStore {
             try db.execute(
                 sql:
                     "INSERT INTO server_clock (id, trusted_wall_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET trusted_wall_ms = excluded.trusted_wall_ms",
-                arguments: [milliseconds])
+                arguments: [milliseconds]
+            )
         }
     }
 
@@ -483,7 +515,8 @@ final class SQLiteServerStore: ServerStore {
                     INSERT INTO alert_updates (alert_id, update_seq, device_id, type, body, received_ms)
                     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """,
-                arguments: [update.alert.id, update.updateSequence, update.alert.deviceID, update.type.rawValue, body, receivedMilliseconds])
+                arguments: [update.alert.id, update.updateSequence, update.alert.deviceID, update.type.rawValue, body, receivedMilliseconds]
+            )
             let duplicate = db.changesCount == 0
             if !duplicate {
                 try db.execute(
@@ -497,7 +530,8 @@ final class SQLiteServerStore: ServerStore {
                     arguments: [
                         update.alert.id, update.alert.deviceID, update.alert.kind.rawValue, update.alert.state.rawValue,
                         update.updateSequence, record, receivedMilliseconds, receivedMilliseconds,
-                    ])
+                    ]
+                )
                 try Self.appendFeed(db, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds)
             }
             let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
@@ -514,7 +548,8 @@ final class SQLiteServerStore: ServerStore {
             if try row.decode(Bool.self, forColumn: "acknowledged") { return .alreadyAcknowledged(deviceID: deviceID) }
             try db.execute(
                 sql: "UPDATE alerts SET acknowledged = 1, acknowledged_ms = ?, acknowledged_by = ? WHERE alert_id = ?",
-                arguments: [atMilliseconds, tokenID, id])
+                arguments: [atMilliseconds, tokenID, id]
+            )
             let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
             try Self.appendFeed(db, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds)
             return .acknowledged(deviceID: deviceID)
@@ -552,9 +587,12 @@ final class SQLiteServerStore: ServerStore {
             try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
                 let flag: String? = try row.decode(forColumn: "time_flag")
                 return StoredReadingRow(
-                    sequence: try row.decode(forColumn: "seq"), body: try row.decode(forColumn: "body"),
-                    placedMilliseconds: try row.decode(forColumn: "placed_ms"), receivedMilliseconds: try row.decode(forColumn: "received_ms"),
-                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:)))
+                    sequence: try row.decode(forColumn: "seq"),
+                    body: try row.decode(forColumn: "body"),
+                    placedMilliseconds: try row.decode(forColumn: "placed_ms"),
+                    receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:))
+                )
             }
         }
     }
@@ -565,14 +603,16 @@ final class SQLiteServerStore: ServerStore {
                 db,
                 sql:
                     "SELECT device_id, last_seen_ms FROM devices WHERE silent = 0 AND last_seen_ms IS NOT NULL AND last_seen_ms < ? ORDER BY device_id",
-                arguments: [lastSeenBefore])
+                arguments: [lastSeenBefore]
+            )
             var ids: [String] = []
             for row in rows {
                 let id: String = try row.decode(forColumn: "device_id")
                 let lastSeen: Int64 = try row.decode(forColumn: "last_seen_ms")
                 try db.execute(sql: "UPDATE devices SET silent = 1 WHERE device_id = ?", arguments: [id])
                 let data = try StoreJSON.encode(
-                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen))
+                    DeviceEventData(deviceID: id, lastSeenMilliseconds: lastSeen, silentForMilliseconds: nowMilliseconds - lastSeen)
+                )
                 try Self.appendFeed(db, kind: FeedKind.deviceSilent, data: data, at: nowMilliseconds)
                 ids.append(id)
             }
@@ -593,7 +633,8 @@ final class SQLiteServerStore: ServerStore {
                 devices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
                 readings: try Int64.fetchOne(db, sql: "SELECT count(*) FROM readings") ?? 0,
                 alerts: try Int64.fetchOne(db, sql: "SELECT count(*) FROM alerts") ?? 0,
-                silentDevices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices WHERE silent = 1") ?? 0)
+                silentDevices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices WHERE silent = 1") ?? 0
+            )
         }
     }
 

@@ -79,7 +79,9 @@ struct ServerAPI: Sendable {
         let request = body.isEmpty ? CreateDispatcherRequest() : try decode(CreateDispatcherRequest.self, body)
         if let days = request.expiresInDays, !(1...3650).contains(days) { throw APIError.invalid("expires_in_days", "must be 1-3650") }
         let credentials = try await ServerAdministration(
-            store: store, wallClock: configuration.wallClock, dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
+            store: store,
+            wallClock: configuration.wallClock,
+            dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
         ).createDispatcher(name: request.name, lifetime: request.expiresInDays.map { .seconds($0 * 24 * 3600) })
         return try json(.created, credentials)
     }
@@ -130,9 +132,16 @@ struct ServerAPI: Sendable {
         let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
         let result = try await store.ingest(
             IncomingBatch(
-                deviceID: batch.deviceID, batchSequence: batch.batchSequence, droppedByBudget: batch.droppedByBudget,
-                heartbeatJSON: heartbeat, readings: rows, receivedMilliseconds: now, storeEpoch: batch.storeEpoch,
-                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)))
+                deviceID: batch.deviceID,
+                batchSequence: batch.batchSequence,
+                droppedByBudget: batch.droppedByBudget,
+                heartbeatJSON: heartbeat,
+                readings: rows,
+                receivedMilliseconds: now,
+                storeEpoch: batch.storeEpoch,
+                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
+            )
+        )
         if let conflict = result.conflict {
             metrics.batchesConflicting.increment()
             return try batchConflictResponse(conflict, batch: batch)
@@ -149,9 +158,13 @@ struct ServerAPI: Sendable {
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
         let ack = BatchAcknowledgement(
-            idempotencyKey: batch.idempotencyKey, stored: result.stored, duplicates: result.duplicates,
-            acknowledgedAlerts: result.acknowledgedAlerts, resolvedAlerts: result.news.resolvedAlerts,
-            orders: try careOrders(result.news, heartbeat: batch.heartbeat))
+            idempotencyKey: batch.idempotencyKey,
+            stored: result.stored,
+            duplicates: result.duplicates,
+            acknowledgedAlerts: result.acknowledgedAlerts,
+            resolvedAlerts: result.news.resolvedAlerts,
+            orders: try careOrders(result.news, heartbeat: batch.heartbeat)
+        )
         return try json(.ok, ack)
     }
 
@@ -183,8 +196,13 @@ struct ServerAPI: Sendable {
             return try json(
                 .ok,
                 AlertIntakeResponse(
-                    alertID: update.alert.id, updateSequence: update.updateSequence, duplicate: result.duplicate,
-                    acknowledged: result.acknowledged, resolved: resolved))
+                    alertID: update.alert.id,
+                    updateSequence: update.updateSequence,
+                    duplicate: result.duplicate,
+                    acknowledged: result.acknowledged,
+                    resolved: resolved
+                )
+            )
         }
     }
 
@@ -232,7 +250,8 @@ struct ServerAPI: Sendable {
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         return Response(
-            status: .ok, headers: headers,
+            status: .ok,
+            headers: headers,
             body: ResponseBody { writer in
                 let (subscription, wakes) = notifier.subscribe()
                 defer { notifier.unsubscribe(subscription) }
@@ -273,7 +292,8 @@ struct ServerAPI: Sendable {
                     throw error
                 }
                 try await writer.finish(nil)
-            })
+            }
+        )
     }
 
     func listReadings(_ request: Request, deviceID: String) async throws -> Response {
@@ -296,8 +316,14 @@ struct ServerAPI: Sendable {
         guard try await store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
         let rows = try await store.readings(
             ReadingQuery(
-                deviceID: deviceID, fromMilliseconds: try integer("from"), toMilliseconds: try integer("to"), kind: kind,
-                afterSequence: try integer("after_seq") ?? 0, limit: limit))
+                deviceID: deviceID,
+                fromMilliseconds: try integer("from"),
+                toMilliseconds: try integer("to"),
+                kind: kind,
+                afterSequence: try integer("after_seq") ?? 0,
+                limit: limit
+            )
+        )
         // Dispatchers: only around an alert they handle, and logged (People/DispatcherAccess.swift).
         var shown = rows
         if principal.role != .admin { shown = try await PersonData(api: self).narrowReadings(rows, deviceID: deviceID, principal: principal) }
@@ -332,8 +358,12 @@ struct ServerAPI: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4"
         let text = metrics.render(
-            store: counts, sseClients: notifier.subscriberCount, databaseDamaged: databaseHealth.databaseProblem != nil,
-            retentionRefused: databaseHealth.retentionRefusal != nil, readiness: readiness)
+            store: counts,
+            sseClients: notifier.subscriberCount,
+            databaseDamaged: databaseHealth.databaseProblem != nil,
+            retentionRefused: databaseHealth.retentionRefusal != nil,
+            readiness: readiness
+        )
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
@@ -369,14 +399,18 @@ struct ServerAPI: Sendable {
         case "gzip", "x-gzip":
             do {
                 return try Gzip.decompress(bytes, limit: limit)
-            } catch where error.tooLarge {
+            } catch  where error.tooLarge {
                 throw APIError.tooLarge(limit: limit)
             } catch {
                 throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(error.message)")
             }
         case .some(let other):
             throw APIError(
-                status: .unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Encoding", message: "\(other) is not supported; use gzip")
+                status: .unsupportedMediaType,
+                code: .unsupportedMediaType,
+                field: "Content-Encoding",
+                message: "\(other) is not supported; use gzip"
+            )
         }
     }
 

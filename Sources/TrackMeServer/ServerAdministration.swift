@@ -1,5 +1,5 @@
-import TrackMeCore
 import HTTPTypes
+import TrackMeCore
 
 /// Enrols devices and creates dispatchers, for the HTTP admin API and for in-process callers
 /// (the simulation), which share this one code path.
@@ -21,7 +21,9 @@ struct ServerAdministration: Sendable {
         let token = BearerToken.generate()
         let stored = StoredToken(id: token.id, secretHash: token.secretHash, role: .device, deviceID: deviceID)
         let enrolled = try await store.enrolDevice(
-            DeviceRow(deviceID: deviceID, person: person, enrolledMilliseconds: wallClock()), token: stored)
+            DeviceRow(deviceID: deviceID, person: person, enrolledMilliseconds: wallClock()),
+            token: stored
+        )
         guard enrolled else {
             throw APIError(status: .conflict, code: .conflict, field: "device_id", message: "device \(deviceID) is already enrolled")
         }
@@ -41,7 +43,8 @@ struct ServerAdministration: Sendable {
         let expires = (lifetime ?? dispatcherTokenLifetime).map { now + $0.milliseconds }
         try await store.insertToken(
             StoredToken(id: token.id, secretHash: token.secretHash, role: .dispatcher, deviceID: nil, expiresMilliseconds: expires),
-            createdMilliseconds: now)
+            createdMilliseconds: now
+        )
         return DispatcherCredentials(dispatcherID: token.id, token: token.text, expiresMilliseconds: expires)
     }
 }

@@ -29,7 +29,8 @@ extension TrackMeServer {
         var after: Int64 = Int64.min
         while true {
             let page = try await store.readings(
-                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000))
+                ReadingQuery(deviceID: deviceID, fromMilliseconds: nil, toMilliseconds: nil, kind: nil, afterSequence: after, limit: 1000)
+            )
             guard let last = page.last else { return result }
             result += page
             after = last.sequence
@@ -80,6 +81,10 @@ extension TrackMeServer {
     public func recordAlertUpdateDirectly(_ update: AlertUpdate, receivedMilliseconds: Int64) async throws {
         let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: receivedMilliseconds))
         _ = try await store.recordAlertUpdate(
-            update, body: try StoreJSON.encode(update), feedData: feedData, receivedMilliseconds: receivedMilliseconds)
+            update,
+            body: try StoreJSON.encode(update),
+            feedData: feedData,
+            receivedMilliseconds: receivedMilliseconds
+        )
     }
 }

@@ -1,12 +1,12 @@
-public import Logging
-public import ServiceLifecycle
-public import TrackMeCore
 import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+public import Logging
 import NIOCore
+public import ServiceLifecycle
 import Synchronization
+public import TrackMeCore
 
 /// The TrackMe server: the HTTP API over a store, with the silence and retention jobs.
 ///
@@ -45,7 +45,8 @@ public final class TrackMeServer: Service, Sendable {
                 if !budget.changes.isEmpty {
                     logger.warning(
                         "connection caps lowered to fit the open-file limit",
-                        metadata: ["server.file_limit": "\(fileLimit)", "server.changes": "\(budget.changes.joined(separator: "; "))"])
+                        metadata: ["server.file_limit": "\(fileLimit)", "server.changes": "\(budget.changes.joined(separator: "; "))"]
+                    )
                 }
                 configuration.limits = budget.limits
             } catch {
@@ -55,7 +56,8 @@ public final class TrackMeServer: Service, Sendable {
         if try configuration.console.loadContactLinkKey() == .ephemeral, configuration.console.contactNotifierCommand != nil {
             logger.warning(
                 "contact link key is random for this process: links sent before a restart will not work",
-                metadata: ["server.todo": "give --contact-link-key-file or the systemd credential \(ConsoleConfiguration.linkKeyCredential)"])
+                metadata: ["server.todo": "give --contact-link-key-file or the systemd credential \(ConsoleConfiguration.linkKeyCredential)"]
+            )
         }
         self.configuration = configuration
         self.logger = logger
@@ -64,7 +66,8 @@ public final class TrackMeServer: Service, Sendable {
         } else {
             guard ServerConfiguration.isLoopback(host: configuration.host) else {
                 throw ServerConfigurationError(
-                    message: "plain HTTP is served only on loopback, not on \(configuration.host): configure a TLS certificate and key")
+                    message: "plain HTTP is served only on loopback, not on \(configuration.host): configure a TLS certificate and key"
+                )
             }
             certificates = nil
         }
@@ -88,22 +91,30 @@ public final class TrackMeServer: Service, Sendable {
         if persisted == nil { try? await store.setTrustedWallTime(wallAtStart) }
         retentionGuard = Mutex(RetentionClockGuard(trustedWall: persisted ?? wallAtStart, restarted: persisted != nil, monotonicNow: .zero))
         api = ServerAPI(
-            store: store, configuration: configuration,
+            store: store,
+            configuration: configuration,
             authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
-            devices: DeviceDirectory(store: store), notifier: FeedNotifier(), metrics: ServerMetrics(also: configuration.metricsFactory),
+            devices: DeviceDirectory(store: store),
+            notifier: FeedNotifier(),
+            metrics: ServerMetrics(also: configuration.metricsFactory),
             passwords: PasswordHasher(
-                cost: configuration.console.bcryptCost, threads: configuration.limits.passwordHashThreads,
-                queueLimit: configuration.limits.passwordHashQueue),
-            signInGuard: SignInGuard(limits: configuration.limits), heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
+                cost: configuration.console.bcryptCost,
+                threads: configuration.limits.passwordHashThreads,
+                queueLimit: configuration.limits.passwordHashQueue
+            ),
+            signInGuard: SignInGuard(limits: configuration.limits),
+            heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
             logger: logger,
-            alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:)))
+            alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))
+        )
         // A database that opens and migrates may still be damaged inside (a flipped page):
         // checked once at start, reported by /health and /metrics, and ingest is refused.
         if let problem = await store.integrityProblem() {
             api.databaseHealth.databaseProblem = problem
             logger.error(
                 "database failed its integrity check; ingest refused",
-                metadata: ["server.store": "\(store.displayName)", "server.problem": "\(problem)", "server.todo": "\(DatabaseHealth.whatToDo)"])
+                metadata: ["server.store": "\(store.displayName)", "server.problem": "\(problem)", "server.todo": "\(DatabaseHealth.whatToDo)"]
+            )
         }
     }
 
@@ -139,14 +150,18 @@ public final class TrackMeServer: Service, Sendable {
             jobs.append(
                 PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
                     _ = try await escalateToContacts()
-                })
+                }
+            )
         }
         let application = Application(
             router: api.makeRouter(),
             server: ServerChannels.builder(limits: configuration.limits, metrics: api.metrics, tls: certificates),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil, backlog: configuration.backlog,
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.limits.maxConnections, logger: logger)),
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: nil,
+                backlog: configuration.backlog,
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.limits.maxConnections, logger: logger)
+            ),
             services: jobs,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
@@ -155,9 +170,11 @@ public final class TrackMeServer: Service, Sendable {
                     "trackme-server listening",
                     metadata: [
                         "server.address": "\(scheme)://\(configuration.host):\(port)", "server.store": "\(storeDescription)",
-                    ])
+                    ]
+                )
             },
-            logger: logger)
+            logger: logger
+        )
         do {
             try await application.run()
         } catch {
@@ -193,7 +210,9 @@ public final class TrackMeServer: Service, Sendable {
     /// Creates a dispatcher token (as `POST /v1/dispatchers` does).
     public func createDispatcher(name: String? = nil) async throws -> DispatcherCredentials {
         try await ServerAdministration(
-            store: store, wallClock: configuration.wallClock, dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
+            store: store,
+            wallClock: configuration.wallClock,
+            dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
         ).createDispatcher(name: name)
     }
 
@@ -203,7 +222,9 @@ public final class TrackMeServer: Service, Sendable {
     public func checkSilence() async throws -> [String] {
         let now = configuration.wallClock()
         let silenced = try await store.markSilentDevices(
-            lastSeenBefore: now - configuration.silenceThreshold.milliseconds, nowMilliseconds: now)
+            lastSeenBefore: now - configuration.silenceThreshold.milliseconds,
+            nowMilliseconds: now
+        )
         if !silenced.isEmpty {
             api.metrics.devicesSilenced.increment(by: silenced.count)
             api.notifier.notify()
@@ -258,7 +279,9 @@ public final class TrackMeServer: Service, Sendable {
             #else
             _ = url
             throw StoreError(
-                code: .badConfiguration, message: "this build has no PostgreSQL support; build with `--traits PostgreSQL`")
+                code: .badConfiguration,
+                message: "this build has no PostgreSQL support; build with `--traits PostgreSQL`"
+            )
             #endif
         }
     }

@@ -52,8 +52,12 @@ public enum AlertToConsoleBenchmark {
         let logger = Logger(label: "trackme.bench.console", factory: { _ in SwiftLogNoOpLogHandler() })
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path)),
-            logger: logger)
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
+            ),
+            logger: logger
+        )
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
@@ -66,8 +70,15 @@ public enum AlertToConsoleBenchmark {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
         do {
             let result = try await measure(
-                samples: samples, directory: directory, base: base, client: client, deviceToken: device.token,
-                dispatcherToken: dispatcher.token, profile: profile, logger: logger)
+                samples: samples,
+                directory: directory,
+                base: base,
+                client: client,
+                deviceToken: device.token,
+                dispatcherToken: dispatcher.token,
+                profile: profile,
+                logger: logger
+            )
             try await client.shutdown()
             return result
         } catch {
@@ -77,7 +88,13 @@ public enum AlertToConsoleBenchmark {
     }
 
     static func measure(
-        samples: Int, directory: URL, base: URL, client: HTTPClient, deviceToken: String, dispatcherToken: String, profile: PersonProfile,
+        samples: Int,
+        directory: URL,
+        base: URL,
+        client: HTTPClient,
+        deviceToken: String,
+        dispatcherToken: String,
+        profile: PersonProfile,
         logger: Logger
     ) async throws -> Result {
         var streamRequest = HTTPClientRequest(url: base.absoluteString + "/v1/alerts/stream")
@@ -88,12 +105,17 @@ public enum AlertToConsoleBenchmark {
         // The device: the agent's store, pipeline and lane, sending over real HTTP.
         let store = try ReadingStore(
             configuration: StoreConfiguration(path: directory.appendingPathComponent("device.sqlite").path, diskBudgetBytes: 1 << 32),
-            logger: logger)
+            logger: logger
+        )
         defer { store.close() }
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let lane = DispatchLane(
             transport: HTTPAlertTransport(transport: CurlTransport(baseURL: base), token: deviceToken),
-            fallback: nil, clock: ContinuousClock(), timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
+            fallback: nil,
+            clock: ContinuousClock(),
+            timestamp: { ScenarioRunner.timestamp(0) },
+            logger: logger
+        )
         let laneTask = Task { await lane.run() }
         defer { laneTask.cancel() }
         var laneEvents = lane.events.makeAsyncIterator()
@@ -104,9 +126,14 @@ public enum AlertToConsoleBenchmark {
         for sample in 0..<samples {
             let origin = Int64(sample) * 100_000
             let pipeline = AgentPipeline(
-                configuration: .init(deviceID: "bench", profile: profile), store: store, committer: committer,
-                ids: SequentialAlertIDs(prefix: "console-\(sample)"), now: ScenarioRunner.timestamp(origin),
-                dispatch: { action in await lane.submit(action) }, logger: logger)
+                configuration: .init(deviceID: "bench", profile: profile),
+                store: store,
+                committer: committer,
+                ids: SequentialAlertIDs(prefix: "console-\(sample)"),
+                now: ScenarioRunner.timestamp(origin),
+                dispatch: { action in await lane.submit(action) },
+                logger: logger
+            )
             var raised: AlertRecord?
             var start = ContinuousClock.now
             var second: Int64 = 0
@@ -150,9 +177,16 @@ public enum AlertToConsoleBenchmark {
         let p50 = percentile(sorted, 0.5)
         let p99 = percentile(sorted, 0.99)
         return Result(
-            samples: sorted.count, p50Milliseconds: p50, p99Milliseconds: p99, maxMilliseconds: sorted.last ?? 0,
-            baselineP50Milliseconds: base50, baselineP99Milliseconds: base99, ratioP50: base50 > 0 ? p50 / base50 : 0,
-            ratioP99: base99 > 0 ? p99 / base99 : 0, baseline: "GET /health round trip, same server and client, same run")
+            samples: sorted.count,
+            p50Milliseconds: p50,
+            p99Milliseconds: p99,
+            maxMilliseconds: sorted.last ?? 0,
+            baselineP50Milliseconds: base50,
+            baselineP99Milliseconds: base99,
+            ratioP50: base50 > 0 ? p50 / base50 : 0,
+            ratioP99: base99 > 0 ? p99 / base99 : 0,
+            baseline: "GET /health round trip, same server and client, same run"
+        )
     }
 
     /// Server-sent events from a streamed body: `event:` and `data:` lines, a blank line ends one.

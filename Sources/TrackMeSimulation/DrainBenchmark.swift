@@ -74,10 +74,12 @@ public enum DrainBenchmark {
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir + "/store.sqlite", diskBudgetBytes: 1 << 40))
         defer { store.close() }
         for start in stride(from: 0, to: count, by: 5000) {
-            try store.append((start..<min(start + 5000, count)).map { i in
-                let (t, p) = SyntheticReadings.reading(i)
-                return NewReading(timestamp: t, payload: p)
-            })
+            try store.append(
+                (start..<min(start + 5000, count)).map { i in
+                    let (t, p) = SyntheticReadings.reading(i)
+                    return NewReading(timestamp: t, payload: p)
+                }
+            )
         }
 
         let (elapsed, compressed, uncompressed, batches) = try await InProcessServer.with { (server) async throws -> (Duration, Int, Int, Int) in
@@ -85,11 +87,14 @@ public enum DrainBenchmark {
             let configuration = SyncConfiguration(deviceID: "pi-bench", token: token, maxBatchReadings: batchReadings, latestFirst: false)
             let acknowledged = Atomic<Int>(0)
             let engine = SyncEngine(
-                store: store, transport: transport(kind, server.baseURL), configuration: configuration,
+                store: store,
+                transport: transport(kind, server.baseURL),
+                configuration: configuration,
                 clock: ContinuousClock(),
                 onEvent: { event in
                     if case .batchAcknowledged = event { acknowledged.add(1, ordering: .relaxed) }
-                })
+                }
+            )
             let start = ContinuousClock.now
             try await engine.drain()
             let elapsed = ContinuousClock.now - start
@@ -103,7 +108,10 @@ public enum DrainBenchmark {
         var bodies: [(key: String, body: [UInt8])] = []
         for (n, startIndex) in stride(from: 0, to: all.count, by: batchReadings).enumerated() {
             let batch = SyncBatch(
-                deviceID: "pi-bench", batchSequence: Int64(n + 1), readings: Array(all[startIndex..<min(startIndex + batchReadings, all.count)]))
+                deviceID: "pi-bench",
+                batchSequence: Int64(n + 1),
+                readings: Array(all[startIndex..<min(startIndex + batchReadings, all.count)])
+            )
             bodies.append((batch.idempotencyKey, try Gzip.compress(Array(try WireCodec.encode(batch)))))
         }
         let baselineElapsed = try await InProcessServer.with { (server) async throws -> Duration in
@@ -116,7 +124,8 @@ public enum DrainBenchmark {
                     headers: [
                         "Authorization": "Bearer \(token)", "Idempotency-Key": key, "Content-Type": "application/json", "Content-Encoding": "gzip",
                     ],
-                    body: body)
+                    body: body
+                )
                 guard response.status == 200 else { throw Failure(description: "baseline batch answered \(response.status)") }
             }
             return ContinuousClock.now - baselineStart
@@ -125,10 +134,18 @@ public enum DrainBenchmark {
         let drainSeconds = StoreBenchmark.seconds(elapsed)
         let baselineSeconds = StoreBenchmark.seconds(baselineElapsed)
         return Result(
-            readings: count, batchReadings: batchReadings, batches: batches, drainSeconds: drainSeconds,
-            readingsPerSecond: Double(count) / drainSeconds, compressedBytesPerReading: Double(compressed) / Double(count),
-            uncompressedBytesPerReading: Double(uncompressed) / Double(count), compressionRatio: Double(uncompressed) / Double(compressed),
-            baselineSeconds: baselineSeconds, ratio: drainSeconds / baselineSeconds, transport: kind.rawValue,
-            baselineMillisecondsPerBatch: baselineSeconds * 1000 / Double(bodies.count))
+            readings: count,
+            batchReadings: batchReadings,
+            batches: batches,
+            drainSeconds: drainSeconds,
+            readingsPerSecond: Double(count) / drainSeconds,
+            compressedBytesPerReading: Double(compressed) / Double(count),
+            uncompressedBytesPerReading: Double(uncompressed) / Double(count),
+            compressionRatio: Double(uncompressed) / Double(compressed),
+            baselineSeconds: baselineSeconds,
+            ratio: drainSeconds / baselineSeconds,
+            transport: kind.rawValue,
+            baselineMillisecondsPerBatch: baselineSeconds * 1000 / Double(bodies.count)
+        )
     }
 }

@@ -16,7 +16,9 @@ public enum ExpectationEvaluator {
     static func seconds(_ s: Double) -> String { seconds(Int64((s * 1000).rounded())) }
 
     static func evaluate(
-        _ e: Scenario.Expectation, report: SimulationReport, accountedBy alertExpectations: [Scenario.Expectation]
+        _ e: Scenario.Expectation,
+        report: SimulationReport,
+        accountedBy alertExpectations: [Scenario.Expectation]
     ) -> SimulationReport.ExpectationResult {
         let r = report.readings
         switch e.type {
@@ -24,20 +26,26 @@ public enum ExpectationEvaluator {
             let kind = e.alertKind
             let from = Int64(((e.fromSeconds ?? 0) * 1000).rounded())
             let to = Int64(((e.toSeconds ?? .infinity) * 1000).rounded(.down).clamped(Double(Int64.max / 2)))
-            let name = "alert \(kind?.rawValue ?? "any") with first critical reading in [\(seconds(from)), \(e.toSeconds.map { seconds($0) } ?? "end")]"
+            let name =
+                "alert \(kind?.rawValue ?? "any") with first critical reading in [\(seconds(from)), \(e.toSeconds.map { seconds($0) } ?? "end")]"
             let candidates = report.alerts.filter { kind == nil || $0.kind == kind }
             if candidates.contains(where: { (from...to).contains($0.firstCriticalMilliseconds) }) {
                 return .init(expectation: name, passed: true, message: "raised")
             }
-            guard let nearest = candidates.min(by: { distance($0.firstCriticalMilliseconds, from, to) < distance($1.firstCriticalMilliseconds, from, to) })
+            guard
+                let nearest = candidates.min(by: {
+                    distance($0.firstCriticalMilliseconds, from, to) < distance($1.firstCriticalMilliseconds, from, to)
+                })
             else {
                 return .init(expectation: name, passed: false, message: "no \(kind?.rawValue ?? "") alert was raised at all")
             }
             let d = distance(nearest.firstCriticalMilliseconds, from, to)
             let side = nearest.firstCriticalMilliseconds < from ? "early" : "late"
             return .init(
-                expectation: name, passed: false,
-                message: "nearest \(nearest.kind.rawValue) alert at \(seconds(nearest.firstCriticalMilliseconds)), \(seconds(d)) \(side)")
+                expectation: name,
+                passed: false,
+                message: "nearest \(nearest.kind.rawValue) alert at \(seconds(nearest.firstCriticalMilliseconds)), \(seconds(d)) \(side)"
+            )
         case .noOtherAlerts:
             let unexpected = report.alerts.filter { alert in
                 !alertExpectations.contains { ex in
@@ -48,16 +56,22 @@ public enum ExpectationEvaluator {
             }
             let list = unexpected.map { "\($0.kind.rawValue) at \(seconds($0.firstCriticalMilliseconds))" }.joined(separator: ", ")
             return .init(
-                expectation: "no alerts besides the expected ones", passed: unexpected.isEmpty,
-                message: unexpected.isEmpty ? "none" : "\(unexpected.count) unexpected: \(list)")
+                expectation: "no alerts besides the expected ones",
+                passed: unexpected.isEmpty,
+                message: unexpected.isEmpty ? "none" : "\(unexpected.count) unexpected: \(list)"
+            )
         case .noReadingsLost:
             return .init(
-                expectation: "no readings lost", passed: r.lost == 0,
-                message: r.lost == 0 ? "0 lost of \(r.stored) stored" : "\(r.lost) of \(r.stored) stored readings never reached the server")
+                expectation: "no readings lost",
+                passed: r.lost == 0,
+                message: r.lost == 0 ? "0 lost of \(r.stored) stored" : "\(r.lost) of \(r.stored) stored readings never reached the server"
+            )
         case .noDuplicates:
             return .init(
-                expectation: "no duplicates at the server", passed: r.duplicatesAtServer == 0,
-                message: "\(r.duplicatesAtServer) readings stored more than once")
+                expectation: "no duplicates at the server",
+                passed: r.duplicatesAtServer == 0,
+                message: "\(r.duplicatesAtServer) readings stored more than once"
+            )
         case .alertDeliveredWithin:
             let limit = e.seconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max - 1
             let name = e.seconds == nil ? "every alert delivered" : "every alert delivered within \(seconds(limit)) of being raised"
@@ -74,25 +88,33 @@ public enum ExpectationEvaluator {
                 return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert \(alert.alertID) was never delivered")
             }
             return .init(
-                expectation: name, passed: delay <= limit,
-                message: delay <= limit ? "slowest took \(seconds(delay))" : "\(alert.kind.rawValue) took \(seconds(delay)), \(seconds(delay - limit)) over")
+                expectation: name,
+                passed: delay <= limit,
+                message: delay <= limit
+                    ? "slowest took \(seconds(delay))" : "\(alert.kind.rawValue) took \(seconds(delay)), \(seconds(delay - limit)) over"
+            )
         case .readingsAtTrueTime:
             return .init(
-                expectation: "every reading filed at its true time", passed: r.offTrueTime == 0 && r.receivedByServer > 0,
+                expectation: "every reading filed at its true time",
+                passed: r.offTrueTime == 0 && r.receivedByServer > 0,
                 message: r.offTrueTime == 0
                     ? "\(r.receivedByServer) at their true time, \(r.correctedByDevice) of them corrected by the device"
-                    : "\(r.offTrueTime) of \(r.receivedByServer) filed away from their true time")
+                    : "\(r.offTrueTime) of \(r.receivedByServer) filed away from their true time"
+            )
         case .allSynced:
             let missing = r.produced - r.receivedByServer - r.droppedByBudget
             return .init(
-                expectation: "every produced reading reached the server", passed: missing <= 0,
-                message: missing <= 0 ? "\(r.receivedByServer) of \(r.produced) at the server" : "\(missing) of \(r.produced) missing at the server")
+                expectation: "every produced reading reached the server",
+                passed: missing <= 0,
+                message: missing <= 0 ? "\(r.receivedByServer) of \(r.produced) at the server" : "\(missing) of \(r.produced) missing at the server"
+            )
         case .alertPositionAge:
             let alerts = report.alerts.filter { e.alertKind == nil || $0.kind == e.alertKind }
             let wantUnknown = e.fromSeconds == nil && e.toSeconds == nil
             let low = Int64(((e.fromSeconds ?? 0) * 1000).rounded())
             let high = e.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max
-            let name = wantUnknown
+            let name =
+                wantUnknown
                 ? "alert positions unknown"
                 : "alert positions \(seconds(low)) to \(e.toSeconds.map { seconds($0) } ?? "any age") old"
             guard !alerts.isEmpty else { return .init(expectation: name, passed: false, message: "no alert was raised") }
@@ -102,12 +124,18 @@ public enum ExpectationEvaluator {
                 case (nil, false):
                     return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert has no position")
                 case (let p?, true):
-                    return .init(expectation: name, passed: false, message: "\(alert.kind.rawValue) alert has a position \(seconds(p.ageMilliseconds)) old")
+                    return .init(
+                        expectation: name,
+                        passed: false,
+                        message: "\(alert.kind.rawValue) alert has a position \(seconds(p.ageMilliseconds)) old"
+                    )
                 case (let p?, false):
                     if p.ageMilliseconds < low || p.ageMilliseconds > high {
                         return .init(
-                            expectation: name, passed: false,
-                            message: "\(alert.kind.rawValue) alert position is \(seconds(p.ageMilliseconds)) old")
+                            expectation: name,
+                            passed: false,
+                            message: "\(alert.kind.rawValue) alert position is \(seconds(p.ageMilliseconds)) old"
+                        )
                     }
                 }
             }
@@ -117,13 +145,18 @@ public enum ExpectationEvaluator {
             guard !report.alerts.isEmpty else { return .init(expectation: name, passed: false, message: "no alert was raised") }
             let open = report.alerts.filter { $0.state != .acknowledged && $0.state != .resolved }
             return .init(
-                expectation: name, passed: open.isEmpty,
-                message: open.isEmpty ? "\(report.alerts.count) acknowledged" : open.map { "\($0.kind.rawValue) is \($0.state.rawValue)" }.joined(separator: ", "))
+                expectation: name,
+                passed: open.isEmpty,
+                message: open.isEmpty
+                    ? "\(report.alerts.count) acknowledged" : open.map { "\($0.kind.rawValue) is \($0.state.rawValue)" }.joined(separator: ", ")
+            )
         case .droppedByBudgetAtLeast:
             let want = e.count ?? 1
             return .init(
-                expectation: "at least \(want) readings dropped by the disk budget", passed: r.droppedByBudget >= want,
-                message: "\(r.droppedByBudget) dropped")
+                expectation: "at least \(want) readings dropped by the disk budget",
+                passed: r.droppedByBudget >= want,
+                message: "\(r.droppedByBudget) dropped"
+            )
         }
     }
 

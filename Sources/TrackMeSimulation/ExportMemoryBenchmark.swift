@@ -47,15 +47,21 @@ public enum ExportMemoryBenchmark {
         // The server's wall clock walks with the recording, as it did while the device sent it
         // (readings from before a device's enrolment or from the future are not filed as theirs).
         let wall = Atomic<Int64>(first - 60_000)
-        return try await InProcessServer.with(configure: {
+        let configure: (inout ServerConfiguration) -> Void = {
             $0.adminToken = admin
             $0.wallClock = { wall.load(ordering: .relaxed) }
-        }) { server in
+        }
+        return try await InProcessServer.with(configure: configure) { server in
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
             do {
                 let base = server.baseURL.absoluteString
                 let token = try await server.enrol("pi-export")
-                let created = try await call(http, .POST, base + "/v1/accounts", json: ["username": "wearer", "password": "correct horse battery", "role": "wearer"])
+                let created = try await call(
+                    http,
+                    .POST,
+                    base + "/v1/accounts",
+                    json: ["username": "wearer", "password": "correct horse battery", "role": "wearer"]
+                )
                 guard let person = created["id"] as? String else { throw Failure("account not created: \(created)") }
                 _ = try await call(http, .POST, base + "/v1/people/\(person)/devices", json: ["device_id": "pi-export"])
                 try await fill(http, base: base, token: token, from: first, count: days * 86_400, wall: wall)
@@ -82,9 +88,13 @@ public enum ExportMemoryBenchmark {
                 WireReading(
                     sequence: Int64(n + 1),
                     timestamp: ReadingTimestamp(
-                        monotonicNanoseconds: UInt64(n) * 1_000_000_000, bootID: "bench-boot", wallClockMilliseconds: from + Int64(n) * 1000,
-                        wallClockTrusted: true),
-                    payload: .heartRate(HeartRateReading(bpm: 55 + n % 50, contact: .detected)))
+                        monotonicNanoseconds: UInt64(n) * 1_000_000_000,
+                        bootID: "bench-boot",
+                        wallClockMilliseconds: from + Int64(n) * 1000,
+                        wallClockTrusted: true
+                    ),
+                    payload: .heartRate(HeartRateReading(bpm: 55 + n % 50, contact: .detected))
+                )
             }
             wall.store(from + Int64(min(start + perBatch, count)) * 1000, ordering: .relaxed)
             let batch = SyncBatch(deviceID: "pi-export", batchSequence: batchSequence, readings: readings)
@@ -123,8 +133,13 @@ public enum ExportMemoryBenchmark {
         await sampler.value
         let top = peak.withLock { $0 }
         return Download(
-            days: days, readings: readings, bytes: bytes, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            riseMiB: top - before, peakMiB: top)
+            days: days,
+            readings: readings,
+            bytes: bytes,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            riseMiB: top - before,
+            peakMiB: top
+        )
     }
 
     static func call(_ http: HTTPClient, _ method: HTTPMethod, _ url: String, json: [String: Any]) async throws -> [String: Any] {

@@ -50,7 +50,10 @@ public enum IntakeUnderLoadBenchmark {
     public static func run(samples: Int, floodConnections: Int, bcryptCost: UInt8, hashThreads: Int?, directory: URL) async throws -> Result {
         let logger = Logger(label: "trackme.bench.intake", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = ServerConfiguration(
-            host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path))
+            host: "127.0.0.1",
+            port: 0,
+            storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
+        )
         configuration.console.bcryptCost = bcryptCost
         // Alerts back to back from one device, and a flood from "many addresses": the limits that
         // would refuse either are off, so that what is measured is the capacity, not a 429.
@@ -113,10 +116,17 @@ public enum IntakeUnderLoadBenchmark {
             let quiet99 = percentile(quietSorted, 0.99)
             let loaded99 = percentile(loadedSorted, 0.99)
             return Result(
-                samples: samples, floodConnections: floodConnections, bcryptCost: Int(bcryptCost), hashThreads: configuration.limits.passwordHashThreads,
-                quietP50Milliseconds: percentile(quietSorted, 0.5), quietP99Milliseconds: quiet99,
-                floodP50Milliseconds: percentile(loadedSorted, 0.5), floodP99Milliseconds: loaded99,
-                ratioP99: quiet99 > 0 ? loaded99 / quiet99 : 0, floodAnswers: state.answers.withLock { $0 })
+                samples: samples,
+                floodConnections: floodConnections,
+                bcryptCost: Int(bcryptCost),
+                hashThreads: configuration.limits.passwordHashThreads,
+                quietP50Milliseconds: percentile(quietSorted, 0.5),
+                quietP99Milliseconds: quiet99,
+                floodP50Milliseconds: percentile(loadedSorted, 0.5),
+                floodP99Milliseconds: loaded99,
+                ratioP99: quiet99 > 0 ? loaded99 / quiet99 : 0,
+                floodAnswers: state.answers.withLock { $0 }
+            )
         } catch {
             try? await floodClient.shutdown()
             try? await alertClient.shutdown()
@@ -129,11 +139,24 @@ public enum IntakeUnderLoadBenchmark {
         var latencies: [Double] = []
         for index in 0..<count {
             let now = ReadingTimestamp(
-                monotonicNanoseconds: UInt64(index + 1) * 1_000_000_000, bootID: "bench-boot", wallClockMilliseconds: nil, wallClockTrusted: false)
+                monotonicNanoseconds: UInt64(index + 1) * 1_000_000_000,
+                bootID: "bench-boot",
+                wallClockMilliseconds: nil,
+                wallClockTrusted: false
+            )
             let update = AlertUpdate(
                 alert: AlertRecord(
-                    id: "\(prefix)-\(index)", deviceID: "bench-sos", kind: .manual, state: .raised, firstCritical: now, raised: now),
-                updateSequence: 0, type: .raised, sent: now)
+                    id: "\(prefix)-\(index)",
+                    deviceID: "bench-sos",
+                    kind: .manual,
+                    state: .raised,
+                    firstCritical: now,
+                    raised: now
+                ),
+                updateSequence: 0,
+                type: .raised,
+                sent: now
+            )
             var request = HTTPClientRequest(url: base + "/v1/alerts")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(token)")

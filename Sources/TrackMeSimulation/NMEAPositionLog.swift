@@ -94,7 +94,8 @@ public struct NMEAPositionLog: Sendable {
         if f[9].count == 6, f[1].count >= 6 {
             let d = f[9]
             let t = f[1]
-            fix.time = "20\(d.dropFirst(4).prefix(2))-\(d.dropFirst(2).prefix(2))-\(d.prefix(2))T"
+            fix.time =
+                "20\(d.dropFirst(4).prefix(2))-\(d.dropFirst(2).prefix(2))-\(d.prefix(2))T"
                 + "\(t.prefix(2)):\(t.dropFirst(2).prefix(2)):\(t.dropFirst(4))Z"
         }
     }

@@ -30,10 +30,22 @@ public enum ReplayBenchmark {
 
     public static func run(traceSeconds: Int, simulationsDirectory: URL, fsync: Bool = false) async throws -> Result {
         let scenario = Scenario(
-            name: "bench-replay", description: nil, seed: 1, person: PersonProfile(name: "Bench", age: 69),
-            heartRate: .init(trace: "traces/hr/mitdb100_normal_sinus.csv", fromSeconds: nil, toSeconds: nil, repeatUntilSeconds: Double(traceSeconds)),
-            gps: .init(log: "traces/gpsd/haicom-305N.log", loop: true), pace: .fast, diskBudgetBytes: nil, faults: [],
-            expectations: [.init(type: .noReadingsLost), .init(type: .allSynced)])
+            name: "bench-replay",
+            description: nil,
+            seed: 1,
+            person: PersonProfile(name: "Bench", age: 69),
+            heartRate: .init(
+                trace: "traces/hr/mitdb100_normal_sinus.csv",
+                fromSeconds: nil,
+                toSeconds: nil,
+                repeatUntilSeconds: Double(traceSeconds)
+            ),
+            gps: .init(log: "traces/gpsd/haicom-305N.log", loop: true),
+            pace: .fast,
+            diskBudgetBytes: nil,
+            faults: [],
+            expectations: [.init(type: .noReadingsLost), .init(type: .allSynced)]
+        )
         let logger = Logger(label: "trackme.bench.replay", factory: { _ in SwiftLogNoOpLogHandler() })
         let outcome = try await ScenarioRunner(options: .init(simulationsDirectory: simulationsDirectory, fsync: fsync, logger: logger)).run(scenario)
         guard outcome.report.passed else {
@@ -55,8 +67,14 @@ public enum ReplayBenchmark {
         let perSecond = Double(readings) / wall
         let baselinePerSecond = Double(count) / baselineSeconds
         return Result(
-            traceSeconds: traceSeconds, readings: readings, wallSeconds: wall, readingsPerSecond: perSecond,
-            baselineReadingsPerSecond: baselinePerSecond, ratio: perSecond / baselinePerSecond,
-            baseline: "the same heart-rate rows through the SOS rules alone, in memory", fsync: fsync)
+            traceSeconds: traceSeconds,
+            readings: readings,
+            wallSeconds: wall,
+            readingsPerSecond: perSecond,
+            baselineReadingsPerSecond: baselinePerSecond,
+            ratio: perSecond / baselinePerSecond,
+            baseline: "the same heart-rate rows through the SOS rules alone, in memory",
+            fsync: fsync
+        )
     }
 }

@@ -55,11 +55,13 @@ public struct ReportRenderer: Sendable {
             let start = Int64(fault.fromSeconds * 1000) - originMilliseconds
             let end = Int64((fault.toSeconds ?? fault.fromSeconds) * 1000) - originMilliseconds
             let w = max(2, x(end) - x(start))
-            out += "<rect x=\"\(f(x(start)))\" y=\"\(f(top))\" width=\"\(f(w))\" height=\"\(f(bottom - top))\" fill=\"\(Self.color(for: fault.type))\" opacity=\"0.5\"><title>\(fault.type.rawValue)</title></rect>\n"
+            out +=
+                "<rect x=\"\(f(x(start)))\" y=\"\(f(top))\" width=\"\(f(w))\" height=\"\(f(bottom - top))\" fill=\"\(Self.color(for: fault.type))\" opacity=\"0.5\"><title>\(fault.type.rawValue)</title></rect>\n"
             out += "<text x=\"\(f(x(start) + 2))\" y=\"\(f(top + 12))\" fill=\"#555\">\(fault.type.rawValue)</text>\n"
         }
         for (label, bpm) in [("max \(maximumHeartRate)", maximumHeartRate), ("min \(minimumHeartRate)", minimumHeartRate)] {
-            out += "<line x1=\"\(f(left))\" x2=\"\(f(right))\" y1=\"\(f(y(Double(bpm))))\" y2=\"\(f(y(Double(bpm))))\" stroke=\"#e6550d\" stroke-dasharray=\"6 4\"/>\n"
+            out +=
+                "<line x1=\"\(f(left))\" x2=\"\(f(right))\" y1=\"\(f(y(Double(bpm))))\" y2=\"\(f(y(Double(bpm))))\" stroke=\"#e6550d\" stroke-dasharray=\"6 4\"/>\n"
             out += "<text x=\"\(f(right - 60))\" y=\"\(f(y(Double(bpm)) - 3))\" fill=\"#e6550d\">\(label)</text>\n"
         }
         // Thin the polyline to at most two points per pixel column so a day stays a small file.
@@ -75,7 +77,8 @@ public struct ReportRenderer: Sendable {
         for alert in report.alerts {
             let ax = x(alert.firstCriticalMilliseconds - originMilliseconds)
             out += "<line x1=\"\(f(ax))\" x2=\"\(f(ax))\" y1=\"\(f(top))\" y2=\"\(f(bottom))\" stroke=\"#de2d26\" stroke-width=\"2\"/>\n"
-            out += "<circle cx=\"\(f(ax))\" cy=\"\(f(top + 4))\" r=\"5\" fill=\"#de2d26\"><title>\(alert.kind.rawValue) \(alert.state.rawValue)</title></circle>\n"
+            out +=
+                "<circle cx=\"\(f(ax))\" cy=\"\(f(top + 4))\" r=\"5\" fill=\"#de2d26\"><title>\(alert.kind.rawValue) \(alert.state.rawValue)</title></circle>\n"
             out += "<text x=\"\(f(ax + 6))\" y=\"\(f(top + 26))\" fill=\"#de2d26\">\(alert.kind.rawValue)</text>\n"
         }
         // Axes: bpm every 20, time in ten steps.
@@ -90,7 +93,8 @@ public struct ReportRenderer: Sendable {
             let ms = Int64(Double(step) / 10 * duration)
             out += "<text x=\"\(f(x(ms) - 10))\" y=\"\(f(bottom + 16))\">\(ExpectationEvaluator.seconds(ms + originMilliseconds))</text>\n"
         }
-        out += "<text x=\"\(f(left))\" y=\"\(f(bottom + 32))\">heart rate (bpm) over virtual time; red: alerts at their first critical reading; shaded: faults</text>\n"
+        out +=
+            "<text x=\"\(f(left))\" y=\"\(f(bottom + 32))\">heart rate (bpm) over virtual time; red: alerts at their first critical reading; shaded: faults</text>\n"
         out += "</svg>\n"
         return out
     }
@@ -113,7 +117,11 @@ public struct ReportRenderer: Sendable {
         for e in report.expectations {
             lines.append("\(e.passed ? "PASS" : "FAIL") \(e.expectation): \(e.message)")
         }
-        lines.append(report.passed ? "all \(report.expectations.count) expectations held" : "\(report.expectations.filter { !$0.passed }.count) of \(report.expectations.count) expectations FAILED")
+        lines.append(
+            report.passed
+                ? "all \(report.expectations.count) expectations held"
+                : "\(report.expectations.filter { !$0.passed }.count) of \(report.expectations.count) expectations FAILED"
+        )
         return lines.joined(separator: "\n")
     }
 

@@ -101,7 +101,10 @@ public enum RuleEvaluation {
     /// Replays `trace` from `startMilliseconds` (monitoring starts fresh there) to
     /// `endMilliseconds` and returns every alert raised by then, in order.
     public static func alerts(
-        in trace: HeartRateTrace, profile: PersonProfile, settings: SOSSettings, startMilliseconds: Int64? = nil,
+        in trace: HeartRateTrace,
+        profile: PersonProfile,
+        settings: SOSSettings,
+        startMilliseconds: Int64? = nil,
         endMilliseconds: Int64? = nil
     ) -> [RaisedAlert] {
         var rows = trace.rows
@@ -128,7 +131,11 @@ public enum RuleEvaluation {
     public static func judge(_ alerts: [RaisedAlert], episodes: [Episode]) -> [EpisodeResult] {
         episodes.map { episode in
             var result = EpisodeResult(
-                label: episode.label, fromSeconds: episode.fromSeconds, toSeconds: episode.toSeconds, alert: episode.alert)
+                label: episode.label,
+                fromSeconds: episode.fromSeconds,
+                toSeconds: episode.toSeconds,
+                alert: episode.alert
+            )
             switch episode.alert {
             case .required:
                 // Nothing closes an alert during a replay: one raised before the onset is still open.
@@ -153,7 +160,10 @@ public enum RuleEvaluation {
 
     /// Every `*.csv` in `directory` with an annotation file beside it (or in `annotations`).
     public static func evaluate(
-        directory: URL, annotations: URL? = nil, careProfile override: CareProfile? = nil, defaultProfile: PersonProfile,
+        directory: URL,
+        annotations: URL? = nil,
+        careProfile override: CareProfile? = nil,
+        defaultProfile: PersonProfile,
         withoutRhythmSignals: Bool = false
     ) throws -> Report {
         let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
@@ -188,8 +198,13 @@ public enum RuleEvaluation {
             let hours = Double(trace.duration.nanoseconds) / 3.6e12
             results.append(
                 TraceResult(
-                    trace: stem, careProfile: care, hours: (hours * 1000).rounded() / 1000, alerts: raised,
-                    episodes: judge(raised, episodes: annotation.episodes)))
+                    trace: stem,
+                    careProfile: care,
+                    hours: (hours * 1000).rounded() / 1000,
+                    alerts: raised,
+                    episodes: judge(raised, episodes: annotation.episodes)
+                )
+            )
         }
         return Report(traces: results, totals: totals(results, wall: wall))
     }
@@ -204,13 +219,20 @@ public enum RuleEvaluation {
         let hours = results.map(\.hours).reduce(0, +)
         let wallSeconds = Double(wall.nanoseconds) / 1e9
         return Totals(
-            traces: results.count, hours: round3(hours), requiredEpisodes: required.count, detected: detected.count,
+            traces: results.count,
+            hours: round3(hours),
+            requiredEpisodes: required.count,
+            detected: detected.count,
             missed: required.count - detected.count,
             sensitivity: required.isEmpty ? nil : round3(Double(detected.count) / Double(required.count)),
             meanDelaySeconds: delays.isEmpty ? nil : round3(delays.reduce(0, +) / Double(delays.count)),
-            maxDelaySeconds: delays.max(), falseAlarms: falseAlarms, forbiddenHours: round3(forbiddenHours),
+            maxDelaySeconds: delays.max(),
+            falseAlarms: falseAlarms,
+            forbiddenHours: round3(forbiddenHours),
             falseAlarmsPer24Hours: forbiddenHours > 0 ? round3(Double(falseAlarms) * 24 / forbiddenHours) : nil,
-            rulesWallSeconds: round3(wallSeconds), traceHoursPerWallSecond: wallSeconds > 0 ? (hours / wallSeconds).rounded() : nil)
+            rulesWallSeconds: round3(wallSeconds),
+            traceHoursPerWallSecond: wallSeconds > 0 ? (hours / wallSeconds).rounded() : nil
+        )
     }
 
     static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
@@ -288,7 +310,10 @@ public enum ChallengeEvaluation {
     }
 
     public static func evaluate(
-        directory: URL, careProfile: CareProfile, profile: PersonProfile, withoutRhythmSignals: Bool = false
+        directory: URL,
+        careProfile: CareProfile,
+        profile: PersonProfile,
+        withoutRhythmSignals: Bool = false
     ) throws -> Report {
         let labelsURL = directory.appendingPathComponent("labels.tsv")
         let text = String(decoding: try Data(contentsOf: labelsURL), as: UTF8.self)
@@ -318,8 +343,12 @@ public enum ChallengeEvaluation {
                 throw RuleEvaluation.EvaluationError(file: traceURL.path, message: "\(error)")
             }
             let raised = RuleEvaluation.alerts(
-                in: trace, profile: profile, settings: settings, startMilliseconds: freshStartMilliseconds,
-                endMilliseconds: alarmMilliseconds)
+                in: trace,
+                profile: profile,
+                settings: settings,
+                startMilliseconds: freshStartMilliseconds,
+                endMilliseconds: alarmMilliseconds
+            )
             let alarmed = !raised.isEmpty
             byType[fields[1], default: Counts()].add(alarmed: alarmed, label: label)
             total.add(alarmed: alarmed, label: label)

@@ -62,13 +62,20 @@ public enum SOSLatencyBenchmark {
         // store it cannot shrink (`bench store` measures eviction), not the decision path.
         let store = try ReadingStore(
             configuration: StoreConfiguration(
-                path: directory.appendingPathComponent("sos-latency.sqlite").path, diskBudgetBytes: 1 << 32),
-            logger: logger)
+                path: directory.appendingPathComponent("sos-latency.sqlite").path,
+                diskBudgetBytes: 1 << 32
+            ),
+            logger: logger
+        )
         defer { store.close() }
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600))
         let lane = DispatchLane(
-            transport: AcceptingTransport(), fallback: nil, clock: ContinuousClock(),
-            timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
+            transport: AcceptingTransport(),
+            fallback: nil,
+            clock: ContinuousClock(),
+            timestamp: { ScenarioRunner.timestamp(0) },
+            logger: logger
+        )
         let laneTask = Task { await lane.run() }
         defer { laneTask.cancel() }
         var laneEvents = lane.events.makeAsyncIterator()
@@ -83,13 +90,18 @@ public enum SOSLatencyBenchmark {
             // Each sample in its own stretch of monotonic time, so the journal sees distinct alerts.
             let origin = Int64(sample) * 100_000
             let pipeline = AgentPipeline(
-                configuration: .init(deviceID: "bench", profile: profile, settings: settings), store: store, committer: committer,
-                ids: SequentialAlertIDs(prefix: "bench-\(sample)"), now: ScenarioRunner.timestamp(origin),
+                configuration: .init(deviceID: "bench", profile: profile, settings: settings),
+                store: store,
+                committer: committer,
+                ids: SequentialAlertIDs(prefix: "bench-\(sample)"),
+                now: ScenarioRunner.timestamp(origin),
                 dispatch: { action in
                     await lane.submit(action)
                     let now = ContinuousClock.now
                     stopwatch.end.withLock { $0 = now }
-                }, logger: logger)
+                },
+                logger: logger
+            )
             var second: Int64 = 0
             while second < 30 {
                 stopwatch.end.withLock { $0 = nil }
@@ -113,7 +125,13 @@ public enum SOSLatencyBenchmark {
             await committer.flush()
 
             // Baseline: the same readings through decode and rules only.
-            var engine = SOSEngine(deviceID: "bench", profile: profile, settings: settings, ids: SequentialAlertIDs(prefix: "base-\(sample)"), now: ScenarioRunner.timestamp(origin))
+            var engine = SOSEngine(
+                deviceID: "bench",
+                profile: profile,
+                settings: settings,
+                ids: SequentialAlertIDs(prefix: "base-\(sample)"),
+                now: ScenarioRunner.timestamp(origin)
+            )
             for s in 0...second {
                 let start = ContinuousClock.now
                 guard let reading = try? HeartRateMeasurement.decode(flat) else { continue }
@@ -136,8 +154,15 @@ public enum SOSLatencyBenchmark {
         let p50 = percentile(sorted, 0.5)
         let baseP50 = percentile(base, 0.5)
         return Result(
-            samples: sorted.count, p50Milliseconds: p50, p99Milliseconds: percentile(sorted, 0.99), maxMilliseconds: sorted.last ?? 0,
-            budgetMilliseconds: 500, baselineP50Milliseconds: baseP50, baselineP99Milliseconds: percentile(base, 0.99),
-            ratio: baseP50 > 0 ? p50 / baseP50 : 0, baseline: "decode + SOS rules only, same readings, no journal or dispatch")
+            samples: sorted.count,
+            p50Milliseconds: p50,
+            p99Milliseconds: percentile(sorted, 0.99),
+            maxMilliseconds: sorted.last ?? 0,
+            budgetMilliseconds: 500,
+            baselineP50Milliseconds: baseP50,
+            baselineP99Milliseconds: percentile(base, 0.99),
+            ratio: baseP50 > 0 ? p50 / baseP50 : 0,
+            baseline: "decode + SOS rules only, same readings, no journal or dispatch"
+        )
     }
 }

@@ -135,7 +135,11 @@ public struct Scenario: Codable, Sendable {
         }
 
         public init(
-            type: Kind, alertKind: AlertKind? = nil, fromSeconds: Double? = nil, toSeconds: Double? = nil, seconds: Double? = nil,
+            type: Kind,
+            alertKind: AlertKind? = nil,
+            fromSeconds: Double? = nil,
+            toSeconds: Double? = nil,
+            seconds: Double? = nil,
             count: Int? = nil
         ) {
             self.type = type

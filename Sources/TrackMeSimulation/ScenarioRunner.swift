@@ -35,7 +35,10 @@ public struct ScenarioRunner: Sendable {
         public var port: Int = 0
 
         public init(
-            simulationsDirectory: URL, field: Bool = false, fsync: Bool = false, progress: (@Sendable (Double) -> Void)? = nil,
+            simulationsDirectory: URL,
+            field: Bool = false,
+            fsync: Bool = false,
+            progress: (@Sendable (Double) -> Void)? = nil,
             logger: Logger
         ) {
             self.simulationsDirectory = simulationsDirectory
@@ -79,8 +82,11 @@ public struct ScenarioRunner: Sendable {
     /// if the agent had been up a little while.
     static func timestamp(_ ms: Int64) -> ReadingTimestamp {
         ReadingTimestamp(
-            monotonicNanoseconds: UInt64(max(0, ms + 10_000)) * 1_000_000, bootID: bootID, wallClockMilliseconds: wallOrigin + ms,
-            wallClockTrusted: true)
+            monotonicNanoseconds: UInt64(max(0, ms + 10_000)) * 1_000_000,
+            bootID: bootID,
+            wallClockMilliseconds: wallOrigin + ms,
+            wallClockTrusted: true
+        )
     }
 
     /// The true wall time of a reading stamped by `timestamp(_:)` (whatever its wall clock said).
@@ -117,12 +123,17 @@ public struct ScenarioRunner: Sendable {
         // The server, in process, on loopback.
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: options.port, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
-                durability: durable ? .powerLoss : .processCrash, adminToken: "sim-admin",
+                host: "127.0.0.1",
+                port: options.port,
+                storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+                durability: durable ? .powerLoss : .processCrash,
+                adminToken: "sim-admin",
                 wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
                 // The rate limits count wall time, and fast mode replays a day in seconds.
-                limits: .withoutRateLimits),
-            logger: quiet("trackme.sim.server"))
+                limits: .withoutRateLimits
+            ),
+            logger: quiet("trackme.sim.server")
+        )
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
@@ -167,8 +178,17 @@ public struct ScenarioRunner: Sendable {
             baseline = estimator
         }
         let device = try await SimulatedDevice(
-            scenario: scenario, storePath: storePath, durability: durable ? .powerLoss : .processCrash, credentials: credentials,
-            transport: transport, connector: connector, clock: clock, wall: wall, baseline: baseline, logger: options.logger)
+            scenario: scenario,
+            storePath: storePath,
+            durability: durable ? .powerLoss : .processCrash,
+            credentials: credentials,
+            transport: transport,
+            connector: connector,
+            clock: clock,
+            wall: wall,
+            baseline: baseline,
+            logger: options.logger
+        )
         try await device.connectStrap(at: first.timeMilliseconds)
 
         var fixIndex = 0
@@ -237,7 +257,11 @@ public struct ScenarioRunner: Sendable {
                     if !flags.gpsdStopped { await device.position(fix.fix, at: at) }
                     fixIndex += 1
                     if fixIndex == fixes.count {
-                        guard scenario.gps?.loop == true else { fixIndex = fixes.count - 1; fixLoopOffset = Int64.max / 4; break }
+                        guard scenario.gps?.loop == true else {
+                            fixIndex = fixes.count - 1
+                            fixLoopOffset = Int64.max / 4
+                            break
+                        }
                         fixIndex = 0
                         fixLoopOffset += fixLogLength
                     }
@@ -292,17 +316,29 @@ public struct ScenarioRunner: Sendable {
         await device.shutdown()
 
         var report = SimulationReport(
-            scenario: scenario.name, seed: scenario.seed ?? 1, mode: options.field ? "field" : "fast",
-            virtualDurationMilliseconds: duration, wallMilliseconds: Self.milliseconds(ContinuousClock.now - started),
-            alerts: alerts, readings: readings, faults: scenario.faults, expectations: [])
+            scenario: scenario.name,
+            seed: scenario.seed ?? 1,
+            mode: options.field ? "field" : "fast",
+            virtualDurationMilliseconds: duration,
+            wallMilliseconds: Self.milliseconds(ContinuousClock.now - started),
+            alerts: alerts,
+            readings: readings,
+            faults: scenario.faults,
+            expectations: []
+        )
         report.expectations = ExpectationEvaluator.evaluate(scenario.expectations, report: report)
         // The limits the run started with (a learned baseline lowers the minimum).
         let limits = HeartRateLimits(profile: scenario.person, learnedRestingRate: baseline?.estimate)
         return Outcome(
             report: report,
             renderer: ReportRenderer(
-                report: report, heartRate: heartRateSeries.map { ($0.0 - first.timeMilliseconds, $0.1) },
-                minimumHeartRate: limits.minimum, maximumHeartRate: limits.maximum, originMilliseconds: first.timeMilliseconds))
+                report: report,
+                heartRate: heartRateSeries.map { ($0.0 - first.timeMilliseconds, $0.1) },
+                minimumHeartRate: limits.minimum,
+                maximumHeartRate: limits.maximum,
+                originMilliseconds: first.timeMilliseconds
+            )
+        )
     }
 
     /// The selected part of a heart-rate source, repeated as it asks.

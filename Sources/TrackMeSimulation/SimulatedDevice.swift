@@ -126,8 +126,16 @@ final class SimulatedDevice {
     private var uncommittedAtCrash = 0
 
     init(
-        scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
-        connector: StrapConnector, clock: VirtualClock, wall: SimulatedWallClock, baseline: RestingHeartRateEstimator? = nil, logger: Logger
+        scenario: Scenario,
+        storePath: String,
+        durability: CommitDurability,
+        credentials: DeviceCredentials,
+        transport: any HTTPTransport,
+        connector: StrapConnector,
+        clock: VirtualClock,
+        wall: SimulatedWallClock,
+        baseline: RestingHeartRateEstimator? = nil,
+        logger: Logger
     ) async throws {
         self.scenario = scenario
         self.storePath = storePath
@@ -142,8 +150,18 @@ final class SimulatedDevice {
         let timestamps = wall.timestamps(clock: clock)
         self.timestamps = timestamps
         core = try Self.build(
-            scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            clock: clock, timestamps: timestamps, ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"), baseline: baseline, logger: logger)
+            scenario: scenario,
+            storePath: storePath,
+            durability: durability,
+            credentials: credentials,
+            transport: transport,
+            inbox: inbox,
+            clock: clock,
+            timestamps: timestamps,
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"),
+            baseline: baseline,
+            logger: logger
+        )
     }
 
     /// Time passes for the agent up to trace time `ms` (never back).
@@ -152,13 +170,26 @@ final class SimulatedDevice {
     }
 
     private static func build(
-        scenario: Scenario, storePath: String, durability: CommitDurability, credentials: DeviceCredentials, transport: any HTTPTransport,
-        inbox: DispatchInbox, clock: VirtualClock, timestamps: AgentTimestamps, ids: SequentialAlertIDs, baseline: RestingHeartRateEstimator? = nil,
+        scenario: Scenario,
+        storePath: String,
+        durability: CommitDurability,
+        credentials: DeviceCredentials,
+        transport: any HTTPTransport,
+        inbox: DispatchInbox,
+        clock: VirtualClock,
+        timestamps: AgentTimestamps,
+        ids: SequentialAlertIDs,
+        baseline: RestingHeartRateEstimator? = nil,
         logger: Logger
     ) throws -> AgentCore {
         let store = try ReadingStore(
             configuration: StoreConfiguration(
-                path: storePath, diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000, durability: durability), logger: logger)
+                path: storePath,
+                diskBudgetBytes: scenario.diskBudgetBytes ?? 10_000_000,
+                durability: durability
+            ),
+            logger: logger
+        )
         // What earlier runs of the agent learned (`baseline_history`: the nights before the
         // scenario), kept in the store as the agent keeps it.
         if let baseline {
@@ -168,8 +199,16 @@ final class SimulatedDevice {
         let deviceState = AgentPipeline.deviceState(in: store, logger: logger)
         timestamps.restoreAnchors(from: store, deviceID: credentials.deviceID, logger: logger)
         var inputs = AgentCore.Inputs(
-            store: store, sync: syncConfiguration(credentials), profile: scenario.person, clock: clock, transport: transport, ids: ids,
-            timestamp: { timestamps.now() }, deviceState: deviceState, logger: logger)
+            store: store,
+            sync: syncConfiguration(credentials),
+            profile: scenario.person,
+            clock: clock,
+            transport: transport,
+            ids: ids,
+            timestamp: { timestamps.now() },
+            deviceState: deviceState,
+            logger: logger
+        )
         inputs.correctTimes = { timestamps.corrected($1, batchSequence: $0) }
         // The event loop flushes every trace second, as the agent's one-second group commit does.
         inputs.commitInterval = .seconds(3600)
@@ -188,7 +227,9 @@ final class SimulatedDevice {
             let link = HeartRateLink(
                 connector: connector,
                 configuration: HeartRateLink.Configuration(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
-                clock: ContinuousClock(), logger: logger)
+                clock: ContinuousClock(),
+                logger: logger
+            )
             let inbox = linkInbox
             linkTask = Task {
                 for await event in link.events() { await inbox.put(event) }
@@ -360,7 +401,8 @@ final class SimulatedDevice {
     /// The agent's send interval: a partly filled batch waits this long, so the lane is visited
     /// this often.
     static let sendIntervalMilliseconds = Int64(
-        ScenarioRunner.milliseconds(SyncConfiguration(deviceID: "", token: "").sendInterval).rounded())
+        ScenarioRunner.milliseconds(SyncConfiguration(deviceID: "", token: "").sendInterval).rounded()
+    )
 
     /// One visit of the agent's readings lane (`SyncEngine.readingsVisit`, due at
     /// `nextSyncVisit`): it sends what its policy says is due at this trace time and says when it
@@ -420,8 +462,17 @@ final class SimulatedDevice {
         // A new process: new timestamps, which take up the anchors the store kept.
         timestamps = wall.timestamps(clock: clock)
         core = try Self.build(
-            scenario: scenario, storePath: storePath, durability: durability, credentials: credentials, transport: transport, inbox: inbox,
-            clock: clock, timestamps: timestamps, ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"), logger: logger)
+            scenario: scenario,
+            storePath: storePath,
+            durability: durability,
+            credentials: credentials,
+            transport: transport,
+            inbox: inbox,
+            clock: clock,
+            timestamps: timestamps,
+            ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"),
+            logger: logger
+        )
         // The restarted agent's readings lane starts at once (the newest readings first).
         nextSyncVisit = ms
         try await connectStrap(at: ms)
@@ -433,8 +484,10 @@ final class SimulatedDevice {
         guard let alert = await pipeline.current.openAlert else { return }
         let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
         let response = try await CurlTransport(baseURL: baseURL).post(
-            path: "v1/alerts/\(alert.id)/ack", headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
-            body: Array("{}".utf8))
+            path: "v1/alerts/\(alert.id)/ack",
+            headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
+            body: Array("{}".utf8)
+        )
         guard (200..<300).contains(response.status) else {
             throw ScenarioError(message: "the server refused the acknowledgement of \(alert.id): HTTP \(response.status)")
         }
@@ -453,9 +506,15 @@ final class SimulatedDevice {
                 return .init(lat: lat, lon: lon, ageMilliseconds: p.ageMilliseconds)
             }
             return SimulationReport.Alert(
-                alertID: id, kind: record.kind, state: record.state, firstCriticalMilliseconds: firstMs,
-                raisedMilliseconds: track.raisedMilliseconds, decisionLatencyMilliseconds: track.decisionLatencyMilliseconds,
-                deliveredMilliseconds: track.deliveredMilliseconds, position: position)
+                alertID: id,
+                kind: record.kind,
+                state: record.state,
+                firstCriticalMilliseconds: firstMs,
+                raisedMilliseconds: track.raisedMilliseconds,
+                decisionLatencyMilliseconds: track.decisionLatencyMilliseconds,
+                deliveredMilliseconds: track.deliveredMilliseconds,
+                position: position
+            )
         }
     }
 
@@ -473,10 +532,16 @@ final class SimulatedDevice {
         }.count
         return SimulationReport.Readings(
             produced: await pipeline.current.readingsProduced + producedBeforeCrash,
-            stored: committed.count, synced: synced, receivedByServer: distinct.count,
-            duplicatesAtServer: atServer.count - distinct.count, droppedByBudget: dropped, lost: max(0, missing - dropped),
-            uncommittedAtCrash: uncommittedAtCrash, offTrueTime: offTrueTime,
-            correctedByDevice: atServer.filter(\.timestamp.wallClockCorrected).count)
+            stored: committed.count,
+            synced: synced,
+            receivedByServer: distinct.count,
+            duplicatesAtServer: atServer.count - distinct.count,
+            droppedByBudget: dropped,
+            lost: max(0, missing - dropped),
+            uncommittedAtCrash: uncommittedAtCrash,
+            offTrueTime: offTrueTime,
+            correctedByDevice: atServer.filter(\.timestamp.wallClockCorrected).count
+        )
     }
 
     func shutdown() async {

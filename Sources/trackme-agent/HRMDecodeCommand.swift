@@ -5,7 +5,9 @@ import TrackMeCore
 /// `trackme-agent hrm decode HEX`: decodes one 0x2A37 payload to one JSON object.
 struct HRMDecodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "decode", abstract: "Decode one Heart Rate Measurement payload given in hex (spaces optional).")
+        commandName: "decode",
+        abstract: "Decode one Heart Rate Measurement payload given in hex (spaces optional)."
+    )
 
     @Argument(parsing: .remaining, help: "The payload, e.g. 16 3c 11 04 or 163c1104.")
     var hex: [String]

@@ -6,7 +6,8 @@ import Logging
 struct HRMWatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Connect to a strap and print readings as JSON lines; link events go to stderr.")
+        abstract: "Connect to a strap and print readings as JSON lines; link events go to stderr."
+    )
 
     @Option(help: "HCI adapter, e.g. hci1 (default: the first one).")
     var adapter: String?
@@ -35,12 +36,17 @@ struct HRMWatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = HeartRateWatch.Configuration(
-            adapter: adapter, address: address.flatMap(BluetoothAddress.init), addressType: BluetoothAddressType(rawValue: addressType) ?? .public, count: count,
-            connectTimeout: .seconds(max(1, connectTimeout)))
+            adapter: adapter,
+            address: address.flatMap(BluetoothAddress.init),
+            addressType: BluetoothAddressType(rawValue: addressType) ?? .public,
+            count: count,
+            connectTimeout: .seconds(max(1, connectTimeout))
+        )
         var logger = Logger(label: "trackme.hrm")
         logger.logLevel = .warning
         await HeartRateWatch(configuration: configuration, logger: logger).run(
             output: { FileHandleOutput.standardOutput($0) },
-            diagnostics: { FileHandleOutput.standardError($0) })
+            diagnostics: { FileHandleOutput.standardError($0) }
+        )
     }
 }

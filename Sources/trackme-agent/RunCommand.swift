@@ -20,7 +20,9 @@ struct RunCommand: AsyncParsableCommand {
         name: .long,
         help: ArgumentHelp(
             "A file of seconds added to the wall clock the readings see, read again every second: rehearses a clock that jumps.",
-            visibility: .hidden))
+            visibility: .hidden
+        )
+    )
     var wallClockOffsetFile: String?
 
     func run() async throws {
@@ -47,7 +49,11 @@ struct RunCommand: AsyncParsableCommand {
         )
         let pipeline: Pipeline.Parts
         do {
-            pipeline = try Pipeline.make(configuration: configuration, timestamps: AgentTimestamps(wallClockOffsetFile: wallClockOffsetFile), logger: logger)
+            pipeline = try Pipeline.make(
+                configuration: configuration,
+                timestamps: AgentTimestamps(wallClockOffsetFile: wallClockOffsetFile),
+                logger: logger
+            )
         } catch {
             logger.error("cannot start", metadata: ["error": "\(error)"])
             ControlCall.printError("\(error)")
@@ -70,7 +76,10 @@ struct RunCommand: AsyncParsableCommand {
             // The server ordered it (the person's data was erased): the store is closed now.
             do {
                 let report = try DeviceWipe.wipe(configuration)
-                logger.notice("device wiped on the server's order; not syncing again until enrolled anew", metadata: ["agent.removed": "\(report.removed.count)"])
+                logger.notice(
+                    "device wiped on the server's order; not syncing again until enrolled anew",
+                    metadata: ["agent.removed": "\(report.removed.count)"]
+                )
             } catch {
                 logger.critical("wipe ordered by the server failed", metadata: ["error": "\(error)"])
                 throw ExitCode(1)

@@ -5,7 +5,9 @@ import SystemPackage
 /// `trackme-agent scan`: lists heart-rate straps (devices advertising 0x180D) nearby.
 struct ScanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "scan", abstract: "Scan for BLE heart-rate straps (service 0x180D).")
+        commandName: "scan",
+        abstract: "Scan for BLE heart-rate straps (service 0x180D)."
+    )
 
     @Option(help: "HCI adapter, e.g. hci0 (default: the first one).")
     var adapter: String?
@@ -32,7 +34,8 @@ struct ScanCommand: AsyncParsableCommand {
                 FileHandleOutput.standardOutput(JSONLines.strap(strap))
             } else {
                 FileHandleOutput.standardOutput(
-                    "\(strap.address) \(strap.addressType.rawValue) rssi \(strap.signalStrength.map { "\($0) dBm" } ?? "n/a") \(strap.name ?? "(no name)")")
+                    "\(strap.address) \(strap.addressType.rawValue) rssi \(strap.signalStrength.map { "\($0) dBm" } ?? "n/a") \(strap.name ?? "(no name)")"
+                )
             }
         }
     }

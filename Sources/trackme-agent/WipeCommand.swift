@@ -32,7 +32,8 @@ struct WipeCommand: AsyncParsableCommand {
         }
         if (try? await ControlClient.send(ControlRequest(command: .status), socketPath: configuration.status.socketPath)) != nil {
             ControlCall.printError(
-                "trackme-agent wipe: the agent is running (it answered at \(configuration.status.socketPath)); stop it first (systemctl stop trackme-agent)")
+                "trackme-agent wipe: the agent is running (it answered at \(configuration.status.socketPath)); stop it first (systemctl stop trackme-agent)"
+            )
             throw ExitCode(2)
         }
         guard yes else {

@@ -16,7 +16,8 @@ struct TrackMeServerCommand: AsyncParsableCommand {
         commandName: "trackme-server",
         abstract: "Serve the TrackMe API: batch ingest, alerts, and the dispatcher feed.",
         subcommands: [Serve.self, TokenCommand.self],
-        defaultSubcommand: Serve.self)
+        defaultSubcommand: Serve.self
+    )
 }
 
 /// Where the data is, for every verb.
@@ -41,7 +42,8 @@ struct Serve: AsyncParsableCommand {
             With no --db the data is kept in $XDG_DATA_HOME/trackme/server.sqlite (or \
             ~/.local/share/trackme/server.sqlite). The admin token comes from --admin-token-file or \
             the TRACKME_ADMIN_TOKEN environment variable; without one the admin endpoints answer 401.
-            """)
+            """
+    )
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
@@ -66,13 +68,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds without a batch or heartbeat before a device is reported silent.")
     var silenceSeconds = 90
 
-    @Option(help: "Days personal data is kept (readings, alert updates, closed alerts, feed events, retired people), unless --retain says otherwise for a kind.")
+    @Option(
+        help:
+            "Days personal data is kept (readings, alert updates, closed alerts, feed events, retired people), unless --retain says otherwise for a kind."
+    )
     var retentionDays = 60
 
     @Option(
         help: ArgumentHelp(
             "Days one kind of personal data is kept (repeatable), e.g. closed_alerts=365.",
-            valueName: "kind=days"))
+            valueName: "kind=days"
+        )
+    )
     var retain: [String] = []
 
     @Option(help: "Largest request body in bytes (compressed and inflated).")
@@ -96,7 +103,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Executable run once per emergency contact to tell of an unacknowledged alert (an SMS gateway's CLI); see ConsoleConfiguration.")
     var contactNotifier: String?
 
-    @Option(help: "File holding the key contact links are signed with (first line, 16+ bytes; share it between instances; default: the systemd credential contact-link-key, else random per process).")
+    @Option(
+        help:
+            "File holding the key contact links are signed with (first line, 16+ bytes; share it between instances; default: the systemd credential contact-link-key, else random per process)."
+    )
     var contactLinkKeyFile: String?
 
     @Option(help: "How contacts reach this server, for their links (https://console.example).")
@@ -167,10 +177,14 @@ struct Serve: AsyncParsableCommand {
             perSecond > 0 ? RateLimit(burst: max(1, Int(perSecond * 6)), perSecond: perSecond) : nil
         }
         var limits = ServerLimits(
-            idleTimeout: .milliseconds(Int64(idleTimeoutSeconds * 1000)), bodyTimeout: .milliseconds(Int64(bodyTimeoutSeconds * 1000)),
-            maxConnectionsPerAddress: maxConnectionsPerAddress, maxConnections: maxConnections,
-            requestsPerAddress: rate(ratePerAddress), requestsPerToken: rate(ratePerToken),
-            alertRaisesPerDevice: alertsPerMinute > 0 ? RateLimit(burst: 10, perSecond: alertsPerMinute / 60) : nil)
+            idleTimeout: .milliseconds(Int64(idleTimeoutSeconds * 1000)),
+            bodyTimeout: .milliseconds(Int64(bodyTimeoutSeconds * 1000)),
+            maxConnectionsPerAddress: maxConnectionsPerAddress,
+            maxConnections: maxConnections,
+            requestsPerAddress: rate(ratePerAddress),
+            requestsPerToken: rate(ratePerToken),
+            alertRaisesPerDevice: alertsPerMinute > 0 ? RateLimit(burst: 10, perSecond: alertsPerMinute / 60) : nil
+        )
         limits.signInsPerAddress = signInsPerMinute > 0 ? RateLimit(burst: 30, perSecond: signInsPerMinute / 60) : nil
         limits.registrationsPerAddress = registrationsPerHour > 0 ? RateLimit(burst: 3, perSecond: registrationsPerHour / 3600) : nil
         if let passwordHashThreads {
@@ -184,9 +198,16 @@ struct Serve: AsyncParsableCommand {
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4-31") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
         var configuration = ServerConfiguration(
-            host: host, port: port, storage: storage.location, adminToken: adminToken,
-            maxBodyBytes: maxBodyBytes, silenceThreshold: .seconds(silenceSeconds), retention: .seconds(retentionDays * 24 * 3600),
-            limits: limits, tls: tlsCert.flatMap { cert in tlsKey.map { ServerTLS(certificateChainPath: cert, privateKeyPath: $0) } })
+            host: host,
+            port: port,
+            storage: storage.location,
+            adminToken: adminToken,
+            maxBodyBytes: maxBodyBytes,
+            silenceThreshold: .seconds(silenceSeconds),
+            retention: .seconds(retentionDays * 24 * 3600),
+            limits: limits,
+            tls: tlsCert.flatMap { cert in tlsKey.map { ServerTLS(certificateChainPath: cert, privateKeyPath: $0) } }
+        )
         for text in retain {
             do {
                 let (kind, period) = try RetentionPolicy.parsePeriod(text)
@@ -196,7 +217,11 @@ struct Serve: AsyncParsableCommand {
             }
         }
         configuration.console = ConsoleConfiguration(
-            sessionLifetime: .seconds(sessionSeconds), secureCookies: secureCookies, bcryptCost: UInt8(bcryptCost), tileURL: tileURL)
+            sessionLifetime: .seconds(sessionSeconds),
+            secureCookies: secureCookies,
+            bcryptCost: UInt8(bcryptCost),
+            tileURL: tileURL
+        )
         // Under TLS the session cookie is Secure whether or not the flag was given.
         configuration.console.secureCookies = secureCookies || configuration.tls != nil
         configuration.console.contactNotifierCommand = contactNotifier
@@ -215,8 +240,11 @@ struct Serve: AsyncParsableCommand {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let group = ServiceGroup(
             configuration: .init(
-                services: [server, CertificateReloader(server: server, hangups: hangups, logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+                services: [server, CertificateReloader(server: server, hangups: hangups, logger: logger)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
         try await group.run()
     }
 }
@@ -226,7 +254,10 @@ struct Serve: AsyncParsableCommand {
 /// next request (it reads the token on every request).
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "token", abstract: "List, revoke or rotate bearer tokens.", subcommands: [List.self, Revoke.self, Rotate.self])
+        commandName: "token",
+        abstract: "List, revoke or rotate bearer tokens.",
+        subcommands: [List.self, Revoke.self, Rotate.self]
+    )
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List tokens (id, role, device, created, expires); never secrets.")
@@ -254,7 +285,8 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Replace a token by a new one for the same role and device; prints the new token once.")
+            abstract: "Replace a token by a new one for the same role and device; prints the new token once."
+        )
         @Argument(help: "The token id (the part before the dot).") var tokenID: String
         @OptionGroup var storage: StorageOptions
         @Option(help: "Days a rotated dispatcher token works (0: until revoked); device tokens never expire.")

@@ -8,7 +8,8 @@ import TrackMeSimulation
 struct BenchAlertToConsoleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alert-to-console",
-        abstract: "Raising reading's bytes to the alert event at a dispatcher's SSE client, over real HTTP: p50/p99 against a /health round trip.")
+        abstract: "Raising reading's bytes to the alert event at a dispatcher's SSE client, over real HTTP: p50/p99 against a /health round trip."
+    )
 
     @Option(help: "Alerts to measure (at least 100 for a p99).") var samples = 200
     @Flag(help: "Print one JSON object.") var json = false
@@ -24,7 +25,12 @@ struct BenchAlertToConsoleCommand: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         if detail {
             let result = try await AlertDetailBenchmark.run(
-                devices: devices, openAlerts: openAlerts, ageMinutes: alertAgeMinutes, samples: samples, directory: directory)
+                devices: devices,
+                openAlerts: openAlerts,
+                ageMinutes: alertAgeMinutes,
+                samples: samples,
+                directory: directory
+            )
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -33,7 +39,9 @@ struct BenchAlertToConsoleCommand: AsyncParsableCommand {
                 print("fleet:    \(result.devices) devices, \(result.openAlerts) open alerts of \(result.ageMinutes) min at 1 Hz")
                 print("seeded:   in \(result.seedSeconds) s")
                 print("detail:   p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms over \(result.samples) requests")
-                print("baseline: p50 \(result.baselineP50Milliseconds) ms, p99 \(result.baselineP99Milliseconds) ms (GET /health, same server, client)")
+                print(
+                    "baseline: p50 \(result.baselineP50Milliseconds) ms, p99 \(result.baselineP99Milliseconds) ms (GET /health, same server, client)"
+                )
                 print("ratio:    p50 \(result.ratioP50), p99 \(result.ratioP99)")
             }
             return
@@ -45,7 +53,9 @@ struct BenchAlertToConsoleCommand: AsyncParsableCommand {
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
             print("samples:  \(result.samples) alerts: reading bytes -> rules -> journal -> dispatch lane -> HTTP -> server -> SSE")
-            print("latency:  p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms, max \(result.maxMilliseconds) ms (goal p99 <= 1000 ms)")
+            print(
+                "latency:  p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms, max \(result.maxMilliseconds) ms (goal p99 <= 1000 ms)"
+            )
             print("baseline: p50 \(result.baselineP50Milliseconds) ms, p99 \(result.baselineP99Milliseconds) ms (\(result.baseline))")
             print("ratio:    p50 \(result.ratioP50), p99 \(result.ratioP99)")
         }

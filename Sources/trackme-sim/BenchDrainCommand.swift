@@ -6,7 +6,9 @@ import TrackMeSimulation
 /// sent per reading after gzip, next to POSTing the same prepared batches.
 struct BenchDrainCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "drain", abstract: "Drain a 24 h backlog (86,400 HR + 86,400 fixes) to a loopback server; bytes/reading after gzip.")
+        commandName: "drain",
+        abstract: "Drain a 24 h backlog (86,400 HR + 86,400 fixes) to a loopback server; bytes/reading after gzip."
+    )
 
     @Option(help: "Hours of 1 Hz heart rate + 1 Hz GPS in the backlog.") var hours = 24
     @Option(help: "Readings per batch.") var batchReadings = 1000
@@ -23,9 +25,15 @@ struct BenchDrainCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
-            print("drain:    \(result.readings) readings in \(result.drainSeconds) s (\(Int(result.readingsPerSecond)) readings/s, \(result.batches) batches)")
-            print("bytes:    \(result.compressedBytesPerReading) bytes/reading sent (gzip), \(result.uncompressedBytesPerReading) before (x\(result.compressionRatio))")
-            print("baseline: \(result.baselineSeconds) s to POST the same prepared batches (\(result.baselineMillisecondsPerBatch) ms each, \(result.transport))")
+            print(
+                "drain:    \(result.readings) readings in \(result.drainSeconds) s (\(Int(result.readingsPerSecond)) readings/s, \(result.batches) batches)"
+            )
+            print(
+                "bytes:    \(result.compressedBytesPerReading) bytes/reading sent (gzip), \(result.uncompressedBytesPerReading) before (x\(result.compressionRatio))"
+            )
+            print(
+                "baseline: \(result.baselineSeconds) s to POST the same prepared batches (\(result.baselineMillisecondsPerBatch) ms each, \(result.transport))"
+            )
             print("ratio:    \(result.ratio) (drain / baseline)")
         }
     }

@@ -46,24 +46,50 @@ struct BenchGroupQueryCommand: AsyncParsableCommand {
             plain.append(
                 try await clock.measure {
                     count = try await server.plainGroupAggregate(
-                        ageFrom: 70, ageTo: 79, south: box.south, west: box.west, north: box.north, east: box.east, days: days)
-                })
+                        ageFrom: 70,
+                        ageTo: 79,
+                        south: box.south,
+                        west: box.west,
+                        north: box.north,
+                        east: box.east,
+                        days: days
+                    )
+                }
+            )
             var outcome: TrackMeServer.GroupQueryOutcome?
             group.append(
                 try await clock.measure {
                     outcome = try await server.groupQuery(
-                        ageFrom: 70, ageTo: 79, south: box.south, west: box.west, north: box.north, east: box.east, days: days)
-                })
+                        ageFrom: 70,
+                        ageTo: 79,
+                        south: box.south,
+                        west: box.west,
+                        north: box.north,
+                        east: box.east,
+                        days: days
+                    )
+                }
+            )
             if outcome?.answered == true { answered += 1 } else { refused += 1 }
             groupSize = max(groupSize, count)
         }
         func ms(_ d: Duration) -> Double { Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15 }
         func median(_ values: [Duration]) -> Double { values.map(ms).sorted()[values.count / 2] }
         let result = Result(
-            store: storage.description, people: self.people, days: days, rows: self.people * days, groupPeople: groupSize, rounds: group.count,
-            answered: answered, refused: refused, seedingMilliseconds: ms(seeding), plainMedianMilliseconds: median(plain),
-            groupMedianMilliseconds: median(group), groupMaxMilliseconds: group.map(ms).max() ?? 0,
-            ratio: median(group) / max(median(plain), 0.001))
+            store: storage.description,
+            people: self.people,
+            days: days,
+            rows: self.people * days,
+            groupPeople: groupSize,
+            rounds: group.count,
+            answered: answered,
+            refused: refused,
+            seedingMilliseconds: ms(seeding),
+            plainMedianMilliseconds: median(plain),
+            groupMedianMilliseconds: median(group),
+            groupMaxMilliseconds: group.map(ms).max() ?? 0,
+            ratio: median(group) / max(median(plain), 0.001)
+        )
         if json {
             let encoder = JSONEncoder()
             encoder.keyEncodingStrategy = .convertToSnakeCase
@@ -77,7 +103,8 @@ struct BenchGroupQueryCommand: AsyncParsableCommand {
                   plain aggregate SQL   median \(String(format: "%.1f", result.plainMedianMilliseconds)) ms
                   group figures         median \(String(format: "%.1f", result.groupMedianMilliseconds)) ms, max \(String(format: "%.1f", result.groupMaxMilliseconds)) ms (goal < 5000 ms)
                   ratio group / plain   \(String(format: "%.2f", result.ratio))
-                """)
+                """
+            )
         }
     }
 

@@ -8,7 +8,8 @@ import TrackMeSimulation
 struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "intake-under-load",
-        abstract: "New-SOS intake p99 during a sign-in flood against the same intake with nothing beside it (same run, same server).")
+        abstract: "New-SOS intake p99 during a sign-in flood against the same intake with nothing beside it (same run, same server)."
+    )
 
     @Option(help: "Alerts measured in each phase (at least 100 for a p99).") var samples = 200
     @Option(help: "Connections posting sign-ins back to back during the second phase.") var flood = 16
@@ -23,7 +24,12 @@ struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let result = try await IntakeUnderLoadBenchmark.run(
-            samples: samples, floodConnections: flood, bcryptCost: UInt8(bcryptCost), hashThreads: hashThreads, directory: directory)
+            samples: samples,
+            floodConnections: flood,
+            bcryptCost: UInt8(bcryptCost),
+            hashThreads: hashThreads,
+            directory: directory
+        )
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
@@ -33,7 +39,8 @@ struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
             print("quiet:    p50 \(result.quietP50Milliseconds) ms, p99 \(result.quietP99Milliseconds) ms (nothing beside)")
             print(
                 "flood:    p50 \(result.floodP50Milliseconds) ms, p99 \(result.floodP99Milliseconds) ms "
-                    + "(\(result.floodConnections) connections of sign-ins, bcrypt cost \(result.bcryptCost) on \(result.hashThreads) threads, answers \(result.floodAnswers))")
+                    + "(\(result.floodConnections) connections of sign-ins, bcrypt cost \(result.bcryptCost) on \(result.hashThreads) threads, answers \(result.floodAnswers))"
+            )
             print("ratio:    p99 \(result.ratioP99) (goal < 2)")
         }
     }

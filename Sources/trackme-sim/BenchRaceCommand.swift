@@ -9,7 +9,8 @@ import TrackMeSimulation
 struct BenchRaceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "race",
-        abstract: "Runners at 1 Hz through the server and the spectator lag, against the /health rate in the same run.")
+        abstract: "Runners at 1 Hz through the server and the spectator lag, against the /health rate in the same run."
+    )
 
     @Option(help: "Runners in the race.")
     var runners = 200
@@ -45,12 +46,25 @@ struct BenchRaceCommand: AsyncParsableCommand {
             return
         }
         print("bench race: \(runners) runners, \(seconds + 1) s of race at 1 Hz")
-        print(String(format: "  runner-seconds per second      %8.1f  (%.2f x real time for %d runners)", f["race.runner_seconds_per_s"] ?? 0, (f["race.runner_seconds_per_s"] ?? 0) / Double(runners), runners))
+        print(
+            String(
+                format: "  runner-seconds per second      %8.1f  (%.2f x real time for %d runners)",
+                f["race.runner_seconds_per_s"] ?? 0,
+                (f["race.runner_seconds_per_s"] ?? 0) / Double(runners),
+                runners
+            )
+        )
         print(String(format: "  batches per second             %8.1f", batches))
         print(String(format: "  GET /health per second         %8.1f  (baseline, same server, same run)", health))
         print(String(format: "  batches / health               %8.3f", figures["batches_over_health"] ?? 0))
         print(String(format: "  spectator lag, trace time      p50 %.2f s, p99 %.2f s", f["race.lag_p50_s"] ?? 0, f["race.lag_p99_s"] ?? 0))
-        print(String(format: "  spectator lag, real time       p50 %.1f ms, p99 %.1f ms (fix into the pipeline -> on the page's data)", (f["race.real_lag_p50_s"] ?? 0) * 1000, (f["race.real_lag_p99_s"] ?? 0) * 1000))
+        print(
+            String(
+                format: "  spectator lag, real time       p50 %.1f ms, p99 %.1f ms (fix into the pipeline -> on the page's data)",
+                (f["race.real_lag_p50_s"] ?? 0) * 1000,
+                (f["race.real_lag_p99_s"] ?? 0) * 1000
+            )
+        )
         for line in outcome.lines { print("  " + line) }
     }
 }

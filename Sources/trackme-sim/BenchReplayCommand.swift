@@ -5,7 +5,9 @@ import TrackMeSimulation
 /// `trackme-sim bench replay [--seconds N] [--json]`.
 struct BenchReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "replay", abstract: "Readings/s through the whole fast-mode pipeline vs the SOS rules alone (same run).")
+        commandName: "replay",
+        abstract: "Readings/s through the whole fast-mode pipeline vs the SOS rules alone (same run)."
+    )
 
     @Option(help: "Seconds of trace to replay (MIT-BIH 100 repeated, with GPS).") var seconds = 3600
     @Option(help: "The simulations/ folder.") var simulations = "simulations"
@@ -14,14 +16,18 @@ struct BenchReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         let result = try await ReplayBenchmark.run(
-            traceSeconds: seconds, simulationsDirectory: URL(fileURLWithPath: simulations), fsync: fsync)
+            traceSeconds: seconds,
+            simulationsDirectory: URL(fileURLWithPath: simulations),
+            fsync: fsync
+        )
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
             print(
-                "pipeline: \(Int(result.readingsPerSecond)) readings/s (\(result.readings) readings, \(result.traceSeconds) s of trace in \(result.wallSeconds) s\(result.fsync ? ", fsync at every commit" : ""))")
+                "pipeline: \(Int(result.readingsPerSecond)) readings/s (\(result.readings) readings, \(result.traceSeconds) s of trace in \(result.wallSeconds) s\(result.fsync ? ", fsync at every commit" : ""))"
+            )
             print("baseline: \(Int(result.baselineReadingsPerSecond)) readings/s (\(result.baseline))")
             print("ratio:    \(result.ratio) (pipeline / baseline)")
         }

@@ -10,7 +10,8 @@ import TrackMeSimulation
 struct BenchRulesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rules",
-        abstract: "A day of trace through the SOS rules alone: wall time with the rhythm signals vs without (same run).")
+        abstract: "A day of trace through the SOS rules alone: wall time with the rhythm signals vs without (same run)."
+    )
 
     @Option(help: "Trace to repeat (t_ms,bpm,rr_ms,contact).") var trace = "simulations/traces/hr/mitdb100_normal_sinus.csv"
     @Option(help: "Hours of trace to replay.") var hours = 24.0
@@ -60,10 +61,17 @@ struct BenchRulesCommand: ParsableCommand {
         let baseline = fastest(RuleEvaluation.settings(care, withoutRhythmSignals: true))
         let rules = fastest(RuleEvaluation.settings(care, withoutRhythmSignals: false))
         let result = Result(
-            trace: trace, profile: care.rawValue, traceHours: Double(rows.count) / 3600, notifications: rows.count,
-            rulesSeconds: rules.seconds, baselineSeconds: baseline.seconds, ratio: rules.seconds / max(baseline.seconds, 1e-9),
-            alerts: rules.alerts, baselineAlerts: baseline.alerts,
-            baseline: "the same replay with every rhythm signal off (--without-rhythm-signals)")
+            trace: trace,
+            profile: care.rawValue,
+            traceHours: Double(rows.count) / 3600,
+            notifications: rows.count,
+            rulesSeconds: rules.seconds,
+            baselineSeconds: baseline.seconds,
+            ratio: rules.seconds / max(baseline.seconds, 1e-9),
+            alerts: rules.alerts,
+            baselineAlerts: baseline.alerts,
+            baseline: "the same replay with every rhythm signal off (--without-rhythm-signals)"
+        )
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

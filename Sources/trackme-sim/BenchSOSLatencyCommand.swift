@@ -7,7 +7,8 @@ import TrackMeSimulation
 struct BenchSOSLatencyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sos-latency",
-        abstract: "Critical reading bytes to alert journaled and queued for dispatch: p50/p99/max against the 500 ms budget.")
+        abstract: "Critical reading bytes to alert journaled and queued for dispatch: p50/p99/max against the 500 ms budget."
+    )
 
     @Option(help: "Critical readings (alerts) to measure.") var samples = 10_000
     @Option(help: "Care profile the rules run with: wearable or bedside.") var profile = "wearable"
@@ -30,7 +31,9 @@ struct BenchSOSLatencyCommand: AsyncParsableCommand {
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
             print("samples:  \(result.samples) alerts raised by a flat line, decode -> rules -> journal (fsync) -> dispatch queue")
-            print("latency:  p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms, max \(result.maxMilliseconds) ms (budget \(Int(result.budgetMilliseconds)) ms)")
+            print(
+                "latency:  p50 \(result.p50Milliseconds) ms, p99 \(result.p99Milliseconds) ms, max \(result.maxMilliseconds) ms (budget \(Int(result.budgetMilliseconds)) ms)"
+            )
             print("baseline: p50 \(result.baselineP50Milliseconds) ms, p99 \(result.baselineP99Milliseconds) ms (\(result.baseline))")
             print("ratio:    \(result.ratio) (p50 / baseline p50)")
         }

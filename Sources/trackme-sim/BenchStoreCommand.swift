@@ -9,7 +9,9 @@ import Foundation
 /// alternating `--rounds` times, and reports the cost of encryption as a ratio of medians.
 struct BenchStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "store", abstract: "Durable readings/s through the store vs a raw SQLite batched insert (same run).")
+        commandName: "store",
+        abstract: "Durable readings/s through the store vs a raw SQLite batched insert (same run)."
+    )
 
     enum Encryption: String, ExpressibleByArgument, CaseIterable {
         case off, on, both

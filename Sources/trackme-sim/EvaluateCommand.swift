@@ -14,7 +14,8 @@ struct EvaluateCommand: ParsableCommand {
             PhysioNet/CinC Challenge 2015 set as strap traces with labels.tsv. Prints per trace: alerts,
             detection delay from onset, misses, false alarms; in total: sensitivity, false alarms per 24 h of
             forbidden (normal) time. For the challenge set: the challenge's score per alarm type.
-            """)
+            """
+    )
 
     @Argument(help: "Folder of traces.") var directory: String
     @Option(help: "Folder with the annotation files, when they are not beside the traces.") var annotations: String?
@@ -41,7 +42,11 @@ struct EvaluateCommand: ParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         if ChallengeEvaluation.isChallengeSet(folder) {
             let report = try ChallengeEvaluation.evaluate(
-                directory: folder, careProfile: care ?? .wearable, profile: person, withoutRhythmSignals: withoutRhythmSignals)
+                directory: folder,
+                careProfile: care ?? .wearable,
+                profile: person,
+                withoutRhythmSignals: withoutRhythmSignals
+            )
             if json {
                 print(String(decoding: try encoder.encode(report), as: UTF8.self))
             } else {
@@ -50,8 +55,12 @@ struct EvaluateCommand: ParsableCommand {
             return
         }
         let report = try RuleEvaluation.evaluate(
-            directory: folder, annotations: annotations.map { URL(fileURLWithPath: $0) }, careProfile: care, defaultProfile: person,
-            withoutRhythmSignals: withoutRhythmSignals)
+            directory: folder,
+            annotations: annotations.map { URL(fileURLWithPath: $0) },
+            careProfile: care,
+            defaultProfile: person,
+            withoutRhythmSignals: withoutRhythmSignals
+        )
         guard !report.traces.isEmpty else {
             throw ValidationError("no trace in \(directory) has an annotation file (<stem>.episodes.json) and there is no labels.tsv")
         }
@@ -63,11 +72,16 @@ struct EvaluateCommand: ParsableCommand {
     }
 
     static func render(_ report: RuleEvaluation.Report) -> String {
-        var lines = ["| trace | profile | hours | alerts raised | required episodes | delay from onset (s) | false alarms |", "|---|---|---|---|---|---|---|"]
+        var lines = [
+            "| trace | profile | hours | alerts raised | required episodes | delay from onset (s) | false alarms |", "|---|---|---|---|---|---|---|",
+        ]
         for trace in report.traces {
-            let alerts = trace.alerts.isEmpty ? "none" : trace.alerts.map { alert in
-                "\(alert.kind.rawValue)\(alert.reason.map { " (\($0))" } ?? "") at \(format(alert.raisedSeconds)) s"
-            }.joined(separator: "; ")
+            let alerts =
+                trace.alerts.isEmpty
+                ? "none"
+                : trace.alerts.map { alert in
+                    "\(alert.kind.rawValue)\(alert.reason.map { " (\($0))" } ?? "") at \(format(alert.raisedSeconds)) s"
+                }.joined(separator: "; ")
             let required = trace.episodes.filter { $0.alert == .required }
             let found = required.filter { $0.detected == true }.count
             let delays = required.map { episode -> String in
@@ -79,20 +93,24 @@ struct EvaluateCommand: ParsableCommand {
             lines.append(
                 "| \(trace.trace) | \(trace.careProfile.rawValue) | \(format(trace.hours)) | \(alerts) | "
                     + "\(required.isEmpty ? "-" : "\(found) of \(required.count)") | \(delays.isEmpty ? "-" : delays.joined(separator: ", ")) | "
-                    + "\(falseAlarms) |")
+                    + "\(falseAlarms) |"
+            )
         }
         let t = report.totals
         lines.append("")
         lines.append(
             "total: \(t.traces) traces, \(format(t.hours)) h; required episodes \(t.requiredEpisodes), detected \(t.detected), missed \(t.missed)"
                 + (t.sensitivity.map { ", sensitivity \(format($0 * 100)) %" } ?? "")
-                + (t.meanDelaySeconds.map { ", delay mean \(format($0)) s" } ?? "") + (t.maxDelaySeconds.map { ", max \(format($0)) s" } ?? ""))
+                + (t.meanDelaySeconds.map { ", delay mean \(format($0)) s" } ?? "") + (t.maxDelaySeconds.map { ", max \(format($0)) s" } ?? "")
+        )
         lines.append(
             "false alarms: \(t.falseAlarms) in \(format(t.forbiddenHours)) h where alerts are forbidden"
-                + (t.falseAlarmsPer24Hours.map { " = \(format($0)) per 24 h" } ?? ""))
+                + (t.falseAlarmsPer24Hours.map { " = \(format($0)) per 24 h" } ?? "")
+        )
         lines.append(
             "rules alone: \(format(t.hours)) h of trace in \(format(t.rulesWallSeconds)) s"
-                + (t.traceHoursPerWallSecond.map { " (\(Int($0)) h of trace per second)" } ?? ""))
+                + (t.traceHoursPerWallSecond.map { " (\(Int($0)) h of trace per second)" } ?? "")
+        )
         return lines.joined(separator: "\n")
     }
 

@@ -18,7 +18,9 @@ import TrackMeCore
 /// of this process over the wall time) so that a generator near a core says so.
 struct LoadBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "load", abstract: "Open-loop load on a running trackme-server: N devices at their real cadence; batch latency p99.")
+        commandName: "load",
+        abstract: "Open-loop load on a running trackme-server: N devices at their real cadence; batch latency p99."
+    )
 
     @Option(help: "Port of the server or balancer on 127.0.0.1.")
     var port: Int
@@ -51,11 +53,20 @@ struct LoadBenchCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        guard devices > 0, seconds > 0, interval > 0, connections > 0 else { throw ValidationError("devices, seconds, interval and connections must be positive") }
+        guard devices > 0, seconds > 0, interval > 0, connections > 0 else {
+            throw ValidationError("devices, seconds, interval and connections must be positive")
+        }
         let tls = try caFile.map { try BenchCertificate.clientContext(trusting: $0) }
         let result = try await LoadBenchmark(
-            port: port, adminToken: adminToken, devices: devices, seconds: seconds, interval: interval, readings: readings, alerts: alerts,
-            connections: connections, tls: tls
+            port: port,
+            adminToken: adminToken,
+            devices: devices,
+            seconds: seconds,
+            interval: interval,
+            readings: readings,
+            alerts: alerts,
+            connections: connections,
+            tls: tls
         ).run()
         if json {
             let encoder = JSONEncoder()
@@ -207,7 +218,8 @@ struct LoadBenchmark {
                         case .batch(let device, let number):
                             let body = Self.batchBody(deviceID: ids[device], number: number, readings: readingsPerBatch, wall: wall)
                             return (
-                                "/v1/batches", tokens[device], body, [("Idempotency-Key", "\(ids[device]):\(number)"), ("Content-Type", "application/json")]
+                                "/v1/batches", tokens[device], body,
+                                [("Idempotency-Key", "\(ids[device]):\(number)"), ("Content-Type", "application/json")]
                             )
                         case .alert(let device):
                             let body = Self.alertBody(deviceID: ids[device], alertID: "\(ids[device])-alert", wall: wall)
@@ -230,19 +242,29 @@ struct LoadBenchmark {
         let state = tally.state.withLock { $0 }
         let wallSeconds = Self.seconds(elapsed)
         return LoadBenchmarkResult(
-            devices: devices, seconds: wallSeconds, offeredBatchesPerSecond: Double(devices) / interval, batchesOffered: total,
-            batchesAcknowledged: state.batchLatencies.count, batchesFailed: state.failed,
-            batchP50Milliseconds: Self.percentile(state.batchLatencies, 0.5), batchP99Milliseconds: Self.percentile(state.batchLatencies, 0.99),
+            devices: devices,
+            seconds: wallSeconds,
+            offeredBatchesPerSecond: Double(devices) / interval,
+            batchesOffered: total,
+            batchesAcknowledged: state.batchLatencies.count,
+            batchesFailed: state.failed,
+            batchP50Milliseconds: Self.percentile(state.batchLatencies, 0.5),
+            batchP99Milliseconds: Self.percentile(state.batchLatencies, 0.99),
             batchMaxMilliseconds: Self.percentile(state.batchLatencies, 1),
             readingsPerSecond: Double(state.batchLatencies.count * readings) / max(wallSeconds, 1e-9),
-            alertsAccepted: state.alertLatencies.count, alertP99Milliseconds: Self.percentile(state.alertLatencies, 0.99),
-            generatorCores: cpu / max(wallSeconds, 1e-9))
+            alertsAccepted: state.alertLatencies.count,
+            alertP99Milliseconds: Self.percentile(state.alertLatencies, 0.99),
+            generatorCores: cpu / max(wallSeconds, 1e-9)
+        )
     }
 
     /// One keep-alive connection taking jobs until the queue closes; a broken connection is
     /// opened again and the job that broke it counts as failed.
     static func worker(
-        port: Int, tls: NIOSSLContext?, queue: JobQueue, tally: Tally,
+        port: Int,
+        tls: NIOSSLContext?,
+        queue: JobQueue,
+        tally: Tally,
         request: @escaping @Sendable (Job) -> (String, String, ByteBuffer, [(String, String)])
     ) async {
         var done = false
@@ -254,7 +276,12 @@ struct LoadBenchmark {
                         let ok: Bool
                         do {
                             _ = try await connection.request(
-                                method: .POST, uri: path, headers: [("Authorization", "Bearer \(token)")] + headers, body: body, expect: 200)
+                                method: .POST,
+                                uri: path,
+                                headers: [("Authorization", "Bearer \(token)")] + headers,
+                                body: body,
+                                expect: 200
+                            )
                             ok = true
                         } catch let failure as BenchHTTPConnection.Failure {
                             _ = failure
@@ -298,9 +325,14 @@ struct LoadBenchmark {
                             guard index < ids.count else { return }
                             let body = ByteBuffer(string: #"{"device_id":"\#(ids[index])","person":{"name":"Load \#(index)","age":70}}"#)
                             let (_, text) = try await connection.requestWithBody(
-                                method: .POST, uri: "/v1/devices", headers: [("Authorization", "Bearer \(adminToken)"), ("Content-Type", "application/json")],
-                                body: body, expect: 201)
-                            guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], let token = object["token"] as? String
+                                method: .POST,
+                                uri: "/v1/devices",
+                                headers: [("Authorization", "Bearer \(adminToken)"), ("Content-Type", "application/json")],
+                                body: body,
+                                expect: 201
+                            )
+                            guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                                let token = object["token"] as? String
                             else { throw Failure(description: "enrolment of \(ids[index]) answered without a token: \(text)") }
                             enrolled.tokens.withLock { $0[index] = token }
                         }
@@ -320,11 +352,13 @@ struct LoadBenchmark {
     /// A batch as the agent sends it (WIRE.md), written directly: the generator must stay cheap.
     static func batchBody(deviceID: String, number: Int, readings: Int, wall: Int64) -> ByteBuffer {
         var json = #"{"version":1,"device_id":"\#(deviceID)","batch_seq":\#(number),"idempotency_key":"\#(deviceID):\#(number)","#
-        json += #""dropped_by_budget":0,"heartbeat":{"strap":"connected","gpsd":"fix","store_depth":\#(readings),"store_bytes":65536,"battery_pct":80},"readings":["#
+        json +=
+            #""dropped_by_budget":0,"heartbeat":{"strap":"connected","gpsd":"fix","store_depth":\#(readings),"store_bytes":65536,"battery_pct":80},"readings":["#
         let first = (number - 1) * readings + 1
         for seq in first..<(first + readings) {
             if seq > first { json += "," }
-            json += #"{"kind":"hr","seq":\#(seq),"t":{"boot_id":"load","mono_ns":\#(seq * 500_000_000),"wall_ms":\#(wall + Int64(seq) * 500),"wall_trusted":true},"#
+            json +=
+                #"{"kind":"hr","seq":\#(seq),"t":{"boot_id":"load","mono_ns":\#(seq * 500_000_000),"wall_ms":\#(wall + Int64(seq) * 500),"wall_trusted":true},"#
             json += #""hr":{"bpm":\#(60 + seq % 40),"contact":"detected","rr":[843,829]}}"#
         }
         json += "]}"
@@ -334,7 +368,8 @@ struct LoadBenchmark {
     static func alertBody(deviceID: String, alertID: String, wall: Int64) -> ByteBuffer {
         let stamp = #"{"boot_id":"load","mono_ns":1000000000,"wall_ms":\#(wall),"wall_trusted":true}"#
         return ByteBuffer(
-            string: #"{"version":1,"update_seq":0,"type":"raised","sent":\#(stamp),"alert":{"alert_id":"\#(alertID)","device_id":"\#(deviceID)","kind":"manual","state":"raised","first_critical":\#(stamp),"raised":\#(stamp),"triggering_readings":[]}}"#
+            string:
+                #"{"version":1,"update_seq":0,"type":"raised","sent":\#(stamp),"alert":{"alert_id":"\#(alertID)","device_id":"\#(deviceID)","kind":"manual","state":"raised","first_critical":\#(stamp),"raised":\#(stamp),"triggering_readings":[]}}"#
         )
     }
 

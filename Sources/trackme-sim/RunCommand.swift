@@ -7,7 +7,9 @@ import TrackMeSimulation
 /// scenario and exits 0 only if every expectation held.
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "run", abstract: "Run a scenario through the agent's pipeline; exit 0 only if every expectation held.")
+        commandName: "run",
+        abstract: "Run a scenario through the agent's pipeline; exit 0 only if every expectation held."
+    )
 
     @Argument(help: "The scenario file (simulations/scenarios/*.json).")
     var scenario: String
@@ -26,7 +28,8 @@ struct RunCommand: AsyncParsableCommand {
             Fast mode: fsync the agent's store and the server's database at every commit, as the \
             agent and the server do (slower; field mode always does). Without it a commit is \
             written but not fsynced: it survives the simulated agent kills, not a power cut.
-            """)
+            """
+    )
     var fsync = false
 
     @Flag(help: "Log what the agent's parts do (to stderr).")
@@ -70,7 +73,9 @@ struct RunCommand: AsyncParsableCommand {
                         console:  \(url)  (sign in as \(username), password \(password))
                                   the run starts when the console is open; the server stays up for \(serve) s
 
-                        """.utf8))
+                        """.utf8
+                    )
+                )
             }
         }
         let runner = ScenarioRunner(options: options)

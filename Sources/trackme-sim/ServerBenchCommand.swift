@@ -16,7 +16,9 @@ import TrackMeServer
 /// connections and concurrency in the same run (the baseline), and their ratio.
 struct ServerBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "server", abstract: "Batch ingest throughput and p99 latency of trackme-server against its /health rate.")
+        commandName: "server",
+        abstract: "Batch ingest throughput and p99 latency of trackme-server against its /health rate."
+    )
 
     @Option(help: "Simulated devices, each with its own connection, all concurrent.")
     var devices = 1000
@@ -41,8 +43,12 @@ struct ServerBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let result = try await ServerBenchmark(
-            devices: devices, batchesPerDevice: batches, readingsPerBatch: readings, healthRequestsPerDevice: healthRequests,
-            storage: db.map(StorageLocation.init(argument:)), tls: tls
+            devices: devices,
+            batchesPerDevice: batches,
+            readingsPerBatch: readings,
+            healthRequestsPerDevice: healthRequests,
+            storage: db.map(StorageLocation.init(argument:)),
+            tls: tls
         ).run()
         if json {
             print(String(decoding: try result.jsonData(), as: UTF8.self))
@@ -141,10 +147,16 @@ struct ServerBenchmark {
         let certificate = tls ? try BenchCertificate.make(in: directory) : nil
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: storage, silenceThreshold: .seconds(3600), maxPageSize: 1000,
+                host: "127.0.0.1",
+                port: 0,
+                storage: storage,
+                silenceThreshold: .seconds(3600),
+                maxPageSize: 1000,
                 limits: benchLimits,
-                tls: certificate.map { ServerTLS(certificateChainPath: $0.certificate, privateKeyPath: $0.key) }),
-            logger: logger)
+                tls: certificate.map { ServerTLS(certificateChainPath: $0.certificate, privateKeyPath: $0.key) }
+            ),
+            logger: logger
+        )
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         return try await withThrowingTaskGroup(of: ServerBenchmarkResult?.self) { tasks in
             tasks.addTask {
@@ -183,14 +195,21 @@ struct ServerBenchmark {
                         WireReading(
                             sequence: seq,
                             timestamp: ReadingTimestamp(
-                                monotonicNanoseconds: UInt64(seq) * 1_000_000_000, bootID: "bench-boot", wallClockMilliseconds: now + seq * 1000,
-                                wallClockTrusted: true),
-                            payload: .heartRate(HeartRateReading(bpm: 60 + Int(seq % 40), contact: .detected, rrIntervals: [843, 829]))))
+                                monotonicNanoseconds: UInt64(seq) * 1_000_000_000,
+                                bootID: "bench-boot",
+                                wallClockMilliseconds: now + seq * 1000,
+                                wallClockTrusted: true
+                            ),
+                            payload: .heartRate(HeartRateReading(bpm: 60 + Int(seq % 40), contact: .detected, rrIntervals: [843, 829]))
+                        )
+                    )
                 }
                 let batch = SyncBatch(
-                    deviceID: deviceID, batchSequence: Int64(batchNumber),
+                    deviceID: deviceID,
+                    batchSequence: Int64(batchNumber),
                     heartbeat: DeviceHeartbeat(strap: "connected", gpsd: "fix", storeDepth: readingsPerBatch, storeBytes: 65536),
-                    readings: batchReadings)
+                    readings: batchReadings
+                )
                 bodies.append(ByteBuffer(bytes: try WireCodec.encode(batch)))
             }
             plans.append(DevicePlan(deviceID: deviceID, token: credentials.token, batches: bodies))
@@ -228,14 +247,23 @@ struct ServerBenchmark {
         let healthRate = Double(healthLatencies.count) / max(healthSeconds, 1e-9)
         let batchRate = Double(batchLatencies.count) / max(ingestSeconds, 1e-9)
         return ServerBenchmarkResult(
-            store: storeName.hasPrefix("sqlite") ? "sqlite" : "postgres", devices: devices, batches: batchLatencies.count,
-            readingsPerBatch: readingsPerBatch, readingsStored: expected, seconds: ingestSeconds,
-            readingsPerSecond: Double(expected) / max(ingestSeconds, 1e-9), batchesPerSecond: batchRate,
-            batchP50Milliseconds: percentile(batchLatencies, 0.50), batchP99Milliseconds: percentile(batchLatencies, 0.99),
+            store: storeName.hasPrefix("sqlite") ? "sqlite" : "postgres",
+            devices: devices,
+            batches: batchLatencies.count,
+            readingsPerBatch: readingsPerBatch,
+            readingsStored: expected,
+            seconds: ingestSeconds,
+            readingsPerSecond: Double(expected) / max(ingestSeconds, 1e-9),
+            batchesPerSecond: batchRate,
+            batchP50Milliseconds: percentile(batchLatencies, 0.50),
+            batchP99Milliseconds: percentile(batchLatencies, 0.99),
             baseline: .init(
-                healthRequests: healthLatencies.count, healthRequestsPerSecond: healthRate,
-                healthP99Milliseconds: percentile(healthLatencies, 0.99)),
-            ratio: batchRate / max(healthRate, 1e-9))
+                healthRequests: healthLatencies.count,
+                healthRequestsPerSecond: healthRate,
+                healthP99Milliseconds: percentile(healthLatencies, 0.99)
+            ),
+            ratio: batchRate / max(healthRate, 1e-9)
+        )
     }
 
     struct DevicePlan: Sendable {
@@ -246,7 +274,9 @@ struct ServerBenchmark {
 
     /// Runs `body` for every device at once, each on a connection of its own.
     private func runAll(
-        _ plans: [DevicePlan], port: Int, tls: NIOSSLContext?,
+        _ plans: [DevicePlan],
+        port: Int,
+        tls: NIOSSLContext?,
         _ body: @escaping @Sendable (DevicePlan, BenchHTTPConnection) async throws -> [Duration]
     ) async throws -> [Duration] {
         try await withThrowingTaskGroup(of: [Duration].self) { group in
@@ -303,7 +333,13 @@ struct BenchHTTPConnection {
     }
 
     /// The same, with the response body.
-    func requestWithBody(method: HTTPMethod, uri: String, headers: [(String, String)], body: ByteBuffer?, expect: Int) async throws -> (Duration, String) {
+    func requestWithBody(
+        method: HTTPMethod,
+        uri: String,
+        headers: [(String, String)],
+        body: ByteBuffer?,
+        expect: Int
+    ) async throws -> (Duration, String) {
         let clock = ContinuousClock()
         let start = clock.now
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: uri)

@@ -10,7 +10,7 @@ struct TrackMeSimCommand: AsyncParsableCommand {
             RunCommand.self,
             EvaluateCommand.self,
             BenchCommand.self,
-            // Verbs are registered here, one line each.
+                // Verbs are registered here, one line each.
         ]
     )
 }

@@ -37,7 +37,13 @@ import Testing
         data.localNameComplete = true
         data.txPower = -4
         #expect(try AdvertisingData(bytes: data.encoded) == data)
-        let report = AdvertisingReport(eventType: 4, address: try #require(BluetoothAddress("00:AA:01:00:00:00")), addressType: .public, data: data, rssi: -70)
+        let report = AdvertisingReport(
+            eventType: 4,
+            address: try #require(BluetoothAddress("00:AA:01:00:00:00")),
+            addressType: .public,
+            data: data,
+            rssi: -70
+        )
         #expect(try AdvertisingReport.reports(fromHCIPacket: report.hciPacket) == [report])
     }
 

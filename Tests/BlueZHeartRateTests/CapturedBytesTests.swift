@@ -115,13 +115,15 @@ import TrackMeCore
             #expect(handle == 0x000D)
             readings.append(try HeartRateMeasurement.decode(value))
         }
-        #expect(readings == [
-            HeartRateReading(bpm: 108, contact: .detected, energyExpendedKilojoules: 0),
-            HeartRateReading(bpm: 110, contact: .detected),
-            HeartRateReading(bpm: 116, contact: .detected),
-            HeartRateReading(bpm: 125, contact: .detected),
-            HeartRateReading(bpm: 105, contact: .detected),
-        ])
+        #expect(
+            readings == [
+                HeartRateReading(bpm: 108, contact: .detected, energyExpendedKilojoules: 0),
+                HeartRateReading(bpm: 110, contact: .detected),
+                HeartRateReading(bpm: 116, contact: .detected),
+                HeartRateReading(bpm: 125, contact: .detected),
+                HeartRateReading(bpm: 105, contact: .detected),
+            ]
+        )
     }
 
     // MARK: Our client against btgatt-server's captured answers
@@ -135,7 +137,10 @@ import TrackMeCore
         let link = HeartRateLink(
             connector: StrapConnector { .init(bearer: server, address: Self.address) },
             configuration: .init(transactionTimeout: .seconds(20)),
-            clock: ContinuousClock(), logger: Logger(label: "test.captured"), random: { 0.5 })
+            clock: ContinuousClock(),
+            logger: Logger(label: "test.captured"),
+            random: { 0.5 }
+        )
         var events: [HeartRateEvent] = []
         var readings: [HeartRateReading] = []
         eventLoop: for await event in link.events() {
@@ -153,14 +158,16 @@ import TrackMeCore
         #expect(server.unknownRequests.isEmpty, "requests btgatt-server was never asked in the capture")
         #expect(events.contains(.bodySensorLocation(.chest)))
         #expect(events.contains(.linkState(.connected(address: Self.address, gap: nil))))
-        #expect(readings == [
-            HeartRateReading(bpm: 95, contact: .detected, energyExpendedKilojoules: 0),
-            HeartRateReading(bpm: 98, contact: .detected),
-            HeartRateReading(bpm: 124, contact: .detected),
-            HeartRateReading(bpm: 106, contact: .detected),
-            HeartRateReading(bpm: 113, contact: .detected),
-            HeartRateReading(bpm: 99, contact: .detected),
-        ])
+        #expect(
+            readings == [
+                HeartRateReading(bpm: 95, contact: .detected, energyExpendedKilojoules: 0),
+                HeartRateReading(bpm: 98, contact: .detected),
+                HeartRateReading(bpm: 124, contact: .detected),
+                HeartRateReading(bpm: 106, contact: .detected),
+                HeartRateReading(bpm: 113, contact: .detected),
+                HeartRateReading(bpm: 99, contact: .detected),
+            ]
+        )
     }
 }
 

@@ -21,7 +21,10 @@ import TrackMeCore
         let link = HeartRateLink(
             connector: connector,
             configuration: .init(backoff: Backoff(initial: .seconds(1), maximum: .seconds(4), jitter: 0.2)),
-            clock: clock, logger: Logger(label: "test.backoff"), random: { 0.5 })
+            clock: clock,
+            logger: Logger(label: "test.backoff"),
+            random: { 0.5 }
+        )
         var events = link.events().makeAsyncIterator()
 
         // Delays: 1, 2, 4, 4 s shortened by the jitter draw 0.5 × 20 % = 10 %.

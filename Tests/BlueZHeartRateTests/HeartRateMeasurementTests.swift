@@ -43,8 +43,11 @@ import TrackMeCore
     ])
     func maximumRRCountForDefaultMTU(wide: Bool, energy: Bool, expectedCount: Int) throws {
         let reading = HeartRateReading(
-            bpm: wide ? 300 : 60, contact: .detected, energyExpendedKilojoules: energy ? 500 : nil,
-            rrIntervals: (0..<20).map { UInt16(700 + $0) })
+            bpm: wide ? 300 : 60,
+            contact: .detected,
+            energyExpendedKilojoules: energy ? 500 : nil,
+            rrIntervals: (0..<20).map { UInt16(700 + $0) }
+        )
         let payload = HeartRateMeasurement.encode(reading)
         #expect(payload.count <= HeartRateMeasurement.defaultMaximumPayload)
         let decoded = try HeartRateMeasurement.decode(payload)
@@ -103,11 +106,13 @@ import TrackMeCore
     @Test func polarH7Capture() throws {
         let payloads = try Fixtures.hexPayloads("polar_h7_gatttool_readme.hex")
         let readings = try payloads.map { try HeartRateMeasurement.decode(#require(Hex.decode($0, ignoring: " \t\n\r:"))) }
-        #expect(readings == [
-            HeartRateReading(bpm: 60, contact: .detected),
-            HeartRateReading(bpm: 60, contact: .detected, rrIntervals: [0x0411]),
-            HeartRateReading(bpm: 60, contact: .detected, rrIntervals: [0x03F5]),
-        ])
+        #expect(
+            readings == [
+                HeartRateReading(bpm: 60, contact: .detected),
+                HeartRateReading(bpm: 60, contact: .detected, rrIntervals: [0x0411]),
+                HeartRateReading(bpm: 60, contact: .detected, rrIntervals: [0x03F5]),
+            ]
+        )
         #expect(readings[1].rrMilliseconds == [1017])
     }
 

@@ -15,10 +15,16 @@ import TrackMeCore
 
     @Test func strapJSONAndEscaping() throws {
         let strap = DiscoveredStrap(
-            address: try #require(BluetoothAddress("E8:A0:1B:3A:5C:0D")), addressType: .random, name: "Polar \"H10\"", rssi: -60,
-            services: [0x180D, 0x180F])
-        #expect(JSONLines.strap(strap)
-            == #"{"address":"E8:A0:1B:3A:5C:0D","address_type":"random","name":"Polar \"H10\"","rssi":-60,"services":["0x180D","0x180F"]}"#)
+            address: try #require(BluetoothAddress("E8:A0:1B:3A:5C:0D")),
+            addressType: .random,
+            name: "Polar \"H10\"",
+            rssi: -60,
+            services: [0x180D, 0x180F]
+        )
+        #expect(
+            JSONLines.strap(strap)
+                == #"{"address":"E8:A0:1B:3A:5C:0D","address_type":"random","name":"Polar \"H10\"","rssi":-60,"services":["0x180D","0x180F"]}"#
+        )
         #expect(JSONLines.string("a\nb\u{1}") == #""a\nb\u0001""#)
     }
 
@@ -31,11 +37,14 @@ import TrackMeCore
         defer { player.cancel() }
         let lines = Mutex<(out: [String], err: [String])>(([], []))
         let watch = HeartRateWatch(
-            configuration: .init(adapter: nil, address: strap.address, count: 5), logger: Logger(label: "test.watch"))
+            configuration: .init(adapter: nil, address: strap.address, count: 5),
+            logger: Logger(label: "test.watch")
+        )
         await watch.run(
             connector: strap.connector,
             output: { line in lines.withLock { $0.out.append(line) } },
-            diagnostics: { line in lines.withLock { $0.err.append(line) } })
+            diagnostics: { line in lines.withLock { $0.err.append(line) } }
+        )
         let (out, err) = lines.withLock { $0 }
         #expect(out.count == 5)
         let expected = trace.rows.map { JSONLines.reading($0.reading) }

@@ -22,7 +22,10 @@ import TrackMeCore
             let link = HeartRateLink(
                 connector: strap.connector,
                 configuration: .init(backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))),
-                clock: ContinuousClock(), logger: Logger(label: "test.link"), random: { 0.5 })
+                clock: ContinuousClock(),
+                logger: Logger(label: "test.link"),
+                random: { 0.5 }
+            )
             events = link.events().makeAsyncIterator()
             let first = await nextLinkState()
             try #require(first.isSearching)
@@ -109,14 +112,26 @@ import TrackMeCore
 
     @Test func reconnectsAfterALinkDropAndResumes() async throws {
         var h = try await Harness(trace: "mitdb232_sinus_brady_long_pauses.csv")
-        guard case .connected = await h.nextLinkState() else { Issue.record("no first connection"); return }
+        guard case .connected = await h.nextLinkState() else {
+            Issue.record("no first connection")
+            return
+        }
         try await h.playAndCheck(30)
 
         await h.strap.dropLink()
-        guard case .lost = await h.nextLinkState() else { Issue.record("loss not reported"); return }
-        guard case .searching(let attempt) = await h.nextLinkState() else { Issue.record("no reconnect attempt"); return }
+        guard case .lost = await h.nextLinkState() else {
+            Issue.record("loss not reported")
+            return
+        }
+        guard case .searching(let attempt) = await h.nextLinkState() else {
+            Issue.record("no reconnect attempt")
+            return
+        }
         #expect(attempt == 1)
-        guard case .connected(_, let gap) = await h.nextLinkState() else { Issue.record("no reconnection"); return }
+        guard case .connected(_, let gap) = await h.nextLinkState() else {
+            Issue.record("no reconnection")
+            return
+        }
         #expect(gap != nil)
         #expect(await h.strap.connections == 2)
 
@@ -126,20 +141,32 @@ import TrackMeCore
 
     @Test func malformedPDUsAreReportedAndSurvived() async throws {
         var h = try await Harness(trace: "mitdb208_scipy_pvc_couplets.csv")
-        guard case .connected = await h.nextLinkState() else { Issue.record("no connection"); return }
+        guard case .connected = await h.nextLinkState() else {
+            Issue.record("no connection")
+            return
+        }
         try await h.playAndCheck(2)
 
         try await h.strap.sendMalformed(.truncatedMeasurement)
-        guard case .malformed(let raw, let error) = await h.nextDataEvent() else { Issue.record("truncated measurement not reported"); return }
+        guard case .malformed(let raw, let error) = await h.nextDataEvent() else {
+            Issue.record("truncated measurement not reported")
+            return
+        }
         #expect(raw == [0x16, 0x48, 0x11])
         #expect(error.code == .truncated && error.offset == 2)
 
         try await h.strap.sendMalformed(.unknownOpcode)
-        guard case .malformed(_, let opcodeError) = await h.nextDataEvent() else { Issue.record("unknown opcode not reported"); return }
+        guard case .malformed(_, let opcodeError) = await h.nextDataEvent() else {
+            Issue.record("unknown opcode not reported")
+            return
+        }
         #expect(opcodeError.code == .unknownOpcode)
 
         try await h.strap.sendMalformed(.truncatedPDU)
-        guard case .malformed = await h.nextDataEvent() else { Issue.record("short PDU not reported"); return }
+        guard case .malformed = await h.nextDataEvent() else {
+            Issue.record("short PDU not reported")
+            return
+        }
 
         try await h.playAndCheck(3)
         #expect(await h.strap.connections == 1)
@@ -148,7 +175,10 @@ import TrackMeCore
 
     @Test func contactOverrideNotifyPauseAndBattery() async throws {
         var h = try await Harness(trace: "mitdb100_normal_sinus.csv")
-        guard case .connected = await h.nextLinkState() else { Issue.record("no connection"); return }
+        guard case .connected = await h.nextLinkState() else {
+            Issue.record("no connection")
+            return
+        }
         try await h.playAndCheck(1)
 
         await h.strap.overrideContact(.notDetected)

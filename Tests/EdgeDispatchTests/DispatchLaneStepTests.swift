@@ -22,9 +22,13 @@ import TrackMeCore
         let transport = ScriptedTransport(failures: 1)
         let seen = Seen()
         let lane = DispatchLane(
-            transport: transport, fallback: nil, clock: clock,
+            transport: transport,
+            fallback: nil,
+            clock: clock,
             timestamp: { ReadingTimestamp(monotonicNanoseconds: 0, bootID: "step", wallClockMilliseconds: nil, wallClockTrusted: false) },
-            observe: { event in seen.events.withLock { $0.append(event) } }, logger: Logger(label: "test.dispatch"))
+            observe: { event in seen.events.withLock { $0.append(event) } },
+            logger: Logger(label: "test.dispatch")
+        )
         await lane.submit(.raise(Self.record(.raised)))
         #expect(await transport.attempts.isEmpty, "submit only queues; the step performs")
         await lane.step()

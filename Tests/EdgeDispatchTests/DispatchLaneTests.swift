@@ -36,19 +36,29 @@ struct LaneHarness {
     let task: Task<Void, Never>
 
     init(
-        transport: ScriptedTransport, fallback: (any LocalFallback)?, undelivered: [AlertUpdate] = [],
+        transport: ScriptedTransport,
+        fallback: (any LocalFallback)?,
+        undelivered: [AlertUpdate] = [],
         delivered: (@Sendable (AlertUpdate) -> Void)? = nil
     ) {
         self.transport = transport
         let clock = self.clock
         lane = DispatchLane(
-            transport: transport, fallback: fallback, clock: clock,
+            transport: transport,
+            fallback: fallback,
+            clock: clock,
             timestamp: {
                 ReadingTimestamp(
-                    monotonicNanoseconds: UInt64(clock.now.offset.components.seconds) * 1_000_000_000, bootID: "lane-test",
-                    wallClockMilliseconds: nil, wallClockTrusted: false)
+                    monotonicNanoseconds: UInt64(clock.now.offset.components.seconds) * 1_000_000_000,
+                    bootID: "lane-test",
+                    wallClockMilliseconds: nil,
+                    wallClockTrusted: false
+                )
             },
-            undelivered: undelivered, delivered: delivered, logger: Logger(label: "test.dispatch"))
+            undelivered: undelivered,
+            delivered: delivered,
+            logger: Logger(label: "test.dispatch")
+        )
         events = lane.events.makeAsyncIterator()
         let lane = self.lane
         task = Task { await lane.run() }
@@ -117,14 +127,19 @@ struct FallbackScript {
 
 @Suite(.timeLimit(.minutes(1))) struct DispatchLaneTests {
     static let alert = AlertRecord(
-        id: "6b0f7a43-1f2e-4c55-9a61-0d3e8f2b7c10", deviceID: "pi-0042", kind: .noPulse, state: .raised,
+        id: "6b0f7a43-1f2e-4c55-9a61-0d3e8f2b7c10",
+        deviceID: "pi-0042",
+        kind: .noPulse,
+        state: .raised,
         firstCritical: ReadingTimestamp(monotonicNanoseconds: 12_000_000_000, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false),
         raised: ReadingTimestamp(monotonicNanoseconds: 12_000_000_000, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false),
         triggeringReadings: [
             TimedHeartRate(
                 reading: HeartRateReading(bpm: 0, contact: .detected),
-                timestamp: ReadingTimestamp(monotonicNanoseconds: 11_000_000_000, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false))
-        ])
+                timestamp: ReadingTimestamp(monotonicNanoseconds: 11_000_000_000, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
+            )
+        ]
+    )
 
     @Test func acceptedAlertIsReportedDelivered() async throws {
         var h = LaneHarness(transport: ScriptedTransport(failures: 0), fallback: nil)
@@ -207,8 +222,11 @@ struct FallbackScript {
         let raise = AlertUpdate(alert: Self.alert, updateSequence: 0, type: .raised, sent: Self.alert.firstCritical)
         let recorded = Mutex<[AlertUpdate]>([])
         var h = LaneHarness(
-            transport: ScriptedTransport(failures: 1), fallback: nil, undelivered: [raise],
-            delivered: { update in recorded.withLock { $0.append(update) } })
+            transport: ScriptedTransport(failures: 1),
+            fallback: nil,
+            undelivered: [raise],
+            delivered: { update in recorded.withLock { $0.append(update) } }
+        )
         #expect(await h.lane.queuedUpdates == [raise])
         // Sent as the lane starts, without a submit; the retry a second after the failure.
         await h.waitForFailures(1)

@@ -144,9 +144,12 @@ struct BudgetEvictionPolicyTests {
         #expect(BudgetEvictionPolicy.Selection(wanted: 0).pass == nil)
     }
 
-    @Test("the alert window in monotonic nanoseconds", arguments: [
-        (Duration.seconds(300), Int64(300_000_000_000)), (.milliseconds(1500), 1_500_000_000), (.nanoseconds(7), 7), (.zero, 0),
-    ])
+    @Test(
+        "the alert window in monotonic nanoseconds",
+        arguments: [
+            (Duration.seconds(300), Int64(300_000_000_000)), (.milliseconds(1500), 1_500_000_000), (.nanoseconds(7), 7), (.zero, 0),
+        ]
+    )
     func alertWindow(window: Duration, nanoseconds: Int64) {
         #expect(BudgetEvictionPolicy(budgetBytes: 1, alertWindow: window).alertWindowNanoseconds == nanoseconds)
     }
@@ -156,7 +159,9 @@ struct BudgetEvictionPolicyTests {
         let dir = try TemporaryDirectory()
         let budget: Int64 = 80_000
         let store = try ReadingStore(
-            configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(3600)), logger: quiet)
+            configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(3600)),
+            logger: quiet
+        )
         // Readings are 0.5 s apart from 1 s: an alert at 10 minutes covers the first 2,000 and more.
         #expect(store.appendAlert(alertUpdate(id: "sos", at: 600_000_000_000)) == .durable)
         var appended: [Int64] = []

@@ -39,16 +39,59 @@ struct ReadingBodyCodecTests {
         .heartRate(HeartRateReading(bpm: 72, contact: .detected, energyExpendedKilojoules: nil, rrIntervals: [843, 829])),
         .heartRate(HeartRateReading(bpm: 0, contact: .notDetected, energyExpendedKilojoules: 65535, rrIntervals: [])),
         .heartRate(HeartRateReading(bpm: 300, contact: .unsupported, energyExpendedKilojoules: 12, rrIntervals: [UInt16.max, 0])),
-        .position(PositionFix(time: "2034-11-27T20:26:40.000Z", mode: .threeDimensional, latitude: 44.068934, longitude: -121.3146,
-                              altitudeHAE: 1103.2, altitudeMSL: nil, speed: 0.03, track: nil, horizontalError: 4.1)),
-        .position(PositionFix(time: nil, mode: .none, latitude: nil, longitude: nil, altitudeHAE: nil, altitudeMSL: nil, speed: nil,
-                              track: nil, horizontalError: nil)),
+        .position(
+            PositionFix(
+                time: "2034-11-27T20:26:40.000Z",
+                mode: .threeDimensional,
+                latitude: 44.068934,
+                longitude: -121.3146,
+                altitudeHAE: 1103.2,
+                altitudeMSL: nil,
+                speed: 0.03,
+                track: nil,
+                horizontalError: 4.1
+            )
+        ),
+        .position(
+            PositionFix(
+                time: nil,
+                mode: .none,
+                latitude: nil,
+                longitude: nil,
+                altitudeHAE: nil,
+                altitudeMSL: nil,
+                speed: nil,
+                track: nil,
+                horizontalError: nil
+            )
+        ),
         // Values a scaled integer cannot carry exactly, and a time in a non-canonical form.
-        .position(PositionFix(time: "2034-11-27T20:26:40Z", mode: .twoDimensional, latitude: 44.0689341234567891,
-                              longitude: -0.0, altitudeHAE: 1e300, altitudeMSL: -.pi, speed: .ulpOfOne, track: 359.9999,
-                              horizontalError: 0)),
-        .position(PositionFix(time: "1969-12-31T23:59:59.999Z", mode: .threeDimensional, latitude: -90, longitude: 180,
-                              altitudeHAE: -430.5, altitudeMSL: 8848.86, speed: 340.29, track: 0.001, horizontalError: 9999.999)),
+        .position(
+            PositionFix(
+                time: "2034-11-27T20:26:40Z",
+                mode: .twoDimensional,
+                latitude: 44.0689341234567891,
+                longitude: -0.0,
+                altitudeHAE: 1e300,
+                altitudeMSL: -.pi,
+                speed: .ulpOfOne,
+                track: 359.9999,
+                horizontalError: 0
+            )
+        ),
+        .position(
+            PositionFix(
+                time: "1969-12-31T23:59:59.999Z",
+                mode: .threeDimensional,
+                latitude: -90,
+                longitude: 180,
+                altitudeHAE: -430.5,
+                altitudeMSL: 8848.86,
+                speed: 340.29,
+                track: 0.001,
+                horizontalError: 9999.999
+            )
+        ),
     ]
 
     @Test("payloads round-trip exactly", arguments: payloads, [true, false])
@@ -248,7 +291,10 @@ struct ReadingStoreTests {
     func budgetDropOrder() throws {
         let dir = try TemporaryDirectory()
         let budget: Int64 = 200_000
-        let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(30)), logger: quiet)
+        let store = try ReadingStore(
+            configuration: StoreConfiguration(path: dir.storePath, diskBudgetBytes: budget, alertWindow: .seconds(30)),
+            logger: quiet
+        )
         // 2000 readings, the first 600 synced.
         let early = try store.append(newReadings(0..<2000))
         let syncedBatch = try store.reserveBatch(deviceID: "d", readings: try store.readings(sequences: Array(early[0..<600])), heartbeat: nil)
@@ -321,8 +367,10 @@ struct ReadingStoreTests {
         #expect(week < 64 * 1024 * 1024, "\(perReading) bytes per reading")
     }
 
-    @Test("disk full / read-only: writes fail with a typed error, alerts stay in memory, everything is written when the disk recovers",
-          arguments: [ReadingStore.SimulatedFault.diskFull, .readOnly])
+    @Test(
+        "disk full / read-only: writes fail with a typed error, alerts stay in memory, everything is written when the disk recovers",
+        arguments: [ReadingStore.SimulatedFault.diskFull, .readOnly]
+    )
     func diskFailure(fault: ReadingStore.SimulatedFault) async throws {
         let dir = try TemporaryDirectory()
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
@@ -413,14 +461,16 @@ struct ReadingStoreTests {
     }
 }
 
-
 /// The durability the configuration asks for is the one in force from the first commit: GRDB's
 /// WAL set-up used to leave `synchronous = NORMAL` until a batch acknowledgement set it again.
 @Suite("store durability")
 struct StoreDurabilityTests {
-    @Test("synchronous is FULL for power-loss durability and NORMAL for process-crash, from the moment the store opens", arguments: [
-        (CommitDurability.powerLoss, 2), (CommitDurability.processCrash, 1),
-    ])
+    @Test(
+        "synchronous is FULL for power-loss durability and NORMAL for process-crash, from the moment the store opens",
+        arguments: [
+            (CommitDurability.powerLoss, 2), (CommitDurability.processCrash, 1),
+        ]
+    )
     func synchronousFromOpen(durability: CommitDurability, expected: Int) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sync-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -428,7 +478,8 @@ struct StoreDurabilityTests {
         for _ in 0..<2 {  // a new store, then the same file reopened
             let store = try ReadingStore(
                 configuration: StoreConfiguration(path: directory.appendingPathComponent("s.sqlite").path, durability: durability),
-                logger: Logger(label: "test"))
+                logger: Logger(label: "test")
+            )
             #expect(store.synchronousSetting == expected)
             store.close()
         }

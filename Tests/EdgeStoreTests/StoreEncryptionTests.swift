@@ -16,21 +16,37 @@ struct StoreEncryptionTests {
 
     /// A person's position, distinctive enough to be looked for byte for byte.
     static let fix = PositionFix(
-        time: "2034-11-27T20:26:40.000Z", mode: .threeDimensional, latitude: 51.501476, longitude: -0.140634, altitudeHAE: 31.7,
-        altitudeMSL: nil, speed: 1.2, track: 87.5, horizontalError: 3.9)
+        time: "2034-11-27T20:26:40.000Z",
+        mode: .threeDimensional,
+        latitude: 51.501476,
+        longitude: -0.140634,
+        altitudeHAE: 31.7,
+        altitudeMSL: nil,
+        speed: 1.2,
+        track: 87.5,
+        horizontalError: 3.9
+    )
     static let heartRate = HeartRateReading(bpm: 187, contact: .detected, energyExpendedKilojoules: 412, rrIntervals: [321, 327, 318, 330])
 
     static func personReadings() -> [NewReading] {
         (0..<40).map { i in
             let t = ReadingTimestamp(
-                monotonicNanoseconds: UInt64(i) * 1_000_000_000, bootID: SyntheticReadings.bootID,
-                wallClockMilliseconds: 2_000_000_000_000 + Int64(i) * 1000, wallClockTrusted: true)
+                monotonicNanoseconds: UInt64(i) * 1_000_000_000,
+                bootID: SyntheticReadings.bootID,
+                wallClockMilliseconds: 2_000_000_000_000 + Int64(i) * 1000,
+                wallClockTrusted: true
+            )
             return NewReading(timestamp: t, payload: i % 2 == 0 ? .heartRate(heartRate) : .position(fix))
         }
     }
 
     static func sosAlert() -> AlertUpdate {
-        let t = ReadingTimestamp(monotonicNanoseconds: 5_000_000_000, bootID: SyntheticReadings.bootID, wallClockMilliseconds: nil, wallClockTrusted: false)
+        let t = ReadingTimestamp(
+            monotonicNanoseconds: 5_000_000_000,
+            bootID: SyntheticReadings.bootID,
+            wallClockMilliseconds: nil,
+            wallClockTrusted: false
+        )
         var record = AlertRecord(id: "alert-enc-1", deviceID: "pi-0042", kind: .heartRateHigh, state: .raised, firstCritical: t, raised: t)
         record.position = AlertPosition(fix: fix, ageMilliseconds: 800)
         return AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t)
@@ -143,7 +159,9 @@ struct StoreEncryptionTests {
         let listing = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
 
         let store = try ReadingStore(
-            configuration: StoreConfiguration(path: dir.storePath, encryptionKey: giveOtherKey ? try Self.otherKey : nil), logger: quiet)
+            configuration: StoreConfiguration(path: dir.storePath, encryptionKey: giveOtherKey ? try Self.otherKey : nil),
+            logger: quiet
+        )
         let problem = try #require(store.openReport.memoryFallback)
         #expect(problem.code == (giveOtherKey ? .wrongKey : .keyMissing))
         #expect(problem.message.contains((try Self.key).idText))
@@ -160,7 +178,9 @@ struct StoreEncryptionTests {
         // Nothing moved aside or added, but the WAL index and an empty WAL that SQLite leaves
         // after a read-only look.
         let sqliteSidecars: Set<String> = ["store.sqlite-wal", "store.sqlite-shm"]
-        #expect(try Set(FileManager.default.contentsOfDirectory(atPath: dir.path)).subtracting(sqliteSidecars) == Set(listing).subtracting(sqliteSidecars))
+        #expect(
+            try Set(FileManager.default.contentsOfDirectory(atPath: dir.path)).subtracting(sqliteSidecars) == Set(listing).subtracting(sqliteSidecars)
+        )
         for (file, bytes) in zip(files, before) {
             #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == bytes, "\(file) changed")
         }
@@ -233,7 +253,8 @@ struct StoreEncryptionTests {
                 sql: """
                     INSERT INTO alert_updates (alert_id, update_seq, boot, mono_ns, body, delivered)
                     SELECT alert_id, 7, boot, mono_ns, body, 0 FROM alert_updates WHERE alert_id = 'alert-enc-1'
-                    """)
+                    """
+            )
         }
         try queue.close()
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath, encryptionKey: try Self.key), logger: quiet)

@@ -146,7 +146,9 @@ struct StoreIntegrityTests {
         #expect(healthy.statistics().memoryOnlyReason == nil)
     }
 
-    @Test("a store moved aside as corrupt: its readable unsynced readings and alerts come back with their numbers and epoch; what could not be read is counted; salvage runs once")
+    @Test(
+        "a store moved aside as corrupt: its readable unsynced readings and alerts come back with their numbers and epoch; what could not be read is counted; salvage runs once"
+    )
     func salvage() throws {
         let dir = try TemporaryDirectory()
         var seqs: [Int64] = []

@@ -21,8 +21,11 @@ struct ClockCorrectionSyncTests {
             let readings = (0..<60).map { second -> NewReading in
                 let trusted = second >= 40
                 let t = ReadingTimestamp(
-                    monotonicNanoseconds: UInt64(second) * 1_000_000_000, bootID: "boot-1970",
-                    wallClockMilliseconds: Int64(second) * 1000 + (trusted ? Self.trueStart : 0), wallClockTrusted: trusted)
+                    monotonicNanoseconds: UInt64(second) * 1_000_000_000,
+                    bootID: "boot-1970",
+                    wallClockMilliseconds: Int64(second) * 1000 + (trusted ? Self.trueStart : 0),
+                    wallClockTrusted: trusted
+                )
                 return NewReading(timestamp: t, payload: .heartRate(HeartRateReading(bpm: 60 + second % 5, contact: .detected)))
             }
             let seqs = try f.store.append(readings)
@@ -30,9 +33,14 @@ struct ClockCorrectionSyncTests {
             correction.learn(readings[40].timestamp)
             let learned = Mutex(correction)
             let engine = SyncEngine(
-                store: f.store, transport: CurlTransport(baseURL: f.proxy.baseURL),
+                store: f.store,
+                transport: CurlTransport(baseURL: f.proxy.baseURL),
                 configuration: SyncConfiguration(deviceID: deviceID, token: f.token, pollInterval: .milliseconds(10), sendInterval: .zero),
-                clock: ContinuousClock(), logger: quiet, seed: 1, correctTimes: { sequence, readings in learned.withLock { $0.corrected(readings, batchSequence: sequence) } })
+                clock: ContinuousClock(),
+                logger: quiet,
+                seed: 1,
+                correctTimes: { sequence, readings in learned.withLock { $0.corrected(readings, batchSequence: sequence) } }
+            )
             try await engine.drain()
 
             let remote = try await f.stored()

@@ -76,7 +76,8 @@ struct CrashTests {
 
     @Test(
         "SIGKILL at random moments, during start-up, batches and salvage: every acknowledged reading and alert survives, the file stays intact, sync continues, and the server ends with each reading exactly once",
-        arguments: [false, true])
+        arguments: [false, true]
+    )
     func killRepeatedly(encrypted: Bool) async throws {
         let cycles = Self.cycles
         let key = try encrypted ? StoreKey(material: Array(Self.storeKeyHex.utf8), source: "test") : nil
@@ -118,13 +119,17 @@ struct CrashTests {
                                 index % 10 == 3 || salvaging
                                 ? Int.random(in: 0...2, using: &generator) : Int.random(in: 1...(cycles > 100 ? 400 : 3000), using: &generator)
                             let run = try runAndKill(
-                                child: child, arguments: [storePath, url, deviceID, token, String(index)] + (encrypted ? [Self.storeKeyHex] : []),
-                                target: target)
+                                child: child,
+                                arguments: [storePath, url, deviceID, token, String(index)] + (encrypted ? [Self.storeKeyHex] : []),
+                                target: target
+                            )
                             runs.append(run)
                             acknowledged.formUnion(run.committed)
                             alerts.formUnion(run.alerts)
                             let store = try ReadingStore(
-                                configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
+                                configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key),
+                                logger: quiet
+                            )
                             defer { store.close() }
                             if store.openReport.memoryFallback != nil { failures.append("run \(index): store not opened on disk") }
                             if store.openReport.movedAsidePath != nil { failures.append("run \(index): store was found corrupt") }
@@ -161,7 +166,10 @@ struct CrashTests {
             #expect(syncedByChildren > 0)
 
             // Sync continues from the store's cursor: drain the rest and compare.
-            let store = try ReadingStore(configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key), logger: quiet)
+            let store = try ReadingStore(
+                configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 64 << 20, encryptionKey: key),
+                logger: quiet
+            )
             #expect(store.isEncrypted == encrypted)
             f.store = store
             let engine = f.engine(maxBatchReadings: 500)
@@ -175,7 +183,8 @@ struct CrashTests {
             print(
                 "crash test\(encrypted ? " (store encrypted)" : ""): \(cycles) SIGKILL cycles (\(runs.filter { $0.committed.isEmpty }.count) before any commit), "
                     + "\(acknowledgedCount) readings acknowledged by the store, \(atServer) at the server "
-                    + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)")
+                    + "exactly once, \(syncedByChildren) of them synced by the killed children, in \(ContinuousClock.now - started)"
+            )
             let journaledAlerts = try store.alertStates().map(\.alert.id)
             #expect(Set(try await f.server.alertUpdates().map(\.alert.id)) == Set(journaledAlerts))
         }

@@ -28,7 +28,10 @@ struct FaultProxyTests {
     static func post(_ number: Int64, through transport: any HTTPTransport, token: String) async throws -> HTTPResponse {
         let (key, body) = try batch(number)
         return try await transport.post(
-            path: "v1/batches", headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": key, "Content-Type": "application/json"], body: body)
+            path: "v1/batches",
+            headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": key, "Content-Type": "application/json"],
+            body: body
+        )
     }
 
     @Test("status: answered by the proxy, never seen by the server; then the server again")

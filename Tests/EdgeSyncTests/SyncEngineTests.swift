@@ -69,24 +69,44 @@ final class SyncFixture {
 
     @discardableResult
     func append(_ range: Range<Int>) throws -> [Int64] {
-        try store.append(range.map { i in
-            let (t, p) = SyntheticReadings.reading(i)
-            return NewReading(timestamp: t, payload: p)
-        })
+        try store.append(
+            range.map { i in
+                let (t, p) = SyntheticReadings.reading(i)
+                return NewReading(timestamp: t, payload: p)
+            }
+        )
     }
 
     func engine(
-        clock: any Clock<Duration> = ContinuousClock(), maxBatchReadings: Int = 200, timeout: Duration = .seconds(5),
-        heartbeatInterval: Duration = .seconds(30), sendInterval: Duration = .zero, token: String? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        maxBatchReadings: Int = 200,
+        timeout: Duration = .seconds(5),
+        heartbeatInterval: Duration = .seconds(30),
+        sendInterval: Duration = .zero,
+        token: String? = nil,
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
-        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }, alertsFirst: @escaping @Sendable () async -> Void = {}
+        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in },
+        alertsFirst: @escaping @Sendable () async -> Void = {}
     ) -> SyncEngine {
         SyncEngine(
-            store: store, transport: CurlTransport(baseURL: proxy.baseURL, timeout: timeout),
+            store: store,
+            transport: CurlTransport(baseURL: proxy.baseURL, timeout: timeout),
             configuration: SyncConfiguration(
-                deviceID: deviceID, token: token ?? self.token, maxBatchReadings: maxBatchReadings, heartbeatInterval: heartbeatInterval,
-                pollInterval: .milliseconds(10), sendInterval: sendInterval, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)),
-            clock: clock, onAlertsAcknowledged: onAlertsAcknowledged, onEvent: onEvent, logger: quiet, seed: 42, alertsFirst: alertsFirst)
+                deviceID: deviceID,
+                token: token ?? self.token,
+                maxBatchReadings: maxBatchReadings,
+                heartbeatInterval: heartbeatInterval,
+                pollInterval: .milliseconds(10),
+                sendInterval: sendInterval,
+                backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)
+            ),
+            clock: clock,
+            onAlertsAcknowledged: onAlertsAcknowledged,
+            onEvent: onEvent,
+            logger: quiet,
+            seed: 42,
+            alertsFirst: alertsFirst
+        )
     }
 
     /// Moves `clock` on by 10 ms `times` times, each once the engine's loop sleeps on it.
@@ -187,7 +207,8 @@ struct SyncEngineTests {
         arguments: [
             FaultProxy.Fault.status(500), .status(503, retryAfterSeconds: 0), .status(429, retryAfterSeconds: 0),
             .dropRequest, .dropAnswer, .refuseConnections, .holdAnswerUntilClientCloses, .closeAfterAnswer,
-        ])
+        ]
+    )
     func faults(fault: FaultProxy.Fault) async throws {
         try await SyncFixture.with { f in
             try f.append(0..<900)
@@ -314,9 +335,12 @@ struct SyncEngineTests {
             let reserved = try f.store.reserveBatch(deviceID: deviceID, readings: try f.store.oldestUnsynced(limit: 100), heartbeat: nil)
             try f.reopen()
             let engine = SyncEngine(
-                store: f.store, transport: CurlTransport(baseURL: f.proxy.baseURL),
+                store: f.store,
+                transport: CurlTransport(baseURL: f.proxy.baseURL),
                 configuration: SyncConfiguration(deviceID: deviceID, token: f.token, maxBatchReadings: 100, latestFirst: false),
-                clock: ContinuousClock(), logger: quiet)
+                clock: ContinuousClock(),
+                logger: quiet
+            )
             try await engine.drain()
             let first = try #require(try f.sentBatches().first?.batch)
             #expect(first.idempotencyKey == reserved.batch.idempotencyKey)
@@ -379,7 +403,9 @@ struct SyncEngineTests {
         }
     }
 
-    @Test("the lane awaits alertsFirst before every batch (an alert sent there goes before the backlog), and an alert a dispatcher acknowledges is surfaced")
+    @Test(
+        "the lane awaits alertsFirst before every batch (an alert sent there goes before the backlog), and an alert a dispatcher acknowledges is surfaced"
+    )
     func alertsFirstAndAcknowledged() async throws {
         try await SyncFixture.with { f in
             try f.append(0..<3000)
@@ -391,15 +417,23 @@ struct SyncEngineTests {
             let calls = Mutex(0)
             let batchesBeforeAlert = Mutex(-1)
             let alertsFirst: @Sendable () async -> Void = {
-                guard calls.withLock({ $0 += 1; return $0 }) == 1 else { return }
+                guard
+                    calls.withLock({
+                        $0 += 1
+                        return $0
+                    }) == 1
+                else { return }
                 batchesBeforeAlert.withLock { $0 = proxy.exchanges.filter { $0.path.hasSuffix("/v1/batches") }.count }
                 try? await sender.send(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t))
             }
             let acknowledged = Mutex<[String]>([])
             let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self)
             let engine = f.engine(
-                maxBatchReadings: 100, onAlertsAcknowledged: { ids in acknowledged.withLock { $0 += ids } }, onEvent: { continuation.yield($0) },
-                alertsFirst: alertsFirst)
+                maxBatchReadings: 100,
+                onAlertsAcknowledged: { ids in acknowledged.withLock { $0 += ids } },
+                onEvent: { continuation.yield($0) },
+                alertsFirst: alertsFirst
+            )
             let runner = Task { await engine.run() }
             defer { runner.cancel() }
             var batches = 0
@@ -422,8 +456,11 @@ struct SyncEngineTests {
         try await SyncFixture.with { f in
             let t = ReadingTimestamp(monotonicNanoseconds: 9, bootID: "b", wallClockMilliseconds: nil, wallClockTrusted: false)
             let update = AlertUpdate(
-                alert: AlertRecord(id: "a", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t), updateSequence: 0,
-                type: .raised, sent: t)
+                alert: AlertRecord(id: "a", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t),
+                updateSequence: 0,
+                type: .raised,
+                sent: t
+            )
             let sender = HTTPAlertSender(transport: CurlTransport(baseURL: f.proxy.baseURL), token: f.token)
             try await sender.send(update)
             try await sender.send(update)
@@ -447,7 +484,11 @@ struct SyncEngineTests {
             try f.append(0..<500)
             try await f.engine().drain()
             let t = ReadingTimestamp(
-                monotonicNanoseconds: 1_000_000_000 + 700 * 500_000_000, bootID: SyntheticReadings.bootID, wallClockMilliseconds: nil, wallClockTrusted: false)
+                monotonicNanoseconds: 1_000_000_000 + 700 * 500_000_000,
+                bootID: SyntheticReadings.bootID,
+                wallClockMilliseconds: nil,
+                wallClockTrusted: false
+            )
             let record = AlertRecord(id: "offline-sos", deviceID: deviceID, kind: .noPulse, state: .raised, firstCritical: t)
             #expect(f.store.appendAlert(AlertUpdate(alert: record, updateSequence: 0, type: .raised, sent: t)) == .durable)
             for chunk in stride(from: 500, to: 12_500, by: 500) { try f.append(chunk..<chunk + 500) }

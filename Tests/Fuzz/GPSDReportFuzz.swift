@@ -19,8 +19,10 @@ public func fuzzGPSDReport(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         precondition(events.last == .fix(fix), "a 2D/3D TPV was not published as its fix")
         precondition(machine.state == .fix(fix.mode), "a 2D/3D TPV left the state at \(String(describing: machine.state))")
         let reading = WireReading(
-            sequence: 1, timestamp: ReadingTimestamp(monotonicNanoseconds: 1, bootID: "fuzz", wallClockMilliseconds: nil, wallClockTrusted: false),
-            payload: .position(fix))
+            sequence: 1,
+            timestamp: ReadingTimestamp(monotonicNanoseconds: 1, bootID: "fuzz", wallClockMilliseconds: nil, wallClockTrusted: false),
+            payload: .position(fix)
+        )
         guard let encoded = try? WireCodec.encode(reading) else { preconditionFailure("a published fix does not encode: \(fix)") }
         precondition((try? WireCodec.decode(WireReading.self, from: encoded)) == reading, "a published fix does not decode back: \(fix)")
     }

@@ -7,7 +7,10 @@ public func fuzzReadingBody(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     if let decoded = try? ReadingBodyCodec.decode(bytes) {
         let encoded = ReadingBodyCodec.encode(decoded.payload, wallClockTrusted: decoded.wallClockTrusted)
         let again = try? ReadingBodyCodec.decode(encoded)
-        precondition(again.map { ReadingBodyCodec.encode($0.payload, wallClockTrusted: $0.wallClockTrusted) } == encoded, "re-encoded body decodes differently")
+        precondition(
+            again.map { ReadingBodyCodec.encode($0.payload, wallClockTrusted: $0.wallClockTrusted) } == encoded,
+            "re-encoded body decodes differently"
+        )
     }
     return 0
 }

@@ -31,7 +31,8 @@ struct GPSDLineTests {
     @Test("a TPV, a DEVICE and a DEVICES list as gpsd 3.22 sends them")
     func realLines() async throws {
         let tpv = await Self.report(
-            #"{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2024-01-01T00:00:02.000Z","lat":45.478,"lon":9.2275,"altHAE":120.5,"eph":4.2}"#)
+            #"{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2024-01-01T00:00:02.000Z","lat":45.478,"lon":9.2275,"altHAE":120.5,"eph":4.2}"#
+        )
         guard case .tpv(let fix)?? = tpv else {
             Issue.record("not a TPV: \(String(describing: tpv))")
             return
@@ -41,7 +42,8 @@ struct GPSDLineTests {
         #expect(fix.latitude == 45.478 && fix.longitude == 9.2275 && fix.altitudeHAE == 120.5 && fix.horizontalError == 4.2)
         #expect(fix.speed == nil)
         let devices = await Self.report(
-            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"u-blox","activated":"2024-01-01T00:00:00.000Z"},{"class":"DEVICE","path":"/dev/ttyUSB0","activated":"2024-01-01T00:00:00.000Z"}]}"#)
+            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"u-blox","activated":"2024-01-01T00:00:00.000Z"},{"class":"DEVICE","path":"/dev/ttyUSB0","activated":"2024-01-01T00:00:00.000Z"}]}"#
+        )
         #expect(devices == .some(.some(.devices(count: 2))))
         #expect(await Self.report(#"{"class":"DEVICES","devices":[]}"#) == .some(.some(.devices(count: 0))))
         #expect(await Self.report(#"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#) == .some(.some(.device(activated: false))))
@@ -58,7 +60,8 @@ struct GPSDLineTests {
             #"{"class":"SKY","x":[{"class":"DEVICE"}]}"#,
             #"{"class":"DEVICES","devices":[{"class":"TPV","path":"/dev/a"}]}"#,
             #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/a"}],"x":[{"class":"DEVICE"}]}"#,
-        ])
+        ]
+    )
     func nestedClass(line: String) async {
         let report = await Self.report(line)
         #expect(report != nil, "gps_unpack did not return within 10 s")

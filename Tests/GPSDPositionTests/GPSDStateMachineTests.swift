@@ -1,6 +1,7 @@
-@testable import GPSDPosition
 import Testing
 import TrackMeCore
+
+@testable import GPSDPosition
 
 @Suite("GPSD state machine and backoff")
 struct GPSDStateMachineTests {
@@ -38,14 +39,16 @@ struct GPSDStateMachineTests {
         feed(.report(.tpv(PositionFix(mode: .none))), 200)
         feed(.report(.device(activated: false)), 201)
         feed(.connectionEnded(Self.error), 202)
-        #expect(all == [
-            .state(.connected),
-            .state(.noFix(since: .zero)),
-            .state(.fix(.threeDimensional)), .fix(Self.fix3D), .fix(Self.fix3D),
-            .state(.noFix(since: .seconds(4))),
-            .state(.noDevice),
-            .state(.disconnected(Self.error, retryIn: .milliseconds(500))),
-        ])
+        #expect(
+            all == [
+                .state(.connected),
+                .state(.noFix(since: .zero)),
+                .state(.fix(.threeDimensional)), .fix(Self.fix3D), .fix(Self.fix3D),
+                .state(.noFix(since: .seconds(4))),
+                .state(.noDevice),
+                .state(.disconnected(Self.error, retryIn: .milliseconds(500))),
+            ]
+        )
     }
 
     @Test("receiver unplugged and replugged: no device, then no fix since the replug, then fix")
@@ -62,13 +65,15 @@ struct GPSDStateMachineTests {
         feed(.report(.device(activated: true)), 70)
         feed(.report(.tpv(PositionFix(mode: .none))), 71)
         feed(.report(.tpv(Self.fix3D)), 95)
-        #expect(all == [
-            .state(.connected),
-            .state(.fix(.threeDimensional)), .fix(Self.fix3D),
-            .state(.noDevice),
-            .state(.noFix(since: .seconds(70))),
-            .state(.fix(.threeDimensional)), .fix(Self.fix3D),
-        ])
+        #expect(
+            all == [
+                .state(.connected),
+                .state(.fix(.threeDimensional)), .fix(Self.fix3D),
+                .state(.noDevice),
+                .state(.noFix(since: .seconds(70))),
+                .state(.fix(.threeDimensional)), .fix(Self.fix3D),
+            ]
+        )
     }
 
     @Test("a one-shot machine does not ask to reconnect")
@@ -82,9 +87,17 @@ struct GPSDStateMachineTests {
     @Test("dump lines: gpsd's time verbatim, null for absent fields")
     func dumpLine() {
         let fix = PositionFix(
-            time: "2019-04-07T00:02:31.420Z", mode: .twoDimensional, latitude: 48.483341667, longitude: 0.366693333,
-            speed: 0.082, track: 212.28)
-        #expect(GPSDDump.line(for: fix) == #"{"time": "2019-04-07T00:02:31.420Z", "mode": 2, "lat": 48.483341667, "lon": 0.366693333, "alt_hae": null, "speed": 0.082, "track": 212.28, "eph": null}"#)
+            time: "2019-04-07T00:02:31.420Z",
+            mode: .twoDimensional,
+            latitude: 48.483341667,
+            longitude: 0.366693333,
+            speed: 0.082,
+            track: 212.28
+        )
+        #expect(
+            GPSDDump.line(for: fix)
+                == #"{"time": "2019-04-07T00:02:31.420Z", "mode": 2, "lat": 48.483341667, "lon": 0.366693333, "alt_hae": null, "speed": 0.082, "track": 212.28, "eph": null}"#
+        )
         #expect(GPSDDump.line(for: PositionFix(mode: .threeDimensional, latitude: 1, longitude: 2)).hasPrefix(#"{"time": null, "mode": 3,"#))
     }
 }

@@ -46,8 +46,11 @@ enum TraceFixtures {
             let mode = try #require(object["mode"] as? Int)
             guard mode >= 2 else { return nil }
             return ExpectedFix(
-                time: object["time"] as? String, mode: mode,
-                latitude: try #require(object["lat"] as? Double), longitude: try #require(object["lon"] as? Double))
+                time: object["time"] as? String,
+                mode: mode,
+                latitude: try #require(object["lat"] as? Double),
+                longitude: try #require(object["lon"] as? Double)
+            )
         }
     }
 }
@@ -70,7 +73,8 @@ extension AsyncStream<GPSDEvent>.Iterator {
     /// Collects events up to and including the first one matching `stop`; fails if the stream
     /// ends first.
     mutating func collect(
-        until stop: (GPSDEvent) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+        until stop: (GPSDEvent) -> Bool,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async -> EventLog {
         var log = EventLog()
         while let event = await next() {
@@ -85,13 +89,18 @@ extension AsyncStream<GPSDEvent>.Iterator {
     /// that is the end of the log.
     mutating func collectUntilLogEnds(sourceLocation: SourceLocation = #_sourceLocation) async -> EventLog {
         var sawReceiver = false
-        return await collect(until: { event in
-            switch event {
-            case .state(.noFix), .state(.fix), .fix: sawReceiver = true; return false
-            case .state(.noDevice): return sawReceiver
-            case .state(.connected), .state(.disconnected): return false
-            }
-        }, sourceLocation: sourceLocation)
+        return await collect(
+            until: { event in
+                switch event {
+                case .state(.noFix), .state(.fix), .fix:
+                    sawReceiver = true
+                    return false
+                case .state(.noDevice): return sawReceiver
+                case .state(.connected), .state(.disconnected): return false
+                }
+            },
+            sourceLocation: sourceLocation
+        )
     }
 }
 

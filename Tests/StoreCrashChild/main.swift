@@ -31,18 +31,30 @@ let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval:
     emit(text)
 }
 let engine = SyncEngine(
-    store: store, transport: CurlTransport(baseURL: serverURL, timeout: .seconds(5)),
+    store: store,
+    transport: CurlTransport(baseURL: serverURL, timeout: .seconds(5)),
     configuration: SyncConfiguration(
-        deviceID: deviceID, token: arguments[4], maxBatchReadings: 150, heartbeatInterval: .seconds(1), pollInterval: .milliseconds(5), sendInterval: .zero,
-        backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 1)),
-    clock: ContinuousClock())
+        deviceID: deviceID,
+        token: arguments[4],
+        maxBatchReadings: 150,
+        heartbeatInterval: .seconds(1),
+        pollInterval: .milliseconds(5),
+        sendInterval: .zero,
+        backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50), jitter: 1)
+    ),
+    clock: ContinuousClock()
+)
 
 let alert = AlertRecord(
-    id: "crash-run-\(run)", deviceID: deviceID, kind: .manual, state: .raised,
-    firstCritical: ReadingTimestamp(monotonicNanoseconds: 1, bootID: "crash-child", wallClockMilliseconds: nil, wallClockTrusted: false))
+    id: "crash-run-\(run)",
+    deviceID: deviceID,
+    kind: .manual,
+    state: .raised,
+    firstCritical: ReadingTimestamp(monotonicNanoseconds: 1, bootID: "crash-child", wallClockMilliseconds: nil, wallClockTrusted: false)
+)
 if case .durable = store.appendAlert(
-    AlertUpdate(alert: alert, updateSequence: 0, type: .raised, sent: alert.firstCritical))
-{
+    AlertUpdate(alert: alert, updateSequence: 0, type: .raised, sent: alert.firstCritical)
+) {
     emit("A \(alert.id):0\n")
 }
 

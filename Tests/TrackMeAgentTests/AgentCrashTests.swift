@@ -124,7 +124,10 @@ struct AgentCrashTests {
         let exit = await drain.wait()
         #expect(exit == (reason: .exit, status: 0), "\(agent.logTail())")
 
-        let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: agent.storePath, diskBudgetBytes: agent.budget), logger: quietLogger)
+        let store = try ReadingStore(
+            configuration: EdgeStore.StoreConfiguration(path: agent.storePath, diskBudgetBytes: agent.budget),
+            logger: quietLogger
+        )
         defer { store.close() }
         #expect(store.openReport.movedAsidePath == nil)
         let local = try store.allReadings()
@@ -168,7 +171,9 @@ enum StoreCheck {
             try FileManager.default.copyItem(atPath: path + suffix, toPath: directory + "/" + name + suffix)
         }
         return try ReadingStore(
-            configuration: EdgeStore.StoreConfiguration(path: directory + "/" + name, diskBudgetBytes: 1 << 30), logger: quietLogger)
+            configuration: EdgeStore.StoreConfiguration(path: directory + "/" + name, diskBudgetBytes: 1 << 30),
+            logger: quietLogger
+        )
     }
 }
 
@@ -219,12 +224,13 @@ struct AgentProcess {
             """
         // A real trace (simulations/traces/hr/SOURCES.md) at `pace` times real time: as many
         // readings a second, so full batches of the backlog (1000 readings) go within a few runs.
-        try (common + """
-            strap:
-              transport: simulated
-              trace: \(Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv"))
-              pace: \(pace)
-            """).write(toFile: directory + "/agent.yaml", atomically: true, encoding: .utf8)
+        try
+            (common + """
+                strap:
+                  transport: simulated
+                  trace: \(Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv"))
+                  pace: \(pace)
+                """).write(toFile: directory + "/agent.yaml", atomically: true, encoding: .utf8)
         try (common + "strap: {address: \"AA:BB:CC:DD:EE:FF\"}\n").write(toFile: directory + "/drain.yaml", atomically: true, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     }

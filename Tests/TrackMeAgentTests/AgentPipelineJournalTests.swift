@@ -9,7 +9,12 @@ import TrackMeCore
 /// cancelled (or a dispatcher resolved) does not come back.
 @Suite struct AgentPipelineJournalTests {
     static func at(_ seconds: Int64) -> ReadingTimestamp {
-        ReadingTimestamp(monotonicNanoseconds: UInt64(seconds) * 1_000_000_000, bootID: "journal-test", wallClockMilliseconds: nil, wallClockTrusted: false)
+        ReadingTimestamp(
+            monotonicNanoseconds: UInt64(seconds) * 1_000_000_000,
+            bootID: "journal-test",
+            wallClockMilliseconds: nil,
+            wallClockTrusted: false
+        )
     }
 
     @Test func aCancelledAlertIsNotRestoredButARaisedOneIs() async throws {
@@ -21,8 +26,14 @@ import TrackMeCore
         defer { store.close() }
         let committer = GroupCommitter(store: store, clock: ContinuousClock())
         let pipeline = AgentPipeline(
-            configuration: .init(deviceID: "pi-test", profile: PersonProfile(name: "T", age: 50)), store: store, committer: committer,
-            ids: SequentialAlertIDs(prefix: "t"), now: Self.at(1), dispatch: { _ in }, logger: logger)
+            configuration: .init(deviceID: "pi-test", profile: PersonProfile(name: "T", age: 50)),
+            store: store,
+            committer: committer,
+            ids: SequentialAlertIDs(prefix: "t"),
+            now: Self.at(1),
+            dispatch: { _ in },
+            logger: logger
+        )
 
         await pipeline.receive(.manualSOS, at: Self.at(10))
         let raised = await pipeline.receive(.tick, at: Self.at(16))

@@ -85,7 +85,9 @@ struct ButtonReaderTests {
         let directory = try TemporaryDirectory()
         let path = try Self.fifo(directory)
         let configuration = try WearerDeviceTests.configuration(
-            directory, extra: "button: {device: \(path), key_code: 116, long_press_seconds: 0.5}\nsos: {countdown_seconds: 60}")
+            directory,
+            extra: "button: {device: \(path), key_code: 116, long_press_seconds: 0.5}\nsos: {countdown_seconds: 60}"
+        )
         let parts = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
         let group = ServiceGroup(services: parts.services, logger: quietLogger)
         let running = Task { try await group.run() }

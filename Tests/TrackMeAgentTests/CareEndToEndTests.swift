@@ -38,7 +38,11 @@ struct CareEndToEndTests {
         #expect(synced?.limits?.minimumBPM == 40)
 
         let (status, body) = try await Self.call(
-            "PUT", "/v1/devices/\(EndToEndTests.deviceID)/care-settings", port: port, json: #"{"min_hr": 52, "rules": {"contact_lost": false}}"#)
+            "PUT",
+            "/v1/devices/\(EndToEndTests.deviceID)/care-settings",
+            port: port,
+            json: #"{"min_hr": 52, "rules": {"contact_lost": false}}"#
+        )
         #expect(status == 200, "\(body)")
         let applied = try await rig.poll(process) { $0.care?.version == 1 }
         #expect(applied?.care?.version == 1, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
@@ -84,7 +88,9 @@ struct CareEndToEndTests {
         status: {socket: agent.sock}
         """.write(toFile: config, atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: directory.file("data"), withIntermediateDirectories: true)
-        let files = ["data/agent.sqlite", "data/agent.sqlite-wal", "data/agent.sqlite.corrupt-1", "data/agent.sqlite.generation", "token", "store.key"]
+        let files = [
+            "data/agent.sqlite", "data/agent.sqlite-wal", "data/agent.sqlite.corrupt-1", "data/agent.sqlite.generation", "token", "store.key",
+        ]
         for file in files { try "secret of Ada".write(toFile: directory.file(file), atomically: true, encoding: .utf8) }
         try "someone else's".write(toFile: directory.file("data/other.sqlite"), atomically: true, encoding: .utf8)
         let binary = try ExecutableTests.agentBinary()

@@ -12,15 +12,22 @@ struct CareSettingsTests {
 
     static func timestamp(_ second: Int) -> ReadingTimestamp {
         ReadingTimestamp(
-            monotonicNanoseconds: UInt64(second) * 1_000_000_000, bootID: "3f1c2d9e-8a51-4c1e-9d7b-2a4e5f6a7b8c",
-            wallClockMilliseconds: 1_795_000_000_000 + Int64(second) * 1000, wallClockTrusted: true)
+            monotonicNanoseconds: UInt64(second) * 1_000_000_000,
+            bootID: "3f1c2d9e-8a51-4c1e-9d7b-2a4e5f6a7b8c",
+            wallClockMilliseconds: 1_795_000_000_000 + Int64(second) * 1000,
+            wallClockTrusted: true
+        )
     }
 
     /// 50 bpm with contact, once a second for 20 s: does the engine start a heart-rate-low alert?
     static func raisesLowAlert(_ resolution: CareSettingsResolution, reconfigured: Bool = false) -> Bool {
         var engine = SOSEngine(
-            deviceID: "pi-0001", profile: reconfigured ? person : resolution.profile, settings: reconfigured ? SOSSettings() : resolution.settings,
-            ids: SequentialAlertIDs(), now: timestamp(0))
+            deviceID: "pi-0001",
+            profile: reconfigured ? person : resolution.profile,
+            settings: reconfigured ? SOSSettings() : resolution.settings,
+            ids: SequentialAlertIDs(),
+            now: timestamp(0)
+        )
         if reconfigured { engine.reconfigure(profile: resolution.profile, settings: resolution.settings) }
         for second in 1...20 {
             _ = engine.receive(.heartRate(HeartRateReading(bpm: 50, contact: .detected, rrIntervals: [1229])), now: timestamp(second))
@@ -59,7 +66,10 @@ struct CareSettingsTests {
         #expect(resolution.conflicts == ["contact_lost.enabled", "heart_rate_low.threshold_bpm"])
         #expect(!Self.raisesLowAlert(resolution))
         let agreeing = CareSettingsResolution(
-            configured: Self.person, overrides: SOSRuleOverrides(rules: [.heartRateLow: RuleOverride(thresholdBPM: 55)]), server: server)
+            configured: Self.person,
+            overrides: SOSRuleOverrides(rules: [.heartRateLow: RuleOverride(thresholdBPM: 55)]),
+            server: server
+        )
         #expect(agreeing.conflicts.isEmpty)
         var status = AgentStatus(deviceID: "pi-0001", uptimeSeconds: 1)
         status.care = resolution.status

@@ -5,11 +5,11 @@ import Testing
 import TrackMeCore
 import TrackMeServer
 
+@testable import TrackMeAgent
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-
-@testable import TrackMeAgent
 
 /// Issue 19: the clock jumps from 1970 to the right time mid-trace (NTP synchronised the Pi);
 /// the agent's sync engine, with the anchors a trusted timestamp taught, sends every reading at
@@ -21,8 +21,13 @@ struct ClockCorrectionServerTests {
         let directory = try TemporaryDirectory()
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.file("server.sqlite")), adminToken: "cc-admin"),
-            logger: quietLogger)
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: directory.file("server.sqlite")),
+                adminToken: "cc-admin"
+            ),
+            logger: quietLogger
+        )
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
@@ -36,8 +41,11 @@ struct ClockCorrectionServerTests {
             // Until second 40 the Pi's clock says 1970 (seconds since boot) and is untrusted.
             let trusted = second >= 40
             let t = ReadingTimestamp(
-                monotonicNanoseconds: UInt64(1000 + second) * 1_000_000_000, bootID: boot,
-                wallClockMilliseconds: trusted ? trueStart + Int64(second) * 1000 : Int64(1000 + second) * 1000, wallClockTrusted: trusted)
+                monotonicNanoseconds: UInt64(1000 + second) * 1_000_000_000,
+                bootID: boot,
+                wallClockMilliseconds: trusted ? trueStart + Int64(second) * 1000 : Int64(1000 + second) * 1000,
+                wallClockTrusted: trusted
+            )
             if trusted { anchors.learn(t) }
             return NewReading(timestamp: t, payload: .heartRate(HeartRateReading(bpm: 58 + second % 4, contact: .detected)))
         }
@@ -46,9 +54,14 @@ struct ClockCorrectionServerTests {
         defer { store.close() }
         _ = try store.append(readings)
         let engine = SyncEngine(
-            store: store, transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
+            store: store,
+            transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
             configuration: SyncConfiguration(deviceID: "pi-clock", token: credentials.token, pollInterval: .milliseconds(10), sendInterval: .zero),
-            clock: ContinuousClock(), logger: quietLogger, seed: 7, correctTimes: { anchors.corrected($1, batchSequence: $0) })
+            clock: ContinuousClock(),
+            logger: quietLogger,
+            seed: 7,
+            correctTimes: { anchors.corrected($1, batchSequence: $0) }
+        )
         try await engine.drain()
 
         var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)/v1/devices/pi-clock/readings")))

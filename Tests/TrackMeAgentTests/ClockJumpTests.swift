@@ -54,7 +54,8 @@ struct ClockJumpTests {
         // Some readings out with the true clock, then a year ahead.
         _ = try #require(
             try await rig.poll(agent) { $0.sync.lastSuccessAgeMilliseconds != nil },
-            "the agent never synced (running \(agent.isRunning), exit \(agent.isRunning ? 0 : agent.terminationStatus)): \((try? String(contentsOfFile: log, encoding: .utf8))?.suffix(3000) ?? "")")
+            "the agent never synced (running \(agent.isRunning), exit \(agent.isRunning ? 0 : agent.terminationStatus)): \((try? String(contentsOfFile: log, encoding: .utf8))?.suffix(3000) ?? "")"
+        )
         try "\(year)\n".write(toFile: clockFile, atomically: true, encoding: .utf8)
         let jumpedAhead = ContinuousClock.now
         // The flat line raises its alert, and batches stamped a year ahead go out.
@@ -62,16 +63,22 @@ struct ClockJumpTests {
             try await rig.poll(agent) { s in
                 guard let age = s.sync.lastSuccessAgeMilliseconds, s.alert?.state.isOpen == true else { return false }
                 return .milliseconds(age) + .seconds(6) < ContinuousClock.now - jumpedAhead
-            }, "the flat line raised nothing, or nothing went out after the jump")
+            },
+            "the flat line raised nothing, or nothing went out after the jump"
+        )
         let alertID = try #require(raised.alert?.id)
         // A year back, behind the true time; wait until batches stamped so went out.
         try "-\(year)\n".write(toFile: clockFile, atomically: true, encoding: .utf8)
         let jumpedBack = ContinuousClock.now
         _ = try #require(
             try await rig.poll(agent) { s in
-                guard let age = s.sync.lastSuccessAgeMilliseconds, s.alert?.state == .delivered || s.alert?.state == .acknowledged else { return false }
+                guard let age = s.sync.lastSuccessAgeMilliseconds, s.alert?.state == .delivered || s.alert?.state == .acknowledged else {
+                    return false
+                }
                 return .milliseconds(age) + .seconds(6) < ContinuousClock.now - jumpedBack
-            }, "no batch went out after the jump back")
+            },
+            "no batch went out after the jump back"
+        )
         let stopped = await rig.terminate(agent, log: log)
         #expect(stopped.status == 0, "\(stopped.stderr.suffix(2000))")
         let finished = Int64(Date().timeIntervalSince1970 * 1000)
@@ -91,7 +98,9 @@ struct ClockJumpTests {
         var rows: [Page.Row] = []
         var after: Int64 = 0
         while true {
-            let url = try #require(URL(string: "http://127.0.0.1:\(port)/v1/devices/\(EndToEndTests.deviceID)/readings?limit=1000&after_seq=\(after)"))
+            let url = try #require(
+                URL(string: "http://127.0.0.1:\(port)/v1/devices/\(EndToEndTests.deviceID)/readings?limit=1000&after_seq=\(after)")
+            )
             var request = URLRequest(url: url)
             request.setValue("Bearer e2e-admin", forHTTPHeaderField: "Authorization")
             let (data, _) = try await URLSession.shared.data(for: request)
@@ -103,7 +112,10 @@ struct ClockJumpTests {
         #expect(!rows.isEmpty)
         let nearlyAYear: Int64 = 300 * 24 * 3600 * 1000
         for row in rows {
-            #expect(row.placed_ms >= started - 60_000 && row.placed_ms <= finished + 60_000, "reading \(row.seq) filed at \(row.placed_ms), the run was \(started)-\(finished)")
+            #expect(
+                row.placed_ms >= started - 60_000 && row.placed_ms <= finished + 60_000,
+                "reading \(row.seq) filed at \(row.placed_ms), the run was \(started)-\(finished)"
+            )
         }
         let ahead = rows.filter { ($0.wall_ms ?? 0) > started + nearlyAYear }
         let behind = rows.filter { ($0.wall_ms ?? .max) < started - nearlyAYear }

@@ -31,8 +31,13 @@ struct EndToEndTests {
             let directory = self.directory.path + "/"
             let server = try await TrackMeServer(
                 configuration: ServerConfiguration(
-                    host: "127.0.0.1", port: 0, storage: .sqlite(path: directory + ("server.sqlite")), adminToken: "e2e-admin"),
-                logger: quietLogger)
+                    host: "127.0.0.1",
+                    port: 0,
+                    storage: .sqlite(path: directory + ("server.sqlite")),
+                    adminToken: "e2e-admin"
+                ),
+                logger: quietLogger
+            )
             self.server = server
             serverTask = Task { try await server.run() }
             let port = try await server.boundPort()
@@ -156,7 +161,8 @@ struct EndToEndTests {
         let sos = try runProgram(try ExecutableTests.agentBinary(), ["sos", "--socket", rig.socket])
         #expect(sos.status == 0, "\(sos.output)")
         let raised = try #require(
-            try await rig.poll(agent) { s in s.alert.map { $0.state == .delivered || $0.state == .acknowledged } ?? false })
+            try await rig.poll(agent) { s in s.alert.map { $0.state == .delivered || $0.state == .acknowledged } ?? false }
+        )
         let alert = try #require(raised.alert)
         #expect(alert.kind == .manual)
         #expect(alert.state == .delivered, "the dispatch lane delivered it and the engine heard: \(raised)")

@@ -57,7 +57,9 @@ struct ExecutableTests {
             person: {name: Ada, age: 67}
             server: {url: "https://trackme.example.org", device_id: pi-0042, token_file: \(directory.file("etc/token"))}
             store: {path: \(directory.file("data/agent.sqlite")), encryption: auto, key_file: \(directory.file("etc/store.key"))}
-            """, to: path)
+            """,
+            to: path
+        )
         let result = try runProgram(binary, ["config", "check", path])
         #expect(result.status == 1, "\(result.output)")
         #expect(result.output.contains("server.token_file: \(directory.file("etc/token")) is empty"), "\(result.output)")

@@ -1,13 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import ServiceLifecycle
 import Testing
 import TrackMeCore
 import TrackMeServer
 
 @testable import TrackMeAgent
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The feedback through the daemon's own services against the real server on loopback: a manual
 /// SOS's countdown, the alert reaching the server, and a dispatcher's acknowledgement each show
@@ -19,8 +20,13 @@ struct FeedbackEndToEndTests {
         let directory = try TemporaryDirectory()
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.file("server.sqlite")), adminToken: "fb-admin"),
-            logger: quietLogger)
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: directory.file("server.sqlite")),
+                adminToken: "fb-admin"
+            ),
+            logger: quietLogger
+        )
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
@@ -38,7 +44,9 @@ struct FeedbackEndToEndTests {
                 store: {path: data/agent.sqlite}
                 sos: {rules: {manual: {countdown_seconds: 1.5}}}
                 feedback: {led: \(led)}
-                """, baseDirectory: directory.path)
+                """,
+            baseDirectory: directory.path
+        )
         let parts = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
         let group = ServiceGroup(services: parts.services, logger: quietLogger)
         let running = Task { try await group.run() }

@@ -24,7 +24,9 @@ struct FeedbackTests {
         #expect(m.receive(.engine(.startCountdown(Self.record(.pending), deadline: Self.t0)), now: .zero) == .countdown)
         #expect(m.receive(.tick, now: .seconds(1)) == nil)
         #expect(m.receive(.engine(.raise(Self.record(.raised))), now: .seconds(5)) == .raised)
-        #expect(m.receive(.sent(AlertUpdate(alert: Self.record(.raised), updateSequence: 0, type: .raised, sent: Self.t0)), now: .seconds(5)) == .sent)
+        #expect(
+            m.receive(.sent(AlertUpdate(alert: Self.record(.raised), updateSequence: 0, type: .raised, sent: Self.t0)), now: .seconds(5)) == .sent
+        )
         #expect(m.receive(.engine(.update(Self.record(.delivered))), now: .seconds(5)) == nil, "already shown")
         #expect(m.receive(.acknowledgement(alertID: "a-1", acknowledged: true), now: .seconds(20)) == .acknowledged)
         #expect(m.receive(.engine(.update(Self.record(.acknowledged))), now: .seconds(20)) == nil)
@@ -45,7 +47,11 @@ struct FeedbackTests {
     @Test("the engine's own actions drive it: a server resolve reaching the engine (issue 18) shows resolved")
     func fromTheEngine() {
         var engine = SOSEngine(
-            deviceID: "pi-0042", profile: PersonProfile(name: "Ada", age: 67), ids: SequentialAlertIDs(prefix: "e"), now: Self.t0)
+            deviceID: "pi-0042",
+            profile: PersonProfile(name: "Ada", age: 67),
+            ids: SequentialAlertIDs(prefix: "e"),
+            now: Self.t0
+        )
         var m = FeedbackMachine()
         var shown: [FeedbackState] = []
         func feed(_ actions: [SOSAction], at seconds: Int64) {
@@ -54,7 +60,12 @@ struct FeedbackTests {
             }
         }
         func at(_ seconds: Int64) -> ReadingTimestamp {
-            ReadingTimestamp(monotonicNanoseconds: UInt64(1 + seconds) * 1_000_000_000, bootID: "fb", wallClockMilliseconds: nil, wallClockTrusted: false)
+            ReadingTimestamp(
+                monotonicNanoseconds: UInt64(1 + seconds) * 1_000_000_000,
+                bootID: "fb",
+                wallClockMilliseconds: nil,
+                wallClockTrusted: false
+            )
         }
         feed(engine.receive(.manualSOS, now: at(0)), at: 0)
         feed(engine.receive(.tick, now: at(6)), at: 6)
@@ -106,7 +117,10 @@ struct FeedbackTests {
         let led = directory.file("trackme-status")
         try FileManager.default.createDirectory(atPath: led, withIntermediateDirectories: true)
         var files = ["brightness": "0\n", "max_brightness": "255\n", "trigger": "[none] timer heartbeat\n"]
-        if timerFiles { files["delay_on"] = "500\n"; files["delay_off"] = "500\n" }
+        if timerFiles {
+            files["delay_on"] = "500\n"
+            files["delay_off"] = "500\n"
+        }
         for (name, content) in files { try content.write(toFile: led + "/" + name, atomically: false, encoding: .utf8) }
         return led
     }
@@ -192,8 +206,13 @@ struct FeedbackTests {
         let driver = FeedbackDriver(clock: ContinuousClock())
         let (reports, sink) = AsyncStream.makeStream(of: FeedbackService.Report.self)
         let service = FeedbackService(
-            driver: driver, led: LEDClassDevice(path), hook: FeedbackHook(command: [hang], timeLimit: .seconds(600)),
-            clock: ContinuousClock(), logger: quietLogger, report: { sink.yield($0) })
+            driver: driver,
+            led: LEDClassDevice(path),
+            hook: FeedbackHook(command: [hang], timeLimit: .seconds(600)),
+            clock: ContinuousClock(),
+            logger: quietLogger,
+            report: { sink.yield($0) }
+        )
         let task = Task { await service.run() }
         defer { task.cancel() }
         var iterator = reports.makeAsyncIterator()

@@ -4,9 +4,9 @@ import Prometheus
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Testing
+import TrackMeCore
 
 @testable import TrackMeAgent
-import TrackMeCore
 
 @Suite("Prometheus endpoint on loopback")
 struct MetricsEndpointTests {

@@ -14,7 +14,8 @@ struct PipelinePartsTests {
                 .heartRateLow: RuleOverride(thresholdBPM: 35, persistenceSeconds: 12),
                 .heartRateHigh: RuleOverride(enabled: false, thresholdBPM: 170),
                 .strapSilent: RuleOverride(countdownSeconds: 45),
-            ])
+            ]
+        )
         let (settings, profile) = overrides.applied(to: SOSSettings(), profile: PersonProfile(name: "Ada", age: 67))
         #expect(settings.manual.countdown == .seconds(3))
         #expect(settings.contactLost.countdown == .seconds(3))

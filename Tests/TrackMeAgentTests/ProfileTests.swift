@@ -10,7 +10,8 @@ struct ProfileTests {
     @Test("profile and run from the file; a wrong profile or code is named with its line")
     func configuration() throws {
         let c = try ConfigurationLoader.parse(
-            yaml: ConfigurationTests.minimal + "\nprofile: runner\nrun: {code: CITY-10K, show_to_spectators: true}\n")
+            yaml: ConfigurationTests.minimal + "\nprofile: runner\nrun: {code: CITY-10K, show_to_spectators: true}\n"
+        )
         #expect(c.profile == .runner)
         #expect(c.run == RunConfiguration(code: "CITY-10K", showToSpectators: true))
         #expect(try ConfigurationLoader.parse(yaml: ConfigurationTests.minimal).profile == .wearer)
@@ -25,7 +26,9 @@ struct ProfileTests {
     func taxi() async throws {
         let directory = try TemporaryDirectory()
         let parts = try AgentAssembly.make(
-            configuration: try WearerDeviceTests.configuration(directory, extra: "profile: taxi"), logger: quietLogger)
+            configuration: try WearerDeviceTests.configuration(directory, extra: "profile: taxi"),
+            logger: quietLogger
+        )
         #expect(parts.heartbeat.heartbeat().profile == .taxi)
         #expect(parts.heartbeat.heartbeat().taxiState == .unavailable)
         #expect(try await parts.control.taxi(.available).taxi == .available)
@@ -49,7 +52,9 @@ struct ProfileTests {
     func runner() async throws {
         let directory = try TemporaryDirectory()
         let parts = try AgentAssembly.make(
-            configuration: try WearerDeviceTests.configuration(directory, extra: "profile: runner"), logger: quietLogger)
+            configuration: try WearerDeviceTests.configuration(directory, extra: "profile: runner"),
+            logger: quietLogger
+        )
         #expect(parts.heartbeat.heartbeat().run == nil)
         await #expect(throws: AgentControlError.self) { try await parts.control.checkInToRun() }
         let request = try ControlCodec.decode(ControlRequest.self, from: Array(#"{"command":"run_join","code":"CITY-10K","show":true}"#.utf8))

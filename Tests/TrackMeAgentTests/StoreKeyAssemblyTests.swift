@@ -29,7 +29,9 @@ struct StoreKeyAssemblyTests {
                   pace: 20
                 store: {path: data/agent.sqlite\(extra)}
                 status: {socket: agent.sock}
-                """, baseDirectory: directory.path)
+                """,
+            baseDirectory: directory.path
+        )
     }
 
     @Test("the credential's key seals the store; the token is kept sealed and the token file can go")
@@ -52,12 +54,17 @@ struct StoreKeyAssemblyTests {
         try FileManager.default.removeItem(atPath: directory.file("etc/token"))
         let store = try ReadingStore(
             configuration: EdgeStore.StoreConfiguration(
-                path: configuration.store.path, encryptionKey: try StoreKey.load(path: directory.file("credentials/trackme-store-key"))),
-            logger: quietLogger)
+                path: configuration.store.path,
+                encryptionKey: try StoreKey.load(path: directory.file("credentials/trackme-store-key"))
+            ),
+            logger: quietLogger
+        )
         #expect(try AgentAssembly.deviceToken(configuration.server.tokenFile, store: store, logger: quietLogger) == "token-enc-7")
         store.close()
         _ = try AgentAssembly.make(configuration: configuration, logger: quietLogger, environment: environment)
-        let raw = try Data(contentsOf: URL(fileURLWithPath: configuration.store.path)) + ((try? Data(contentsOf: URL(fileURLWithPath: configuration.store.path + "-wal"))) ?? Data())
+        let raw =
+            try Data(contentsOf: URL(fileURLWithPath: configuration.store.path))
+            + ((try? Data(contentsOf: URL(fileURLWithPath: configuration.store.path + "-wal"))) ?? Data())
         #expect(raw.range(of: Data("token-enc-7".utf8)) == nil)
     }
 
@@ -88,8 +95,10 @@ struct StoreKeyAssemblyTests {
         try Self.writeKey(keys.file("right.key"))
         try Self.writeKey(keys.file("wrong.key"), hex: String(repeating: "a7", count: 32))
         _ = try AgentAssembly.make(
-            configuration: try Self.configuration(directory, store: ", key_file: \(keys.file("right.key"))"), logger: quietLogger,
-            environment: [:])
+            configuration: try Self.configuration(directory, store: ", key_file: \(keys.file("right.key"))"),
+            logger: quietLogger,
+            environment: [:]
+        )
         let configuration = try Self.configuration(directory, store: ", key_file: \(keys.file("wrong.key"))")
         let before = try Data(contentsOf: URL(fileURLWithPath: configuration.store.path))
 

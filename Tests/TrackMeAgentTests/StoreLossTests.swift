@@ -52,7 +52,9 @@ struct StoreLossTests {
         try "token-loss-1".write(toFile: directory.file("etc/token"), atomically: true, encoding: .utf8)
         let configuration = try StoreKeyAssemblyTests.configuration(directory, store: ", encryption: \"off\"")
         try FileManager.default.createDirectory(
-            atPath: (configuration.store.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            atPath: (configuration.store.path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
+        )
         do {
             let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: configuration.store.path), logger: quietLogger)
             store.close()

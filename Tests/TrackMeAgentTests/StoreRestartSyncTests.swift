@@ -19,7 +19,8 @@ struct StoreRestartSyncTests {
         init(directory: String) async throws {
             server = try await TrackMeServer(
                 configuration: ServerConfiguration(host: "127.0.0.1", port: 0, storage: .sqlite(path: directory + "/server.sqlite"), adminToken: "a"),
-                logger: quietLogger)
+                logger: quietLogger
+            )
             let server = self.server
             task = Task { try await server.run() }
             port = try await server.boundPort()
@@ -28,9 +29,13 @@ struct StoreRestartSyncTests {
 
         func engine(_ store: ReadingStore) throws -> SyncEngine {
             SyncEngine(
-                store: store, transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
-                configuration: SyncConfiguration(deviceID: "pi-wipe", token: token, maxBatchReadings: 64), clock: ContinuousClock(),
-                logger: quietLogger, seed: 7)
+                store: store,
+                transport: CurlTransport(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
+                configuration: SyncConfiguration(deviceID: "pi-wipe", token: token, maxBatchReadings: 64),
+                clock: ContinuousClock(),
+                logger: quietLogger,
+                seed: 7
+            )
         }
 
         func stop() async {

@@ -36,7 +36,9 @@ func builtProduct(_ name: String) throws -> String {
     let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
     let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name).path
     try #require(
-        FileManager.default.isExecutableFile(atPath: candidate), "\(name) is not built beside the tests (\(candidate)): run swift build --build-tests")
+        FileManager.default.isExecutableFile(atPath: candidate),
+        "\(name) is not built beside the tests (\(candidate)): run swift build --build-tests"
+    )
     return candidate
 }
 

@@ -120,11 +120,14 @@ struct SystemdNotifierTests {
         let events = EventLog()
         let (opened, signal) = AsyncStream<Void>.makeStream()
         let service = SystemdNotifierService(
-            notifier: nil, watchdogInterval: nil, logger: quietLogger,
+            notifier: nil,
+            watchdogInterval: nil,
+            logger: quietLogger,
             readiness: {
                 for await _ in opened { break }
                 events.append("ready")
-            })
+            }
+        )
         try await testGracefulShutdown { trigger in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -146,7 +149,11 @@ struct SystemdNotifierTests {
     func readinessFailsWithoutSystemd() async throws {
         struct StoreDidNotOpen: Error {}
         let service = SystemdNotifierService(
-            notifier: nil, watchdogInterval: nil, logger: quietLogger, readiness: { throw StoreDidNotOpen() })
+            notifier: nil,
+            watchdogInterval: nil,
+            logger: quietLogger,
+            readiness: { throw StoreDidNotOpen() }
+        )
         await #expect(throws: StoreDidNotOpen.self) {
             try await testGracefulShutdown { _ in try await service.run() }
         }

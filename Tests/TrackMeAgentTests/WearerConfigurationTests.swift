@@ -21,16 +21,17 @@ struct WearerConfigurationTests {
 
     @Test("every key, written, becomes the values; the summary shows them")
     func written() throws {
-        let yaml = Self.head + """
-            strap: {battery_warning_percent: 20}
-            feedback:
-              led: trackme-status
-              patterns: {countdown: blink 50 50, acknowledged: "on", idle: "off"}
-              command: [hooks/buzz, --loud]
-              command_timeout_seconds: 2.5
-              resolved_seconds: 10
-            button: {device: /dev/input/event3, key_code: 28, long_press_seconds: 3}
-            """
+        let yaml =
+            Self.head + """
+                strap: {battery_warning_percent: 20}
+                feedback:
+                  led: trackme-status
+                  patterns: {countdown: blink 50 50, acknowledged: "on", idle: "off"}
+                  command: [hooks/buzz, --loud]
+                  command_timeout_seconds: 2.5
+                  resolved_seconds: 10
+                button: {device: /dev/input/event3, key_code: 28, long_press_seconds: 3}
+                """
         let configuration = try ConfigurationLoader.parse(yaml: yaml, baseDirectory: "/etc/trackme")
         #expect(configuration.strap.batteryWarningPercent == 20)
         #expect(configuration.feedback.led == "trackme-status")
@@ -46,7 +47,10 @@ struct WearerConfigurationTests {
     }
 
     static let bad: [(String, String)] = [
-        ("feedback: {patterns: {countdown: flash}}", "line 3: feedback.patterns.countdown: expected off, on or \"blink ON_MS OFF_MS\" (1-60000 ms), got \"flash\""),
+        (
+            "feedback: {patterns: {countdown: flash}}",
+            "line 3: feedback.patterns.countdown: expected off, on or \"blink ON_MS OFF_MS\" (1-60000 ms), got \"flash\""
+        ),
         ("feedback: {patterns: {panic: \"on\"}}", "feedback.patterns.panic"),
         ("feedback: {led: leds/x}", "line 3: feedback.led: expected an LED name under /sys/class/leds or an absolute path, got \"leds/x\""),
         ("feedback: {command: []}", "line 3: feedback.command: expected a program and its arguments"),

@@ -12,7 +12,11 @@ import TrackMeCore
 @Suite("wearer's device", .serialized)
 struct WearerDeviceTests {
     /// A configuration with the simulated strap (nothing is started until the services run).
-    static func configuration(_ directory: borrowing TemporaryDirectory, extra: String = "", person: String = "{name: Ada, age: 67}") throws
+    static func configuration(
+        _ directory: borrowing TemporaryDirectory,
+        extra: String = "",
+        person: String = "{name: Ada, age: 67}"
+    ) throws
         -> AgentConfiguration
     {
         try "token-1".write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
@@ -27,7 +31,9 @@ struct WearerDeviceTests {
                 \(extra)
                 store: {path: data/agent.sqlite}
                 status: {socket: agent.sock}
-                """, baseDirectory: directory.path)
+                """,
+            baseDirectory: directory.path
+        )
     }
 
     static func seedBaseline(_ storePath: String, bpm: Int) throws {
@@ -74,7 +80,9 @@ struct WearerDeviceTests {
         do {
             let store = try ReadingStore(configuration: EdgeStore.StoreConfiguration(path: configuration.store.path), logger: quietLogger)
             try store.setDeviceState(
-                try JSONEncoder().encode(RestingHeartRateEstimator(minimumSamples: 5)), for: ReadingStore.DeviceStateKey.restingHeartRate)
+                try JSONEncoder().encode(RestingHeartRateEstimator(minimumSamples: 5)),
+                for: ReadingStore.DeviceStateKey.restingHeartRate
+            )
             store.close()
         }
         let parts = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
@@ -184,8 +192,10 @@ struct WallClockAnchorsTests {
         restarted.restoreAnchors(from: store, deviceID: "dev", logger: quietLogger)
         #expect(restarted.corrections.current.offset(bootID: "b") == 1_795_000_000_000)
         let early = WireReading(
-            sequence: 1, timestamp: Self.stamp(7, boot: "b", wall: 7000, trusted: false),
-            payload: .heartRate(HeartRateReading(bpm: 70, contact: .detected)))
+            sequence: 1,
+            timestamp: Self.stamp(7, boot: "b", wall: 7000, trusted: false),
+            payload: .heartRate(HeartRateReading(bpm: 70, contact: .detected))
+        )
         let fixed = try #require(restarted.corrected([early], batchSequence: 1).first)
         #expect(fixed.timestamp.wallClockMilliseconds == 1_795_000_007_000)
         #expect(fixed.timestamp.wallClockCorrected)

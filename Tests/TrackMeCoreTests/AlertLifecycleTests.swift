@@ -4,7 +4,12 @@ import TrackMeCore
 /// Every transition of the alert lifecycle, every cancel reason, the countdown and the position.
 @Suite struct AlertLifecycleTests {
     static let fix = PositionFix(
-        time: "2026-11-21T09:00:00.000Z", mode: .threeDimensional, latitude: 45.4642, longitude: 9.19, horizontalError: 6.5)
+        time: "2026-11-21T09:00:00.000Z",
+        mode: .threeDimensional,
+        latitude: 45.4642,
+        longitude: 9.19,
+        horizontalError: 6.5
+    )
 
     /// A harness with a raised no-pulse alert (`a-1`, raised at 13 s).
     static func raisedAlert() -> SOSHarness {
@@ -152,7 +157,11 @@ import TrackMeCore
             mutating func next() -> String { "6b0f7a43-1f2e-4c55-9a61-0d3e8f2b7c10" }
         }
         var engine = SOSEngine(
-            deviceID: "pi-0042", profile: PersonProfile(name: "p", age: 60), ids: Fixed(), now: SOSHarness.ts(0))
+            deviceID: "pi-0042",
+            profile: PersonProfile(name: "p", age: 60),
+            ids: Fixed(),
+            now: SOSHarness.ts(0)
+        )
         let actions = engine.receive(.manualSOS, now: SOSHarness.ts(1))
         #expect(actions.first?.countdown?.id == "6b0f7a43-1f2e-4c55-9a61-0d3e8f2b7c10")
         #expect(actions.first?.countdown?.deviceID == "pi-0042")
@@ -180,8 +189,12 @@ import TrackMeCore
         before.send(.delivered(alertID: "a-1"), at: 14_000)
         let journaled = try #require(before.engine.openAlert)
         var engine = SOSEngine(
-            deviceID: "pi-0042", profile: PersonProfile(name: "Ada", age: 60), ids: SequentialAlertIDs(prefix: "b"),
-            openAlert: journaled, now: SOSHarness.ts(20_000))
+            deviceID: "pi-0042",
+            profile: PersonProfile(name: "Ada", age: 60),
+            ids: SequentialAlertIDs(prefix: "b"),
+            openAlert: journaled,
+            now: SOSHarness.ts(20_000)
+        )
         #expect(engine.openAlert == journaled)
         // The flat line goes on after the restart: no second alert.
         var actions: [SOSAction] = []

@@ -76,10 +76,15 @@ struct DeviceProfileTests {
         #expect(text.contains("\"run\":{\"checked_in_ms\":5,\"code\":\"CITY-10K\",\"show\":true}"))
         #expect(try WireCodec.decode(DeviceHeartbeat.self, from: Data(text.utf8)) == beat)
         let old = try WireCodec.decode(
-            DeviceHeartbeat.self, from: Data(#"{"strap":"connected","gpsd":"fix","store_depth":0,"store_bytes":0}"#.utf8))
+            DeviceHeartbeat.self,
+            from: Data(#"{"strap":"connected","gpsd":"fix","store_depth":0,"store_bytes":0}"#.utf8)
+        )
         #expect(old.profile == nil && old.taxiState == nil && old.run == nil)
         #expect(throws: (any Error).self) {
-            try WireCodec.decode(DeviceHeartbeat.self, from: Data(#"{"strap":"c","gpsd":"f","store_depth":0,"store_bytes":0,"taxi_state":"flying"}"#.utf8))
+            try WireCodec.decode(
+                DeviceHeartbeat.self,
+                from: Data(#"{"strap":"c","gpsd":"f","store_depth":0,"store_bytes":0,"taxi_state":"flying"}"#.utf8)
+            )
         }
         #expect(RunParticipation.isValidCode("CITY-10K"))
         #expect(!RunParticipation.isValidCode("abc"))

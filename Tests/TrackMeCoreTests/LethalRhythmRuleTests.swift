@@ -19,7 +19,11 @@ import TrackMeCore
     /// Feeds one notification per second: each with the beats `beats(second)` returns and the
     /// strap's averaged bpm over the last four intervals (as a strap computes it).
     static func feed(
-        _ h: inout SOSHarness, from: Int64, seconds: Int, beats: (Int) -> [Int], position: ((Int) -> Double?)? = nil
+        _ h: inout SOSHarness,
+        from: Int64,
+        seconds: Int,
+        beats: (Int) -> [Int],
+        position: ((Int) -> Double?)? = nil
     ) {
         var lastIntervals: [Int] = []
         for second in 0..<seconds {
@@ -209,10 +213,12 @@ import TrackMeCore
         #expect(h.all(\.raised).first?.record.kind == .manual)
         let bySecond = Self.erraticIntervals(seed: 3, seconds: 90)
         Self.feed(&h, from: 31_000, seconds: 90, beats: { bySecond[$0] ?? [] })
-        let changed = try #require(h.log.compactMap { entry -> AlertRecord? in
-            if case .kindChanged(let record) = entry.action { return record }
-            return nil
-        }.first)
+        let changed = try #require(
+            h.log.compactMap { entry -> AlertRecord? in
+                if case .kindChanged(let record) = entry.action { return record }
+                return nil
+            }.first
+        )
         #expect(changed.kind == .lethalRhythm)
         #expect(changed.reason == RhythmSignal.erratic.rawValue)
     }
@@ -318,7 +324,8 @@ import TrackMeCore
         Self.feed(&salvo, from: 30_000, seconds: 2, beats: { s in s == 0 ? [420, 410] : [415] })
         #expect(
             salvo.all(\.raised).first?.record.reason == RhythmSignal.ventricularBurst.rawValue,
-            "\(salvo.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })")
+            "\(salvo.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })"
+        )
 
         var spike = SOSHarness(settings: SOSSettings(profile: .bedside))
         Self.feed(&spike, from: 0, seconds: 30, beats: { _ in [800] })

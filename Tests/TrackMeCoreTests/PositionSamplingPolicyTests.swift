@@ -5,8 +5,11 @@ import TrackMeCore
 struct PositionSamplingPolicyTests {
     static func at(_ milliseconds: Int, boot: String = "boot-1") -> ReadingTimestamp {
         ReadingTimestamp(
-            monotonicNanoseconds: UInt64(milliseconds) * 1_000_000, bootID: boot, wallClockMilliseconds: nil,
-            wallClockTrusted: false)
+            monotonicNanoseconds: UInt64(milliseconds) * 1_000_000,
+            bootID: boot,
+            wallClockMilliseconds: nil,
+            wallClockTrusted: false
+        )
     }
 
     /// About 1.1 m per 1e-5 degree of latitude.
@@ -16,7 +19,10 @@ struct PositionSamplingPolicyTests {
 
     /// Feeds one fix per `stepMs` for `count` steps and returns the times (ms) of the stored ones.
     static func storedTimes(
-        count: Int, stepMs: Int, alertOpen: Bool = false, fix: (Int) -> PositionFix
+        count: Int,
+        stepMs: Int,
+        alertOpen: Bool = false,
+        fix: (Int) -> PositionFix
     ) -> [Int] {
         var policy = PositionSamplingPolicy()
         return (0..<count).compactMap { i in

@@ -4,10 +4,20 @@ import TrackMeCore
 /// The readings lane's decisions, without a store, a server or a clock.
 @Suite struct ReadingsLanePolicyTests {
     static let settings = ReadingsLanePolicy.Settings(
-        maxBatchReadings: 100, heartbeatInterval: .seconds(30), pollInterval: .seconds(1), sendInterval: .seconds(5),
-        backoff: Backoff.sync, latestFirst: true)
+        maxBatchReadings: 100,
+        heartbeatInterval: .seconds(30),
+        pollInterval: .seconds(1),
+        sendInterval: .seconds(5),
+        backoff: Backoff.sync,
+        latestFirst: true
+    )
 
-    static func failed(readings: Int = 10, retryable: Bool = true, retryAfter: Duration? = nil, tooLarge: Bool = false)
+    static func failed(
+        readings: Int = 10,
+        retryable: Bool = true,
+        retryAfter: Duration? = nil,
+        tooLarge: Bool = false
+    )
         -> ReadingsLanePolicy.Outcome
     {
         .sendFailed(readings: readings, retryable: retryable, retryAfter: retryAfter, tooLarge: tooLarge, rebased: false)

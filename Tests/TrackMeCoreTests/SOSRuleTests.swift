@@ -13,7 +13,11 @@ import TrackMeCore
         (PersonProfile(name: "p", age: 50, minimumHeartRate: 45, maximumHeartRate: 150), 45, .profile, 150, .profile),
     ])
     func limitsComeFromProfileOrDefaults(
-        profile: PersonProfile, minimum: Int, minSource: HeartRateLimits.Source, maximum: Int, maxSource: HeartRateLimits.Source
+        profile: PersonProfile,
+        minimum: Int,
+        minSource: HeartRateLimits.Source,
+        maximum: Int,
+        maxSource: HeartRateLimits.Source
     ) {
         let limits = HeartRateLimits(profile: profile)
         #expect(limits.minimum == minimum)

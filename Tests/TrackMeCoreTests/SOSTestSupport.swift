@@ -8,7 +8,12 @@ struct SOSHarness {
 
     init(profile: PersonProfile = PersonProfile(name: "Ada", age: 60), settings: SOSSettings = SOSSettings(), startMs: Int64 = 0) {
         engine = SOSEngine(
-            deviceID: "pi-0042", profile: profile, settings: settings, ids: SequentialAlertIDs(prefix: "a"), now: Self.ts(startMs))
+            deviceID: "pi-0042",
+            profile: profile,
+            settings: settings,
+            ids: SequentialAlertIDs(prefix: "a"),
+            now: Self.ts(startMs)
+        )
     }
 
     static func ts(_ ms: Int64) -> ReadingTimestamp {
@@ -26,14 +31,21 @@ struct SOSHarness {
     /// 250 ms in between.
     @discardableResult
     mutating func readings(
-        from: Int64, through: Int64, bpm: Int, contact: SensorContact = .detected, rr: [Int]? = nil
+        from: Int64,
+        through: Int64,
+        bpm: Int,
+        contact: SensorContact = .detected,
+        rr: [Int]? = nil
     ) -> [SOSAction] {
         var actions: [SOSAction] = []
         var t = from
         while t <= through {
             let intervals = rr ?? (bpm > 0 ? [60_000 / bpm] : [])
             let reading = HeartRateReading(
-                bpm: bpm, contact: contact, rrIntervals: intervals.map(HeartRateReading.rrUnits(fromMilliseconds:)))
+                bpm: bpm,
+                contact: contact,
+                rrIntervals: intervals.map(HeartRateReading.rrUnits(fromMilliseconds:))
+            )
             actions += send(.heartRate(reading), at: t)
             for tick in stride(from: t + 250, to: min(t + 1000, through + 1), by: 250) { actions += send(.tick, at: tick) }
             t += 1000

@@ -14,7 +14,9 @@ import TrackMeCore
         var countdownStarted: Int64?
         var raised: Int64
 
-        var description: String { "\(kind.rawValue) first \(firstCritical) s countdown \(countdownStarted.map(String.init) ?? "-") raised \(raised) s" }
+        var description: String {
+            "\(kind.rawValue) first \(firstCritical) s countdown \(countdownStarted.map(String.init) ?? "-") raised \(raised) s"
+        }
     }
 
     struct Case: Sendable, CustomStringConvertible {
@@ -33,16 +35,20 @@ import TrackMeCore
         Case(file: "mitdb113_sinus_arrhythmia.csv", age: 60, expected: []),
         Case(file: "mitdb208_scipy_pvc_couplets.csv", age: 60, expected: []),
         Case(
-            file: "mitdb232_sinus_brady_long_pauses.csv", age: 60,
-            expected: [Expected(kind: .heartRateLow, firstCritical: 1282, countdownStarted: 1288, raised: 1298)]),
+            file: "mitdb232_sinus_brady_long_pauses.csv",
+            age: 60,
+            expected: [Expected(kind: .heartRateLow, firstCritical: 1282, countdownStarted: 1288, raised: 1298)]
+        ),
         Case(file: "mimicdb037_icu_10min.csv", age: 60, expected: []),
         Case(file: "cinc2015_a103l_false_asystole_artifact.csv", age: 60, expected: []),
         Case(file: "prcp12726_tilt_contact_loss.csv", age: 28, expected: []),
         // Derived (MIT-BIH 100 slowed 1.85x, a sleeping athlete): the default 40 bpm minimum
         // raises a false alarm here; a learned resting rate prevents it (scenario night-baseline).
         Case(
-            file: "derived_mitdb100_slowed_1_85.csv", age: 28,
-            expected: [Expected(kind: .heartRateLow, firstCritical: 2509, countdownStarted: 2515, raised: 2525)]),
+            file: "derived_mitdb100_slowed_1_85.csv",
+            age: 28,
+            expected: [Expected(kind: .heartRateLow, firstCritical: 2509, countdownStarted: 2515, raised: 2525)]
+        ),
     ]
 
     static func load(_ file: String) throws -> HeartRateTrace {
@@ -72,8 +78,12 @@ import TrackMeCore
             case .raise(let record):
                 observed.append(
                     Expected(
-                        kind: record.kind, firstCritical: Int64(record.firstCritical.monotonicNanoseconds / 1_000_000_000),
-                        countdownStarted: countdowns[record.id], raised: step.timeMilliseconds / 1000))
+                        kind: record.kind,
+                        firstCritical: Int64(record.firstCritical.monotonicNanoseconds / 1_000_000_000),
+                        countdownStarted: countdowns[record.id],
+                        raised: step.timeMilliseconds / 1000
+                    )
+                )
                 #expect(!record.triggeringReadings.isEmpty, "an alert carries the readings that made the rule true")
             case .withdrawn(let record), .cancelled(let record):
                 other.append("\(record.kind.rawValue) countdown stopped at \(step.timeMilliseconds) ms")

@@ -5,7 +5,10 @@ import TrackMeCore
 @Suite struct VirtualClockTests {
     @Test func sleeperWakesOnlyWhenTimeReachesItsDeadline() async throws {
         let clock = VirtualClock()
-        let task = Task { try await clock.sleep(for: .seconds(5)); return clock.now.offset }
+        let task = Task {
+            try await clock.sleep(for: .seconds(5))
+            return clock.now.offset
+        }
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(4))
         #expect(clock.sleeperCount == 1)

@@ -10,8 +10,11 @@ import TrackMeCore
     static func stamp(_ seconds: Int64, boot: String = "b1", trusted: Bool) -> ReadingTimestamp {
         let mono = UInt64(seconds) * 1_000_000_000
         return ReadingTimestamp(
-            monotonicNanoseconds: mono, bootID: boot, wallClockMilliseconds: trusted ? trueStart + seconds * 1000 : seconds * 1000,
-            wallClockTrusted: trusted)
+            monotonicNanoseconds: mono,
+            bootID: boot,
+            wallClockMilliseconds: trusted ? trueStart + seconds * 1000 : seconds * 1000,
+            wallClockTrusted: trusted
+        )
     }
 
     @Test func untrustedReadingsOfTheBootGetTheTrueTimeOnceATrustedOneIsSeen() {
@@ -56,7 +59,9 @@ import TrackMeCore
     }
 
     static func batch(_ seconds: [Int64], trusted: Bool = false) -> [WireReading] {
-        seconds.map { WireReading(sequence: $0 + 1, timestamp: stamp($0, trusted: trusted), payload: .heartRate(HeartRateReading(bpm: 60, contact: .detected))) }
+        seconds.map {
+            WireReading(sequence: $0 + 1, timestamp: stamp($0, trusted: trusted), payload: .heartRate(HeartRateReading(bpm: 60, contact: .detected)))
+        }
     }
 
     @Test func aResentBatchCarriesWhatItCarriedTheFirstTime() {

@@ -9,7 +9,7 @@ import TrackMeCore
     struct Generator {
         var state: UInt64
         mutating func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return state >> 11
         }
         mutating func below(_ bound: UInt64) -> UInt64 { next() % bound }
@@ -19,9 +19,12 @@ import TrackMeCore
     static func reading(_ g: inout Generator, sequence: Int64) -> WireReading {
         let boots = ["3f1c2d9e-8a51-4c1e-9d7b-2a4e5f6a7b8c", "boot with spaces", "slash/in/boot", "quote\"q", "é-unicode", ""]
         let timestamp = ReadingTimestamp(
-            monotonicNanoseconds: g.below(4) == 0 ? UInt64.max - g.below(10) : g.next(), bootID: boots[Int(g.below(UInt64(boots.count)))],
-            wallClockMilliseconds: g.bool() ? Int64(g.below(2_000_000_000_000)) - 1_000 : nil, wallClockTrusted: g.bool(),
-            wallClockCorrected: g.below(4) == 0)
+            monotonicNanoseconds: g.below(4) == 0 ? UInt64.max - g.below(10) : g.next(),
+            bootID: boots[Int(g.below(UInt64(boots.count)))],
+            wallClockMilliseconds: g.bool() ? Int64(g.below(2_000_000_000_000)) - 1_000 : nil,
+            wallClockTrusted: g.bool(),
+            wallClockCorrected: g.below(4) == 0
+        )
         if g.below(5) == 0 {
             // Any finite double: the canonical text must write it as JSONEncoder does.
             func anyDouble() -> Double? {
@@ -35,14 +38,24 @@ import TrackMeCore
                 }
             }
             let fix = PositionFix(
-                time: g.bool() ? "2034-11-27T20:26:40.000Z" : nil, mode: FixMode.allCases[Int(g.below(3))],
-                latitude: anyDouble(), longitude: g.bool() ? -121.3146 : nil, altitudeHAE: anyDouble(), altitudeMSL: anyDouble(),
-                speed: g.bool() ? 0.03 : anyDouble(), track: g.bool() ? 359.99 : nil, horizontalError: anyDouble())
+                time: g.bool() ? "2034-11-27T20:26:40.000Z" : nil,
+                mode: FixMode.allCases[Int(g.below(3))],
+                latitude: anyDouble(),
+                longitude: g.bool() ? -121.3146 : nil,
+                altitudeHAE: anyDouble(),
+                altitudeMSL: anyDouble(),
+                speed: g.bool() ? 0.03 : anyDouble(),
+                track: g.bool() ? 359.99 : nil,
+                horizontalError: anyDouble()
+            )
             return WireReading(sequence: sequence, timestamp: timestamp, payload: .position(fix))
         }
         let hr = HeartRateReading(
-            bpm: Int(g.below(300)), contact: SensorContact.allCases[Int(g.below(3))],
-            energyExpendedKilojoules: g.bool() ? Int(g.below(70_000)) : nil, rrIntervals: (0..<g.below(5)).map { _ in UInt16(g.below(65_536)) })
+            bpm: Int(g.below(300)),
+            contact: SensorContact.allCases[Int(g.below(3))],
+            energyExpendedKilojoules: g.bool() ? Int(g.below(70_000)) : nil,
+            rrIntervals: (0..<g.below(5)).map { _ in UInt16(g.below(65_536)) }
+        )
         return WireReading(sequence: sequence, timestamp: timestamp, payload: .heartRate(hr))
     }
 
@@ -50,23 +63,36 @@ import TrackMeCore
         var heartbeat: DeviceHeartbeat?
         if g.bool() {
             var beat = DeviceHeartbeat(
-                strap: "connected", gpsd: "fix", storeDepth: Int(g.below(10_000)), storeBytes: Int64(g.below(1 << 40)),
-                batteryPercent: g.bool() ? Int(g.below(101)) : nil, batteryLow: g.bool() ? g.bool() : nil,
-                monitoringPaused: g.bool() ? g.bool() : nil, bodySensorLocation: g.bool() ? "chest" : nil)
+                strap: "connected",
+                gpsd: "fix",
+                storeDepth: Int(g.below(10_000)),
+                storeBytes: Int64(g.below(1 << 40)),
+                batteryPercent: g.bool() ? Int(g.below(101)) : nil,
+                batteryLow: g.bool() ? g.bool() : nil,
+                monitoringPaused: g.bool() ? g.bool() : nil,
+                bodySensorLocation: g.bool() ? "chest" : nil
+            )
             beat.storeState = g.bool() ? "disk" : nil
             beat.storeProblem = g.below(4) == 0 ? (g.bool() ? "disk_full: 0 bytes left" : "read_only: /var/lib/x") : nil
             beat.quarantinedReadings = g.bool() ? Int64(g.below(100)) : nil
             // The nested fields: a canonical text without them would lose them.
             if g.below(6) == 0 { beat.taxiState = .onRide }
             if g.below(6) == 0 { beat.run = RunParticipation(code: "R-\(g.below(99))", showToSpectators: g.bool()) }
-            if g.below(6) == 0 { beat.careVersion = Int64(g.below(9)); beat.careConflicts = ["max_bpm"] }
+            if g.below(6) == 0 {
+                beat.careVersion = Int64(g.below(9))
+                beat.careConflicts = ["max_bpm"]
+            }
             heartbeat = beat
         }
         let count = Int(g.below(12))
         return SyncBatch(
-            deviceID: "pi-\(g.below(1000))", batchSequence: number, storeEpoch: g.bool() ? "epoch-\(g.below(99))" : nil,
-            droppedByBudget: Int64(g.below(3)), heartbeat: heartbeat,
-            readings: (0..<count).map { reading(&g, sequence: number * 100 + Int64($0)) })
+            deviceID: "pi-\(g.below(1000))",
+            batchSequence: number,
+            storeEpoch: g.bool() ? "epoch-\(g.below(99))" : nil,
+            droppedByBudget: Int64(g.below(3)),
+            heartbeat: heartbeat,
+            readings: (0..<count).map { reading(&g, sequence: number * 100 + Int64($0)) }
+        )
     }
 
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
@@ -77,7 +103,8 @@ import TrackMeCore
             let bytes = [UInt8](try WireCodec.encode(batch))
             let fast = WireFastPath.syncBatch(bytes)
             // Plain strings take the fast path; anything escaped is left to WireCodec.
-            let plain = batch.readings.allSatisfy { !$0.timestamp.bootID.contains(where: { "\"/é".contains($0) }) }
+            let plain =
+                batch.readings.allSatisfy { !$0.timestamp.bootID.contains(where: { "\"/é".contains($0) }) }
                 && (batch.heartbeat?.storeProblem.map { !$0.contains("/") } ?? true)
                 // The nested heartbeat fields are left to WireCodec too.
                 && (batch.heartbeat.map { $0.taxiState == nil && $0.run == nil && $0.careConflicts == nil } ?? true)

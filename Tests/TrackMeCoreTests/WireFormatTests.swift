@@ -125,9 +125,12 @@ import TrackMeCore
 
     /// The examples in WIRE.md must stay valid messages of the current version.
     @Test func wireDocumentExamplesDecode() throws {
-        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/TrackMeCore/WIRE.md"), encoding: .utf8)
+        let doc = try String(
+            contentsOf: URL(fileURLWithPath: #filePath)
+                .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Sources/TrackMeCore/WIRE.md"),
+            encoding: .utf8
+        )
         let blocks = doc.components(separatedBy: "```json\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
         #expect(blocks.count >= 3)
         let batch = try WireCodec.decode(SyncBatch.self, from: Data(blocks[0].utf8))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TrackMeServer
 
 @Suite("AccessPolicy: may this principal read this person's data now")
@@ -29,53 +30,92 @@ struct AccessPolicyTests {
         }
         return [
             Case(name: "admin always", principal: principal(.admin), subject: s, expected: .allowed(.administrator)),
-            Case(name: "the person's own device", principal: principal(.device, account: nil, device: "pi-0001"), subject: s, expected: .allowed(.ownDevice)),
+            Case(
+                name: "the person's own device",
+                principal: principal(.device, account: nil, device: "pi-0001"),
+                subject: s,
+                expected: .allowed(.ownDevice)
+            ),
             Case(name: "another device", principal: principal(.device, account: nil, device: "pi-0002"), subject: s, expected: .denied),
             Case(name: "dispatcher without an alert", principal: principal(.dispatcher), subject: s, expected: .denied),
             Case(
-                name: "dispatcher, alert open", principal: principal(.dispatcher),
-                subject: with { $0.alerts = [.init(openedMilliseconds: now - hour, closedMilliseconds: nil)] }, expected: .allowed(.openAlert)),
+                name: "dispatcher, alert open",
+                principal: principal(.dispatcher),
+                subject: with { $0.alerts = [.init(openedMilliseconds: now - hour, closedMilliseconds: nil)] },
+                expected: .allowed(.openAlert)
+            ),
             Case(
-                name: "dispatcher, alert closed an hour ago", principal: principal(.dispatcher),
+                name: "dispatcher, alert closed an hour ago",
+                principal: principal(.dispatcher),
                 subject: with { $0.alerts = [.init(openedMilliseconds: now - 2 * hour, closedMilliseconds: now - hour)] },
-                expected: .allowed(.recentlyClosedAlert)),
+                expected: .allowed(.recentlyClosedAlert)
+            ),
             Case(
-                name: "dispatcher, alert closed two days ago", principal: principal(.dispatcher),
-                subject: with { $0.alerts = [.init(openedMilliseconds: now - 50 * hour, closedMilliseconds: now - 48 * hour)] }, expected: .denied),
+                name: "dispatcher, alert closed two days ago",
+                principal: principal(.dispatcher),
+                subject: with { $0.alerts = [.init(openedMilliseconds: now - 50 * hour, closedMilliseconds: now - 48 * hour)] },
+                expected: .denied
+            ),
             Case(
-                name: "dispatcher, alert opening in the future is no reason", principal: principal(.dispatcher),
-                subject: with { $0.alerts = [.init(openedMilliseconds: now + hour, closedMilliseconds: nil)] }, expected: .denied),
+                name: "dispatcher, alert opening in the future is no reason",
+                principal: principal(.dispatcher),
+                subject: with { $0.alerts = [.init(openedMilliseconds: now + hour, closedMilliseconds: nil)] },
+                expected: .denied
+            ),
             Case(
-                name: "third party with consent", principal: principal(.thirdParty),
+                name: "third party with consent",
+                principal: principal(.thirdParty),
                 subject: with { $0.consents = [.init(accountID: "acc-1", fromMilliseconds: now - hour, untilMilliseconds: now + hour)] },
-                expected: .allowed(.consent)),
+                expected: .allowed(.consent)
+            ),
             Case(
-                name: "third party, consent expired", principal: principal(.thirdParty),
-                subject: with { $0.consents = [.init(accountID: "acc-1", fromMilliseconds: now - 2 * hour, untilMilliseconds: now)] }, expected: .denied),
+                name: "third party, consent expired",
+                principal: principal(.thirdParty),
+                subject: with { $0.consents = [.init(accountID: "acc-1", fromMilliseconds: now - 2 * hour, untilMilliseconds: now)] },
+                expected: .denied
+            ),
             Case(
-                name: "third party, consent withdrawn", principal: principal(.thirdParty),
+                name: "third party, consent withdrawn",
+                principal: principal(.thirdParty),
                 subject: with { $0.consents = [.init(accountID: "acc-1", fromMilliseconds: now - hour, untilMilliseconds: nil, withdrawn: true)] },
-                expected: .denied),
+                expected: .denied
+            ),
             Case(
-                name: "carer, consent given to someone else", principal: principal(.carer),
-                subject: with { $0.consents = [.init(accountID: "acc-2", fromMilliseconds: now - hour, untilMilliseconds: nil)] }, expected: .denied),
+                name: "carer, consent given to someone else",
+                principal: principal(.carer),
+                subject: with { $0.consents = [.init(accountID: "acc-2", fromMilliseconds: now - hour, untilMilliseconds: nil)] },
+                expected: .denied
+            ),
             Case(
-                name: "carer the person linked", principal: principal(.carer),
-                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: false)] }, expected: .allowed(.carer)),
+                name: "carer the person linked",
+                principal: principal(.carer),
+                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: false)] },
+                expected: .allowed(.carer)
+            ),
             Case(
-                name: "carer linked by another person", principal: principal(.carer),
-                subject: with { $0.carers = [.init(accountID: "acc-2", mayExport: true)] }, expected: .denied),
+                name: "carer linked by another person",
+                principal: principal(.carer),
+                subject: with { $0.carers = [.init(accountID: "acc-2", mayExport: true)] },
+                expected: .denied
+            ),
             Case(
-                name: "a wearer named in the carers is no carer", principal: principal(.wearer),
-                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: true)] }, expected: .denied),
+                name: "a wearer named in the carers is no carer",
+                principal: principal(.wearer),
+                subject: with { $0.carers = [.init(accountID: "acc-1", mayExport: true)] },
+                expected: .denied
+            ),
             Case(
-                name: "organiser during the run", principal: principal(.organiser),
+                name: "organiser during the run",
+                principal: principal(.organiser),
                 subject: with { $0.runs = [.init(organiserAccountID: "acc-1", startMilliseconds: now - hour, endMilliseconds: now + hour)] },
-                expected: .allowed(.joinedRun)),
+                expected: .allowed(.joinedRun)
+            ),
             Case(
-                name: "organiser after the run", principal: principal(.organiser),
+                name: "organiser after the run",
+                principal: principal(.organiser),
                 subject: with { $0.runs = [.init(organiserAccountID: "acc-1", startMilliseconds: now - 3 * hour, endMilliseconds: now - hour)] },
-                expected: .denied),
+                expected: .denied
+            ),
             Case(name: "fleet operator without consent", principal: principal(.fleetOperator), subject: s, expected: .denied),
         ]
     }()

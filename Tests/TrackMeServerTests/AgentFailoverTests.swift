@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if PostgreSQL
@@ -30,37 +31,53 @@ struct AgentFailoverTests {
         let deviceID = "pi-failover"
         let enrolBody = try JSONSerialization.data(withJSONObject: ["device_id": deviceID, "person": ["name": "F", "age": 50]])
         let enrolled = try await CurlTransport(baseURL: urlA).post(
-            path: "v1/devices", headers: ["Authorization": "Bearer \(TestServer.adminToken)", "Content-Type": "application/json"],
-            body: Array(enrolBody))
+            path: "v1/devices",
+            headers: ["Authorization": "Bearer \(TestServer.adminToken)", "Content-Type": "application/json"],
+            body: Array(enrolBody)
+        )
         try #require(enrolled.status == 201)
         let token = try #require((try JSONSerialization.jsonObject(with: Data(enrolled.body)) as? [String: Any])?["token"] as? String)
 
         let store = try ReadingStore(
-            configuration: StoreConfiguration(path: directory.appendingPathComponent("agent.sqlite").path), logger: Logger(label: "quiet"))
+            configuration: StoreConfiguration(path: directory.appendingPathComponent("agent.sqlite").path),
+            logger: Logger(label: "quiet")
+        )
         defer { store.close() }
         let total = 400
         _ = try store.append(
             (0..<total).map { index in
                 NewReading(
                     timestamp: ReadingTimestamp(
-                        monotonicNanoseconds: UInt64(index) * 1_000_000_000, bootID: "boot-1",
-                        wallClockMilliseconds: 1_795_000_000_000 + Int64(index) * 1000, wallClockTrusted: true),
-                    payload: .heartRate(HeartRateReading(bpm: 60 + index % 40, contact: .detected, rrIntervals: [800])))
-            })
+                        monotonicNanoseconds: UInt64(index) * 1_000_000_000,
+                        bootID: "boot-1",
+                        wallClockMilliseconds: 1_795_000_000_000 + Int64(index) * 1000,
+                        wallClockTrusted: true
+                    ),
+                    payload: .heartRate(HeartRateReading(bpm: 60 + index % 40, contact: .detected, rrIntervals: [800]))
+                )
+            }
+        )
 
         let started = ContinuousClock.now
         let failover = FailoverTransport(
             transports: [CurlTransport(baseURL: urlA, timeout: .seconds(5)), CurlTransport(baseURL: urlB, timeout: .seconds(5))],
-            now: { ContinuousClock.now - started })
+            now: { ContinuousClock.now - started }
+        )
         let acknowledged = Atomic<Int>(0)
         let readingsAcknowledged = Atomic<Int>(0)
         let failures = Atomic<Int>(0)
         let killAfter = 10
         let engine = SyncEngine(
-            store: store, transport: failover,
+            store: store,
+            transport: failover,
             configuration: SyncConfiguration(
-                deviceID: deviceID, token: token, maxBatchReadings: 10, pollInterval: .milliseconds(10), sendInterval: .zero,
-                backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)),
+                deviceID: deviceID,
+                token: token,
+                maxBatchReadings: 10,
+                pollInterval: .milliseconds(10),
+                sendInterval: .zero,
+                backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(40), jitter: 1)
+            ),
             clock: ContinuousClock(),
             onEvent: { event in
                 switch event {
@@ -75,7 +92,10 @@ struct AgentFailoverTests {
                 default:
                     break
                 }
-            }, logger: Logger(label: "quiet"), seed: 7)
+            },
+            logger: Logger(label: "quiet"),
+            seed: 7
+        )
         #expect(failover.currentIndex == 0)
         try await engine.drain(maxFailures: 20)
 

@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// The agent's transports against a real HTTPS `TrackMeServer` whose certificate a CA made by the
@@ -32,9 +33,14 @@ struct AgentTLSTests {
             logger.logLevel = .warning
             server = try await TrackMeServer(
                 configuration: ServerConfiguration(
-                    host: "127.0.0.1", port: 0, storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path),
-                    limits: .withoutRateLimits, tls: ServerTLS(certificateChainPath: certificate, privateKeyPath: key)),
-                logger: logger)
+                    host: "127.0.0.1",
+                    port: 0,
+                    storage: .sqlite(path: directory.appendingPathComponent("server.sqlite").path),
+                    limits: .withoutRateLimits,
+                    tls: ServerTLS(certificateChainPath: certificate, privateKeyPath: key)
+                ),
+                logger: logger
+            )
             group = ServiceGroup(configuration: .init(services: [server], logger: logger))
             let group = self.group
             task = Task { try await group.run() }
@@ -62,8 +68,11 @@ struct AgentTLSTests {
             do {
                 let response = try await transport.post(
                     path: "v1/batches",
-                    headers: ["Authorization": "Bearer \(credentials.token)", "Content-Type": "application/json", "Idempotency-Key": batch.idempotencyKey],
-                    body: body)
+                    headers: [
+                        "Authorization": "Bearer \(credentials.token)", "Content-Type": "application/json", "Idempotency-Key": batch.idempotencyKey,
+                    ],
+                    body: body
+                )
                 return .success(response.status)
             } catch {
                 return .failure(error)
@@ -124,8 +133,12 @@ struct AgentTLSTests {
         let f = try await Fixture()
         let pin = try await f.pin()
         let wrong = Data(repeating: 7, count: 32).base64EncodedString()
-        let good = try await f.send(CurlTransport(baseURL: try Self.url(f.port), trust: ServerTrust(caFile: f.ca.certificatePath, publicKeySHA256: [wrong, pin])))
-        let bad = try await f.send(CurlTransport(baseURL: try Self.url(f.port), trust: ServerTrust(caFile: f.ca.certificatePath, publicKeySHA256: [wrong])))
+        let good = try await f.send(
+            CurlTransport(baseURL: try Self.url(f.port), trust: ServerTrust(caFile: f.ca.certificatePath, publicKeySHA256: [wrong, pin]))
+        )
+        let bad = try await f.send(
+            CurlTransport(baseURL: try Self.url(f.port), trust: ServerTrust(caFile: f.ca.certificatePath, publicKeySHA256: [wrong]))
+        )
         await f.stop()
         #expect(try good.get() == 200)
         guard case .failure(let error) = bad else {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Issue 20: carers. A person (wearer account) names a carer account; the carer reads and sets
@@ -17,7 +18,10 @@ struct CarerTests {
         return try #require(log.object["entries"] as? [[String: Any]])
     }
 
-    @Test("a carer reads and sets care settings only of a person who linked them; another account gets 403; after revocation nothing; every read and change is logged for the person", arguments: Backend.enabled)
+    @Test(
+        "a carer reads and sets care settings only of a person who linked them; another account gets 403; after revocation nothing; every read and change is logged for the person",
+        arguments: Backend.enabled
+    )
     func carerActsOnlyForTheirPerson(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (ada, adaDevice) = try await s.wearer("ada", device: "pi-ada", displayName: "Ada L.")
@@ -29,7 +33,12 @@ struct CarerTests {
             let adaSession = try await s.signIn("ada")
             let bob = try await s.signIn("bob")
             s.at(10_000)
-            #expect(try await s.send(Sample.batch("pi-ada", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 61, wall: Self.t0 + 1_000)]), token: adaDevice).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-ada", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 61, wall: Self.t0 + 1_000)]),
+                    token: adaDevice
+                ).status == 200
+            )
 
             // Before any link: nothing.
             #expect(try await s.page("GET", "/v1/devices/pi-ada/care-settings", cara).status == 403)
@@ -97,7 +106,11 @@ struct CarerTests {
             // Ada's access log holds every read and change of Cara's; her own reads are not in it; Bob's log has none.
             let log = try await Self.entries(s, adaSession)
             let byCara = log.filter { $0["reader_id"] as? String == "account:\(caraID)" }
-            #expect(byCara.allSatisfy { $0["reader_role"] as? String == "carer" && $0["reader_name"] as? String == "Cara Carer" && $0["reason"] as? String == "carer" })
+            #expect(
+                byCara.allSatisfy {
+                    $0["reader_role"] as? String == "carer" && $0["reader_name"] as? String == "Cara Carer" && $0["reason"] as? String == "carer"
+                }
+            )
             let what = byCara.compactMap { $0["what"] as? String }
             #expect(what.filter { $0 == "care settings of pi-ada" }.count == 2, "\(what)")
             #expect(what.contains("changed care settings of pi-ada to version 1"), "\(what)")
@@ -107,11 +120,18 @@ struct CarerTests {
             #expect(try await Self.entries(s, bob).isEmpty)
 
             // Ada allows downloads: Cara downloads.
-            #expect(try await s.page("POST", "/v1/people/me/carers", adaSession, json: ["carer": "cara", "may_export": true]).object["may_export"] as? Bool == true)
+            #expect(
+                try await s.page("POST", "/v1/people/me/carers", adaSession, json: ["carer": "cara", "may_export": true]).object["may_export"]
+                    as? Bool == true
+            )
             let csv = try await s.page("GET", "/v1/people/\(ada)/export?format=csv", cara)
             #expect(csv.status == 200)
             #expect(csv.text.contains("heart_rate,"))
-            #expect(try await Self.entries(s, adaSession).contains { ($0["what"] as? String)?.hasPrefix("export csv") == true && $0["reason"] as? String == "carer" })
+            #expect(
+                try await Self.entries(s, adaSession).contains {
+                    ($0["what"] as? String)?.hasPrefix("export csv") == true && $0["reason"] as? String == "carer"
+                }
+            )
 
             // Ada ends the link: Cara gets nothing any more.
             #expect(try await s.page("DELETE", "/v1/people/me/carers/\(caraID)", adaSession, csrf: false).status == 403)
@@ -126,7 +146,10 @@ struct CarerTests {
         }
     }
 
-    @Test("a carer steps down; an admin links a carer on the person's behalf (logged for the person); only a carer account can be one", arguments: Backend.enabled)
+    @Test(
+        "a carer steps down; an admin links a carer on the person's behalf (logged for the person); only a carer account can be one",
+        arguments: Backend.enabled
+    )
     func steppingDownAndAdminLink(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (ada, _) = try await s.wearer("ada", device: "pi-ada")

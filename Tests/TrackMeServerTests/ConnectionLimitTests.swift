@@ -2,6 +2,7 @@ import Foundation
 import MetricsTestKit
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Slow and idle connections are closed on deadlines, and one address cannot hold many. The
@@ -135,7 +136,11 @@ struct ConnectionLimitTests {
         let client = HTTPTestClient(port: port)
         defer { client.close() }
         let enrol = try await client.send(
-            "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70]])
+            "POST",
+            "/v1/devices",
+            token: TestServer.adminToken,
+            json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70]]
+        )
         let token = try #require(enrol.object["token"] as? String)
         let alert = try WireCodec.encode(Sample.alert("pi-0001", id: "real-alert"))
         let alertRequest =

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// A signed-in browser as the tests play it: the session cookie and the page's CSRF token.
@@ -11,7 +12,12 @@ struct BrowserSession {
 
 extension TestServer {
     @discardableResult
-    func createAccount(_ username: String, password: String = "correct horse", role: String = "dispatcher", displayName: String? = nil) async throws -> String {
+    func createAccount(
+        _ username: String,
+        password: String = "correct horse",
+        role: String = "dispatcher",
+        displayName: String? = nil
+    ) async throws -> String {
         var body: [String: Any] = ["username": username, "password": password, "role": role]
         if let displayName { body["display_name"] = displayName }
         let response = try await client.send("POST", "/v1/accounts", token: Self.adminToken, json: body)
@@ -28,7 +34,13 @@ extension TestServer {
     }
 
     /// A request as the page makes it: the cookie, and the CSRF token unless `csrf` is false.
-    func page(_ method: String, _ path: String, _ session: BrowserSession, json: [String: Any]? = nil, csrf: Bool = true) async throws -> HTTPTestClient.Response {
+    func page(
+        _ method: String,
+        _ path: String,
+        _ session: BrowserSession,
+        json: [String: Any]? = nil,
+        csrf: Bool = true
+    ) async throws -> HTTPTestClient.Response {
         var headers = ["Cookie": session.cookie]
         if csrf { headers["X-CSRF-Token"] = session.csrf }
         let body = try json.map { try JSONSerialization.data(withJSONObject: $0) }
@@ -51,12 +63,18 @@ struct ConsoleTests {
             #expect(try await s.client.send("POST", "/v1/session", json: ["username": "nobody", "password": "correct horse"]).status == 401)
             // Another site's page may not sign the browser in (login CSRF).
             let foreign = try await s.client.send(
-                "POST", "/v1/session", body: try JSONSerialization.data(withJSONObject: ["username": "dana", "password": "correct horse"]),
-                headers: ["Origin": "https://evil.example", "Content-Type": "application/json"])
+                "POST",
+                "/v1/session",
+                body: try JSONSerialization.data(withJSONObject: ["username": "dana", "password": "correct horse"]),
+                headers: ["Origin": "https://evil.example", "Content-Type": "application/json"]
+            )
             #expect(foreign.status == 403)
             let same = try await s.client.send(
-                "POST", "/v1/session", body: try JSONSerialization.data(withJSONObject: ["username": "dana", "password": "correct horse"]),
-                headers: ["Origin": "http://127.0.0.1:\(s.port)", "Content-Type": "application/json"])
+                "POST",
+                "/v1/session",
+                body: try JSONSerialization.data(withJSONObject: ["username": "dana", "password": "correct horse"]),
+                headers: ["Origin": "http://127.0.0.1:\(s.port)", "Content-Type": "application/json"]
+            )
             #expect(same.status == 200)
             let response = try await s.client.send("POST", "/v1/session", json: ["username": "dana", "password": "correct horse"])
             #expect(response.status == 200)
@@ -139,19 +157,48 @@ struct ConsoleTests {
             let id = try await s.createAccount("dana")
             let session = try await s.signIn("dana")
             // A dispatcher may not create accounts, by session or by token.
-            #expect(try await s.page("POST", "/v1/accounts", session, json: ["username": "eve", "password": "long enough", "role": "admin"]).status == 403)
-            #expect(try await s.client.send("POST", "/v1/accounts", token: try await s.dispatcher(), json: ["username": "eve", "password": "long enough", "role": "admin"]).status == 403)
+            #expect(
+                try await s.page("POST", "/v1/accounts", session, json: ["username": "eve", "password": "long enough", "role": "admin"]).status == 403
+            )
+            #expect(
+                try await s.client.send(
+                    "POST",
+                    "/v1/accounts",
+                    token: try await s.dispatcher(),
+                    json: ["username": "eve", "password": "long enough", "role": "admin"]
+                ).status == 403
+            )
 
-            let duplicate = try await s.client.send("POST", "/v1/accounts", token: TestServer.adminToken, json: ["username": "dana", "password": "long enough", "role": "dispatcher"])
+            let duplicate = try await s.client.send(
+                "POST",
+                "/v1/accounts",
+                token: TestServer.adminToken,
+                json: ["username": "dana", "password": "long enough", "role": "dispatcher"]
+            )
             #expect(duplicate.status == 409)
             #expect(duplicate.errorField == "username")
-            let badName = try await s.client.send("POST", "/v1/accounts", token: TestServer.adminToken, json: ["username": "da na<b>", "password": "long enough", "role": "dispatcher"])
+            let badName = try await s.client.send(
+                "POST",
+                "/v1/accounts",
+                token: TestServer.adminToken,
+                json: ["username": "da na<b>", "password": "long enough", "role": "dispatcher"]
+            )
             #expect(badName.status == 400)
             #expect(badName.errorField == "username")
-            let short = try await s.client.send("POST", "/v1/accounts", token: TestServer.adminToken, json: ["username": "fay", "password": "short", "role": "dispatcher"])
+            let short = try await s.client.send(
+                "POST",
+                "/v1/accounts",
+                token: TestServer.adminToken,
+                json: ["username": "fay", "password": "short", "role": "dispatcher"]
+            )
             #expect(short.status == 400)
             #expect(short.errorField == "password")
-            let badRole = try await s.client.send("POST", "/v1/accounts", token: TestServer.adminToken, json: ["username": "fay", "password": "long enough", "role": "king"])
+            let badRole = try await s.client.send(
+                "POST",
+                "/v1/accounts",
+                token: TestServer.adminToken,
+                json: ["username": "fay", "password": "long enough", "role": "king"]
+            )
             #expect(badRole.status == 400)
             #expect(badRole.errorField == "role")
 
@@ -221,14 +268,17 @@ struct ConsoleTests {
         try await TestServer.with(backend) { s in
             let hostile = "<img src=x onerror=alert(1)>Ada"
             let enrol = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken,
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
                 json: [
                     "device_id": "pi-0001",
                     "person": [
                         "name": hostile, "age": 81, "resting_hr": 62, "min_hr": 40, "max_hr": 150, "notes": "Door code 4711 <script>x</script>",
                         "contacts": [["name": "Ben", "relation": "son", "phone": "+39 555 0101"]],
                     ],
-                ])
+                ]
+            )
             #expect(enrol.status == 201)
             let device = try #require(enrol.object["token"] as? String)
             let dispatcher = try await s.dispatcher()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 @Suite("Emergency contacts: escalation and the confirmation link")
@@ -26,7 +27,9 @@ struct ContactEscalationTests {
         let forged = ContactLink(alertID: "alert-2", contactIndex: 0, expiresMilliseconds: 42, nonce: "n").token(key: Array("guess".utf8))
         #expect(ContactLink(token: forged, key: key) == nil)
         let parts = token.split(separator: ".")
-        let swapped = ContactLink(alertID: "alert-1", contactIndex: 0, expiresMilliseconds: 99_999, nonce: "n").token(key: key).split(separator: ".")[0]
+        let swapped = ContactLink(alertID: "alert-1", contactIndex: 0, expiresMilliseconds: 99_999, nonce: "n").token(key: key).split(separator: ".")[
+            0
+        ]
         #expect(ContactLink(token: "\(swapped).\(parts[1])", key: key) == nil, "a longer expiry with the old MAC")
         #expect(ContactLink(token: "garbage", key: key) == nil)
         #expect(ContactLink(token: ".", key: key) == nil)
@@ -40,16 +43,27 @@ struct ContactEscalationTests {
         let log = directory.appendingPathComponent("told.txt").path
         let notifier = directory.appendingPathComponent("notify.sh").path
         try "#!/bin/sh\necho \"$TRACKME_CONTACT_NAME|$TRACKME_PERSON|$TRACKME_ALERT_KIND|$TRACKME_LINK\" >> \(log)\n".write(
-            toFile: notifier, atomically: true, encoding: .utf8)
+            toFile: notifier,
+            atomically: true,
+            encoding: .utf8
+        )
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: notifier)
 
-        try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
+        let console: (inout ConsoleConfiguration) -> Void = { $0.contactNotifierCommand = notifier }
+
+        try await TestServer.with(backend, console: console) { s in
             let enrol = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken,
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
                 json: [
                     "device_id": "pi-0001",
-                    "person": ["name": "<b>Ada</b>", "age": 81, "contacts": [["name": "Ben", "phone": "+39 1"], ["name": "Cleo", "email": "c@example.org"]]],
-                ])
+                    "person": [
+                        "name": "<b>Ada</b>", "age": 81,
+                        "contacts": [["name": "Ben", "phone": "+39 1"], ["name": "Cleo", "email": "c@example.org"]],
+                    ],
+                ]
+            )
             let device = try #require(enrol.object["token"] as? String)
             let dispatcher = try await s.dispatcher()
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)

@@ -69,7 +69,8 @@ struct ContactNotifierTests {
             echo "$TRACKME_CONTACT_NAME|$TRACKME_ATTEMPT|$TRACKME_LINK" >> "$DIR/told.txt"
             """
         )
-        try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
+        let console: (inout ConsoleConfiguration) -> Void = { $0.contactNotifierCommand = notifier }
+        try await TestServer.with(backend, console: console) { s in
             let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben"])
             let dispatcher = try await s.dispatcher()
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
@@ -103,13 +104,11 @@ struct ContactNotifierTests {
 
     @Test("a notifier that cannot start is recorded and tried again, then given up on", arguments: Backend.enabled)
     func cannotStart(backend: Backend) async throws {
-        try await TestServer.with(
-            backend,
-            console: {
-                $0.contactNotifierCommand = "/nonexistent/trackme-notifier"
-                $0.contactNotifierAttempts = 2
-            }
-        ) { s in
+        let console: (inout ConsoleConfiguration) -> Void = {
+            $0.contactNotifierCommand = "/nonexistent/trackme-notifier"
+            $0.contactNotifierAttempts = 2
+        }
+        try await TestServer.with(backend, console: console) { s in
             let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben"])
             let dispatcher = try await s.dispatcher()
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
@@ -144,13 +143,11 @@ struct ContactNotifierTests {
             echo "$TRACKME_CONTACT_NAME" >> "$DIR/told.txt"
             """
         )
-        try await TestServer.with(
-            backend,
-            console: {
-                $0.contactNotifierCommand = notifier
-                $0.contactNotifierTimeLimit = .seconds(2)
-            }
-        ) { s in
+        let console: (inout ConsoleConfiguration) -> Void = {
+            $0.contactNotifierCommand = notifier
+            $0.contactNotifierTimeLimit = .seconds(2)
+        }
+        try await TestServer.with(backend, console: console) { s in
             let first = try await Self.enrol(s, "pi-0001", contacts: ["Hang"])
             let second = try await Self.enrol(s, "pi-0002", contacts: ["Ben"])
             let dispatcher = try await s.dispatcher()
@@ -198,7 +195,8 @@ struct ContactNotifierTests {
             unsetenv("TRACKME_ADMIN_TOKEN")
             unsetenv("PGPASSWORD")
         }
-        try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
+        let console: (inout ConsoleConfiguration) -> Void = { $0.contactNotifierCommand = notifier }
+        try await TestServer.with(backend, console: console) { s in
             let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben"])
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)
             s.wall.advance(milliseconds: 180_000)
@@ -223,7 +221,8 @@ struct ContactNotifierTests {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let notifier = try scratch.script("echo \"$TRACKME_CONTACT_NAME|$TRACKME_PURPOSE|$TRACKME_OUTCOME|$TRACKME_LINK\" >> \"$DIR/told.txt\"")
-        try await TestServer.with(backend, console: { $0.contactNotifierCommand = notifier }) { s in
+        let console: (inout ConsoleConfiguration) -> Void = { $0.contactNotifierCommand = notifier }
+        try await TestServer.with(backend, console: console) { s in
             let device = try await Self.enrol(s, "pi-0001", contacts: ["Ben", "Cleo"])
             let dispatcher = try await s.dispatcher()
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-1"), token: device).status == 200)

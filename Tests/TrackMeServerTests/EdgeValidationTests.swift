@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Identifiers checked where they enter, path parameters decoded, `/metrics` and the database
@@ -12,7 +13,12 @@ struct EdgeValidationTests {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
             for id in ["al\u{0}ert", "line\nbreak", "tab\there", "del\u{7F}", "c1\u{85}", String(repeating: "x", count: 129)] {
-                let response = try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: id)))
+                let response = try await s.client.send(
+                    "POST",
+                    "/v1/alerts",
+                    token: token,
+                    body: try WireCodec.encode(Sample.alert("pi-0001", id: id))
+                )
                 #expect(response.status == 400, "\(id.debugDescription)")
                 #expect(response.errorField == "alert.alert_id")
             }
@@ -22,7 +28,12 @@ struct EdgeValidationTests {
             #expect(al.object["duplicate"] as? Bool == false)
             #expect(try await s.server.store.counts().alerts == 1)
             // Non-ASCII letters are fine.
-            let accented = try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "alerte-é-1")))
+            let accented = try await s.client.send(
+                "POST",
+                "/v1/alerts",
+                token: token,
+                body: try WireCodec.encode(Sample.alert("pi-0001", id: "alerte-é-1"))
+            )
             #expect(accented.status == 200)
         }
     }
@@ -33,7 +44,9 @@ struct EdgeValidationTests {
             let token = try await s.enrol("pi-0001")
             let dispatcher = try await s.dispatcher()
             let id = "a b/c?d%e"
-            #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: id))).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: id))).status == 200
+            )
             let ack = try await s.client.send("POST", "/v1/alerts/a%20b%2Fc%3Fd%25e/ack", token: dispatcher)
             #expect(ack.status == 200, "\(ack.text)")
             #expect(ack.object["alert_id"] as? String == id)

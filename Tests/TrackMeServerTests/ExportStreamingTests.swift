@@ -1,13 +1,17 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 @Suite("A person's downloads are written as they are read")
 struct ExportStreamingTests {
     static let t0 = TestServer.startWall
 
-    @Test("an export of more readings than a store page comes in chunks, with every reading once, in order, and the day figures over all", arguments: Backend.enabled)
+    @Test(
+        "an export of more readings than a store page comes in chunks, with every reading once, in order, and the day figures over all",
+        arguments: Backend.enabled
+    )
     func exportIsStreamed(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (_, device) = try await s.wearer("ada", device: "pi-0001", age: 70, displayName: "Ada L.")
@@ -63,7 +67,8 @@ struct ExportStreamingTests {
         var days = DailyStatistics.Accumulator(limits: limits)
         let day = GroupFigures.dayMilliseconds
         // Two straps interleaved: strap a is high for 10 s, strap b's readings in between do not shorten it.
-        for (at, bpm, device) in [(0, 160, "a"), (2_000, 70, "b"), (10_000, 80, "a"), (12_000, 30, "b"), (14_000, 60, "b")] as [(Int64, Int, String)] {
+        for (at, bpm, device) in [(0, 160, "a"), (2_000, 70, "b"), (10_000, 80, "a"), (12_000, 30, "b"), (14_000, 60, "b")] as [(Int64, Int, String)]
+        {
             days.add(HeartRateSample(atMilliseconds: day + at, bpm: bpm, deviceID: device, contact: true))
         }
         days.add(HeartRateSample(atMilliseconds: 2 * day + 5, bpm: 55, deviceID: "a", contact: true))

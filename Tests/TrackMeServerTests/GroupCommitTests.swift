@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
 import Testing
+import TrackMeCore
+
+@testable import TrackMeServer
 
 #if PostgreSQL
 import PostgresNIO
 #endif
-import TrackMeCore
-@testable import TrackMeServer
 
 /// Group commit across devices (issue 22), on both stores: batches arriving together share one
 /// transaction (one commit), and one that fails inside the group is rolled back alone.
@@ -36,12 +37,23 @@ struct GroupCommitTests {
         let readings = (1...10).map { n -> ReadingRow in
             let sequence = (seq - 1) * 10 + Int64(n)
             return ReadingRow(
-                sequence: sequence, kind: .heartRate, placedMilliseconds: TestServer.startWall + sequence * 1000, wallMilliseconds: nil,
-                timeFlag: nil, body: #"{"seq":\#(sequence)}"#)
+                sequence: sequence,
+                kind: .heartRate,
+                placedMilliseconds: TestServer.startWall + sequence * 1000,
+                wallMilliseconds: nil,
+                timeFlag: nil,
+                body: #"{"seq":\#(sequence)}"#
+            )
         }
         return IncomingBatch(
-            deviceID: deviceID, batchSequence: seq, droppedByBudget: 0, heartbeatJSON: nil, readings: readings,
-            receivedMilliseconds: TestServer.startWall, storeEpoch: epoch)
+            deviceID: deviceID,
+            batchSequence: seq,
+            droppedByBudget: 0,
+            heartbeatJSON: nil,
+            readings: readings,
+            receivedMilliseconds: TestServer.startWall,
+            storeEpoch: epoch
+        )
     }
 
     @Test("200 devices' batches at once: every one stored, in far fewer transactions than batches", arguments: Backend.enabled)

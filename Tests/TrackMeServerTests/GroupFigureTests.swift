@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 extension TestServer {
@@ -15,25 +16,43 @@ extension TestServer {
                 bins[GroupFigures.bin(of: Int(bpm))] = 100
                 rows.append(
                     PersonDay(
-                        personKey: "\(prefix)-\(index)", day: today - back, ageBand: 7, cellLatitude: GroupFigures.cellIndex(lat + 0.05),
-                        cellLongitude: GroupFigures.cellIndex(lon + 0.05), heartRateCount: 100, heartRateSum: 100 * bpm, bins: bins,
-                        alerts: [0, 0, index == 0 ? 1 : 0, 0, 0, 0]))
+                        personKey: "\(prefix)-\(index)",
+                        day: today - back,
+                        ageBand: 7,
+                        cellLatitude: GroupFigures.cellIndex(lat + 0.05),
+                        cellLongitude: GroupFigures.cellIndex(lon + 0.05),
+                        heartRateCount: 100,
+                        heartRateSum: 100 * bpm,
+                        bins: bins,
+                        alerts: [0, 0, index == 0 ? 1 : 0, 0, 0, 0]
+                    )
+                )
             }
         }
         try await server.store.upsertPersonDays(rows)
         try await server.store.setRollupThroughDay(today - 1)
     }
 
-    func groupQuery(_ organisation: BrowserSession, south: Double = 45.0, west: Double = 9.0, north: Double = 45.1, east: Double = 9.1, days: Int64 = 10)
+    func groupQuery(
+        _ organisation: BrowserSession,
+        south: Double = 45.0,
+        west: Double = 9.0,
+        north: Double = 45.1,
+        east: Double = 9.1,
+        days: Int64 = 10
+    )
         async throws -> HTTPTestClient.Response
     {
         let to = (wall.now / GroupFigures.dayMilliseconds) * GroupFigures.dayMilliseconds
         return try await page(
-            "POST", "/v1/group-figures", organisation,
+            "POST",
+            "/v1/group-figures",
+            organisation,
             json: [
                 "age_from": 70, "age_to": 79, "south": south, "west": west, "north": north, "east": east,
                 "from_ms": to - days * GroupFigures.dayMilliseconds, "to_ms": to,
-            ])
+            ]
+        )
     }
 }
 
@@ -106,22 +125,55 @@ struct GroupFigureTests {
         try await TestServer.with(.sqlite) { s in
             let (_, first) = try await s.wearer("ada", device: "pi-0001", age: 72)
             let second = try await s.enrol("pi-0002", age: 72)
-            let link = try await s.client.send("POST", "/v1/people/\(try #require(try await s.server.store.account(username: "ada")?.id))/devices", token: TestServer.adminToken, json: ["device_id": "pi-0002"])
+            let link = try await s.client.send(
+                "POST",
+                "/v1/people/\(try #require(try await s.server.store.account(username: "ada")?.id))/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-0002"]
+            )
             #expect(link.status == 201)
             let third = try await s.enrol("pi-0003", age: 35)
             s.at(60_000)
             let wall = TestServer.startWall
-            #expect(try await s.send(Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 60, wall: wall + 1_000), Sample.fix(seq: 2, wall: wall + 2_000)]), token: first).status == 200)
-            #expect(try await s.send(Sample.batch("pi-0002", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 80, wall: wall + 1_500)]), token: second).status == 200)
-            #expect(try await s.send(Sample.batch("pi-0003", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 100, wall: wall + 1_500), Sample.fix(seq: 2, wall: wall + 2_000)]), token: third).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch(
+                        "pi-0001",
+                        seq: 1,
+                        readings: [Sample.heartRate(seq: 1, bpm: 60, wall: wall + 1_000), Sample.fix(seq: 2, wall: wall + 2_000)]
+                    ),
+                    token: first
+                ).status == 200
+            )
+            #expect(
+                try await s.send(Sample.batch("pi-0002", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 80, wall: wall + 1_500)]), token: second)
+                    .status == 200
+            )
+            #expect(
+                try await s.send(
+                    Sample.batch(
+                        "pi-0003",
+                        seq: 1,
+                        readings: [Sample.heartRate(seq: 1, bpm: 100, wall: wall + 1_500), Sample.fix(seq: 2, wall: wall + 2_000)]
+                    ),
+                    token: third
+                ).status == 200
+            )
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "a1"), token: first).status == 200)
             s.at(2 * GroupFigures.dayMilliseconds)
             let desk = GroupFigureDesk(store: s.server.store, wallClock: { s.wall.now })
             try await desk.rollUp()
             let day = GroupFigures.day(wall)
             let cell = GroupFigures.Cell(
-                ageBandFrom: 7, ageBandTo: 7, south: GroupFigures.cellIndex(44.07), west: GroupFigures.cellIndex(-121.31), north: GroupFigures.cellIndex(44.07),
-                east: GroupFigures.cellIndex(-121.31), dayFrom: day, dayTo: day)
+                ageBandFrom: 7,
+                ageBandTo: 7,
+                south: GroupFigures.cellIndex(44.07),
+                west: GroupFigures.cellIndex(-121.31),
+                north: GroupFigures.cellIndex(44.07),
+                east: GroupFigures.cellIndex(-121.31),
+                dayFrom: day,
+                dayTo: day
+            )
             let totals = try await s.server.store.groupTotals(cell)
             #expect(totals.people == 1, "two devices, one person")
             #expect(totals.readings == 2)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if canImport(Glibc)
@@ -40,7 +41,10 @@ struct HealthTests {
         let s: TestServer
         do {
             s = try await TestServer.start(
-                .sqlite, storage: .sqlite(path: "\(mountPoint)/server.sqlite"), configure: { $0.minimumFreeBytes = 256 << 10 })
+                .sqlite,
+                storage: .sqlite(path: "\(mountPoint)/server.sqlite"),
+                configure: { $0.minimumFreeBytes = 256 << 10 }
+            )
         } catch {
             await Self.unmount(mountPoint)
             throw error

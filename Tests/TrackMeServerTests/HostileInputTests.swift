@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// What one device token can send must not kill the server or wedge the device: numbers the
@@ -14,8 +15,10 @@ struct HostileInputTests {
     /// A heart rate numbered `seq` whose timestamp does not depend on it (Sample's multiplies).
     static func reading(seq: Int64) -> WireReading {
         WireReading(
-            sequence: seq, timestamp: Sample.timestamp(wall: TestServer.startWall),
-            payload: .heartRate(HeartRateReading(bpm: 72, contact: .detected, rrIntervals: [])))
+            sequence: seq,
+            timestamp: Sample.timestamp(wall: TestServer.startWall),
+            payload: .heartRate(HeartRateReading(bpm: 72, contact: .detected, rrIntervals: []))
+        )
     }
 
     static func batch(_ device: String, epoch: String, seq: Int64, readings: [WireReading]) -> SyncBatch {
@@ -24,15 +27,24 @@ struct HostileInputTests {
         return batch
     }
 
-    @Test("a seq, batch_seq, dropped_by_budget or update_seq above 2^53-1 is a 422 naming the field; the device's next batches and re-base work", arguments: Backend.enabled)
+    @Test(
+        "a seq, batch_seq, dropped_by_budget or update_seq above 2^53-1 is a 422 naming the field; the device's next batches and re-base work",
+        arguments: Backend.enabled
+    )
     func numbersOutOfRange(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
-            let seq = try await s.send(Self.batch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: [Self.reading(seq: Self.huge)]), token: token)
+            let seq = try await s.send(
+                Self.batch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: [Self.reading(seq: Self.huge)]),
+                token: token
+            )
             try #require(seq.status == 422, "\(seq.text)")
             #expect(seq.errorField == "readings[0].seq")
             #expect(seq.errorCode == "invalid_value")
-            let batchSeq = try await s.send(Self.batch("pi-0001", epoch: "00000000000000aa", seq: Self.huge, readings: [Self.reading(seq: 1)]), token: token)
+            let batchSeq = try await s.send(
+                Self.batch("pi-0001", epoch: "00000000000000aa", seq: Self.huge, readings: [Self.reading(seq: 1)]),
+                token: token
+            )
             #expect(batchSeq.status == 422)
             #expect(batchSeq.errorField == "batch_seq")
             var dropped = Self.batch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: [Self.reading(seq: 1)])
@@ -78,7 +90,12 @@ struct HostileInputTests {
                 (text.replacingOccurrences(of: "\"version\":1}", with: "\"version\":1,\"vers\\u0069on\":1}"), "version"),
             ] {
                 let response = try await s.client.send(
-                    "POST", "/v1/batches", token: token, body: Data(body.utf8), headers: ["Idempotency-Key": batch.idempotencyKey])
+                    "POST",
+                    "/v1/batches",
+                    token: token,
+                    body: Data(body.utf8),
+                    headers: ["Idempotency-Key": batch.idempotencyKey]
+                )
                 #expect(response.status == 400, "\(body): \(response.text)")
                 #expect(response.errorField == field)
             }
@@ -98,13 +115,17 @@ struct HostileInputTests {
         try await TestServer.with(.sqlite) { s in
             let token = try await s.enrol("pi-0001")
             let other = try await s.enrol("pi-0002")
-            #expect(try await s.send(Self.batch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: [Self.reading(seq: 1)]), token: token).status == 200)
+            #expect(
+                try await s.send(Self.batch("pi-0001", epoch: "00000000000000aa", seq: 1, readings: [Self.reading(seq: 1)]), token: token).status
+                    == 200
+            )
             // As a server before the edge check stored it.
             let store = try #require(s.server.store as? SQLiteServerStore)
             try await store.pool.write { db in
                 try db.execute(
                     sql: "INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, body) VALUES ('pi-0001', ?, 'hr', 0, 0, '{}')",
-                    arguments: [Self.huge])
+                    arguments: [Self.huge]
+                )
             }
             let restarted = Self.batch("pi-0001", epoch: "00000000000000bb", seq: 2, readings: [Self.reading(seq: 2)])
             let answer = try await s.send(restarted, token: token)

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Issue 16 on the server: a reused key or a device whose numbering started over gets a 409 the
@@ -68,8 +69,11 @@ struct IngestReliabilityTests {
             #expect(try await s.send(stillLow, token: token).status == 409)
             // Re-based: stored, all of it.
             let rebased = Self.epochBatch(
-                "pi-0001", epoch: "00000000000000bb", seq: conflict.batchSequenceFloor,
-                readings: (0..<3).map { Sample.heartRate(seq: conflict.sequenceFloor + $0, bpm: 50) })
+                "pi-0001",
+                epoch: "00000000000000bb",
+                seq: conflict.batchSequenceFloor,
+                readings: (0..<3).map { Sample.heartRate(seq: conflict.sequenceFloor + $0, bpm: 50) }
+            )
             let accepted = try await s.send(rebased, token: token)
             #expect(accepted.status == 200, "\(accepted.text)")
             #expect(try WireCodec.decode(BatchAcknowledgement.self, from: accepted.body).stored == 3)
@@ -146,13 +150,21 @@ struct IngestReliabilityTests {
             beat.storeState = "memory_only"
             beat.storeProblem = "disk_full: database or disk is full"
             let answer = try await s.client.send(
-                "POST", "/v1/heartbeats", token: token, body: try WireCodec.encode(HeartbeatMessage(deviceID: "pi-0001", heartbeat: beat)))
+                "POST",
+                "/v1/heartbeats",
+                token: token,
+                body: try WireCodec.encode(HeartbeatMessage(deviceID: "pi-0001", heartbeat: beat))
+            )
             #expect(answer.status == 200, "\(answer.text)")
             let contact = try await s.server.deviceContact(deviceID: "pi-0001")
             #expect(contact.heartbeat == beat)
             #expect(contact.lastSeenMilliseconds == TestServer.startWall)
             let other = try await s.client.send(
-                "POST", "/v1/heartbeats", token: token, body: try WireCodec.encode(HeartbeatMessage(deviceID: "pi-0002", heartbeat: beat)))
+                "POST",
+                "/v1/heartbeats",
+                token: token,
+                body: try WireCodec.encode(HeartbeatMessage(deviceID: "pi-0002", heartbeat: beat))
+            )
             #expect(other.status == 403)
         }
     }
@@ -175,13 +187,24 @@ struct IngestReliabilityTests {
             for chunk in stride(from: 0, to: readings.count, by: 500) {
                 let rows = try readings[chunk..<min(chunk + 500, readings.count)].map { reading in
                     ReadingRow(
-                        sequence: reading.sequence, kind: reading.kind, placedMilliseconds: TestServer.startWall, wallMilliseconds: nil,
-                        timeFlag: nil, body: try StoreJSON.encode(reading))
+                        sequence: reading.sequence,
+                        kind: reading.kind,
+                        placedMilliseconds: TestServer.startWall,
+                        wallMilliseconds: nil,
+                        timeFlag: nil,
+                        body: try StoreJSON.encode(reading)
+                    )
                 }
                 _ = try await server.store.ingest(
                     IncomingBatch(
-                        deviceID: "pi-0001", batchSequence: Int64(chunk + 1), droppedByBudget: 0, heartbeatJSON: nil, readings: rows,
-                        receivedMilliseconds: TestServer.startWall))
+                        deviceID: "pi-0001",
+                        batchSequence: Int64(chunk + 1),
+                        droppedByBudget: 0,
+                        heartbeatJSON: nil,
+                        readings: rows,
+                        receivedMilliseconds: TestServer.startWall
+                    )
+                )
             }
             try await server.store.close()
         }

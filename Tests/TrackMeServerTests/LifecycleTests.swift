@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+
 @testable import TrackMeServer
 
 @Suite("Lifecycle and configuration")
@@ -25,12 +26,15 @@ struct LifecycleTests {
         feed.close()
     }
 
-    @Test("--db arguments", arguments: [
-        ("sqlite:/var/lib/trackme/s.sqlite", StorageLocation.sqlite(path: "/var/lib/trackme/s.sqlite")),
-        ("/tmp/x.sqlite", .sqlite(path: "/tmp/x.sqlite")),
-        ("postgres://u:p@db:5432/trackme", .postgres(url: "postgres://u:p@db:5432/trackme")),
-        ("postgresql://db/trackme", .postgres(url: "postgresql://db/trackme")),
-    ])
+    @Test(
+        "--db arguments",
+        arguments: [
+            ("sqlite:/var/lib/trackme/s.sqlite", StorageLocation.sqlite(path: "/var/lib/trackme/s.sqlite")),
+            ("/tmp/x.sqlite", .sqlite(path: "/tmp/x.sqlite")),
+            ("postgres://u:p@db:5432/trackme", .postgres(url: "postgres://u:p@db:5432/trackme")),
+            ("postgresql://db/trackme", .postgres(url: "postgresql://db/trackme")),
+        ]
+    )
     func storageArgument(argument: String, expected: StorageLocation) {
         #expect(StorageLocation(argument: argument) == expected)
     }
@@ -46,7 +50,10 @@ struct LifecycleTests {
     @Test("a build without the PostgreSQL trait refuses a postgres URL with a clear error")
     func postgresWithoutTrait() async throws {
         await #expect(throws: StoreError.self) {
-            _ = try await TrackMeServer(configuration: ServerConfiguration(port: 0, storage: .postgres(url: "postgres://localhost/x")), logger: .init(label: "t"))
+            _ = try await TrackMeServer(
+                configuration: ServerConfiguration(port: 0, storage: .postgres(url: "postgres://localhost/x")),
+                logger: .init(label: "t")
+            )
         }
     }
     #endif

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if PostgreSQL
@@ -32,7 +33,11 @@ struct MultiInstanceTests {
             for round in 0..<3 {
                 let id = "cross-\(round)"
                 let response = try await a.client.send(
-                    "POST", "/v1/alerts", token: device, body: try WireCodec.encode(Sample.alert("pi-0001", id: id)))
+                    "POST",
+                    "/v1/alerts",
+                    token: device,
+                    body: try WireCodec.encode(Sample.alert("pi-0001", id: id))
+                )
                 #expect(response.status == 200)
                 // An upper bound on the wait, not a speed: without the notification it never comes.
                 let events = try await feed.nextEvents(1, timeout: .seconds(30))
@@ -90,7 +95,9 @@ struct MultiInstanceTests {
         }
     }
 
-    @Test("three instances behind HAProxy on one PostgreSQL, one killed -9 mid-load: every acknowledged reading stored once, every alert on each surviving instance's feed")
+    @Test(
+        "three instances behind HAProxy on one PostgreSQL, one killed -9 mid-load: every acknowledged reading stored once, every alert on each surviving instance's feed"
+    )
     func threeInstancesOneKilled() async throws {
         let database = try await PostgresFixture.shared.createDatabase()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-three-\(UUID().uuidString)")

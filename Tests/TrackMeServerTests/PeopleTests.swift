@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 extension TestServer {
@@ -15,7 +16,10 @@ extension TestServer {
 
     func organisation(_ username: String, name: String) async throws -> BrowserSession {
         let response = try await client.send(
-            "POST", "/v1/organisations", json: ["username": username, "password": "correct horse", "display_name": name, "role": "third_party"])
+            "POST",
+            "/v1/organisations",
+            json: ["username": username, "password": "correct horse", "display_name": name, "role": "third_party"]
+        )
         try #require(response.status == 201, "register: \(response.text)")
         return try await signIn(username)
     }
@@ -37,7 +41,10 @@ extension TestServer {
 struct PeopleTests {
     static let t0 = TestServer.startWall
 
-    @Test("a wearer sees their own heart rate, positions, daily statistics and alerts, and downloads them as JSON, CSV and GPX", arguments: Backend.enabled)
+    @Test(
+        "a wearer sees their own heart rate, positions, daily statistics and alerts, and downloads them as JSON, CSV and GPX",
+        arguments: Backend.enabled
+    )
     func wearerSeesOwnData(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (ada, device) = try await s.wearer("ada", device: "pi-0001", age: 70, displayName: "Ada L.")
@@ -50,7 +57,9 @@ struct PeopleTests {
             #expect(try await s.send(Sample.batch("pi-0001", seq: 1, readings: readings), token: device).status == 200)
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "alert-ada"), token: device).status == 200)
             let dispatcher = try await s.dispatcher()
-            #expect(try await s.client.send("POST", "/v1/alerts/alert-ada/resolve", token: dispatcher, json: ["outcome": "false_alarm"]).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts/alert-ada/resolve", token: dispatcher, json: ["outcome": "false_alarm"]).status == 200
+            )
 
             let session = try await s.signIn("ada")
             let span = "from=\(Self.t0)&to=\(Self.t0 + 3_600_000)"
@@ -102,29 +111,48 @@ struct PeopleTests {
             #expect((log.object["entries"] as? [Any])?.isEmpty == true)
             // Linking needs the admin; a device is one wearer's.
             #expect(try await s.client.send("POST", "/v1/people/\(ada)/devices", token: dispatcher, json: ["device_id": "pi-0002"]).status == 403)
-            #expect(try await s.client.send("POST", "/v1/people/\(ada)/devices", token: TestServer.adminToken, json: ["device_id": "pi-0002"]).status == 409)
+            #expect(
+                try await s.client.send("POST", "/v1/people/\(ada)/devices", token: TestServer.adminToken, json: ["device_id": "pi-0002"]).status
+                    == 409
+            )
         }
     }
 
-    @Test("a third party reads nothing before approval, after revocation by either side, after expiry, outside the window or kinds; every read is logged", arguments: Backend.enabled)
+    @Test(
+        "a third party reads nothing before approval, after revocation by either side, after expiry, outside the window or kinds; every read is logged",
+        arguments: Backend.enabled
+    )
     func consentRules(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (ada, device) = try await s.wearer("ada", device: "pi-0001")
             s.at(10_000)
             #expect(
                 try await s.send(
-                    Sample.batch("pi-0001", seq: 1, readings: [1, 2, 3].map { Sample.heartRate(seq: $0, bpm: 60 + Int($0), wall: Self.t0 + $0 * 1_000) }),
+                    Sample.batch(
+                        "pi-0001",
+                        seq: 1,
+                        readings: [1, 2, 3].map { Sample.heartRate(seq: $0, bpm: 60 + Int($0), wall: Self.t0 + $0 * 1_000) }
+                    ),
                     token: device
-                ).status == 200)
+                ).status == 200
+            )
             var acme = try await s.organisation("acme", name: "Acme Research")
             let ask: [String: Any] = ["person": "ada", "kinds": ["heart_rate"], "days": 2, "purpose": "sleep study"]
             let request = try await s.page("POST", "/v1/access-requests", acme, json: ask)
             #expect(request.status == 201)
             let requestID = try #require(request.object["id"] as? String)
             #expect(request.object["status"] as? String == "pending")
-            #expect(try await s.page("POST", "/v1/access-requests", acme, json: ["person": "nobody", "kinds": ["heart_rate"], "days": 2, "purpose": "x"]).status == 404)
-            #expect(try await s.page("POST", "/v1/access-requests", acme, json: ["person": "ada", "kinds": [], "days": 2, "purpose": "x"]).status == 400)
-            #expect(try await s.page("POST", "/v1/access-requests", acme, json: ["person": "ada", "kinds": ["heart_rate"], "days": 0, "purpose": "x"]).status == 400)
+            #expect(
+                try await s.page("POST", "/v1/access-requests", acme, json: ["person": "nobody", "kinds": ["heart_rate"], "days": 2, "purpose": "x"])
+                    .status == 404
+            )
+            #expect(
+                try await s.page("POST", "/v1/access-requests", acme, json: ["person": "ada", "kinds": [], "days": 2, "purpose": "x"]).status == 400
+            )
+            #expect(
+                try await s.page("POST", "/v1/access-requests", acme, json: ["person": "ada", "kinds": ["heart_rate"], "days": 0, "purpose": "x"])
+                    .status == 400
+            )
             let hr = "/v1/people/\(ada)/heart-rate?from=0"
 
             // Before approval: nothing.
@@ -151,10 +179,13 @@ struct PeopleTests {
             #expect(
                 try await s.send(
                     Sample.batch(
-                        "pi-0001", seq: 2,
-                        readings: [Sample.heartRate(seq: 4, bpm: 90, wall: Self.t0 + 15_000), Sample.fix(seq: 5, wall: Self.t0 + 16_000)]),
+                        "pi-0001",
+                        seq: 2,
+                        readings: [Sample.heartRate(seq: 4, bpm: 90, wall: Self.t0 + 15_000), Sample.fix(seq: 5, wall: Self.t0 + 16_000)]
+                    ),
                     token: device
-                ).status == 200)
+                ).status == 200
+            )
             #expect(try await s.heartRates(hr, acme) == [90])
             // Only the kinds approved: positions and alerts were not.
             let positions = try await s.page("GET", "/v1/people/\(ada)/positions?from=0", acme)
@@ -205,7 +236,9 @@ struct PeopleTests {
             #expect((still.object["requests"] as? [[String: Any]])?.first { $0["id"] as? String == fourth }?["status"] as? String == "pending")
             s.wall.advance(milliseconds: 1)
             let lapsed = try await s.page("GET", "/v1/people/me/access-requests", person)
-            #expect((lapsed.object["requests"] as? [[String: Any]])?.first { $0["id"] as? String == fourth }?["status"] as? String == "refused_unanswered")
+            #expect(
+                (lapsed.object["requests"] as? [[String: Any]])?.first { $0["id"] as? String == fourth }?["status"] as? String == "refused_unanswered"
+            )
             #expect(try await s.page("POST", "/v1/access-requests/\(fourth)/approve", person).status == 409)
             #expect(try await s.heartRates(hr, acme) == nil)
         }
@@ -218,8 +251,14 @@ struct PeopleTests {
             let acme = try await s.organisation("acme", name: "Acme")
             let person = try await s.signIn("ada")
             let id = try #require(
-                try await s.page("POST", "/v1/access-requests", acme, json: ["person": "ada", "kinds": ["heart_rate"], "days": 30, "purpose": "care"]).object["id"]
-                    as? String)
+                try await s.page(
+                    "POST",
+                    "/v1/access-requests",
+                    acme,
+                    json: ["person": "ada", "kinds": ["heart_rate"], "days": 30, "purpose": "care"]
+                ).object["id"]
+                    as? String
+            )
             // Before approval the stream is refused.
             let refused = try await s.page("GET", "/v1/people/\(ada)/stream", acme)
             #expect(refused.status == 403)
@@ -236,12 +275,16 @@ struct PeopleTests {
                 #expect(
                     try await s.send(
                         Sample.batch(
-                            "pi-0001", seq: seq,
+                            "pi-0001",
+                            seq: seq,
                             readings: [
-                                Sample.heartRate(seq: 2 * seq - 1, bpm: Int(50 + seq), wall: Self.t0 + 4_000 + seq), Sample.fix(seq: 2 * seq, wall: Self.t0 + 4_500 + seq),
-                            ]),
+                                Sample.heartRate(seq: 2 * seq - 1, bpm: Int(50 + seq), wall: Self.t0 + 4_000 + seq),
+                                Sample.fix(seq: 2 * seq, wall: Self.t0 + 4_500 + seq),
+                            ]
+                        ),
                         token: device
-                    ).status == 200)
+                    ).status == 200
+                )
             }
             let events = try await stream.nextEvents(25)
             #expect(events.map(\.event) == Array(repeating: "heart_rate", count: 25))
@@ -254,7 +297,10 @@ struct PeopleTests {
         }
     }
 
-    @Test("a dispatcher reads a person's readings only from a little before an alert opened until it closed, and the person sees it", arguments: Backend.enabled)
+    @Test(
+        "a dispatcher reads a person's readings only from a little before an alert opened until it closed, and the person sees it",
+        arguments: Backend.enabled
+    )
     func dispatcherNarrowed(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (_, device) = try await s.wearer("cy", device: "pi-0003")
@@ -262,23 +308,45 @@ struct PeopleTests {
             let dispatcher = try await s.dispatcher()
             let minute: Int64 = 60_000
             s.at(2 * minute)
-            #expect(try await s.send(Sample.batch("pi-0003", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 61, wall: Self.t0 + minute)]), token: device).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-0003", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 61, wall: Self.t0 + minute)]),
+                    token: device
+                ).status == 200
+            )
             // No alert: nothing, for either device.
             #expect(try await s.client.send("GET", "/v1/devices/pi-0003/readings", token: dispatcher).status == 403)
             #expect(try await s.client.send("GET", "/v1/devices/pi-0004/readings", token: dispatcher).status == 403)
             s.at(16 * minute)
-            #expect(try await s.send(Sample.batch("pi-0003", seq: 2, readings: [Sample.heartRate(seq: 2, bpm: 62, wall: Self.t0 + 15 * minute)]), token: device).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-0003", seq: 2, readings: [Sample.heartRate(seq: 2, bpm: 62, wall: Self.t0 + 15 * minute)]),
+                    token: device
+                ).status == 200
+            )
             s.at(20 * minute)
             #expect(try await s.postAlert(Sample.alert("pi-0003", id: "alert-cy"), token: device).status == 200)
             s.at(22 * minute)
-            #expect(try await s.send(Sample.batch("pi-0003", seq: 3, readings: [Sample.heartRate(seq: 3, bpm: 63, wall: Self.t0 + 21 * minute)]), token: device).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-0003", seq: 3, readings: [Sample.heartRate(seq: 3, bpm: 63, wall: Self.t0 + 21 * minute)]),
+                    token: device
+                ).status == 200
+            )
             // From 10 minutes before the alert: not the reading of minute 1.
             #expect(try await s.readings("pi-0003", token: dispatcher).compactMap { $0["seq"] as? Int } == [2, 3])
             #expect(try await s.readings("pi-0003").compactMap { $0["seq"] as? Int } == [1, 2, 3], "the admin reads all")
             s.at(25 * minute)
-            #expect(try await s.client.send("POST", "/v1/alerts/alert-cy/resolve", token: dispatcher, json: ["outcome": "help_arrived"]).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts/alert-cy/resolve", token: dispatcher, json: ["outcome": "help_arrived"]).status == 200
+            )
             s.at(31 * minute)
-            #expect(try await s.send(Sample.batch("pi-0003", seq: 4, readings: [Sample.heartRate(seq: 4, bpm: 64, wall: Self.t0 + 30 * minute)]), token: device).status == 200)
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-0003", seq: 4, readings: [Sample.heartRate(seq: 4, bpm: 64, wall: Self.t0 + 30 * minute)]),
+                    token: device
+                ).status == 200
+            )
             // Until it closed: not the reading after.
             #expect(try await s.readings("pi-0003", token: dispatcher).compactMap { $0["seq"] as? Int } == [2, 3])
             // A day after it closed: nothing.

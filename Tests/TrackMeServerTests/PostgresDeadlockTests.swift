@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if PostgreSQL
@@ -67,8 +68,10 @@ struct PostgresDeadlockTests {
                         group.addTask {
                             do {
                                 try await store.recordHeartbeat(
-                                    deviceID: "pi-\(index)", heartbeatJSON: #"{"gpsd":"fix","store_bytes":0,"store_depth":0,"strap":"connected"}"#,
-                                    receivedMilliseconds: now)
+                                    deviceID: "pi-\(index)",
+                                    heartbeatJSON: #"{"gpsd":"fix","store_bytes":0,"store_depth":0,"strap":"connected"}"#,
+                                    receivedMilliseconds: now
+                                )
                             } catch {
                                 failures.add("heartbeat pi-\(index): \(error)")
                             }

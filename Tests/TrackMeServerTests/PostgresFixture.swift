@@ -1,5 +1,6 @@
 import Foundation
 import TrackMeCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,7 +62,10 @@ actor PostgresFixture {
 
         func stop() async throws {
             try await PostgresFixture.run(
-                "\(PostgresFixture.binDirectory)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"], asPostgres: true)
+                "\(PostgresFixture.binDirectory)/pg_ctl",
+                ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"],
+                asPostgres: true
+            )
         }
 
         func remove() {

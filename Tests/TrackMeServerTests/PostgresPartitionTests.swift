@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if PostgreSQL
@@ -20,18 +21,31 @@ struct PostgresPartitionTests {
     static func batch(_ deviceID: String, seq: Int64, readings: [(Int64, Int64)], received: Int64) -> IncomingBatch {
         let rows = readings.map { sequence, placed in
             ReadingRow(
-                sequence: sequence, kind: .heartRate, placedMilliseconds: placed, wallMilliseconds: nil, timeFlag: .untrustedClock,
-                body: #"{"seq":\#(sequence)}"#)
+                sequence: sequence,
+                kind: .heartRate,
+                placedMilliseconds: placed,
+                wallMilliseconds: nil,
+                timeFlag: .untrustedClock,
+                body: #"{"seq":\#(sequence)}"#
+            )
         }
         return IncomingBatch(
-            deviceID: deviceID, batchSequence: seq, droppedByBudget: 0, heartbeatJSON: nil, readings: rows, receivedMilliseconds: received,
-            digest: BatchDigest.digest(readings: rows, droppedByBudget: 0))
+            deviceID: deviceID,
+            batchSequence: seq,
+            droppedByBudget: 0,
+            heartbeatJSON: nil,
+            readings: rows,
+            receivedMilliseconds: received,
+            digest: BatchDigest.digest(readings: rows, droppedByBudget: 0)
+        )
     }
 
     /// `seq -> partition` for the device's readings.
     static func placement(_ store: PostgresServerStore, _ deviceID: String) async throws -> [Int64: String] {
         let rows = try await store.client.query(
-            "SELECT seq, tableoid::regclass::TEXT FROM readings WHERE device_id = \(deviceID)", logger: store.logger)
+            "SELECT seq, tableoid::regclass::TEXT FROM readings WHERE device_id = \(deviceID)",
+            logger: store.logger
+        )
         var result: [Int64: String] = [:]
         for try await (seq, partition) in rows.decode((Int64, String).self) {
             #expect(result[seq] == nil, "seq \(seq) stored twice")
@@ -55,8 +69,12 @@ struct PostgresPartitionTests {
             let tomorrowName = "readings_d\(PostgresServerStore.dayName(today + Self.day))"
             let result = try await store.ingest(
                 Self.batch(
-                    "pi-part", seq: 1, readings: (1...10).map { ($0, $0 <= 5 ? today + 3_600_000 : today + Self.day + 3_600_000) },
-                    received: today + 3_600_000))
+                    "pi-part",
+                    seq: 1,
+                    readings: (1...10).map { ($0, $0 <= 5 ? today + 3_600_000 : today + Self.day + 3_600_000) },
+                    received: today + 3_600_000
+                )
+            )
             #expect(result.stored == 10)
             let placed = try await Self.placement(store, "pi-part")
             #expect(Set((1...5).compactMap { placed[$0] }) == [todayName])
@@ -77,7 +95,9 @@ struct PostgresPartitionTests {
             let store = try #require(s.server.store as? PostgresServerStore)
             let today = Self.todayStart
             _ = try await s.enrol("pi-dup")
-            let first = try await store.ingest(Self.batch("pi-dup", seq: 1, readings: [(1, today + 1000), (2, today + 2000)], received: today + 2000))
+            let first = try await store.ingest(
+                Self.batch("pi-dup", seq: 1, readings: [(1, today + 1000), (2, today + 2000)], received: today + 2000)
+            )
             #expect(first.stored == 2)
             // After a crash the device re-batches seq 2 with a new one, under a new batch number;
             // the server files it at the new receipt time, the next day.
@@ -91,7 +111,9 @@ struct PostgresPartitionTests {
             // Side by side: the same reading from two batches at once is stored once.
             let racing = try await withThrowingTaskGroup(of: IngestResult.self) { group in
                 for seq in Int64(3)...6 {
-                    group.addTask { try await store.ingest(Self.batch("pi-dup", seq: seq, readings: [(10, today + seq * Self.day)], received: today)) }
+                    group.addTask {
+                        try await store.ingest(Self.batch("pi-dup", seq: seq, readings: [(10, today + seq * Self.day)], received: today))
+                    }
                 }
                 return try await group.reduce(into: [IngestResult]()) { $0.append($1) }
             }
@@ -115,20 +137,24 @@ struct PostgresPartitionTests {
         let today = Self.todayStart
         try await store.client.query(
             "INSERT INTO devices (device_id, person, enrolled_ms) VALUES ('pi-old', '{\"name\":\"O\",\"age\":70}', \(today - 9 * Self.day))",
-            logger: logger)
+            logger: logger
+        )
         for seq in Int64(1)...3 {
             try await store.client.query(
                 """
                 INSERT INTO readings (device_id, seq, kind, placed_ms, received_ms, body)
                 VALUES ('pi-old', \(seq), 'hr', \(today - (4 - seq) * Self.day), \(today - (4 - seq) * Self.day), '{}')
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
         try await store.migrate()
         let placed = try await Self.placement(store, "pi-old")
         #expect(placed == [1: "readings_before_partitioning", 2: "readings_before_partitioning", 3: "readings_before_partitioning"])
         var key = ""
         for try await definition in try await store.client.query(
-            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass AND contype = 'p'", logger: logger
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'readings'::regclass AND contype = 'p'",
+            logger: logger
         ).decode(String.self) {
             key = definition
         }
@@ -147,7 +173,10 @@ struct PostgresPartitionTests {
         try await store.close()
     }
 
-    @Test("day names are UTC dates", arguments: [(0, "19700101"), (951_782_400_000, "20000229"), (1_795_000_000_000, "20261118"), (-1, "19691231")] as [(Int64, String)])
+    @Test(
+        "day names are UTC dates",
+        arguments: [(0, "19700101"), (951_782_400_000, "20000229"), (1_795_000_000_000, "20261118"), (-1, "19691231")] as [(Int64, String)]
+    )
     func dayNames(milliseconds: Int64, name: String) {
         #expect(PostgresServerStore.dayName(milliseconds) == name)
     }

@@ -51,7 +51,9 @@ actor PostgresTLSFixture {
                 "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
                 "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on -c ssl_cert_file=\(certificate) -c ssl_key_file=\(key)",
                 "start",
-            ], asPostgres: true)
+            ],
+            asPostgres: true
+        )
         PostgresTLSCleanup.dataDirectory = "\(directory)/data"
         atexit { PostgresTLSCleanup.stop() }
         return Server(port: port, ca: ca, otherCA: otherCA, directory: directory)

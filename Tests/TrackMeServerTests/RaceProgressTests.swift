@@ -232,7 +232,10 @@ struct RaceProgressTests {
             let entries = try await Self.organiserEntries(s, runID)
             #expect(entries.compactMap { $0["device_id"] as? String } == ["r-ann", "r-bob", "r-cat"])
             #expect(abs((number(entries.first?["finish_elapsed_s"]) ?? 0) - 220) <= 2)
-            #expect((entries.first?["finish_ms"] as? NSNumber)?.int64Value == number(entries.first?["finish_elapsed_s"]).map { Self.start + Int64($0 * 1000) })
+            #expect(
+                (entries.first?["finish_ms"] as? NSNumber)?.int64Value
+                    == number(entries.first?["finish_elapsed_s"]).map { Self.start + Int64($0 * 1000) }
+            )
 
             let results = try await s.client.send("GET", "/v1/runs/\(runID)/results.csv", token: TestServer.adminToken)
             let lines = results.text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// A straight course due north from (45.0, 7.0), about 1.1 km, as a GPX track.
@@ -26,8 +27,10 @@ enum RaceSample {
     static func fix(seq: Int64, metres: Double, wall: Int64, east: Double = 0) -> WireReading {
         let (lat, lon) = point(atMetres: metres)
         return WireReading(
-            sequence: seq, timestamp: Sample.timestamp(wall: wall, mono: UInt64(seq) * 1_000_000_000),
-            payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: lat, longitude: lon + east)))
+            sequence: seq,
+            timestamp: Sample.timestamp(wall: wall, mono: UInt64(seq) * 1_000_000_000),
+            payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: lat, longitude: lon + east))
+        )
     }
 
     static func batch(_ deviceID: String, seq: Int64, readings: [WireReading], heartbeat: (inout DeviceHeartbeat) -> Void) -> SyncBatch {
@@ -41,7 +44,11 @@ extension TestServer {
     /// Enrols a device for a person of this name; returns its token.
     func enrol(_ deviceID: String, name: String) async throws -> String {
         let response = try await client.send(
-            "POST", "/v1/devices", token: Self.adminToken, json: ["device_id": deviceID, "person": ["name": name, "age": 35]])
+            "POST",
+            "/v1/devices",
+            token: Self.adminToken,
+            json: ["device_id": deviceID, "person": ["name": name, "age": 35]]
+        )
         try #require(response.status == 201, "enrol: \(response.text)")
         return try #require(response.object["token"] as? String)
     }
@@ -49,7 +56,10 @@ extension TestServer {
 
 @Suite("Runs: organisers, enrolment, consent, the spectator page")
 struct RaceTests {
-    @Test("a run from GPX: enrolment only while open, check-ins, live standings, consent on the public page, results and tracks", arguments: Backend.enabled)
+    @Test(
+        "a run from GPX: enrolment only while open, check-ins, live standings, consent on the public page, results and tracks",
+        arguments: Backend.enabled
+    )
     func runLifecycle(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             try await s.createAccount("olga", role: "organiser")
@@ -60,14 +70,22 @@ struct RaceTests {
             let bad = try await s.page("POST", "/v1/runs", olga, json: ["name": "x", "start_ms": start, "gpx": "<gpx></gpx>"])
             #expect(bad.status == 400)
             #expect(bad.errorField == "gpx")
-            let created = try await s.page("POST", "/v1/runs", olga, json: ["name": "City 1K", "start_ms": start, "code": "CITY-1K", "gpx": RaceSample.gpx])
+            let created = try await s.page(
+                "POST",
+                "/v1/runs",
+                olga,
+                json: ["name": "City 1K", "start_ms": start, "code": "CITY-1K", "gpx": RaceSample.gpx]
+            )
             try #require(created.status == 201, "create: \(created.text)")
             let runID = try #require(created.object["id"] as? String)
             let length = try #require(created.object["length_m"] as? Double)
             #expect(abs(length - 1100) < 1)
             #expect(created.object["enrolment_open"] as? Bool == false)
             // The same code twice is a conflict.
-            #expect(try await s.page("POST", "/v1/runs", olga, json: ["name": "again", "start_ms": start, "code": "CITY-1K", "gpx": RaceSample.gpx]).status == 409)
+            #expect(
+                try await s.page("POST", "/v1/runs", olga, json: ["name": "again", "start_ms": start, "code": "CITY-1K", "gpx": RaceSample.gpx])
+                    .status == 409
+            )
 
             // The server's time is past every fix below (fixes from the future are filed at receipt).
             s.wall.advance(milliseconds: 200_000)
@@ -94,7 +112,10 @@ struct RaceTests {
             #expect(try await s.page("POST", "/v1/runs/\(runID)/enrolment", other, json: ["open": false]).status == 404)
             // A runner account kind that is not an organiser may not create runs.
             try await s.createAccount("disp")
-            #expect(try await s.page("POST", "/v1/runs", try await s.signIn("disp"), json: ["name": "x", "start_ms": start, "gpx": RaceSample.gpx]).status == 403)
+            #expect(
+                try await s.page("POST", "/v1/runs", try await s.signIn("disp"), json: ["name": "x", "start_ms": start, "gpx": RaceSample.gpx]).status
+                    == 403
+            )
 
             // Distances are counted along each runner's own fixes from the gun.
             try await report("r-ann", ann, seq: 2, metres: 0, show: true, at: start)
@@ -136,7 +157,10 @@ struct RaceTests {
             #expect(tracks.text.components(separatedBy: "<trk>").count - 1 == 3)
             #expect(tracks.text.contains("&lt;img src=x onerror=alert(1)&gt;Eve"))
             #expect(!tracks.text.contains("<img"))
-            #expect(tracks.text.components(separatedBy: "<trkpt").count - 1 == 8, "ann's four fixes (one before the run's window is kept: 10 s before start), eve's two and hid's two")
+            #expect(
+                tracks.text.components(separatedBy: "<trkpt").count - 1 == 8,
+                "ann's four fixes (one before the run's window is kept: 10 s before start), eve's two and hid's two"
+            )
             #expect(try await s.page("GET", "/v1/runs/\(runID)/tracks.gpx", other).status == 404)
             #expect(try await s.client.send("GET", "/v1/runs/\(runID)/tracks.gpx").status == 401)
 
@@ -165,7 +189,11 @@ extension RaceTests {
         try await TestServer.with(backend) { s in
             let start = TestServer.startWall
             let created = try await s.client.send(
-                "POST", "/v1/runs", token: TestServer.adminToken, json: ["name": "Rush", "start_ms": start, "code": "RUSH", "gpx": RaceSample.gpx])
+                "POST",
+                "/v1/runs",
+                token: TestServer.adminToken,
+                json: ["name": "Rush", "start_ms": start, "code": "RUSH", "gpx": RaceSample.gpx]
+            )
             let runID = try #require(created.object["id"] as? String)
             #expect(try await s.client.send("POST", "/v1/runs/\(runID)/enrolment", token: TestServer.adminToken, json: ["open": true]).status == 200)
             s.wall.advance(milliseconds: 120_000)
@@ -173,19 +201,22 @@ extension RaceTests {
             for index in 0..<40 { tokens.append(try await s.enrol("rush-\(index)", name: "Rusher \(index)")) }
             // Eight at a time: the server's per-peer connection limit, not the store, bounds it.
             for chunk in stride(from: 0, to: tokens.count, by: 8) {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for (index, token) in tokens.enumerated() where (chunk..<chunk + 8).contains(index) {
-                    group.addTask {
-                        let readings = [RaceSample.fix(seq: 1, metres: 0, wall: start), RaceSample.fix(seq: 2, metres: Double(10 * index), wall: start + 60_000)]
-                        let batch = RaceSample.batch("rush-\(index)", seq: 1, readings: readings) {
-                            $0.profile = .runner
-                            $0.run = RunParticipation(code: "RUSH", showToSpectators: true)
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for (index, token) in tokens.enumerated() where (chunk..<chunk + 8).contains(index) {
+                        group.addTask {
+                            let readings = [
+                                RaceSample.fix(seq: 1, metres: 0, wall: start),
+                                RaceSample.fix(seq: 2, metres: Double(10 * index), wall: start + 60_000),
+                            ]
+                            let batch = RaceSample.batch("rush-\(index)", seq: 1, readings: readings) {
+                                $0.profile = .runner
+                                $0.run = RunParticipation(code: "RUSH", showToSpectators: true)
+                            }
+                            return try await s.send(batch, token: token).status
                         }
-                        return try await s.send(batch, token: token).status
                     }
+                    for try await status in group { #expect(status == 200) }
                 }
-                for try await status in group { #expect(status == 200) }
-            }
             }
             let view = try await s.client.send("GET", "/v1/public/runs/\(runID)")
             let runners = try #require(view.object["runners"] as? [[String: Any]])
@@ -207,8 +238,16 @@ struct FleetTests {
             let admin = TestServer.adminToken
             let badZone = try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "bad", "polygon": [[1, 2]]])
             #expect(badZone.status == 400 && badZone.errorField == "polygon")
-            let a = try #require(try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Centre", "polygon": Self.square(45.0, 7.0)]).object["id"] as? String)
-            let b = try #require(try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Station", "polygon": Self.square(45.1, 7.1)]).object["id"] as? String)
+            let a = try #require(
+                try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Centre", "polygon": Self.square(45.0, 7.0)]).object[
+                    "id"
+                ] as? String
+            )
+            let b = try #require(
+                try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Station", "polygon": Self.square(45.1, 7.1)]).object[
+                    "id"
+                ] as? String
+            )
             var tokens: [String: String] = [:]
             for id in ["taxi-1", "taxi-2", "taxi-3"] { tokens[id] = try await s.enrol(id, name: "Cab \(id)") }
             var seqs: [String: Int64] = [:]
@@ -216,8 +255,10 @@ struct FleetTests {
                 let seq = (seqs[id] ?? 0) + 1
                 seqs[id] = seq
                 let reading = WireReading(
-                    sequence: seq, timestamp: Sample.timestamp(wall: s.wall.now, mono: UInt64(seq) * 1_000_000_000),
-                    payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: lat, longitude: lon)))
+                    sequence: seq,
+                    timestamp: Sample.timestamp(wall: s.wall.now, mono: UInt64(seq) * 1_000_000_000),
+                    payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: lat, longitude: lon))
+                )
                 let batch = RaceSample.batch(id, seq: seq, readings: [reading]) {
                     $0.profile = .taxi
                     $0.taxiState = state

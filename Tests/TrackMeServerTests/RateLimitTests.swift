@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// 429 with Retry-After per token and per address, and alert floods kept off the feed. The wall
@@ -45,7 +46,10 @@ struct RateLimitTests {
         }
     }
 
-    @Test("500 distinct no_pulse alerts from one device: a few pass, the rest 429, ONE alert_flood event; another device's alert is not buried", arguments: Backend.enabled)
+    @Test(
+        "500 distinct no_pulse alerts from one device: a few pass, the rest 429, ONE alert_flood event; another device's alert is not buried",
+        arguments: Backend.enabled
+    )
     func alertFlood(backend: Backend) async throws {
         try await TestServer.with(backend, limits: ServerLimits()) { s in
             let flooder = try await s.enrol("pi-0001")
@@ -58,7 +62,11 @@ struct RateLimitTests {
                     next += 1
                     group.addTask {
                         let response = try await s.client.send(
-                            "POST", "/v1/alerts", token: flooder, body: try WireCodec.encode(Sample.alert("pi-0001", id: id)))
+                            "POST",
+                            "/v1/alerts",
+                            token: flooder,
+                            body: try WireCodec.encode(Sample.alert("pi-0001", id: id))
+                        )
                         return (id, response.status)
                     }
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import TrackMeCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,11 +116,12 @@ final class RawSocket: @unchecked Sendable {
             let text = String(decoding: received, as: UTF8.self)
             if let range = text.range(of: "\r\n\r\n") {
                 let head = String(text[..<range.lowerBound])
-                let length = head.split(separator: "\r\n").compactMap { line -> Int? in
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
-                }.first ?? 0
+                let length =
+                    head.split(separator: "\r\n").compactMap { line -> Int? in
+                        let parts = line.split(separator: ":", maxSplits: 1)
+                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                    }.first ?? 0
                 let body = Array(received[(text.utf8.distance(from: text.startIndex, to: range.upperBound))...])
                 if body.count >= length {
                     let status = head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 #if PostgreSQL
@@ -46,7 +47,10 @@ struct RetentionErasureTests {
         #expect(throws: RetentionPolicyError.self) { try RetentionPolicy.parsePeriod("readings=0") }
     }
 
-    @Test("retention at 60 days: old readings, closed alerts with their updates, feed events and a retired person go; open alerts and recent data stay", arguments: Backend.enabled)
+    @Test(
+        "retention at 60 days: old readings, closed alerts with their updates, feed events and a retired person go; open alerts and recent data stay",
+        arguments: Backend.enabled
+    )
     func retentionPerKind(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
@@ -54,7 +58,10 @@ struct RetentionErasureTests {
             #expect(try await s.send(Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: token).status == 200)
             #expect(try await s.send(Sample.batch("pi-0002", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: retired).status == 200)
             try await Self.closeAlert(s, "pi-0001", id: "closed-old", token: token)
-            #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "open-old"))).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "open-old")))
+                    .status == 200
+            )
             // The device is retired: its token revoked.
             let tokenID = try #require(retired.split(separator: ".").first.map(String.init))
             #expect(try await s.client.send("POST", "/v1/tokens/\(tokenID)/revoke", token: TestServer.adminToken, body: Data()).status == 200)
@@ -65,7 +72,9 @@ struct RetentionErasureTests {
             #expect(try await Self.rows(s, "SELECT count(*) FROM readings") == 2)
             // 30 days on: new data that must survive the next pass.
             await Self.pass(s, days: 30)
-            #expect(try await s.send(Sample.batch("pi-0001", seq: 2, readings: [Sample.heartRate(seq: 2, wall: s.wall.now)]), token: token).status == 200)
+            #expect(
+                try await s.send(Sample.batch("pi-0001", seq: 2, readings: [Sample.heartRate(seq: 2, wall: s.wall.now)]), token: token).status == 200
+            )
             try await Self.closeAlert(s, "pi-0001", id: "closed-new", token: token)
             await Self.pass(s, days: 31)
             #expect(try await s.readings("pi-0001").map { $0["seq"] as? Int } == [2])
@@ -115,7 +124,10 @@ struct RetentionErasureTests {
         }
     }
 
-    @Test("erasure: no table holds the person's identifiers afterwards; another person is untouched; the erased device is told to wipe", arguments: Backend.enabled)
+    @Test(
+        "erasure: no table holds the person's identifiers afterwards; another person is untouched; the erased device is told to wipe",
+        arguments: Backend.enabled
+    )
     func erasureLeavesNoRow(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let person: [String: Any] = [
@@ -123,7 +135,11 @@ struct RetentionErasureTests {
                 "contacts": [["name": "Yorick Quixote", "relation": "son", "phone": "+44 7700 900123"]],
             ]
             let enrolled = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": "pi-erase-me", "person": person])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-erase-me", "person": person]
+            )
             try #require(enrolled.status == 201, "\(enrolled.text)")
             let token = try #require(enrolled.object["token"] as? String)
             let other = try await s.enrol("pi-keep-1")
@@ -132,14 +148,30 @@ struct RetentionErasureTests {
             #expect(try await s.send(first, token: token).status == 200)
             #expect(try await s.send(Sample.batch("pi-keep-1", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: other).status == 200)
             try await Self.closeAlert(s, "pi-erase-me", id: "alert-of-zelda", token: token)
-            #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-erase-me", id: "open-of-zelda"))).status == 200)
+            #expect(
+                try await s.client.send(
+                    "POST",
+                    "/v1/alerts",
+                    token: token,
+                    body: try WireCodec.encode(Sample.alert("pi-erase-me", id: "open-of-zelda"))
+                ).status == 200
+            )
             let dispatcher = try await s.dispatcher()
             #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/ack", token: dispatcher, body: Data()).status == 200)
-            #expect(try await s.client.send("POST", "/v1/alerts/open-of-zelda/notes", token: dispatcher, json: ["text": "called Yorick Quixote"]).status == 201)
-            #expect(try await s.client.send("PUT", "/v1/devices/pi-erase-me/care-settings", token: TestServer.adminToken, json: ["max_hr": 150]).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts/open-of-zelda/notes", token: dispatcher, json: ["text": "called Yorick Quixote"]).status
+                    == 201
+            )
+            #expect(
+                try await s.client.send("PUT", "/v1/devices/pi-erase-me/care-settings", token: TestServer.adminToken, json: ["max_hr": 150]).status
+                    == 200
+            )
             // The person's own wearer account (signed in once), and an organisation's request to it.
             let wearerID = try await s.createAccount("zelda-wears", role: "wearer", displayName: "Zelda Q. Wearer")
-            #expect(try await s.client.send("POST", "/v1/people/\(wearerID)/devices", token: TestServer.adminToken, json: ["device_id": "pi-erase-me"]).status == 201)
+            #expect(
+                try await s.client.send("POST", "/v1/people/\(wearerID)/devices", token: TestServer.adminToken, json: ["device_id": "pi-erase-me"])
+                    .status == 201
+            )
             let zelda = try await s.signIn("zelda-wears")
             // A carer Zelda named, who read and changed her care settings and downloaded her data
             // (the link and the access log's rows name her; the carer's own account stays).
@@ -154,23 +186,58 @@ struct RetentionErasureTests {
             #expect(try await s.page("POST", "/v1/access-requests", organisation, json: ask).status == 201)
             // A fleet terminal row under the person's name (issue 21's tables are scanned too).
             try await s.server.store.saveFleetTaxi(
-                FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall))
+                FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall)
+            )
             // A race she ran (her entry and last public position) and the contact told of her alert.
             let run = Run(
-                id: "run-z", code: "RUN-Z", name: "Park run", organiserAccountID: "org", startMilliseconds: TestServer.startWall,
-                endMilliseconds: TestServer.startWall + 3_600_000, enrolmentOpen: false, path: try RunPath(points: [[44.07, -121.31], [44.08, -121.31]]),
-                createdMilliseconds: TestServer.startWall)
+                id: "run-z",
+                code: "RUN-Z",
+                name: "Park run",
+                organiserAccountID: "org",
+                startMilliseconds: TestServer.startWall,
+                endMilliseconds: TestServer.startWall + 3_600_000,
+                enrolmentOpen: false,
+                path: try RunPath(points: [[44.07, -121.31], [44.08, -121.31]]),
+                createdMilliseconds: TestServer.startWall
+            )
             #expect(try await s.server.store.insertRun(run))
             try await s.server.store.saveRunEntry(
                 RunEntry(
-                    runID: "run-z", deviceID: "pi-erase-me", name: "Zelda Quixote", showToSpectators: true, enrolledMilliseconds: TestServer.startWall,
-                    checkedInMilliseconds: TestServer.startWall, latitude: 44.075, longitude: -121.31, fixMilliseconds: TestServer.startWall,
-                    distanceMetres: 500, receivedMilliseconds: TestServer.startWall))
-            #expect(try await s.server.store.insertContactNotification(
-                ContactNotification(alertID: "open-of-zelda", contactIndex: 0, nonce: "nonce-z", expiresMilliseconds: TestServer.startWall + Self.day),
-                createdMilliseconds: TestServer.startWall))
-            #expect(try await s.server.store.claimContactAttempt(
-                ContactAttempt(alertID: "open-of-zelda", contactIndex: 0, purpose: .escalation, attempt: 1, startedMilliseconds: TestServer.startWall)))
+                    runID: "run-z",
+                    deviceID: "pi-erase-me",
+                    name: "Zelda Quixote",
+                    showToSpectators: true,
+                    enrolledMilliseconds: TestServer.startWall,
+                    checkedInMilliseconds: TestServer.startWall,
+                    latitude: 44.075,
+                    longitude: -121.31,
+                    fixMilliseconds: TestServer.startWall,
+                    distanceMetres: 500,
+                    receivedMilliseconds: TestServer.startWall
+                )
+            )
+            #expect(
+                try await s.server.store.insertContactNotification(
+                    ContactNotification(
+                        alertID: "open-of-zelda",
+                        contactIndex: 0,
+                        nonce: "nonce-z",
+                        expiresMilliseconds: TestServer.startWall + Self.day
+                    ),
+                    createdMilliseconds: TestServer.startWall
+                )
+            )
+            #expect(
+                try await s.server.store.claimContactAttempt(
+                    ContactAttempt(
+                        alertID: "open-of-zelda",
+                        contactIndex: 0,
+                        purpose: .escalation,
+                        attempt: 1,
+                        startedMilliseconds: TestServer.startWall
+                    )
+                )
+            )
             await Self.pass(s, days: 1)
             // The group figures' roll-up summarises her day (keyed by her wearer account), and an
             // organisation's group query is answered over it.
@@ -180,12 +247,18 @@ struct RetentionErasureTests {
             try await s.server.store.recordAnsweredGroup(AnsweredGroup(organisationID: "org", cell: cell, people: 1001, atMilliseconds: s.wall.now))
             // Every table that can hold a person holds a row before the erasure.
             for table in PersonalTables.all where !table.keys.isEmpty {
-                #expect(try await Self.rows(s, "SELECT count(*) FROM \(table.name)") > 0, "\(table.name) is empty before the erasure: the scan cannot see it")
+                #expect(
+                    try await Self.rows(s, "SELECT count(*) FROM \(table.name)") > 0,
+                    "\(table.name) is empty before the erasure: the scan cannot see it"
+                )
             }
 
             let tokenID = try #require(token.split(separator: ".").first.map(String.init))
             let secretHash = try #require(BearerToken(authorization: "Bearer \(token)")?.secretHash)
-            let identifiers = ["pi-erase-me", "Zelda Quixote", "Yorick Quixote", "7700 900123", "door code 4711", tokenID, secretHash, "alert-of-zelda", "open-of-zelda", "zelda-wears", "Zelda Q. Wearer", wearerID, "study of Zelda"]
+            let identifiers = [
+                "pi-erase-me", "Zelda Quixote", "Yorick Quixote", "7700 900123", "door code 4711", tokenID, secretHash, "alert-of-zelda",
+                "open-of-zelda", "zelda-wears", "Zelda Q. Wearer", wearerID, "study of Zelda",
+            ]
             // Before: the scan finds them (so it can fail).
             #expect(try await DatabaseScan.occurrences(of: identifiers, in: s.server.store).count >= identifiers.count)
 
@@ -221,7 +294,10 @@ struct RetentionErasureTests {
         }
     }
 
-    @Test("care settings: set on the server, versioned, sent in the batch reply until the device runs them; its version and conflicts show on the server", arguments: Backend.enabled)
+    @Test(
+        "care settings: set on the server, versioned, sent in the batch reply until the device runs them; its version and conflicts show on the server",
+        arguments: Backend.enabled
+    )
     func careSettingsReachTheDevice(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
@@ -229,8 +305,11 @@ struct RetentionErasureTests {
             let first = try await s.send(Sample.batch("pi-0001", seq: 1, readings: []), token: token)
             #expect(try WireCodec.decode(BatchAcknowledgement.self, from: first.body).orders == nil)
             let put = try await s.client.send(
-                "PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken,
-                json: ["min_hr": 50, "max_hr": 140, "rules": ["contact_lost": false], "contacts": [["name": "Ines", "phone": "+1 555 0100"]]])
+                "PUT",
+                "/v1/devices/pi-0001/care-settings",
+                token: TestServer.adminToken,
+                json: ["min_hr": 50, "max_hr": 140, "rules": ["contact_lost": false], "contacts": [["name": "Ines", "phone": "+1 555 0100"]]]
+            )
             #expect(put.status == 200, "\(put.text)")
             #expect(put.object["version"] as? Int == 1)
             let second = try await s.send(Sample.batch("pi-0001", seq: 2, readings: []), token: token)
@@ -250,26 +329,48 @@ struct RetentionErasureTests {
             #expect(view.object["device_version"] as? Int == 1)
             #expect(view.object["device_conflicts"] as? [String] == ["heart_rate_low.threshold_bpm"])
             // A change is version 2 and goes out again.
-            #expect(try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken, json: ["min_hr": 48]).object["version"] as? Int == 2)
+            #expect(
+                try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken, json: ["min_hr": 48]).object[
+                    "version"
+                ] as? Int == 2
+            )
             var fourth = Sample.batch("pi-0001", seq: 4, readings: [])
             fourth.heartbeat?.careVersion = 1
-            #expect(try WireCodec.decode(BatchAcknowledgement.self, from: try await s.send(fourth, token: token).body).orders?.careSettings?.version == 2)
+            #expect(
+                try WireCodec.decode(BatchAcknowledgement.self, from: try await s.send(fourth, token: token).body).orders?.careSettings?.version == 2
+            )
             // Bad settings are refused, naming the field, and change nothing.
-            let bad = try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken, json: ["min_hr": 150, "max_hr": 140])
+            let bad = try await s.client.send(
+                "PUT",
+                "/v1/devices/pi-0001/care-settings",
+                token: TestServer.adminToken,
+                json: ["min_hr": 150, "max_hr": 140]
+            )
             #expect(bad.status == 400 && bad.object["error"].flatMap { ($0 as? [String: Any])?["field"] as? String } == "min_hr")
-            let manualOff = try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: TestServer.adminToken, json: ["rules": ["manual": false]])
+            let manualOff = try await s.client.send(
+                "PUT",
+                "/v1/devices/pi-0001/care-settings",
+                token: TestServer.adminToken,
+                json: ["rules": ["manual": false]]
+            )
             #expect(manualOff.status == 400)
             #expect(try await s.server.store.careSettings(deviceID: "pi-0001")?.settings.version == 2)
             // Dispatchers read them only around an alert being handled, and do not change them.
             let dispatcher = try await s.dispatcher()
             #expect(try await s.client.send("GET", "/v1/devices/pi-0001/care-settings", token: dispatcher).status == 403)
-            #expect(try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "care-alert"))).status == 200)
+            #expect(
+                try await s.client.send("POST", "/v1/alerts", token: token, body: try WireCodec.encode(Sample.alert("pi-0001", id: "care-alert")))
+                    .status == 200
+            )
             #expect(try await s.client.send("GET", "/v1/devices/pi-0001/care-settings", token: dispatcher).status == 200)
             #expect(try await s.client.send("PUT", "/v1/devices/pi-0001/care-settings", token: dispatcher, json: ["min_hr": 40]).status == 403)
         }
     }
 
-    @Test("the person themself: a wearer sets their own device's care settings and erases its data, and no other device's", arguments: Backend.enabled)
+    @Test(
+        "the person themself: a wearer sets their own device's care settings and erases its data, and no other device's",
+        arguments: Backend.enabled
+    )
     func wearerManagesOwnDevice(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let (_, token) = try await s.wearer("ines", device: "pi-ines")
@@ -295,8 +396,11 @@ struct RetentionErasureTests {
     func enrolmentThresholdsReachTheDevice(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let enrolled = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken,
-                json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70, "min_hr": 38, "max_hr": 150]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70, "min_hr": 38, "max_hr": 150]]
+            )
             let token = try #require(enrolled.object["token"] as? String)
             let reply = try await s.send(Sample.batch("pi-0001", seq: 1, readings: []), token: token)
             let settings = try #require(try WireCodec.decode(BatchAcknowledgement.self, from: reply.body).orders?.careSettings)
@@ -313,7 +417,10 @@ enum DatabaseScan {
         }
         #if PostgreSQL
         if let postgres = store as? PostgresServerStore {
-            let rows = try await postgres.client.query(PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "instr(", with: "strpos(")), logger: postgres.logger)
+            let rows = try await postgres.client.query(
+                PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "instr(", with: "strpos(")),
+                logger: postgres.logger
+            )
             for try await value in rows.decode(Int64.self) { return Int(value) }
             return 0
         }
@@ -336,7 +443,9 @@ enum DatabaseScan {
                 """
                 SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-                """, logger: postgres.logger)
+                """,
+                logger: postgres.logger
+            )
             for try await name in rows.decode(String.self) { names.append(name) }
         }
         #endif
@@ -361,7 +470,9 @@ enum DatabaseScan {
         #if PostgreSQL
         if let postgres = store as? PostgresServerStore {
             let rows = try await postgres.client.query(
-                "SELECT table_name::text, column_name::text FROM information_schema.columns WHERE table_schema = 'public'", logger: postgres.logger)
+                "SELECT table_name::text, column_name::text FROM information_schema.columns WHERE table_schema = 'public'",
+                logger: postgres.logger
+            )
             for try await (table, column) in rows.decode((String, String).self) { columns.append((table, column)) }
         }
         #endif

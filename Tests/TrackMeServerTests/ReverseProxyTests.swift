@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Debian's HAProxy in front of real servers, running the configuration shipped in
@@ -142,7 +143,10 @@ struct ReverseProxyTests {
             #expect(again.status == 200)
             #expect(try await s.server.storedSequences(deviceID: "pi-0001") == [1, 2])
             // Plain HTTP to the proxy's port is not served.
-            #expect(try await TestCertificateAuthority.run("/usr/bin/curl", ["-sS", "--max-time", "5", "http://127.0.0.1:\(proxy.port)/health"]).status != 0)
+            #expect(
+                try await TestCertificateAuthority.run("/usr/bin/curl", ["-sS", "--max-time", "5", "http://127.0.0.1:\(proxy.port)/health"]).status
+                    != 0
+            )
         }
     }
 
@@ -160,8 +164,10 @@ struct ReverseProxyTests {
             #expect(s.server.feedFollowers == 1)
             let alert = Sample.alert("pi-0001", id: "through-the-proxy")
             let posted = try await proxy.transport().post(
-                path: "v1/alerts", headers: ["Authorization": "Bearer \(device)", "Content-Type": "application/json"],
-                body: Array(try WireCodec.encode(alert)))
+                path: "v1/alerts",
+                headers: ["Authorization": "Bearer \(device)", "Content-Type": "application/json"],
+                body: Array(try WireCodec.encode(alert))
+            )
             #expect(posted.status == 200)
             // Nothing else is written until the next keep-alive: the event itself must get through.
             #expect(try await feed.waitFor(.seconds(3)) { $0.contains("through-the-proxy") }, "\(feed.received)")
@@ -192,7 +198,9 @@ struct ReverseProxyTests {
             #expect(statuses.prefix(15).allSatisfy { $0 == 200 }, "\(statuses)")
             #expect(statuses.suffix(3).allSatisfy { $0 == 429 }, "\(statuses)")
             let headers = try await TestCertificateAuthority.run(
-                "/usr/bin/curl", ["-sS", "-D", "-", "-o", "/dev/null", "--cacert", proxy.ca.certificatePath, proxy.url("/health")])
+                "/usr/bin/curl",
+                ["-sS", "-D", "-", "-o", "/dev/null", "--cacert", proxy.ca.certificatePath, proxy.url("/health")]
+            )
             #expect(headers.output.lowercased().contains("retry-after: 10"), "\(headers.output)")
         }
     }

@@ -1,5 +1,6 @@
 import NIOCore
 import Testing
+
 @testable import TrackMeServer
 
 /// The pure parts of the limits: deadlines, buckets, floods, identifiers.
@@ -69,11 +70,14 @@ struct SecurityUnitTests {
         #expect(state.raise(deviceID: "d", now: 40_000) == .refused(retryAfterSeconds: 10, floodStarted: true))
     }
 
-    @Test("identifiers", arguments: [
-        ("alert-1", nil), ("a b/c", nil), ("é", nil), ("", "must not be empty"), ("al\u{0}ert", "must not contain control characters (U+0)"),
-        ("\u{1B}[31m", "must not contain control characters (U+1B)"), ("x\u{9F}", "must not contain control characters (U+9F)"),
-        (String(repeating: "é", count: 65), "must be at most 128 bytes"),
-    ] as [(String, String?)])
+    @Test(
+        "identifiers",
+        arguments: [
+            ("alert-1", nil), ("a b/c", nil), ("é", nil), ("", "must not be empty"), ("al\u{0}ert", "must not contain control characters (U+0)"),
+            ("\u{1B}[31m", "must not contain control characters (U+1B)"), ("x\u{9F}", "must not contain control characters (U+9F)"),
+            (String(repeating: "é", count: 65), "must be at most 128 bytes"),
+        ] as [(String, String?)]
+    )
     func identifiers(text: String, problem: String?) {
         #expect(Identifier.problem(text) == problem)
     }
@@ -87,7 +91,10 @@ struct SecurityUnitTests {
         }
     }
 
-    @Test("loopback peers", arguments: [("127.0.0.1", true), ("127.9.8.7", true), ("::1", true), ("192.0.2.2", false), ("::ffff:127.0.0.1", true), ("fd00::2", false)])
+    @Test(
+        "loopback peers",
+        arguments: [("127.0.0.1", true), ("127.9.8.7", true), ("::1", true), ("192.0.2.2", false), ("::ffff:127.0.0.1", true), ("fd00::2", false)]
+    )
     func loopback(address: String, expected: Bool) throws {
         let socketAddress = try SocketAddress(ipAddress: address, port: 1)
         #expect(ServerRequestContext.isLoopback(socketAddress) == expected)

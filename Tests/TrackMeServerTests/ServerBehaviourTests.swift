@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// The server's behaviour over real HTTP on loopback, on every storage backend.
@@ -14,7 +15,11 @@ struct ServerBehaviourTests {
             let token = try await s.enrol("pi-0001")
             #expect(token.contains("."))
             let again = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-0001", "person": ["name": "Ada", "age": 70]]
+            )
             #expect(again.status == 409)
             #expect(again.errorField == "device_id")
 
@@ -29,19 +34,30 @@ struct ServerBehaviourTests {
             #expect(missing.errorField == "person.name")
 
             let wrongType = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": "pi-0002", "person": ["name": "Bo", "age": "old"]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-0002", "person": ["name": "Bo", "age": "old"]]
+            )
             #expect(wrongType.status == 400)
             #expect(wrongType.errorCode == "wrong_type")
             #expect(wrongType.errorField == "person.age")
 
             let badID = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken, json: ["device_id": "pi 0002/x", "person": ["name": "Bo", "age": 70]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi 0002/x", "person": ["name": "Bo", "age": 70]]
+            )
             #expect(badID.status == 400)
             #expect(badID.errorField == "device_id")
 
             let thresholds = try await s.client.send(
-                "POST", "/v1/devices", token: TestServer.adminToken,
-                json: ["device_id": "pi-0003", "person": ["name": "Cy", "age": 80, "resting_hr": 60, "min_hr": 40, "max_hr": 140]])
+                "POST",
+                "/v1/devices",
+                token: TestServer.adminToken,
+                json: ["device_id": "pi-0003", "person": ["name": "Cy", "age": 80, "resting_hr": 60, "min_hr": 40, "max_hr": 140]]
+            )
             #expect(thresholds.status == 201)
         }
     }
@@ -168,8 +184,10 @@ struct ServerBehaviourTests {
             // The second reading lacks hr.bpm: the whole batch is refused, the first reading too.
             var json = try #require(
                 try JSONSerialization.jsonObject(
-                    with: try WireCodec.encode(Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1), Sample.heartRate(seq: 2)])))
-                    as? [String: Any])
+                    with: try WireCodec.encode(Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1), Sample.heartRate(seq: 2)]))
+                )
+                    as? [String: Any]
+            )
             var readings = try #require(json["readings"] as? [[String: Any]])
             var hr = try #require(readings[1]["hr"] as? [String: Any])
             hr.removeValue(forKey: "bpm")
@@ -181,8 +199,12 @@ struct ServerBehaviourTests {
             #expect(missing.errorField == "readings[1].hr.bpm")
 
             let version = try await s.client.send(
-                "POST", "/v1/batches", token: token, body: Data(try WireCodec.encode(Sample.batch("pi-0001", seq: 1, readings: [])))
-                    .replacingVersion())
+                "POST",
+                "/v1/batches",
+                token: token,
+                body: Data(try WireCodec.encode(Sample.batch("pi-0001", seq: 1, readings: [])))
+                    .replacingVersion()
+            )
             #expect(version.status == 400)
             #expect(version.errorField == "version")
 
@@ -194,7 +216,8 @@ struct ServerBehaviourTests {
                 "/v1/batches",
                 token: token,
                 body: try WireCodec.encode(Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1)])),
-                headers: ["Idempotency-Key": "pi-0001:2"])
+                headers: ["Idempotency-Key": "pi-0001:2"]
+            )
             #expect(keyMismatch.status == 400)
             #expect(keyMismatch.errorField == "Idempotency-Key")
 
@@ -217,14 +240,16 @@ struct ServerBehaviourTests {
             s.wall.advance(milliseconds: 60_000)
             let now = s.wall.now
             let batch = Sample.batch(
-                "pi-0001", seq: 1,
+                "pi-0001",
+                seq: 1,
                 readings: [
                     Sample.heartRate(seq: 1, wall: now - 1_000),
                     Sample.heartRate(seq: 2, wall: 0, trusted: false),
                     Sample.heartRate(seq: 3, wall: nil, trusted: false),
                     Sample.heartRate(seq: 4, wall: now + 86_400_000),
                     Sample.heartRate(seq: 5, wall: TestServer.startWall - 86_400_000),
-                ])
+                ]
+            )
             #expect(try await s.send(batch, token: token).status == 200)
             let rows = try await s.readings("pi-0001")
             let flags = rows.map { $0["time_flag"] as? String }
@@ -380,7 +405,10 @@ struct ServerBehaviourTests {
             defer { bad.close() }
             var status: Int?
             for await item in bad.items {
-                if case .status(let code) = item { status = code; break }
+                if case .status(let code) = item {
+                    status = code
+                    break
+                }
             }
             #expect(status == 400)
         }

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Native HTTPS with a certificate from a CA the test makes; reload without dropping connections.
@@ -39,9 +40,13 @@ struct ServerTLSTests {
         var logger = Logger(label: "test.tls")
         logger.logLevel = .warning
         let configuration = ServerConfiguration(
-            host: host, port: 0, storage: .sqlite(path: fixture.directory.appendingPathComponent("server.sqlite").path),
-            adminToken: TestServer.adminToken, limits: .withoutRateLimits,
-            tls: ServerTLS(certificateChainPath: fixture.certificate, privateKeyPath: fixture.key))
+            host: host,
+            port: 0,
+            storage: .sqlite(path: fixture.directory.appendingPathComponent("server.sqlite").path),
+            adminToken: TestServer.adminToken,
+            limits: .withoutRateLimits,
+            tls: ServerTLS(certificateChainPath: fixture.certificate, privateKeyPath: fixture.key)
+        )
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         let task = Task { try await group.run() }
@@ -85,7 +90,10 @@ struct ServerTLSTests {
         let loopback = try await TestCertificateAuthority.curl("https://127.0.0.1:\(port)/metrics", caFile: ca)
         let anonymous = try await TestCertificateAuthority.curl("https://\(address):\(port)/metrics", caFile: ca)
         let admin = try await TestCertificateAuthority.curl(
-            "https://\(address):\(port)/metrics", caFile: ca, headers: ["Authorization: Bearer \(TestServer.adminToken)"])
+            "https://\(address):\(port)/metrics",
+            caFile: ca,
+            headers: ["Authorization: Bearer \(TestServer.adminToken)"]
+        )
         await group.triggerGracefulShutdown()
         try await task.value
         #expect(loopback.status == 200, "\(loopback.output)")

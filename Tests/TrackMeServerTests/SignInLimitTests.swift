@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// A sign-in flood costs the flooder: attempts per address and wrong passwords per account are
@@ -32,7 +33,10 @@ struct SignInLimitTests {
         }
     }
 
-    @Test("five wrong passwords in a row: the account waits a minute (429), then signs in; the owner and the admin see the count", arguments: Backend.enabled)
+    @Test(
+        "five wrong passwords in a row: the account waits a minute (429), then signs in; the owner and the admin see the count",
+        arguments: Backend.enabled
+    )
     func perAccount(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let id = try await s.createAccount("dana")
@@ -80,7 +84,8 @@ struct SignInLimitTests {
             $0.passwordHashQueue = 4
             $0.failedSignInsBeforeDelay = 1000
         }
-        try await TestServer.with(.sqlite, limits: limits, console: { $0.bcryptCost = 12 }) { s in
+        let console: (inout ConsoleConfiguration) -> Void = { $0.bcryptCost = 12 }
+        try await TestServer.with(.sqlite, limits: limits, console: console) { s in
             try await s.createAccount("dana")
             let client = s.client
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

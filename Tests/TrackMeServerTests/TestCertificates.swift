@@ -72,7 +72,9 @@ struct TestCertificateAuthority: Sendable {
     /// `curl` over HTTPS trusting only `caFile`: the HTTP status, or nil and curl's exit code.
     static func curl(_ url: String, caFile: String, headers: [String] = []) async throws -> (status: Int?, exitCode: Int32, output: String) {
         let result = try await run(
-            "/usr/bin/curl", ["-sS", "--max-time", "10", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}"] + headers.flatMap { ["-H", $0] } + [url])
+            "/usr/bin/curl",
+            ["-sS", "--max-time", "10", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}"] + headers.flatMap { ["-H", $0] } + [url]
+        )
         return (result.status == 0 ? Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) : nil, result.status, result.output)
     }
 }

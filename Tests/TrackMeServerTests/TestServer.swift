@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// The storage backends the behaviour suite runs against.
@@ -50,8 +51,12 @@ final class TestServer: Sendable {
     /// `limits` default to the production ones with no rate limits (each test that is about
     /// limits sets its own); `storage` shares another server's database (two instances).
     static func start(
-        _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
-        storage sharedStorage: StorageLocation? = nil, console: (inout ConsoleConfiguration) -> Void = { _ in },
+        _ backend: Backend,
+        maxBodyBytes: Int = 1 << 20,
+        limits: ServerLimits = .withoutRateLimits,
+        host: String = "127.0.0.1",
+        storage sharedStorage: StorageLocation? = nil,
+        console: (inout ConsoleConfiguration) -> Void = { _ in },
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let storage: StorageLocation?
@@ -102,8 +107,12 @@ final class TestServer: Sendable {
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.
     static func with<T>(
-        _ backend: Backend, maxBodyBytes: Int = 1 << 20, limits: ServerLimits = .withoutRateLimits, host: String = "127.0.0.1",
-        console: (inout ConsoleConfiguration) -> Void = { _ in }, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ backend: Backend,
+        maxBodyBytes: Int = 1 << 20,
+        limits: ServerLimits = .withoutRateLimits,
+        host: String = "127.0.0.1",
+        console: (inout ConsoleConfiguration) -> Void = { _ in },
+        configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (TestServer) async throws -> T
     ) async throws -> T {
         let server = try await start(backend, maxBodyBytes: maxBodyBytes, limits: limits, host: host, console: console, configure: configure)
@@ -121,7 +130,11 @@ final class TestServer: Sendable {
 
     func enrol(_ deviceID: String, age: Int = 70) async throws -> String {
         let response = try await client.send(
-            "POST", "/v1/devices", token: Self.adminToken, json: ["device_id": deviceID, "person": ["name": "Ada", "age": age]])
+            "POST",
+            "/v1/devices",
+            token: Self.adminToken,
+            json: ["device_id": deviceID, "person": ["name": "Ada", "age": age]]
+        )
         try #require(response.status == 201, "enrol: \(response.text)")
         return try #require(response.object["token"] as? String)
     }
@@ -134,7 +147,12 @@ final class TestServer: Sendable {
 
     func send(_ batch: SyncBatch, token: String) async throws -> HTTPTestClient.Response {
         try await client.send(
-            "POST", "/v1/batches", token: token, body: try WireCodec.encode(batch), headers: ["Idempotency-Key": batch.idempotencyKey])
+            "POST",
+            "/v1/batches",
+            token: token,
+            body: try WireCodec.encode(batch),
+            headers: ["Idempotency-Key": batch.idempotencyKey]
+        )
     }
 
     func readings(_ deviceID: String, token: String = TestServer.adminToken, query: String = "") async throws -> [[String: Any]] {
@@ -161,21 +179,28 @@ enum Sample {
 
     static func heartRate(seq: Int64, bpm: Int = 72, wall: Int64? = TestServer.startWall, trusted: Bool = true) -> WireReading {
         WireReading(
-            sequence: seq, timestamp: timestamp(wall: wall, trusted: trusted, mono: UInt64(seq) * 1_000_000_000),
-            payload: .heartRate(HeartRateReading(bpm: bpm, contact: .detected, rrIntervals: [843, 829])))
+            sequence: seq,
+            timestamp: timestamp(wall: wall, trusted: trusted, mono: UInt64(seq) * 1_000_000_000),
+            payload: .heartRate(HeartRateReading(bpm: bpm, contact: .detected, rrIntervals: [843, 829]))
+        )
     }
 
     static func fix(seq: Int64, wall: Int64? = TestServer.startWall) -> WireReading {
         WireReading(
-            sequence: seq, timestamp: timestamp(wall: wall, mono: UInt64(seq) * 1_000_000_000),
-            payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: 44.07, longitude: -121.31)))
+            sequence: seq,
+            timestamp: timestamp(wall: wall, mono: UInt64(seq) * 1_000_000_000),
+            payload: .position(PositionFix(time: nil, mode: .threeDimensional, latitude: 44.07, longitude: -121.31))
+        )
     }
 
     static func batch(_ deviceID: String, seq: Int64, readings: [WireReading], heartbeat: Bool = true) -> SyncBatch {
         SyncBatch(
-            deviceID: deviceID, batchSequence: seq, droppedByBudget: 0,
+            deviceID: deviceID,
+            batchSequence: seq,
+            droppedByBudget: 0,
             heartbeat: heartbeat ? DeviceHeartbeat(strap: "connected", gpsd: "fix", storeDepth: readings.count, storeBytes: 4096) : nil,
-            readings: readings)
+            readings: readings
+        )
     }
 
     static func alert(_ deviceID: String, id: String = UUID().uuidString, updateSeq: Int = 0, type: AlertUpdate.UpdateType = .raised) -> AlertUpdate {
@@ -183,10 +208,19 @@ enum Sample {
         let state: AlertState = type == .cancelled ? .cancelled : (type == .resolved ? .resolved : .raised)
         return AlertUpdate(
             alert: AlertRecord(
-                id: id, deviceID: deviceID, kind: .noPulse, state: state, firstCritical: t, raised: t,
+                id: id,
+                deviceID: deviceID,
+                kind: .noPulse,
+                state: state,
+                firstCritical: t,
+                raised: t,
                 triggeringReadings: [TimedHeartRate(reading: HeartRateReading(bpm: 0, contact: .detected), timestamp: t)],
                 position: AlertPosition(fix: PositionFix(mode: .threeDimensional, latitude: 44.07, longitude: -121.31), ageMilliseconds: 800),
-                cancelReason: type == .cancelled ? .iAmSafe : nil),
-            updateSequence: updateSeq, type: type, sent: t)
+                cancelReason: type == .cancelled ? .iAmSafe : nil
+            ),
+            updateSequence: updateSeq,
+            type: type,
+            sent: t
+        )
     }
 }

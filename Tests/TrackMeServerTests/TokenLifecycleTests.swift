@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import TrackMeCore
+
 @testable import TrackMeServer
 
 /// Revocation and rotation take effect on the next request, on every instance.
@@ -52,7 +53,10 @@ struct TokenLifecycleTests {
         }
     }
 
-    @Test("a dispatcher token stops working at its expiry (401 saying so); rotating gives a full lifetime; device tokens never expire", arguments: Backend.enabled)
+    @Test(
+        "a dispatcher token stops working at its expiry (401 saying so); rotating gives a full lifetime; device tokens never expire",
+        arguments: Backend.enabled
+    )
     func dispatcherTokenExpiry(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
             let device = try await s.enrol("pi-0001")
@@ -66,7 +70,9 @@ struct TokenLifecycleTests {
             #expect((made.object["expires_ms"] as? NSNumber)?.int64Value == s.wall.now + day)
             let short = try #require(made.object["token"] as? String)
             for days in [0, 3651] {
-                #expect(try await s.client.send("POST", "/v1/dispatchers", token: TestServer.adminToken, json: ["expires_in_days": days]).status == 400)
+                #expect(
+                    try await s.client.send("POST", "/v1/dispatchers", token: TestServer.adminToken, json: ["expires_in_days": days]).status == 400
+                )
             }
 
             #expect(try await s.client.send("GET", "/v1/devices", token: short).status == 200)
@@ -145,7 +151,10 @@ struct TokenLifecycleTests {
         }
         let listed = try await run(["token", "list", "--db", database])
         #expect(listed.status == 0)
-        #expect(listed.output.split(separator: "\n").contains { $0.hasPrefix("\(id)\tdevice\tpi-0001\t") && $0.hasSuffix("\tnever") }, "\(listed.output)")
+        #expect(
+            listed.output.split(separator: "\n").contains { $0.hasPrefix("\(id)\tdevice\tpi-0001\t") && $0.hasSuffix("\tnever") },
+            "\(listed.output)"
+        )
         let rotated = try await run(["token", "rotate", id, "--db", database])
         #expect(rotated.status == 0)
         let newToken = try #require(rotated.output.split(separator: "\n").last { $0.contains(".") && !$0.contains(" ") })

@@ -1,14 +1,18 @@
 import GzipCodec
 import Testing
+
 @testable import TrackMeServer
 
 @Suite("Tokens")
 struct TokenTests {
-    @Test("SHA-256 matches the FIPS 180-4 examples", arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
+    @Test(
+        "SHA-256 matches the FIPS 180-4 examples",
+        arguments: [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        ]
+    )
     func sha256(input: String, digest: String) {
         #expect(ServerDigest.sha256Hex(input) == digest)
     }
@@ -17,11 +21,15 @@ struct TokenTests {
     func hmac() {
         #expect(
             ServerDigest.hmacSHA256Hex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
-                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        )
         #expect(
             ServerDigest.hmacSHA256Hex(
-                key: [UInt8](repeating: 0xAA, count: 131), message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
-                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+                key: [UInt8](repeating: 0xAA, count: 131),
+                message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)
+            )
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        )
     }
 
     @Test("generated tokens parse back, differ, and compare only when equal")

@@ -19,14 +19,16 @@ import TrackMeSimulation
     @Test func alertInsideItsWindowPasses() throws {
         let results = ExpectationEvaluator.evaluate(
             [.init(type: .alert, alertKind: .noPulse, fromSeconds: 600, toSeconds: 650), .init(type: .noOtherAlerts)],
-            report: try report(alerts: [(.noPulse, 636_000, 637_000)]))
+            report: try report(alerts: [(.noPulse, 636_000, 637_000)])
+        )
         #expect(results.allSatisfy { $0.passed })
     }
 
     @Test func lateAlertSaysByHowMuch() throws {
         let results = ExpectationEvaluator.evaluate(
             [.init(type: .alert, alertKind: .noPulse, fromSeconds: 600, toSeconds: 650)],
-            report: try report(alerts: [(.noPulse, 700_000, 701_000)]))
+            report: try report(alerts: [(.noPulse, 700_000, 701_000)])
+        )
         let result = try #require(results.first)
         #expect(!result.passed)
         #expect(result.message == "nearest no_pulse alert at 700 s, 50 s late")
@@ -34,7 +36,9 @@ import TrackMeSimulation
 
     @Test func unexpectedAlertIsNamed() throws {
         let results = ExpectationEvaluator.evaluate(
-            [.init(type: .noOtherAlerts)], report: try report(alerts: [(.heartRateHigh, 12_500, 13_000)]))
+            [.init(type: .noOtherAlerts)],
+            report: try report(alerts: [(.heartRateHigh, 12_500, 13_000)])
+        )
         let result = try #require(results.first)
         #expect(!result.passed)
         #expect(result.message == "1 unexpected: heart_rate_high at 12.5 s")
@@ -42,7 +46,9 @@ import TrackMeSimulation
 
     @Test func slowDeliveryFailsWithTheExcess() throws {
         let results = ExpectationEvaluator.evaluate(
-            [.init(type: .alertDeliveredWithin, seconds: 5)], report: try report(alerts: [(.noPulse, 10_000, 18_000)]))
+            [.init(type: .alertDeliveredWithin, seconds: 5)],
+            report: try report(alerts: [(.noPulse, 10_000, 18_000)])
+        )
         let result = try #require(results.first)
         #expect(!result.passed)
         #expect(result.message == "no_pulse took 8 s, 3 s over")

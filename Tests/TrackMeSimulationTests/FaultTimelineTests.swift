@@ -15,7 +15,8 @@ import TrackMeCore
                 .init(type: .manualSOS, fromSeconds: 50),
                 .init(type: .agentCrash, fromSeconds: 70.5),
             ],
-            rows: rows)
+            rows: rows
+        )
         #expect(timeline.stretchEnd(from: 0, limit: 32) == 10)
         // Windows are [from, to).
         #expect(timeline.flags[10].networkDown && timeline.flags[19].networkDown && !timeline.flags[20].networkDown)

@@ -8,11 +8,11 @@ import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
 
+@testable import TrackMeSimulation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-
-@testable import TrackMeSimulation
 
 /// The same fault timeline through the agent's lanes as the daemon runs them (their own loops on
 /// the real clock, with short intervals) and as the simulation steps them (on the virtual clock
@@ -40,9 +40,14 @@ import FoundationNetworking
     /// Short intervals for the real-clock run; the simulation uses the same ones on virtual time.
     static func syncConfiguration(_ credentials: DeviceCredentials) -> SyncConfiguration {
         SyncConfiguration(
-            deviceID: credentials.deviceID, token: credentials.token, maxBatchReadings: 8, heartbeatInterval: .seconds(2),
-            pollInterval: .milliseconds(10), sendInterval: .milliseconds(40),
-            backoff: Backoff(initial: .milliseconds(10), maximum: .milliseconds(80), jitter: 1, retryAfterCap: .milliseconds(80)))
+            deviceID: credentials.deviceID,
+            token: credentials.token,
+            maxBatchReadings: 8,
+            heartbeatInterval: .seconds(2),
+            pollInterval: .milliseconds(10),
+            sendInterval: .milliseconds(40),
+            backoff: Backoff(initial: .milliseconds(10), maximum: .milliseconds(80), jitter: 1, retryAfterCap: .milliseconds(80))
+        )
     }
 
     static func dispatchSettings() -> DispatchSettings {
@@ -60,8 +65,11 @@ import FoundationNetworking
             updates += try await rig.server.alertUpdates(alertID: id).map { "\($0.alert.id)#\($0.updateSequence):\($0.type.rawValue)" }
         }
         return Deliveries(
-            sequences: Array(Set(stored)).sorted(), duplicates: stored.count - Set(stored).count, alertUpdates: updates.sorted(),
-            duplicateAlertPosts: try await rig.counter("trackme_server_alert_updates_duplicate_total"))
+            sequences: Array(Set(stored)).sorted(),
+            duplicates: stored.count - Set(stored).count,
+            alertUpdates: updates.sorted(),
+            duplicateAlertPosts: try await rig.counter("trackme_server_alert_updates_duplicate_total")
+        )
     }
 
     struct Rig {
@@ -81,9 +89,15 @@ import FoundationNetworking
             logger.logLevel = .critical
             let server = try await TrackMeServer(
                 configuration: ServerConfiguration(
-                    host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
-                    durability: .processCrash, adminToken: "parity-admin", limits: .withoutRateLimits),
-                logger: logger)
+                    host: "127.0.0.1",
+                    port: 0,
+                    storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+                    durability: .processCrash,
+                    adminToken: "parity-admin",
+                    limits: .withoutRateLimits
+                ),
+                logger: logger
+            )
             self.server = server
             serverTask = Task { try await server.run() }
             let port = try await server.boundPort()
@@ -93,16 +107,24 @@ import FoundationNetworking
             transport = FaultInjectingTransport(base: CurlTransport(baseURL: baseURL), faults: faults)
             store = try ReadingStore(
                 configuration: StoreConfiguration(path: work.appendingPathComponent("agent.sqlite").path, durability: .processCrash),
-                logger: logger)
+                logger: logger
+            )
         }
 
         func inputs(clock: any Clock<Duration>) -> AgentCore.Inputs {
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             var inputs = AgentCore.Inputs(
-                store: store, sync: LaneParityTests.syncConfiguration(credentials), profile: PersonProfile(name: "P", age: 40),
-                dispatch: LaneParityTests.dispatchSettings(), clock: clock, transport: transport,
-                ids: SequentialAlertIDs(prefix: "parity"), timestamp: { ScenarioRunner.timestamp(0) }, logger: logger)
+                store: store,
+                sync: LaneParityTests.syncConfiguration(credentials),
+                profile: PersonProfile(name: "P", age: 40),
+                dispatch: LaneParityTests.dispatchSettings(),
+                clock: clock,
+                transport: transport,
+                ids: SequentialAlertIDs(prefix: "parity"),
+                timestamp: { ScenarioRunner.timestamp(0) },
+                logger: logger
+            )
             inputs.seed = 7
             return inputs
         }
@@ -169,7 +191,9 @@ import FoundationNetworking
         #expect(second.restored?.id == "parity-1")
         await second.lane.step()
         for event in events.takeLaneEvents() {
-            if case .delivered(alertID: let id) = event { await second.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(21_000)) }
+            if case .delivered(alertID: let id) = event {
+                await second.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(21_000))
+            }
         }
         #expect(await second.pipeline.current.openAlert?.state == .delivered)
         #expect(rig.store.pendingAlertUpdates().isEmpty)

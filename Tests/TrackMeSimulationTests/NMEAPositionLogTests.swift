@@ -31,7 +31,10 @@ import TrackMeSimulation
         #expect(!expected.isEmpty)
         // Every gpsd position appears among ours, within 1e-6 degrees (NMEA minutes carry 4-5 decimals).
         for e in expected {
-            #expect(fixes.contains { abs(($0.fix.latitude ?? 0) - e.lat) < 1e-6 && abs(($0.fix.longitude ?? 0) - e.lon) < 1e-6 }, "\(log) \(e.lat) \(e.lon)")
+            #expect(
+                fixes.contains { abs(($0.fix.latitude ?? 0) - e.lat) < 1e-6 && abs(($0.fix.longitude ?? 0) - e.lon) < 1e-6 },
+                "\(log) \(e.lat) \(e.lon)"
+            )
         }
     }
 

@@ -49,7 +49,10 @@ public struct ButtonReader: Sendable {
             let opened = tm_input_open(path)
             guard opened >= 0 else {
                 if !failing {
-                    logger.warning("button device cannot be opened", metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(opened))"])
+                    logger.warning(
+                        "button device cannot be opened",
+                        metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(opened))"]
+                    )
                     deliver(.unavailable("cannot open \(path): \(Self.describe(opened))"))
                 }
                 failing = true
@@ -58,14 +61,19 @@ public struct ButtonReader: Sendable {
             }
             let device = FileDescriptor(rawValue: opened)
             if tm_input_has_key(device.rawValue, keyCode) == 0 {
-                logger.warning("button device does not report the configured key", metadata: ["button.device": "\(path)", "button.key_code": "\(keyCode)"])
+                logger.warning(
+                    "button device does not report the configured key",
+                    metadata: ["button.device": "\(path)", "button.key_code": "\(keyCode)"]
+                )
             }
             if failing { logger.info("button device open", metadata: ["button.device": "\(path)"]) }
             failing = false
             var events = [tm_input_event](repeating: tm_input_event(), count: 16)
             var ended: Int32 = 0
             while !stop.isRaised {
-                let count = events.withUnsafeMutableBufferPointer { tm_input_read(device.rawValue, pollMilliseconds, $0.baseAddress, Int32($0.count), &ended) }
+                let count = events.withUnsafeMutableBufferPointer {
+                    tm_input_read(device.rawValue, pollMilliseconds, $0.baseAddress, Int32($0.count), &ended)
+                }
                 if count < 0 {
                     logger.warning("button device read failed", metadata: ["button.device": "\(path)", "button.error": "\(Self.describe(count))"])
                     deliver(.unavailable("read \(path): \(Self.describe(count))"))

@@ -145,8 +145,11 @@ public struct StoreConfiguration: Hashable, Sendable {
     public static let defaultKeyCredential = "trackme-store-key"
 
     public init(
-        path: String = "/var/lib/trackme/agent.sqlite", diskBudgetBytes: Int = Self.defaultDiskBudgetBytes,
-        encryption: StoreEncryptionMode = .auto, keyCredential: String = Self.defaultKeyCredential, keyFile: String? = nil
+        path: String = "/var/lib/trackme/agent.sqlite",
+        diskBudgetBytes: Int = Self.defaultDiskBudgetBytes,
+        encryption: StoreEncryptionMode = .auto,
+        keyCredential: String = Self.defaultKeyCredential,
+        keyFile: String? = nil
     ) {
         self.path = path
         self.diskBudgetBytes = diskBudgetBytes
@@ -304,7 +307,10 @@ public struct FeedbackConfiguration: Hashable, Sendable {
     public var resolvedShownSeconds: Double
 
     public init(
-        led: String? = nil, patterns: [FeedbackState: LEDPattern] = [:], command: [String]? = nil, commandTimeoutSeconds: Double = 5,
+        led: String? = nil,
+        patterns: [FeedbackState: LEDPattern] = [:],
+        command: [String]? = nil,
+        commandTimeoutSeconds: Double = 5,
         resolvedShownSeconds: Double = 30
     ) {
         self.led = led

@@ -354,7 +354,11 @@ private struct Reader {
             if let pattern = LEDPattern(text: text) {
                 feedback.patterns[state] = pattern
             } else {
-                patterns.report(patterns.node(state.rawValue), state.rawValue, "expected off, on or \"blink ON_MS OFF_MS\" (1-60000 ms), got \"\(text)\"")
+                patterns.report(
+                    patterns.node(state.rawValue),
+                    state.rawValue,
+                    "expected off, on or \"blink ON_MS OFF_MS\" (1-60000 ms), got \"\(text)\""
+                )
             }
         }
         patterns.finish(known: names)

@@ -98,8 +98,12 @@ public struct StrapStatus: Hashable, Sendable, Codable {
     public var bodyLocation: String?
 
     public init(
-        link: LinkState = .notStarted, address: String? = nil, batteryPercent: Int? = nil, lastHeartRate: LastHeartRate? = nil,
-        batteryLow: Bool? = nil, bodyLocation: String? = nil
+        link: LinkState = .notStarted,
+        address: String? = nil,
+        batteryPercent: Int? = nil,
+        lastHeartRate: LastHeartRate? = nil,
+        batteryLow: Bool? = nil,
+        bodyLocation: String? = nil
     ) {
         self.link = link
         self.address = address
@@ -270,8 +274,14 @@ public struct LimitsStatus: Hashable, Sendable, Codable {
     public var why: String
 
     public init(
-        minimumBPM: Int, minimumSource: String, maximumBPM: Int, maximumSource: String, learnedRestingBPM: Int?, learnedSamples: Int,
-        learnedSamplesNeeded: Int, why: String
+        minimumBPM: Int,
+        minimumSource: String,
+        maximumBPM: Int,
+        maximumSource: String,
+        learnedRestingBPM: Int?,
+        learnedSamples: Int,
+        learnedSamplesNeeded: Int,
+        why: String
     ) {
         self.minimumBPM = minimumBPM
         self.minimumSource = minimumSource
@@ -293,11 +303,14 @@ public struct LimitsStatus: Hashable, Sendable, Codable {
             if let resting = profile.restingHeartRate {
                 reasons.append("minimum \(limits.minimum) bpm from the profile's resting rate \(resting) bpm")
             } else {
-                reasons.append("minimum \(limits.minimum) bpm from the resting rate \(learnedRestingRate ?? 0) bpm learned from \(learnedSamples) readings")
+                reasons.append(
+                    "minimum \(limits.minimum) bpm from the resting rate \(learnedRestingRate ?? 0) bpm learned from \(learnedSamples) readings"
+                )
             }
         case .extremeBradycardia:
             reasons.append(
-                "minimum \(limits.minimum) bpm, the extreme-bradycardia default (no resting rate yet: \(learnedSamples) of \(learnedSamplesNeeded) readings learned)")
+                "minimum \(limits.minimum) bpm, the extreme-bradycardia default (no resting rate yet: \(learnedSamples) of \(learnedSamplesNeeded) readings learned)"
+            )
         case .tanakaAgePredicted, .careProfile:
             reasons.append("minimum \(limits.minimum) bpm")
         }
@@ -312,9 +325,15 @@ public struct LimitsStatus: Hashable, Sendable, Codable {
             reasons.append("maximum \(limits.maximum) bpm")
         }
         self.init(
-            minimumBPM: limits.minimum, minimumSource: limits.minimumSource.rawValue, maximumBPM: limits.maximum,
-            maximumSource: limits.maximumSource.rawValue, learnedRestingBPM: learnedRestingRate, learnedSamples: learnedSamples,
-            learnedSamplesNeeded: learnedSamplesNeeded, why: reasons.joined(separator: "; "))
+            minimumBPM: limits.minimum,
+            minimumSource: limits.minimumSource.rawValue,
+            maximumBPM: limits.maximum,
+            maximumSource: limits.maximumSource.rawValue,
+            learnedRestingBPM: learnedRestingRate,
+            learnedSamples: learnedSamples,
+            learnedSamplesNeeded: learnedSamplesNeeded,
+            why: reasons.joined(separator: "; ")
+        )
     }
 
     enum CodingKeys: String, CodingKey {

@@ -91,8 +91,13 @@ public struct StatusBoard: Hashable, Sendable {
             uptimeSeconds: uptime,
             monitoringPaused: monitoringPaused,
             strap: StrapStatus(
-                link: strapLink, address: strapAddress, batteryPercent: strapBatteryPercent, lastHeartRate: heartRate,
-                batteryLow: strapBatteryLow, bodyLocation: strapBodyLocation),
+                link: strapLink,
+                address: strapAddress,
+                batteryPercent: strapBatteryPercent,
+                lastHeartRate: heartRate,
+                batteryLow: strapBatteryLow,
+                bodyLocation: strapBodyLocation
+            ),
             gpsd: GPSDStatus(
                 connection: gpsdConnection,
                 lastFix: lastFix,

@@ -12,12 +12,15 @@ public enum StatusReport {
             case .wearer:
                 break
             case .taxi:
-                rows.append(("profile", "taxi", "state \(profile.taxi?.rawValue ?? "unknown"); position every 30 s and on a state change; manual SOS only"))
+                rows.append(
+                    ("profile", "taxi", "state \(profile.taxi?.rawValue ?? "unknown"); position every 30 s and on a state change; manual SOS only")
+                )
             case .runner:
-                let run = profile.run.map { run in
-                    "run \(run.code), \(run.showToSpectators ? "shown to spectators" : "not shown to spectators"), "
-                        + (run.checkedInMilliseconds == nil ? "not checked in" : "checked in")
-                } ?? "no run joined (trackme-agent run-join CODE)"
+                let run =
+                    profile.run.map { run in
+                        "run \(run.code), \(run.showToSpectators ? "shown to spectators" : "not shown to spectators"), "
+                            + (run.checkedInMilliseconds == nil ? "not checked in" : "checked in")
+                    } ?? "no run joined (trackme-agent run-join CODE)"
                 rows.append(("profile", "runner", run + "; position at 1 Hz"))
             }
         }

@@ -154,7 +154,10 @@ public final class StatusServer: Service, Sendable {
                 guard let event = request.taxi else {
                     response = .failure(
                         AgentControlError(
-                            code: .badRequest, message: "taxi needs one of \(TaxiStateMachine.Event.allCases.map(\.rawValue).joined(separator: ", "))"))
+                            code: .badRequest,
+                            message: "taxi needs one of \(TaxiStateMachine.Event.allCases.map(\.rawValue).joined(separator: ", "))"
+                        )
+                    )
                     break
                 }
                 response = ControlResponse(ok: true, profile: try await control.taxi(event))

@@ -56,8 +56,13 @@ public struct FeedbackService: Service {
     let report: @Sendable (Report) -> Void
 
     public init(
-        driver: FeedbackDriver, led: LEDClassDevice?, patterns: [FeedbackState: LEDPattern] = LEDPattern.defaults, hook: FeedbackHook?,
-        clock: any Clock<Duration>, logger: Logger, report: @escaping @Sendable (Report) -> Void = { _ in }
+        driver: FeedbackDriver,
+        led: LEDClassDevice?,
+        patterns: [FeedbackState: LEDPattern] = LEDPattern.defaults,
+        hook: FeedbackHook?,
+        clock: any Clock<Duration>,
+        logger: Logger,
+        report: @escaping @Sendable (Report) -> Void = { _ in }
     ) {
         self.driver = driver
         self.led = led

@@ -39,7 +39,9 @@ public enum AgentAssembly {
     /// - environment: the process environment (nil: this process's); `CREDENTIALS_DIRECTORY`
     ///   (systemd) is where the store key credential is looked for.
     public static func make(
-        configuration: AgentConfiguration, timestamps: AgentTimestamps = AgentTimestamps(), logger: Logger,
+        configuration: AgentConfiguration,
+        timestamps: AgentTimestamps = AgentTimestamps(),
+        logger: Logger,
         environment: [String: String]? = nil
     ) throws -> Parts {
         let deviceID = configuration.server.deviceID
@@ -53,11 +55,17 @@ public enum AgentAssembly {
         do {
             // systemd's StateDirectory= makes it on a Pi; elsewhere (tests, demos) the agent does.
             try FileManager.default.createDirectory(
-                atPath: (configuration.store.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                atPath: (configuration.store.path as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true
+            )
             store = try ReadingStore(
                 configuration: EdgeStore.StoreConfiguration(
-                    path: configuration.store.path, diskBudgetBytes: Int64(configuration.store.diskBudgetBytes), encryptionKey: key),
-                logger: logger)
+                    path: configuration.store.path,
+                    diskBudgetBytes: Int64(configuration.store.diskBudgetBytes),
+                    encryptionKey: key
+                ),
+                logger: logger
+            )
         } catch {
             throw StartError(description: "store.path: cannot open \(configuration.store.path): \(error)")
         }
@@ -66,7 +74,8 @@ public enum AgentAssembly {
             // `status` shows the store as memory_only with this reason.
             logger.error(
                 "store key missing or wrong; the encrypted store is kept untouched and the agent runs from memory",
-                metadata: ["store.path": "\(configuration.store.path)", "store.error": "\(problem)"])
+                metadata: ["store.path": "\(configuration.store.path)", "store.error": "\(problem)"]
+            )
         } else if let keyID = store.encryptionKeyID {
             logger.info("store encrypted at rest", metadata: ["store.path": "\(configuration.store.path)", "store.key_id": "\(keyID)"])
         }
@@ -97,15 +106,30 @@ public enum AgentAssembly {
         // The server's care settings kept from an earlier run, over the device profile's
         // settings and the configuration file's; the file's own rule overrides on top.
         let care = SyncReplyOrders.startingResolution(
-            configured: configuration.person, device: configuration.profile, overrides: configuration.sos, store: store, logger: logger)
+            configured: configuration.person,
+            device: configuration.profile,
+            overrides: configuration.sos,
+            store: store,
+            logger: logger
+        )
         let (settings, profile) = (care.settings, care.profile)
         // The one composition root, on the real clock; the simulation builds the same on its
         // virtual clock.
         var inputs = AgentCore.Inputs(
-            store: store, sync: SyncConfiguration(deviceID: deviceID, token: token, sendInterval: configuration.profile.sendInterval),
-            profile: profile, settings: settings, positionSampling: PositionSamplingPolicy(configuration: configuration.profile.sampling),
-            dispatch: dispatchSettings, clock: ContinuousClock(), transport: http, fallback: fallback(configuration.fallback),
-            ids: RandomAlertIDs(), timestamp: { timestamps.now() }, deviceState: deviceState, logger: logger)
+            store: store,
+            sync: SyncConfiguration(deviceID: deviceID, token: token, sendInterval: configuration.profile.sendInterval),
+            profile: profile,
+            settings: settings,
+            positionSampling: PositionSamplingPolicy(configuration: configuration.profile.sampling),
+            dispatch: dispatchSettings,
+            clock: ContinuousClock(),
+            transport: http,
+            fallback: fallback(configuration.fallback),
+            ids: RandomAlertIDs(),
+            timestamp: { timestamps.now() },
+            deviceState: deviceState,
+            logger: logger
+        )
         inputs.onCommit = { committed.increment(by: $0.count) }
         inputs.heartbeat = { heartbeat.heartbeat() }
         inputs.onAlertsAcknowledged = { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } }
@@ -124,17 +148,32 @@ public enum AgentAssembly {
         }
         let feedback = FeedbackDriver(
             machine: FeedbackMachine(resolvedShownFor: .milliseconds(Int64(configuration.feedback.resolvedShownSeconds * 1000))),
-            clock: ContinuousClock())
+            clock: ContinuousClock()
+        )
         // An alert still open from before the restart shows again.
         if let restored { feedback.receive(.engine(.update(restored))) }
         let control = PipelineControl(
-            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: configuration.store.diskBudgetBytes, timestamps: timestamps,
-            feedback: feedback, heartbeat: heartbeat, profile: configuration.profile,
-            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) })
+            pipeline: pipeline,
+            deviceID: deviceID,
+            storeBudgetBytes: configuration.store.diskBudgetBytes,
+            timestamps: timestamps,
+            feedback: feedback,
+            heartbeat: heartbeat,
+            profile: configuration.profile,
+            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) }
+        )
         let wipe = WipeSignal()
         let replyOrders = SyncReplyOrders(
-            person: configuration.person, device: configuration.profile, overrides: configuration.sos, store: store, pipeline: pipeline,
-            heartbeat: heartbeat, wipe: wipe, inForce: care, logger: logger)
+            person: configuration.person,
+            device: configuration.profile,
+            overrides: configuration.sos,
+            store: store,
+            pipeline: pipeline,
+            heartbeat: heartbeat,
+            wipe: wipe,
+            inForce: care,
+            logger: logger
+        )
 
         let connector: StrapConnector
         if let simulated {
@@ -150,21 +189,38 @@ public enum AgentAssembly {
             feedbackService(configuration.feedback, driver: feedback, logger: logger),
             DispatchService(lane: lane, pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             SyncService(
-                engine: sync, events: syncEvents, fromDispatchers: fromDispatchers, pipeline: pipeline, control: control, timestamps: timestamps,
-                replyOrders: replyOrders),
+                engine: sync,
+                events: syncEvents,
+                fromDispatchers: fromDispatchers,
+                pipeline: pipeline,
+                control: control,
+                timestamps: timestamps,
+                replyOrders: replyOrders
+            ),
             WipeService(signal: wipe),
             TickerService(pipeline: pipeline, control: control, timestamps: timestamps, logger: logger),
             HeartRateService(
-                link: link, simulated: simulated, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps,
-                logger: logger),
+                link: link,
+                simulated: simulated,
+                pipeline: pipeline,
+                control: control,
+                heartbeat: heartbeat,
+                timestamps: timestamps,
+                logger: logger
+            ),
             GPSService(reader: reader, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps, logger: logger),
         ]
         if let device = configuration.button.device {
             let reader = ButtonReader(path: device, keyCode: configuration.button.keyCode, logger: logger)
             services.append(
                 ButtonService(
-                    reader: reader, longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)), control: control,
-                    clock: ContinuousClock(), logger: logger))
+                    reader: reader,
+                    longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)),
+                    control: control,
+                    clock: ContinuousClock(),
+                    logger: logger
+                )
+            )
         }
         return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings, wipe: wipe)
     }
@@ -180,11 +236,15 @@ public enum AgentAssembly {
         var patterns = LEDPattern.defaults
         patterns.merge(configuration.patterns) { _, configured in configured }
         return FeedbackService(
-            driver: driver, led: configuration.led.map(LEDClassDevice.init), patterns: patterns,
+            driver: driver,
+            led: configuration.led.map(LEDClassDevice.init),
+            patterns: patterns,
             hook: configuration.command.map {
                 FeedbackHook(command: $0, timeLimit: .milliseconds(Int64(configuration.commandTimeoutSeconds * 1000)))
             },
-            clock: ContinuousClock(), logger: logger)
+            clock: ContinuousClock(),
+            logger: logger
+        )
     }
 
     /// The files `make` opens before anything starts, opened the same way (`config check`): the
@@ -258,7 +318,8 @@ public enum AgentAssembly {
             // `status`) until the right key is back.
             logger.error(
                 "device token sealed in a store whose key is missing or wrong; syncing is refused until the key is fixed",
-                metadata: ["server.token_file": "\(path)", "store.error": "\(problem)"])
+                metadata: ["server.token_file": "\(path)", "store.error": "\(problem)"]
+            )
             return ""
         }
         let token = try readToken(path)
@@ -267,7 +328,8 @@ public enum AgentAssembly {
                 try store.setDeviceState(Data(token.utf8), for: key)
                 logger.notice(
                     "device token sealed in the encrypted store; the token file can now be removed",
-                    metadata: ["server.token_file": "\(path)"])
+                    metadata: ["server.token_file": "\(path)"]
+                )
             } catch {
                 logger.warning("device token not sealed in the store; the token file is still needed", metadata: ["store.error": "\(error)"])
             }
@@ -325,7 +387,10 @@ public enum AgentAssembly {
         case .address(let text):
             guard let address = BluetoothAddress(text) else { throw StartError(description: "strap.address: not a Bluetooth address: \(text)") }
             return L2CAPConnector.connector(
-                adapter: strap.adapter, address: address, addressType: strap.addressType == .random ? .random : .public)
+                adapter: strap.adapter,
+                address: address,
+                addressType: strap.addressType == .random ? .random : .public
+            )
         }
     }
 

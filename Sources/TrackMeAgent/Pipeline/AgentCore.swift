@@ -60,10 +60,19 @@ public struct AgentCore: Sendable {
         public var logger: Logger
 
         public init(
-            store: ReadingStore, sync: SyncConfiguration, profile: PersonProfile, settings: SOSSettings = SOSSettings(),
-            positionSampling: PositionSamplingPolicy = PositionSamplingPolicy(), dispatch: DispatchSettings = DispatchSettings(),
-            clock: any Clock<Duration>, transport: any HTTPTransport, fallback: (any LocalFallback)? = nil, ids: any AlertIDGenerator,
-            timestamp: @escaping @Sendable () -> ReadingTimestamp, deviceState: AgentPipeline.DeviceState? = nil, logger: Logger
+            store: ReadingStore,
+            sync: SyncConfiguration,
+            profile: PersonProfile,
+            settings: SOSSettings = SOSSettings(),
+            positionSampling: PositionSamplingPolicy = PositionSamplingPolicy(),
+            dispatch: DispatchSettings = DispatchSettings(),
+            clock: any Clock<Duration>,
+            transport: any HTTPTransport,
+            fallback: (any LocalFallback)? = nil,
+            ids: any AlertIDGenerator,
+            timestamp: @escaping @Sendable () -> ReadingTimestamp,
+            deviceState: AgentPipeline.DeviceState? = nil,
+            logger: Logger
         ) {
             self.store = store
             self.sync = sync
@@ -100,26 +109,51 @@ public struct AgentCore: Sendable {
         // Updates journaled before a restart and never delivered go out through the lane first;
         // the lane records each delivery, so the next start does not send it again.
         let lane = DispatchLane(
-            transport: HTTPAlertTransport(transport: inputs.transport, token: inputs.sync.token), fallback: inputs.fallback,
-            clock: inputs.clock, settings: inputs.dispatch, timestamp: inputs.timestamp, restored: adopted,
+            transport: HTTPAlertTransport(transport: inputs.transport, token: inputs.sync.token),
+            fallback: inputs.fallback,
+            clock: inputs.clock,
+            settings: inputs.dispatch,
+            timestamp: inputs.timestamp,
+            restored: adopted,
             undelivered: store.pendingAlertUpdates(),
             delivered: { store.markAlertUpdateDelivered(alertID: $0.alert.id, updateSequence: $0.updateSequence) },
-            observe: inputs.onLaneEvent, logger: logger)
+            observe: inputs.onLaneEvent,
+            logger: logger
+        )
         self.lane = lane
         sync = SyncEngine(
-            store: store, transport: inputs.transport, configuration: inputs.sync, clock: inputs.clock, heartbeat: inputs.heartbeat,
-            onAlertsAcknowledged: inputs.onAlertsAcknowledged, onAlertsResolved: inputs.onAlertsResolved, onEvent: inputs.onSyncEvent,
-            logger: logger, seed: inputs.seed, correctTimes: inputs.correctTimes, alertsFirst: { await lane.alertsFirst() })
+            store: store,
+            transport: inputs.transport,
+            configuration: inputs.sync,
+            clock: inputs.clock,
+            heartbeat: inputs.heartbeat,
+            onAlertsAcknowledged: inputs.onAlertsAcknowledged,
+            onAlertsResolved: inputs.onAlertsResolved,
+            onEvent: inputs.onSyncEvent,
+            logger: logger,
+            seed: inputs.seed,
+            correctTimes: inputs.correctTimes,
+            alertsFirst: { await lane.alertsFirst() }
+        )
         let onDispatch = inputs.onDispatch
         pipeline = AgentPipeline(
             configuration: AgentPipeline.Configuration(
-                deviceID: inputs.sync.deviceID, profile: inputs.profile, settings: inputs.settings, positionSampling: inputs.positionSampling),
-            store: store, committer: committer, ids: inputs.ids, now: inputs.timestamp(), restoring: restored,
+                deviceID: inputs.sync.deviceID,
+                profile: inputs.profile,
+                settings: inputs.settings,
+                positionSampling: inputs.positionSampling
+            ),
+            store: store,
+            committer: committer,
+            ids: inputs.ids,
+            now: inputs.timestamp(),
+            restoring: restored,
             deviceState: inputs.deviceState,
             dispatch: { action in
                 await lane.submit(action)
                 await onDispatch(action)
             },
-            logger: logger)
+            logger: logger
+        )
     }
 }

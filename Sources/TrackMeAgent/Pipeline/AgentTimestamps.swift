@@ -103,8 +103,11 @@ public struct AgentTimestamps: Sendable {
         let mono = UInt64(max(0, boot.tv_sec)) * 1_000_000_000 + UInt64(max(0, boot.tv_nsec))
         let wallMilliseconds = Int64(wall.tv_sec) * 1000 + Int64(wall.tv_nsec) / 1_000_000 + (wallOffset?.milliseconds(now: mono) ?? 0)
         return ReadingTimestamp(
-            monotonicNanoseconds: mono, bootID: bootID, wallClockMilliseconds: wallMilliseconds,
-            wallClockTrusted: Self.wallClockSynchronised())
+            monotonicNanoseconds: mono,
+            bootID: bootID,
+            wallClockMilliseconds: wallMilliseconds,
+            wallClockTrusted: Self.wallClockSynchronised()
+        )
     }
 
     /// Whether the kernel considers the system clock synchronised: a read-only `adjtimex`
@@ -168,8 +171,12 @@ final class WallClockAnchors: Sendable {
             for anchor in s.correction.anchors {
                 if merged.learn(
                     ReadingTimestamp(
-                        monotonicNanoseconds: 0, bootID: anchor.bootID, wallClockMilliseconds: anchor.offsetMilliseconds, wallClockTrusted: true))
-                {
+                        monotonicNanoseconds: 0,
+                        bootID: anchor.bootID,
+                        wallClockMilliseconds: anchor.offsetMilliseconds,
+                        wallClockTrusted: true
+                    )
+                ) {
                     s.changed = true
                 }
             }

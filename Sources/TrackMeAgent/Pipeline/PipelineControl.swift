@@ -28,17 +28,33 @@ public actor PipelineControl: AgentControl {
 
     /// A device of the simulation's crowd: its profile and heartbeat, no feedback.
     package init(
-        pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, heartbeat: HeartbeatState,
+        pipeline: AgentPipeline,
+        deviceID: String,
+        storeBudgetBytes: Int,
+        timestamps: AgentTimestamps,
+        heartbeat: HeartbeatState,
         profile: DeviceProfile
     ) {
         self.init(
-            pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: heartbeat,
-            profile: profile)
+            pipeline: pipeline,
+            deviceID: deviceID,
+            storeBudgetBytes: storeBudgetBytes,
+            timestamps: timestamps,
+            feedback: nil,
+            heartbeat: heartbeat,
+            profile: profile
+        )
     }
 
     init(
-        pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps, feedback: FeedbackDriver?,
-        heartbeat: HeartbeatState?, profile: DeviceProfile = .wearer, run: RunParticipation? = nil
+        pipeline: AgentPipeline,
+        deviceID: String,
+        storeBudgetBytes: Int,
+        timestamps: AgentTimestamps,
+        feedback: FeedbackDriver?,
+        heartbeat: HeartbeatState?,
+        profile: DeviceProfile = .wearer,
+        run: RunParticipation? = nil
     ) {
         let joined = profile == .runner ? run : nil
         self.profile = profile
@@ -120,8 +136,12 @@ public actor PipelineControl: AgentControl {
         let current = await pipeline.current
         board.monitoringPaused = !current.monitoring
         board.limits = LimitsStatus(
-            limits: current.limits, profile: await pipeline.rulesInForce.profile, learnedRestingRate: current.learnedRestingRate,
-            learnedSamples: current.baselineSamples, learnedSamplesNeeded: current.baselineSamplesNeeded)
+            limits: current.limits,
+            profile: await pipeline.rulesInForce.profile,
+            learnedRestingRate: current.learnedRestingRate,
+            learnedSamples: current.baselineSamples,
+            learnedSamplesNeeded: current.baselineSamplesNeeded
+        )
         board.feedback = feedback?.shown
         board.profile = profileState
         if let open = current.openAlert {

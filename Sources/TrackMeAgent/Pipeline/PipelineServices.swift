@@ -96,8 +96,15 @@ package final class HeartbeatState: Sendable {
         let threshold = batteryWarningPercent
         return state.withLock {
             var heartbeat = DeviceHeartbeat(
-                strap: $0.strap, gpsd: $0.gpsd, storeDepth: 0, storeBytes: 0, batteryPercent: $0.battery,
-                batteryLow: $0.battery.map { $0 < threshold }, monitoringPaused: $0.paused, bodySensorLocation: $0.bodyLocation)
+                strap: $0.strap,
+                gpsd: $0.gpsd,
+                storeDepth: 0,
+                storeBytes: 0,
+                batteryPercent: $0.battery,
+                batteryLow: $0.battery.map { $0 < threshold },
+                monitoringPaused: $0.paused,
+                bodySensorLocation: $0.bodyLocation
+            )
             heartbeat.profile = $0.profile
             heartbeat.taxiState = $0.taxiState
             heartbeat.run = $0.run

@@ -30,8 +30,15 @@ final class SyncReplyOrders: Sendable {
     private let inForce: Mutex<Int64?>
 
     init(
-        person: PersonProfile, device: DeviceProfile = .wearer, overrides: SOSRuleOverrides, store: ReadingStore, pipeline: AgentPipeline,
-        heartbeat: HeartbeatState, wipe: WipeSignal, inForce: CareSettingsResolution, logger: Logger
+        person: PersonProfile,
+        device: DeviceProfile = .wearer,
+        overrides: SOSRuleOverrides,
+        store: ReadingStore,
+        pipeline: AgentPipeline,
+        heartbeat: HeartbeatState,
+        wipe: WipeSignal,
+        inForce: CareSettingsResolution,
+        logger: Logger
     ) {
         self.person = person
         self.device = device
@@ -47,7 +54,11 @@ final class SyncReplyOrders: Sendable {
 
     /// The care settings the store kept from an earlier run, resolved over the configuration.
     static func startingResolution(
-        configured person: PersonProfile, device: DeviceProfile = .wearer, overrides: SOSRuleOverrides, store: ReadingStore, logger: Logger
+        configured person: PersonProfile,
+        device: DeviceProfile = .wearer,
+        overrides: SOSRuleOverrides,
+        store: ReadingStore,
+        logger: Logger
     )
         -> CareSettingsResolution
     {
@@ -64,13 +75,17 @@ final class SyncReplyOrders: Sendable {
         if let wipeOrder = orders.wipe {
             logger.critical(
                 "the server ordered this device wiped (its person's data was erased); stopping to wipe the store",
-                metadata: ["server.ordered_ms": "\(wipeOrder.orderedMilliseconds)"])
+                metadata: ["server.ordered_ms": "\(wipeOrder.orderedMilliseconds)"]
+            )
             wipe.order()
             return
         }
         guard let settings = orders.careSettings else { return }
         if let problem = settings.problem() {
-            logger.warning("care settings from the server refused", metadata: ["care.field": "\(problem.field)", "care.problem": "\(problem.message)"])
+            logger.warning(
+                "care settings from the server refused",
+                metadata: ["care.field": "\(problem.field)", "care.problem": "\(problem.message)"]
+            )
             return
         }
         let newer = inForce.withLock { current -> Bool in
@@ -85,11 +100,15 @@ final class SyncReplyOrders: Sendable {
         do {
             try store.setDeviceState(try WireCodec.encode(settings), for: Self.stateKey)
         } catch {
-            logger.warning("care settings applied but not kept; a restart uses the previous ones until the next sync", metadata: ["store.error": "\(error)"])
+            logger.warning(
+                "care settings applied but not kept; a restart uses the previous ones until the next sync",
+                metadata: ["store.error": "\(error)"]
+            )
         }
         logger.notice(
             "care settings from the server applied",
-            metadata: ["care.version": "\(settings.version)", "care.conflicts": "\(resolution.conflicts.joined(separator: ","))"])
+            metadata: ["care.version": "\(settings.version)", "care.conflicts": "\(resolution.conflicts.joined(separator: ","))"]
+        )
     }
 }
 

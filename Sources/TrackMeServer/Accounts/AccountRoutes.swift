@@ -48,18 +48,31 @@ struct AccountRoutes: Sendable {
         if account.failedSignIns > 0 { try await store.recordSignIn(accountID: account.id) }
         let token = BearerToken.generate()
         let session = Session(
-            id: token.id, secretHash: token.secretHash, accountID: account.id, csrfToken: BearerToken.generate().secret,
-            createdMilliseconds: now, expiresMilliseconds: now + console.sessionLifetime.milliseconds)
+            id: token.id,
+            secretHash: token.secretHash,
+            accountID: account.id,
+            csrfToken: BearerToken.generate().secret,
+            createdMilliseconds: now,
+            expiresMilliseconds: now + console.sessionLifetime.milliseconds
+        )
         _ = try? await store.deleteExpiredSessions(now: now)
         try await store.insertSession(session)
-        var response = try json(.ok, SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds))
-        response.setCookie(SessionCookie.make(token.text, maxAgeSeconds: Int(console.sessionLifetime.milliseconds / 1000), secure: console.secureCookies))
+        var response = try json(
+            .ok,
+            SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds)
+        )
+        response.setCookie(
+            SessionCookie.make(token.text, maxAgeSeconds: Int(console.sessionLifetime.milliseconds / 1000), secure: console.secureCookies)
+        )
         return response
     }
 
     func current(_ request: Request) async throws -> Response {
         let (session, account) = try await authenticator.session(of: request)
-        return try json(.ok, SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds))
+        return try json(
+            .ok,
+            SessionBody(account: AccountBody(account), csrfToken: session.csrfToken, expiresMilliseconds: session.expiresMilliseconds)
+        )
     }
 
     func signOut(_ request: Request) async throws -> Response {
@@ -82,8 +95,14 @@ struct AccountRoutes: Sendable {
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         guard body.role != .device else { throw APIError.invalid("role", "devices are enrolled with POST /v1/devices") }
         let account = Account(
-            id: BearerToken.generate().id, username: body.username, displayName: displayName, role: body.role,
-            passwordHash: try await api.passwords.hash(body.password), disabled: false, createdMilliseconds: api.configuration.wallClock())
+            id: BearerToken.generate().id,
+            username: body.username,
+            displayName: displayName,
+            role: body.role,
+            passwordHash: try await api.passwords.hash(body.password),
+            disabled: false,
+            createdMilliseconds: api.configuration.wallClock()
+        )
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
         }

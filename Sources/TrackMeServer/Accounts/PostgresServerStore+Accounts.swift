@@ -11,7 +11,8 @@ extension PostgresServerStore {
             VALUES (\(account.id), \(account.username), \(account.displayName), \(account.role.rawValue), \(account.passwordHash),
                 \(account.disabled), \(account.createdMilliseconds))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -22,13 +23,17 @@ extension PostgresServerStore {
 
     func account(username: String) async throws -> Account? {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE username = \(username)", logger: logger)
+            "SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE username = \(username)",
+            logger: logger
+        )
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:)).first
     }
 
     func accounts() async throws -> [Account] {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.accountColumns) FROM accounts ORDER BY username", logger: logger)
+            "SELECT \(unescaped: Self.accountColumns) FROM accounts ORDER BY username",
+            logger: logger
+        )
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:))
     }
 
@@ -49,13 +54,15 @@ extension PostgresServerStore {
     func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws {
         try await client.query(
             "UPDATE accounts SET failed_sign_ins = failed_sign_ins + 1, last_failed_sign_in_ms = \(atMilliseconds) WHERE id = \(accountID)",
-            logger: logger)
+            logger: logger
+        )
     }
 
     func recordSignIn(accountID: String) async throws {
         try await client.query(
             "UPDATE accounts SET failed_sign_ins_before = failed_sign_ins, failed_sign_ins = 0 WHERE id = \(accountID) AND failed_sign_ins > 0",
-            logger: logger)
+            logger: logger
+        )
     }
 
     func insertSession(_ session: Session) async throws {
@@ -64,12 +71,16 @@ extension PostgresServerStore {
             INSERT INTO sessions (id, secret_hash, account_id, csrf_token, created_ms, expires_ms)
             VALUES (\(session.id), \(session.secretHash), \(session.accountID), \(session.csrfToken), \(session.createdMilliseconds),
                 \(session.expiresMilliseconds))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func session(id: String) async throws -> (Session, Account)? {
         let rows = try await client.query(
-            "SELECT secret_hash, account_id, csrf_token, created_ms, expires_ms FROM sessions WHERE id = \(id)", logger: logger)
+            "SELECT secret_hash, account_id, csrf_token, created_ms, expires_ms FROM sessions WHERE id = \(id)",
+            logger: logger
+        )
         for try await (hash, accountID, csrf, created, expires) in rows.decode((String, String, String, Int64, Int64).self) {
             guard let account = try await account(id: accountID) else { return nil }
             return (
@@ -91,8 +102,17 @@ extension PostgresServerStore {
     private static func account(from c: AccountColumns) -> Account? {
         guard let role = Role(rawValue: c.3) else { return nil }
         return Account(
-            id: c.0, username: c.1, displayName: c.2, role: role, passwordHash: c.4, disabled: c.5, createdMilliseconds: c.6,
-            failedSignIns: Int(clamping: c.7), failedSignInsBeforeLastSignIn: Int(clamping: c.8), lastFailedSignInMilliseconds: c.9)
+            id: c.0,
+            username: c.1,
+            displayName: c.2,
+            role: role,
+            passwordHash: c.4,
+            disabled: c.5,
+            createdMilliseconds: c.6,
+            failedSignIns: Int(clamping: c.7),
+            failedSignInsBeforeLastSignIn: Int(clamping: c.8),
+            lastFailedSignInMilliseconds: c.9
+        )
     }
 }
 #endif

@@ -11,7 +11,8 @@ extension SQLiteServerStore {
                 arguments: [
                     account.id, account.username, account.displayName, account.role.rawValue, account.passwordHash, account.disabled,
                     account.createdMilliseconds,
-                ])
+                ]
+            )
             return db.changesCount == 1
         }
     }
@@ -43,7 +44,8 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE accounts SET failed_sign_ins = failed_sign_ins + 1, last_failed_sign_in_ms = ? WHERE id = ?",
-                arguments: [atMilliseconds, accountID])
+                arguments: [atMilliseconds, accountID]
+            )
         }
     }
 
@@ -51,7 +53,8 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE accounts SET failed_sign_ins_before = failed_sign_ins, failed_sign_ins = 0 WHERE id = ? AND failed_sign_ins > 0",
-                arguments: [accountID])
+                arguments: [accountID]
+            )
         }
     }
 
@@ -61,7 +64,8 @@ extension SQLiteServerStore {
                 sql: "INSERT INTO sessions (id, secret_hash, account_id, csrf_token, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [
                     session.id, session.secretHash, session.accountID, session.csrfToken, session.createdMilliseconds, session.expiresMilliseconds,
-                ])
+                ]
+            )
         }
     }
 
@@ -71,9 +75,13 @@ extension SQLiteServerStore {
                 let account = try Self.account(db, where: "id = ?", try row.decode(forColumn: "account_id") as String)
             else { return nil }
             let session = Session(
-                id: id, secretHash: try row.decode(forColumn: "secret_hash"), accountID: try row.decode(forColumn: "account_id"),
+                id: id,
+                secretHash: try row.decode(forColumn: "secret_hash"),
+                accountID: try row.decode(forColumn: "account_id"),
                 csrfToken: try row.decode(forColumn: "csrf_token"),
-                createdMilliseconds: try row.decode(forColumn: "created_ms"), expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
+                createdMilliseconds: try row.decode(forColumn: "created_ms"),
+                expiresMilliseconds: try row.decode(forColumn: "expires_ms")
+            )
             return (session, account)
         }
     }
@@ -96,10 +104,16 @@ extension SQLiteServerStore {
     private static func account(from row: Row) throws -> Account? {
         guard let role = Role(rawValue: try row.decode(forColumn: "role")) else { return nil }
         return Account(
-            id: try row.decode(forColumn: "id"), username: try row.decode(forColumn: "username"),
-            displayName: try row.decode(forColumn: "display_name"), role: role, passwordHash: try row.decode(forColumn: "password_hash"),
-            disabled: try row.decode(forColumn: "disabled"), createdMilliseconds: try row.decode(forColumn: "created_ms"),
-            failedSignIns: try row.decode(forColumn: "failed_sign_ins"), failedSignInsBeforeLastSignIn: try row.decode(forColumn: "failed_sign_ins_before"),
-            lastFailedSignInMilliseconds: try row.decode(forColumn: "last_failed_sign_in_ms"))
+            id: try row.decode(forColumn: "id"),
+            username: try row.decode(forColumn: "username"),
+            displayName: try row.decode(forColumn: "display_name"),
+            role: role,
+            passwordHash: try row.decode(forColumn: "password_hash"),
+            disabled: try row.decode(forColumn: "disabled"),
+            createdMilliseconds: try row.decode(forColumn: "created_ms"),
+            failedSignIns: try row.decode(forColumn: "failed_sign_ins"),
+            failedSignInsBeforeLastSignIn: try row.decode(forColumn: "failed_sign_ins_before"),
+            lastFailedSignInMilliseconds: try row.decode(forColumn: "last_failed_sign_in_ms")
+        )
     }
 }

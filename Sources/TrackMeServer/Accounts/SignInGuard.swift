@@ -38,6 +38,8 @@ final class SignInGuard: Sendable {
         guard waited < delayMilliseconds else { return }
         let seconds = Int((delayMilliseconds - waited + 999) / 1000)
         throw APIError.tooManyRequests(
-            "\(account.failedSignIns) wrong passwords in a row for this account: try again later", retryAfterSeconds: max(1, seconds))
+            "\(account.failedSignIns) wrong passwords in a row for this account: try again later",
+            retryAfterSeconds: max(1, seconds)
+        )
     }
 }

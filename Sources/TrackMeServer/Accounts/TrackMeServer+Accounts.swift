@@ -7,8 +7,14 @@ extension TrackMeServer {
         guard Account.isValidUsername(username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
         guard PasswordHasher.passwordBytes.contains(password.utf8.count) else { throw APIError.invalid("password", "must be 8-72 bytes") }
         let account = Account(
-            id: BearerToken.generate().id, username: username, displayName: displayName, role: dispatcher ? .dispatcher : .admin,
-            passwordHash: try await api.passwords.hash(password), disabled: false, createdMilliseconds: configuration.wallClock())
+            id: BearerToken.generate().id,
+            username: username,
+            displayName: displayName,
+            role: dispatcher ? .dispatcher : .admin,
+            passwordHash: try await api.passwords.hash(password),
+            disabled: false,
+            createdMilliseconds: configuration.wallClock()
+        )
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(username) is taken")
         }
@@ -18,8 +24,12 @@ extension TrackMeServer {
     /// notifier is configured): tells the contacts now due of unacknowledged alerts. Returns how many.
     @discardableResult
     public func escalateToContacts() async throws -> Int {
-        return try await ContactEscalation(
-            store: store, console: configuration.console, wallClock: configuration.wallClock, clock: configuration.clock, logger: logger
+        try await ContactEscalation(
+            store: store,
+            console: configuration.console,
+            wallClock: configuration.wallClock,
+            clock: configuration.clock,
+            logger: logger
         ).run(baseURL: try await contactLinkBase())
     }
 

@@ -46,7 +46,9 @@ struct AlertRoutes: Sendable {
         guard let row = try await store.alertRow(id: id) else { throw APIError.notFound("no alert \(id)") }
         let now = api.configuration.wallClock()
         let span = AccessPolicy.AlertSpan(
-            openedMilliseconds: row.createdMilliseconds, closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds))
+            openedMilliseconds: row.createdMilliseconds,
+            closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds)
+        )
         let subject = AccessPolicy.Subject(personID: row.deviceID, deviceIDs: [row.deviceID], alerts: [span])
         guard policy.decide(principal, subject: subject, now: now).isAllowed else {
             throw APIError.forbidden("this alert closed too long ago for its person's data to be shown")
@@ -62,7 +64,14 @@ struct AlertRoutes: Sendable {
         try await names.name(&summary)
         let readings = try await store.readings(
             ReadingQuery(
-                deviceID: row.deviceID, fromMilliseconds: windowFrom, toMilliseconds: windowTo, kind: .heartRate, afterSequence: 0, limit: 1000))
+                deviceID: row.deviceID,
+                fromMilliseconds: windowFrom,
+                toMilliseconds: windowTo,
+                kind: .heartRate,
+                afterSequence: 0,
+                limit: 1000
+            )
+        )
         var heartRate: [HeartRatePoint] = []
         for reading in readings {
             guard let wire = try? WireCodec.decode(WireReading.self, from: Data(reading.body.utf8)), case .heartRate(let hr) = wire.payload else {
@@ -74,7 +83,10 @@ struct AlertRoutes: Sendable {
         let body = AlertDetail(
             alert: summary,
             timeline: AlertTimeline.build(
-                row: row, updates: updates, notes: notes, attempts: try await store.contactAttempts(alertID: id),
+                row: row,
+                updates: updates,
+                notes: notes,
+                attempts: try await store.contactAttempts(alertID: id),
                 maxAttempts: api.configuration.console.contactRetry.attempts
             ).map { entry in
                 var entry = entry
@@ -83,7 +95,10 @@ struct AlertRoutes: Sendable {
                 return entry
             },
             notes: notes,
-            track: AlertTimeline.track(updates), heartRate: heartRate, device: device)
+            track: AlertTimeline.track(updates),
+            heartRate: heartRate,
+            device: device
+        )
         return try json(.ok, body)
     }
 

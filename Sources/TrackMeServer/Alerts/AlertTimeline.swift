@@ -31,7 +31,11 @@ enum AlertTimeline {
     }
 
     static func build(
-        row: AlertDeskRow, updates: [AlertUpdateRow], notes: [AlertNote], attempts: [ContactAttempt] = [], maxAttempts: Int = 1
+        row: AlertDeskRow,
+        updates: [AlertUpdateRow],
+        notes: [AlertNote],
+        attempts: [ContactAttempt] = [],
+        maxAttempts: Int = 1
     ) -> [TimelineEntry] {
         var entries: [TimelineEntry] = []
         let decoded = updates.compactMap { update in
@@ -53,14 +57,21 @@ enum AlertTimeline {
         for (row, update) in decoded {
             if let previous = kind, update.alert.kind != previous {
                 entries.append(
-                    TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "kind_changed", detail: "\(previous.rawValue) → \(Self.kindText(update.alert))"))
+                    TimelineEntry(
+                        atMilliseconds: row.receivedMilliseconds,
+                        event: "kind_changed",
+                        detail: "\(previous.rawValue) → \(Self.kindText(update.alert))"
+                    )
+                )
             }
             kind = update.alert.kind
             switch update.type {
             case .raised, .position, .kindChanged:
                 break
             case .cancelled:
-                entries.append(TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "cancelled", detail: update.alert.cancelReason?.rawValue))
+                entries.append(
+                    TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "cancelled", detail: update.alert.cancelReason?.rawValue)
+                )
             case .resolved:
                 entries.append(TimelineEntry(atMilliseconds: row.receivedMilliseconds, event: "closed_on_device", detail: nil))
             }
@@ -112,8 +123,10 @@ enum AlertTimeline {
         if let text = attempt.detail { detail += ": \(text)" }
         if result != .told, attempt.attempt >= maxAttempts { detail += "; no more attempts" }
         return TimelineEntry(
-            atMilliseconds: attempt.finishedMilliseconds ?? attempt.startedMilliseconds, event: result == .told ? "contact_notified" : "contact_failed",
-            detail: detail)
+            atMilliseconds: attempt.finishedMilliseconds ?? attempt.startedMilliseconds,
+            event: result == .told ? "contact_notified" : "contact_failed",
+            detail: detail
+        )
     }
 
     /// The positions the alert's updates carried (1 Hz while open), oldest first, repeats dropped.

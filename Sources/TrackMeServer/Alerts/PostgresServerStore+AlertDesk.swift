@@ -14,14 +14,18 @@ extension PostgresServerStore {
                     a.outcome, a.resolved_ms, a.resolved_by, d.person
                 FROM alerts a JOIN devices d ON d.device_id = a.device_id
                 WHERE a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled') ORDER BY a.created_ms DESC
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             : try await client.query(
                 """
                 SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
                     a.outcome, a.resolved_ms, a.resolved_by, d.person
                 FROM alerts a JOIN devices d ON d.device_id = a.device_id
                 WHERE NOT (a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled')) ORDER BY a.updated_ms DESC LIMIT \(Int64(max(1, limit)))
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         return try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:))
     }
 
@@ -35,13 +39,17 @@ extension PostgresServerStore {
             SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
                 a.outcome, a.resolved_ms, a.resolved_by, d.person
             FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.alert_id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await collect(rows.decode(DeskColumns.self)).map(deskRow(from:)).first
     }
 
     func alertUpdates(alertID: String) async throws -> [AlertUpdateRow] {
         let rows = try await client.query(
-            "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = \(alertID) ORDER BY update_seq", logger: logger)
+            "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = \(alertID) ORDER BY update_seq",
+            logger: logger
+        )
         return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
             AlertUpdateRow(updateSequence: $0.0, type: $0.1, body: $0.2, receivedMilliseconds: $0.3)
         }
@@ -53,7 +61,8 @@ extension PostgresServerStore {
             try await Self.lockFeed(connection, logger: logger)
             var found: (String, String, String?)?
             for try await row in try await connection.query(
-                "SELECT device_id, state, outcome FROM alerts WHERE alert_id = \(id) FOR UPDATE", logger: logger
+                "SELECT device_id, state, outcome FROM alerts WHERE alert_id = \(id) FOR UPDATE",
+                logger: logger
             ).decode((String, String, String?).self) {
                 found = row
             }
@@ -61,9 +70,11 @@ extension PostgresServerStore {
             guard existing == nil, state != "resolved", state != "cancelled" else { return .alreadyClosed(deviceID: deviceID) }
             try await connection.query(
                 "UPDATE alerts SET outcome = \(outcome.rawValue), resolved_ms = \(atMilliseconds), resolved_by = \(actor) WHERE alert_id = \(id)",
-                logger: logger)
+                logger: logger
+            )
             let data = try StoreJSON.encode(
-                AlertResolvedData(alertID: id, deviceID: deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
+                AlertResolvedData(alertID: id, deviceID: deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor)
+            )
             try await Self.appendFeed(connection, kind: FeedKind.alertResolved, data: data, at: atMilliseconds, logger: logger)
             return .resolved(deviceID: deviceID)
         }
@@ -83,14 +94,21 @@ extension PostgresServerStore {
             }
             let note = AlertNote(id: id, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
             try await Self.appendFeed(
-                connection, kind: FeedKind.alertNote, data: try StoreJSON.encode(AlertNoteReference(note)), at: atMilliseconds, logger: logger)
+                connection,
+                kind: FeedKind.alertNote,
+                data: try StoreJSON.encode(AlertNoteReference(note)),
+                at: atMilliseconds,
+                logger: logger
+            )
             return note
         }
     }
 
     func notes(alertID: String) async throws -> [AlertNote] {
         let rows = try await client.query(
-            "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = \(alertID) ORDER BY id", logger: logger)
+            "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = \(alertID) ORDER BY id",
+            logger: logger
+        )
         return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
             AlertNote(id: $0.0, alertID: alertID, author: $0.1, text: $0.2, createdMilliseconds: $0.3)
         }
@@ -98,7 +116,9 @@ extension PostgresServerStore {
 
     func deviceRows() async throws -> [DeviceStatusRow] {
         let rows = try await client.query(
-            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id", logger: logger)
+            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id",
+            logger: logger
+        )
         return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).map {
             DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
         }
@@ -119,7 +139,9 @@ extension PostgresServerStore {
                 UNION ALL
                 SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = \(alertID) AND type = ANY(\(others))) u
             ORDER BY update_seq
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await collect(rows.decode((Int64, String, String, Int64).self)).map {
             AlertUpdateRow(updateSequence: $0.0, type: $0.1, body: $0.2, receivedMilliseconds: $0.3)
         }
@@ -127,7 +149,9 @@ extension PostgresServerStore {
 
     func deviceRow(id: String) async throws -> DeviceStatusRow? {
         let rows = try await client.query(
-            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = \(id)", logger: logger)
+            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = \(id)",
+            logger: logger
+        )
         return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).first.map {
             DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
         }
@@ -136,15 +160,26 @@ extension PostgresServerStore {
     func feedFloor(sinceMilliseconds: Int64) async throws -> Int64 {
         let rows = try await client.query(
             "SELECT coalesce((SELECT min(id) FROM feed WHERE at_ms >= \(sinceMilliseconds)) - 1, (SELECT coalesce(max(id), 0) FROM feed))::BIGINT",
-            logger: logger)
+            logger: logger
+        )
         return try await collect(rows.decode(Int64.self)).first ?? 0
     }
 
     private static func deskRow(from c: DeskColumns) -> AlertDeskRow {
         AlertDeskRow(
-            alertID: c.0, deviceID: c.1, record: c.2, state: c.3, createdMilliseconds: c.4, updatedMilliseconds: c.5,
-            acknowledgedMilliseconds: c.6, acknowledgedBy: c.7, outcome: c.8.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: c.9,
-            resolvedBy: c.10, person: c.11)
+            alertID: c.0,
+            deviceID: c.1,
+            record: c.2,
+            state: c.3,
+            createdMilliseconds: c.4,
+            updatedMilliseconds: c.5,
+            acknowledgedMilliseconds: c.6,
+            acknowledgedBy: c.7,
+            outcome: c.8.flatMap(AlertOutcome.init(rawValue:)),
+            resolvedMilliseconds: c.9,
+            resolvedBy: c.10,
+            person: c.11
+        )
     }
 }
 #endif

@@ -23,10 +23,16 @@ extension SQLiteServerStore {
     func alertUpdates(alertID: String) async throws -> [AlertUpdateRow] {
         try await pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? ORDER BY update_seq", arguments: [alertID]
+                db,
+                sql: "SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? ORDER BY update_seq",
+                arguments: [alertID]
             ).map {
-                AlertUpdateRow(updateSequence: try $0.decode(forColumn: "update_seq"), type: try $0.decode(forColumn: "type"),
-                body: try $0.decode(forColumn: "body"), receivedMilliseconds: try $0.decode(forColumn: "received_ms"))
+                AlertUpdateRow(
+                    updateSequence: try $0.decode(forColumn: "update_seq"),
+                    type: try $0.decode(forColumn: "type"),
+                    body: try $0.decode(forColumn: "body"),
+                    receivedMilliseconds: try $0.decode(forColumn: "received_ms")
+                )
             }
         }
     }
@@ -43,11 +49,15 @@ extension SQLiteServerStore {
                         UNION ALL
                         SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? AND type IN (\(others)))
                     ORDER BY update_seq
-                    """, arguments: [alertID, recentPositions, alertID]
+                    """,
+                arguments: [alertID, recentPositions, alertID]
             ).map { row in
                 AlertUpdateRow(
-                    updateSequence: try row.decode(forColumn: "update_seq"), type: try row.decode(forColumn: "type"),
-                    body: try row.decode(forColumn: "body"), receivedMilliseconds: try row.decode(forColumn: "received_ms"))
+                    updateSequence: try row.decode(forColumn: "update_seq"),
+                    type: try row.decode(forColumn: "type"),
+                    body: try row.decode(forColumn: "body"),
+                    receivedMilliseconds: try row.decode(forColumn: "received_ms")
+                )
             }
         }
     }
@@ -55,12 +65,18 @@ extension SQLiteServerStore {
     func deviceRow(id: String) async throws -> DeviceStatusRow? {
         try await pool.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = ?", arguments: [id]
+                db,
+                sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = ?",
+                arguments: [id]
             ).map { row in
                 DeviceStatusRow(
-                    deviceID: try row.decode(forColumn: "device_id"), person: try row.decode(forColumn: "person"),
-                    enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"), lastSeenMilliseconds: try row.decode(forColumn: "last_seen_ms"),
-                    silent: try row.decode(forColumn: "silent"), heartbeat: try row.decode(forColumn: "heartbeat"))
+                    deviceID: try row.decode(forColumn: "device_id"),
+                    person: try row.decode(forColumn: "person"),
+                    enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"),
+                    lastSeenMilliseconds: try row.decode(forColumn: "last_seen_ms"),
+                    silent: try row.decode(forColumn: "silent"),
+                    heartbeat: try row.decode(forColumn: "heartbeat")
+                )
             }
         }
     }
@@ -71,9 +87,11 @@ extension SQLiteServerStore {
             guard row.isOpen else { return .alreadyClosed(deviceID: row.deviceID) }
             try db.execute(
                 sql: "UPDATE alerts SET outcome = ?, resolved_ms = ?, resolved_by = ? WHERE alert_id = ?",
-                arguments: [outcome.rawValue, atMilliseconds, actor, id])
+                arguments: [outcome.rawValue, atMilliseconds, actor, id]
+            )
             let data = try StoreJSON.encode(
-                AlertResolvedData(alertID: id, deviceID: row.deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor))
+                AlertResolvedData(alertID: id, deviceID: row.deviceID, outcome: outcome, resolvedMilliseconds: atMilliseconds, resolvedBy: actor)
+            )
             try Self.appendFeed(db, kind: FeedKind.alertResolved, data: data, at: atMilliseconds)
             return .resolved(deviceID: row.deviceID)
         }
@@ -84,7 +102,8 @@ extension SQLiteServerStore {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM alerts WHERE alert_id = ?", arguments: [alertID]) != nil else { return nil }
             try db.execute(
                 sql: "INSERT INTO alert_notes (alert_id, author, text, created_ms) VALUES (?, ?, ?, ?)",
-                arguments: [alertID, author, text, atMilliseconds])
+                arguments: [alertID, author, text, atMilliseconds]
+            )
             let note = AlertNote(id: db.lastInsertedRowID, alertID: alertID, author: author, text: text, createdMilliseconds: atMilliseconds)
             try Self.appendFeed(db, kind: FeedKind.alertNote, data: try StoreJSON.encode(AlertNoteReference(note)), at: atMilliseconds)
             return note
@@ -93,9 +112,15 @@ extension SQLiteServerStore {
 
     func notes(alertID: String) async throws -> [AlertNote] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = ? ORDER BY id", arguments: [alertID]).map {
-                AlertNote(id: try $0.decode(forColumn: "id"), alertID: alertID, author: try $0.decode(forColumn: "author"),
-                text: try $0.decode(forColumn: "text"), createdMilliseconds: try $0.decode(forColumn: "created_ms"))
+            try Row.fetchAll(db, sql: "SELECT id, author, text, created_ms FROM alert_notes WHERE alert_id = ? ORDER BY id", arguments: [alertID]).map
+            {
+                AlertNote(
+                    id: try $0.decode(forColumn: "id"),
+                    alertID: alertID,
+                    author: try $0.decode(forColumn: "author"),
+                    text: try $0.decode(forColumn: "text"),
+                    createdMilliseconds: try $0.decode(forColumn: "created_ms")
+                )
             }
         }
     }
@@ -104,9 +129,13 @@ extension SQLiteServerStore {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id").map {
                 DeviceStatusRow(
-                    deviceID: try $0.decode(forColumn: "device_id"), person: try $0.decode(forColumn: "person"),
-                    enrolledMilliseconds: try $0.decode(forColumn: "enrolled_ms"), lastSeenMilliseconds: try $0.decode(forColumn: "last_seen_ms"),
-                    silent: try $0.decode(forColumn: "silent"), heartbeat: try $0.decode(forColumn: "heartbeat"))
+                    deviceID: try $0.decode(forColumn: "device_id"),
+                    person: try $0.decode(forColumn: "person"),
+                    enrolledMilliseconds: try $0.decode(forColumn: "enrolled_ms"),
+                    lastSeenMilliseconds: try $0.decode(forColumn: "last_seen_ms"),
+                    silent: try $0.decode(forColumn: "silent"),
+                    heartbeat: try $0.decode(forColumn: "heartbeat")
+                )
             }
         }
     }
@@ -118,26 +147,37 @@ extension SQLiteServerStore {
     func feedFloor(sinceMilliseconds: Int64) async throws -> Int64 {
         try await pool.read { db in
             try Int64.fetchOne(
-                db, sql: "SELECT coalesce((SELECT min(id) FROM feed WHERE at_ms >= ?) - 1, (SELECT coalesce(max(id), 0) FROM feed))",
-                arguments: [sinceMilliseconds]) ?? 0
+                db,
+                sql: "SELECT coalesce((SELECT min(id) FROM feed WHERE at_ms >= ?) - 1, (SELECT coalesce(max(id), 0) FROM feed))",
+                arguments: [sinceMilliseconds]
+            ) ?? 0
         }
     }
 
     private static func deskRow(_ db: Database, id: String) throws -> AlertDeskRow? {
-        try Row.fetchOne(db, sql: "SELECT \(deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.alert_id = ?", arguments: [id])
-            .map(deskRow(from:))
+        try Row.fetchOne(
+            db,
+            sql: "SELECT \(deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.alert_id = ?",
+            arguments: [id]
+        )
+        .map(deskRow(from:))
     }
 
     private static func deskRow(from row: Row) throws -> AlertDeskRow {
         let outcome: String? = try row.decode(forColumn: "outcome")
         return AlertDeskRow(
-            alertID: try row.decode(forColumn: "alert_id"), deviceID: try row.decode(forColumn: "device_id"),
-            record: try row.decode(forColumn: "record"), state: try row.decode(forColumn: "state"),
+            alertID: try row.decode(forColumn: "alert_id"),
+            deviceID: try row.decode(forColumn: "device_id"),
+            record: try row.decode(forColumn: "record"),
+            state: try row.decode(forColumn: "state"),
             createdMilliseconds: try row.decode(forColumn: "created_ms"),
-            updatedMilliseconds: try row.decode(forColumn: "updated_ms"), acknowledgedMilliseconds: try row.decode(forColumn: "acknowledged_ms"),
+            updatedMilliseconds: try row.decode(forColumn: "updated_ms"),
+            acknowledgedMilliseconds: try row.decode(forColumn: "acknowledged_ms"),
             acknowledgedBy: try row.decode(forColumn: "acknowledged_by"),
-            outcome: outcome.flatMap(AlertOutcome.init(rawValue:)), resolvedMilliseconds: try row.decode(forColumn: "resolved_ms"),
+            outcome: outcome.flatMap(AlertOutcome.init(rawValue:)),
+            resolvedMilliseconds: try row.decode(forColumn: "resolved_ms"),
             resolvedBy: try row.decode(forColumn: "resolved_by"),
-            person: try row.decode(forColumn: "person"))
+            person: try row.decode(forColumn: "person")
+        )
     }
 }

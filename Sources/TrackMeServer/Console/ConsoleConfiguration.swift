@@ -60,7 +60,10 @@ public struct ConsoleConfiguration: Sendable {
     }
 
     public init(
-        sessionLifetime: Duration = .seconds(12 * 3600), secureCookies: Bool = false, bcryptCost: UInt8 = 12, tileURL: String? = nil,
+        sessionLifetime: Duration = .seconds(12 * 3600),
+        secureCookies: Bool = false,
+        bcryptCost: UInt8 = 12,
+        tileURL: String? = nil,
         leafletDirectory: String = "/usr/share/javascript/leaflet"
     ) {
         self.sessionLifetime = sessionLifetime

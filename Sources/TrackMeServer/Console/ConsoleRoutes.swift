@@ -26,7 +26,8 @@ struct ConsoleRoutes: Sendable {
 
     /// The tile server's origin, which the page's policy must let images come from.
     var tileOrigin: String? {
-        guard let tileURL = console.tileURL, let components = URLComponents(string: tileURL.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+        guard let tileURL = console.tileURL,
+            let components = URLComponents(string: tileURL.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
             let scheme = components.scheme, let host = components.host
         else { return nil }
         return "\(scheme)://\(host)\(components.port.map { ":\($0)" } ?? "")"
@@ -46,15 +47,18 @@ struct ConsoleRoutes: Sendable {
     /// A file of the Leaflet distribution: only plain relative names (no `..`, no hidden files).
     func leaflet(_ path: String) throws -> Response {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        let plain = !parts.isEmpty && parts.allSatisfy { part in
-            !part.isEmpty && !part.hasPrefix(".") && part.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-                case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): true
-                default: false
-                }
+        let plain =
+            !parts.isEmpty
+            && parts.allSatisfy { part in
+                !part.isEmpty && !part.hasPrefix(".")
+                    && part.utf8.allSatisfy { byte in
+                        switch byte {
+                        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+                        case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+                        default: false
+                        }
+                    }
             }
-        }
         guard plain, let data = FileManager.default.contents(atPath: console.leafletDirectory + "/" + path) else {
             throw APIError.notFound("no asset \(path)")
         }

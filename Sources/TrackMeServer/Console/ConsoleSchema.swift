@@ -37,7 +37,8 @@ enum ConsoleSchema {
                     ALTER TABLE alerts ADD COLUMN resolved_ms INTEGER;
                     ALTER TABLE alerts ADD COLUMN resolved_by TEXT;
                     CREATE INDEX alerts_device ON alerts (device_id);
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("console-2") { db in
             try db.execute(
@@ -51,7 +52,8 @@ enum ConsoleSchema {
                         confirmed_ms INTEGER,
                         PRIMARY KEY (alert_id, contact_index)
                     );
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("console-3-sign-in-failures") { db in
             try db.execute(
@@ -59,7 +61,8 @@ enum ConsoleSchema {
                     ALTER TABLE accounts ADD COLUMN failed_sign_ins INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE accounts ADD COLUMN failed_sign_ins_before INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE accounts ADD COLUMN last_failed_sign_in_ms INTEGER;
-                    """)
+                    """
+            )
         }
         migrator.registerMigration("console-4-contact-attempts") { db in
             for statement in contactAttempts { try db.execute(sql: statement) }

@@ -26,7 +26,11 @@ struct ContactEscalation: Sendable {
             guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
             let now = wallClock()
             let due = ContactSchedule.due(
-                settings: console.contactSchedule, openedMilliseconds: row.createdMilliseconds, nowMilliseconds: now, contacts: contacts.count)
+                settings: console.contactSchedule,
+                openedMilliseconds: row.createdMilliseconds,
+                nowMilliseconds: now,
+                contacts: contacts.count
+            )
             guard due > 0 else { continue }
             let attempts = try await store.contactAttempts(alertID: row.alertID)
             for index in 0..<due {
@@ -34,8 +38,15 @@ struct ContactEscalation: Sendable {
                 guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()) else { continue }
                 guard let notification = try await notification(alertID: row.alertID, contactIndex: index) else { continue }
                 let result = try await attempt(
-                    number, purpose: .escalation, command: command, row: row, person: person, contact: contacts[index],
-                    notification: notification, baseURL: baseURL)
+                    number,
+                    purpose: .escalation,
+                    command: command,
+                    row: row,
+                    person: person,
+                    contact: contacts[index],
+                    notification: notification,
+                    baseURL: baseURL
+                )
                 if result == .told { told += 1 }
             }
         }
@@ -57,8 +68,15 @@ struct ContactEscalation: Sendable {
                     let notification = try await store.contactNotification(alertID: row.alertID, contactIndex: index)
                 else { continue }
                 let result = try await attempt(
-                    number, purpose: .closed, command: command, row: row, person: person, contact: contacts[index], notification: notification,
-                    baseURL: baseURL)
+                    number,
+                    purpose: .closed,
+                    command: command,
+                    row: row,
+                    person: person,
+                    contact: contacts[index],
+                    notification: notification,
+                    baseURL: baseURL
+                )
                 if result == .told { told += 1 }
             }
         }
@@ -70,23 +88,40 @@ struct ContactEscalation: Sendable {
     func notification(alertID: String, contactIndex: Int) async throws -> ContactNotification? {
         let now = wallClock()
         let fresh = ContactNotification(
-            alertID: alertID, contactIndex: contactIndex, nonce: BearerToken.generate().secret,
-            expiresMilliseconds: now + console.contactLinkLifetime.milliseconds)
+            alertID: alertID,
+            contactIndex: contactIndex,
+            nonce: BearerToken.generate().secret,
+            expiresMilliseconds: now + console.contactLinkLifetime.milliseconds
+        )
         if try await store.insertContactNotification(fresh, createdMilliseconds: now) { return fresh }
         return try await store.contactNotification(alertID: alertID, contactIndex: contactIndex)
     }
 
     /// Claims attempt `number` and runs the notifier once; nil if another instance claimed it.
     func attempt(
-        _ number: Int, purpose: ContactPurpose, command: String, row: AlertDeskRow, person: PersonProfile, contact: EmergencyContact,
-        notification: ContactNotification, baseURL: String
+        _ number: Int,
+        purpose: ContactPurpose,
+        command: String,
+        row: AlertDeskRow,
+        person: PersonProfile,
+        contact: EmergencyContact,
+        notification: ContactNotification,
+        baseURL: String
     ) async throws -> ContactAttemptResult? {
         var attempt = ContactAttempt(
-            alertID: row.alertID, contactIndex: notification.contactIndex, purpose: purpose, attempt: number, startedMilliseconds: wallClock())
+            alertID: row.alertID,
+            contactIndex: notification.contactIndex,
+            purpose: purpose,
+            attempt: number,
+            startedMilliseconds: wallClock()
+        )
         guard try await store.claimContactAttempt(attempt) else { return nil }
         let link = ContactLink(
-            alertID: row.alertID, contactIndex: notification.contactIndex, expiresMilliseconds: notification.expiresMilliseconds,
-            nonce: notification.nonce)
+            alertID: row.alertID,
+            contactIndex: notification.contactIndex,
+            expiresMilliseconds: notification.expiresMilliseconds,
+            nonce: notification.nonce
+        )
         let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind.rawValue ?? ""
         var environment = [
             "TRACKME_CONTACT_NAME": contact.name, "TRACKME_CONTACT_PHONE": contact.phone ?? "", "TRACKME_CONTACT_EMAIL": contact.email ?? "",

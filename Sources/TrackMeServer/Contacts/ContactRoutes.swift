@@ -12,8 +12,12 @@ struct ContactRoutes: Sendable {
 
     var escalation: ContactEscalation {
         ContactEscalation(
-            store: api.store, console: api.configuration.console, wallClock: api.configuration.wallClock, clock: api.configuration.clock,
-            logger: api.logger)
+            store: api.store,
+            console: api.configuration.console,
+            wallClock: api.configuration.wallClock,
+            clock: api.configuration.clock,
+            logger: api.logger
+        )
     }
 
     func register(on router: Router<ServerRequestContext>) {

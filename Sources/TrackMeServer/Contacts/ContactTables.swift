@@ -17,6 +17,6 @@ extension PersonalTables {
                 .init(kind: .alertUpdates, sql: "created_ms < ? AND alert_id IN (\(closedIDs))"),
                 .init(kind: .closedAlerts, sql: "alert_id IN (\(expiredIDs))"),
             ]
-        )
+        ),
     ]
 }

@@ -9,7 +9,8 @@ extension PostgresServerStore {
             VALUES (\(notification.alertID), \(notification.contactIndex), \(notification.nonce), \(createdMilliseconds),
                 \(notification.expiresMilliseconds))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -17,7 +18,9 @@ extension PostgresServerStore {
         let rows = try await client.query(
             """
             SELECT nonce, expires_ms, confirmed_ms FROM contact_notifications WHERE alert_id = \(alertID) AND contact_index = \(contactIndex)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await collect(rows.decode((String, Int64, Int64?).self)).first.map {
             ContactNotification(alertID: alertID, contactIndex: contactIndex, nonce: $0.0, expiresMilliseconds: $0.1, confirmedMilliseconds: $0.2)
         }
@@ -28,7 +31,8 @@ extension PostgresServerStore {
             """
             UPDATE contact_notifications SET confirmed_ms = \(atMilliseconds)
             WHERE alert_id = \(alertID) AND contact_index = \(contactIndex) AND nonce = \(nonce) AND confirmed_ms IS NULL RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -37,12 +41,21 @@ extension PostgresServerStore {
             """
             SELECT contact_index, purpose, attempt, started_ms, finished_ms, result, exit_status, detail FROM contact_attempts
             WHERE alert_id = \(alertID) ORDER BY contact_index, purpose, attempt
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await collect(rows.decode((Int, String, Int, Int64, Int64?, String?, Int32?, String?).self)).map {
             ContactAttempt(
-                alertID: alertID, contactIndex: $0.0, purpose: ContactPurpose(rawValue: $0.1) ?? .escalation, attempt: $0.2,
-                startedMilliseconds: $0.3, finishedMilliseconds: $0.4, result: $0.5.flatMap(ContactAttemptResult.init(rawValue:)),
-                exitStatus: $0.6, detail: $0.7)
+                alertID: alertID,
+                contactIndex: $0.0,
+                purpose: ContactPurpose(rawValue: $0.1) ?? .escalation,
+                attempt: $0.2,
+                startedMilliseconds: $0.3,
+                finishedMilliseconds: $0.4,
+                result: $0.5.flatMap(ContactAttemptResult.init(rawValue:)),
+                exitStatus: $0.6,
+                detail: $0.7
+            )
         }
     }
 
@@ -52,7 +65,8 @@ extension PostgresServerStore {
             INSERT INTO contact_attempts (alert_id, contact_index, purpose, attempt, started_ms)
             VALUES (\(attempt.alertID), \(attempt.contactIndex), \(attempt.purpose.rawValue), \(attempt.attempt), \(attempt.startedMilliseconds))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -63,7 +77,8 @@ extension PostgresServerStore {
                 exit_status = \(attempt.exitStatus), detail = \(attempt.detail)
             WHERE alert_id = \(attempt.alertID) AND contact_index = \(attempt.contactIndex) AND purpose = \(attempt.purpose.rawValue)
                 AND attempt = \(attempt.attempt)
-            """, logger: logger
+            """,
+            logger: logger
         ).collect()
     }
 }

@@ -146,8 +146,10 @@ struct FleetBoard: Codable, Sendable {
     init(zones: [FleetZone], taxis: [FleetTaxi], now: Int64) {
         self.zones = zones.map { zone in
             ZoneBody(
-                zone: zone, queue: FleetQueue.queue(zoneID: zone.id, taxis: taxis, now: now).map { TaxiBody($0, now: now) },
-                taxis: taxis.filter { $0.zoneID == zone.id }.map { TaxiBody($0, now: now) })
+                zone: zone,
+                queue: FleetQueue.queue(zoneID: zone.id, taxis: taxis, now: now).map { TaxiBody($0, now: now) },
+                taxis: taxis.filter { $0.zoneID == zone.id }.map { TaxiBody($0, now: now) }
+            )
         }
         outside = taxis.filter { taxi in taxi.zoneID == nil || !zones.contains { $0.id == taxi.zoneID } }.map { TaxiBody($0, now: now) }
     }

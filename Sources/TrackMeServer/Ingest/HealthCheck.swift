@@ -16,15 +16,21 @@ extension ServerAPI {
         if let problem = databaseHealth.databaseProblem {
             return try json(
                 .serviceUnavailable,
-                HealthBody(status: "database_damaged", database: problem, retention: retention, message: DatabaseHealth.whatToDo))
+                HealthBody(status: "database_damaged", database: problem, retention: retention, message: DatabaseHealth.whatToDo)
+            )
         }
         let readiness = await probeReadiness()
         guard readiness.answers, readiness.writable else {
             return try json(
                 .serviceUnavailable,
                 HealthBody(
-                    status: "degraded", retention: retention, reasons: readiness.problems, freeBytes: readiness.freeBytes,
-                    message: "writes would fail: devices keep their readings and resend them once this is fixed"))
+                    status: "degraded",
+                    retention: retention,
+                    reasons: readiness.problems,
+                    freeBytes: readiness.freeBytes,
+                    message: "writes would fail: devices keep their readings and resend them once this is fixed"
+                )
+            )
         }
         // Exactly `{"status":"ok"}` when all is well (balancers and scripts match on it); the free
         // space is in /metrics.

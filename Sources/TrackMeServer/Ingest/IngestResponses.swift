@@ -25,10 +25,15 @@ extension ServerAPI {
             "batch refused with 409",
             metadata: [
                 "device.id": "\(batch.deviceID)", "sync.batch_seq": "\(batch.batchSequence)", "sync.conflict": "\(conflict.reason.rawValue)",
-            ])
+            ]
+        )
         let body = BatchConflict(
-            reason: conflict.reason, field: field, message: message, sequenceFloor: conflict.sequenceFloor,
-            batchSequenceFloor: conflict.batchSequenceFloor)
+            reason: conflict.reason,
+            field: field,
+            message: message,
+            sequenceFloor: conflict.sequenceFloor,
+            batchSequenceFloor: conflict.batchSequenceFloor
+        )
         return try json(.conflict, body)
     }
 
@@ -46,7 +51,10 @@ extension ServerAPI {
             throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(message.deviceID)")
         }
         try await store.recordHeartbeat(
-            deviceID: message.deviceID, heartbeatJSON: try StoreJSON.encode(message.heartbeat), receivedMilliseconds: configuration.wallClock())
+            deviceID: message.deviceID,
+            heartbeatJSON: try StoreJSON.encode(message.heartbeat),
+            receivedMilliseconds: configuration.wallClock()
+        )
         notifier.notify()
         return try json(.ok, HeartbeatAnswer(version: SyncBatch.currentVersion, deviceID: message.deviceID))
     }

@@ -53,7 +53,8 @@ struct IngestGroupCall: PostgresPreparedStatement {
         bindings.append(batches.map { $0.digest ?? "" })
         bindings.append(batches.map(\.droppedByBudget))
         bindings.append(
-            try batches.map { try StoreJSON.encode(DeviceEventData(deviceID: $0.deviceID, lastSeenMilliseconds: $0.receivedMilliseconds)) })
+            try batches.map { try StoreJSON.encode(DeviceEventData(deviceID: $0.deviceID, lastSeenMilliseconds: $0.receivedMilliseconds)) }
+        )
         bindings.append(batches.map { Int32($0.readings.count) })
         let readings = batches.flatMap(\.readings)
         bindings.append(readings.map(\.sequence))

@@ -46,7 +46,9 @@ extension PostgresServerStore {
             """
             SELECT c.relname::TEXT, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
             WHERE i.inhparent = 'readings'::regclass ORDER BY c.relname
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var partitions: [ReadingPartition] = []
         for try await (name, bound) in rows.decode((String, String).self) {
             guard let partition = ReadingPartition(name: name, bound: bound) else {
@@ -70,7 +72,8 @@ extension PostgresServerStore {
             try await connection.query("SET LOCAL lock_timeout = '5s'", logger: logger)
             var now: Int64 = 0
             for try await value in try await connection.query(
-                "SELECT (extract(epoch FROM now()) * 1000)::BIGINT", logger: logger
+                "SELECT (extract(epoch FROM now()) * 1000)::BIGINT",
+                logger: logger
             ).decode(Int64.self) {
                 now = value
             }
@@ -83,7 +86,8 @@ extension PostgresServerStore {
                 let name = "readings_until_\(Self.dayName(today))"
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "CREATE TABLE \(name) PARTITION OF readings FOR VALUES FROM (\(start)) TO (\(today))"),
-                    logger: logger)
+                    logger: logger
+                )
                 created.append(name)
                 start = today
             }
@@ -91,8 +95,10 @@ extension PostgresServerStore {
                 let name = "readings_d\(Self.dayName(start))"
                 try await connection.query(
                     PostgresQuery(
-                        unsafeSQL: "CREATE TABLE \(name) PARTITION OF readings FOR VALUES FROM (\(start)) TO (\(start + Self.dayMilliseconds))"),
-                    logger: logger)
+                        unsafeSQL: "CREATE TABLE \(name) PARTITION OF readings FOR VALUES FROM (\(start)) TO (\(start + Self.dayMilliseconds))"
+                    ),
+                    logger: logger
+                )
                 created.append(name)
                 start += Self.dayMilliseconds
             }
@@ -117,14 +123,16 @@ extension PostgresServerStore {
                 try await connection.query("SET LOCAL lock_timeout = '5s'", logger: logger)
                 var estimate: Double = 0
                 for try await value in try await connection.query(
-                    "SELECT reltuples::FLOAT8 FROM pg_class WHERE relname = \(partition.name)", logger: logger
+                    "SELECT reltuples::FLOAT8 FROM pg_class WHERE relname = \(partition.name)",
+                    logger: logger
                 ).decode(Double.self) {
                     estimate = value
                 }
                 var count = Int(max(0, estimate))
                 if estimate < 1_000_000 {
                     for try await value in try await connection.query(
-                        PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(partition.name)"), logger: logger
+                        PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(partition.name)"),
+                        logger: logger
                     ).decode(Int64.self) {
                         count = Int(value)
                     }

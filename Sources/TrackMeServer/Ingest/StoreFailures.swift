@@ -1,5 +1,6 @@
 import GRDB
 import HTTPTypes
+
 #if PostgreSQL
 import PostgresNIO
 #endif

@@ -46,8 +46,10 @@ extension AccessPolicy {
                     if let closed = span.closedMilliseconds, now - closed > afterCloseMilliseconds { return nil }
                     let reason: Reason = span.closedMilliseconds == nil ? .openAlert : .recentlyClosedAlert
                     return Grant(
-                        reason: reason, fromMilliseconds: span.openedMilliseconds - beforeOpenMilliseconds,
-                        untilMilliseconds: span.closedMilliseconds.map { $0 + 1 })
+                        reason: reason,
+                        fromMilliseconds: span.openedMilliseconds - beforeOpenMilliseconds,
+                        untilMilliseconds: span.closedMilliseconds.map { $0 + 1 }
+                    )
                 }
             case .consent:
                 guard let account = principal.accountID else { return [] }
@@ -56,8 +58,11 @@ extension AccessPolicy {
                         consent.untilMilliseconds.map({ now < $0 }) ?? true
                     else { return nil }
                     return Grant(
-                        reason: .consent, fromMilliseconds: consent.fromMilliseconds, untilMilliseconds: consent.untilMilliseconds,
-                        kinds: consent.kinds.map { Set($0.compactMap(PersonDataKind.init(rawValue:))) })
+                        reason: .consent,
+                        fromMilliseconds: consent.fromMilliseconds,
+                        untilMilliseconds: consent.untilMilliseconds,
+                        kinds: consent.kinds.map { Set($0.compactMap(PersonDataKind.init(rawValue:))) }
+                    )
                 }
             case .joinedRun:
                 guard let account = principal.accountID else { return [] }

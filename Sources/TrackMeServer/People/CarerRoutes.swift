@@ -55,13 +55,20 @@ struct CarerRoutes: Sendable {
             throw APIError.notFound("no carer account \(body.carer) (an admin creates carer accounts)")
         }
         let link = CarerLink(
-            personID: person.account.id, carerID: carer.id, mayExport: body.mayExport ?? false, grantedMilliseconds: api.configuration.wallClock(),
-            grantedBy: principal.role == .admin ? "admin" : "person")
+            personID: person.account.id,
+            carerID: carer.id,
+            mayExport: body.mayExport ?? false,
+            grantedMilliseconds: api.configuration.wallClock(),
+            grantedBy: principal.role == .admin ? "admin" : "person"
+        )
         let outcome = try await store.linkCarer(link)
         if principal.role == .admin {
             try await data.log(
-                principal, subject: "person:\(person.account.id)", reason: AccessPolicy.Reason.administrator.rawValue,
-                what: "linked carer \(carer.username)\(link.mayExport ? " with downloads" : "")")
+                principal,
+                subject: "person:\(person.account.id)",
+                reason: AccessPolicy.Reason.administrator.rawValue,
+                what: "linked carer \(carer.username)\(link.mayExport ? " with downloads" : "")"
+            )
         }
         api.logger.notice("carer linked", metadata: ["server.by": "\(principal.actor)", "server.carer": "\(carer.id)"])
         let stored = try await store.carerLinks(personID: person.account.id).filter { $0.carerID == carer.id }

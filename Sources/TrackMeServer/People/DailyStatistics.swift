@@ -107,10 +107,16 @@ struct DailyStatistics: Codable, Hashable, Sendable {
             byDay.keys.sorted().compactMap { day in
                 guard let figures = byDay[day], figures.readings > 0 else { return nil }
                 return DailyStatistics(
-                    dayMilliseconds: day * GroupFigures.dayMilliseconds, readings: figures.readings, minimum: figures.minimum,
-                    mean: (Double(figures.sum) / Double(figures.readings) * 10).rounded() / 10, maximum: figures.maximum,
-                    restingEstimate: figures.estimator.estimate, secondsOutOfRange: Int(figures.outOfRangeMilliseconds / 1000),
-                    limitMinimum: limits.minimum, limitMaximum: limits.maximum)
+                    dayMilliseconds: day * GroupFigures.dayMilliseconds,
+                    readings: figures.readings,
+                    minimum: figures.minimum,
+                    mean: (Double(figures.sum) / Double(figures.readings) * 10).rounded() / 10,
+                    maximum: figures.maximum,
+                    restingEstimate: figures.estimator.estimate,
+                    secondsOutOfRange: Int(figures.outOfRangeMilliseconds / 1000),
+                    limitMinimum: limits.minimum,
+                    limitMaximum: limits.maximum
+                )
             }
         }
     }

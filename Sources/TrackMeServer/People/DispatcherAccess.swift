@@ -21,7 +21,10 @@ extension PersonData {
         }
         try await log(principal, subject: "device:\(deviceID)", grants: grants, what: "readings of \(deviceID)")
         return rows.filter { row in
-            grants.contains { ($0.fromMilliseconds.map { row.placedMilliseconds >= $0 } ?? true) && ($0.untilMilliseconds.map { row.placedMilliseconds < $0 } ?? true) }
+            grants.contains {
+                ($0.fromMilliseconds.map { row.placedMilliseconds >= $0 } ?? true)
+                    && ($0.untilMilliseconds.map { row.placedMilliseconds < $0 } ?? true)
+            }
         }
     }
 
@@ -41,8 +44,10 @@ extension PersonData {
         guard principal.role == .dispatcher, !summary.open else { return summary }
         let closed = summary.resolvedMilliseconds ?? summary.updatedMilliseconds
         let subject = AccessPolicy.Subject(
-            personID: "device:\(summary.deviceID)", deviceIDs: [summary.deviceID],
-            alerts: [AccessPolicy.AlertSpan(openedMilliseconds: summary.createdMilliseconds, closedMilliseconds: closed)])
+            personID: "device:\(summary.deviceID)",
+            deviceIDs: [summary.deviceID],
+            alerts: [AccessPolicy.AlertSpan(openedMilliseconds: summary.createdMilliseconds, closedMilliseconds: closed)]
+        )
         guard !policy.decide(principal, subject: subject, now: now).isAllowed else { return summary }
         var redacted = summary
         redacted.record = nil

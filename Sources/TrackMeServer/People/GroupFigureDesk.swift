@@ -20,7 +20,9 @@ struct GroupFigureDesk: Sendable {
             let onlyEarlier = try await store.groupPeople(in: earlier.cell, notIn: cell)
             try rules.checkDifference(onlyInNew: onlyNew, onlyInEarlier: onlyEarlier)
         }
-        try await store.recordAnsweredGroup(AnsweredGroup(organisationID: organisationID, cell: cell, people: totals.people, atMilliseconds: wallClock()))
+        try await store.recordAnsweredGroup(
+            AnsweredGroup(organisationID: organisationID, cell: cell, people: totals.people, atMilliseconds: wallClock())
+        )
         return rules.answer(totals, group: cell)
     }
 
@@ -43,15 +45,33 @@ struct GroupFigureDesk: Sendable {
             for device in devices {
                 let key = device.wearer.map { "person:\($0)" } ?? "device:\(device.deviceID)"
                 let age = (try? StoreJSON.decode(device.person) as PersonProfile)?.age ?? 0
-                var summary = byPerson[key] ?? PersonDay(
-                    personKey: key, day: day, ageBand: GroupFigures.ageBand(age), cellLatitude: nil, cellLongitude: nil, heartRateCount: 0,
-                    heartRateSum: 0, bins: Array(repeating: 0, count: PeopleSchema.binCount), alerts: Array(repeating: 0, count: GroupFigures.alertKinds.count))
+                var summary =
+                    byPerson[key]
+                    ?? PersonDay(
+                        personKey: key,
+                        day: day,
+                        ageBand: GroupFigures.ageBand(age),
+                        cellLatitude: nil,
+                        cellLongitude: nil,
+                        heartRateCount: 0,
+                        heartRateSum: 0,
+                        bins: Array(repeating: 0, count: PeopleSchema.binCount),
+                        alerts: Array(repeating: 0, count: GroupFigures.alertKinds.count)
+                    )
                 var latitudes: [Double] = []
                 var longitudes: [Double] = []
                 var after: Int64 = 0
                 while true {
                     let page = try await store.readings(
-                        ReadingQuery(deviceID: device.deviceID, fromMilliseconds: start, toMilliseconds: end, kind: nil, afterSequence: after, limit: 5000))
+                        ReadingQuery(
+                            deviceID: device.deviceID,
+                            fromMilliseconds: start,
+                            toMilliseconds: end,
+                            kind: nil,
+                            afterSequence: after,
+                            limit: 5000
+                        )
+                    )
                     for row in page {
                         if let hr = PersonData.heartRate(row, deviceID: device.deviceID), hr.contact, hr.bpm > 0 {
                             summary.heartRateCount += 1

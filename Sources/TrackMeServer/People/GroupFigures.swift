@@ -115,17 +115,25 @@ struct GroupFigures: Sendable {
             return scaled.rounded(.down) == scaled ? Int(scaled) - 1 : Int(scaled.rounded(.down))
         }
         return Cell(
-            ageBandFrom: Self.ageBand(query.ageFrom), ageBandTo: Self.ageBand(query.ageTo),
-            south: Self.cellIndex(query.south), west: Self.cellIndex(query.west), north: max(Self.cellIndex(query.south), upperCell(query.north)),
+            ageBandFrom: Self.ageBand(query.ageFrom),
+            ageBandTo: Self.ageBand(query.ageTo),
+            south: Self.cellIndex(query.south),
+            west: Self.cellIndex(query.west),
+            north: max(Self.cellIndex(query.south), upperCell(query.north)),
             east: max(Self.cellIndex(query.west), upperCell(query.east)),
-            dayFrom: Self.day(query.fromMilliseconds), dayTo: Self.day(query.toMilliseconds - 1))
+            dayFrom: Self.day(query.fromMilliseconds),
+            dayTo: Self.day(query.toMilliseconds - 1)
+        )
     }
 
     /// The first rule: more than `minimumPeople` distinct people.
     func checkSize(people: Int) throws(Refusal) {
         guard people > minimumPeople else {
             throw Refusal(
-                code: .tooFewPeople, message: "the group holds \(people <= minimumPeople ? "\(minimumPeople) people or fewer" : "too few people"); figures are given only over more than \(minimumPeople)")
+                code: .tooFewPeople,
+                message:
+                    "the group holds \(people <= minimumPeople ? "\(minimumPeople) people or fewer" : "too few people"); figures are given only over more than \(minimumPeople)"
+            )
         }
     }
 
@@ -134,7 +142,8 @@ struct GroupFigures: Sendable {
         for difference in [onlyInNew, onlyInEarlier] where difference > 0 && difference <= minimumPeople {
             throw Refusal(
                 code: .differencing,
-                message: "the group differs from one answered before by \(minimumPeople) people or fewer; the difference would describe them")
+                message: "the group differs from one answered before by \(minimumPeople) people or fewer; the difference would describe them"
+            )
         }
     }
 
@@ -192,7 +201,14 @@ struct GroupFigures: Sendable {
         var alerts: [String: Int64] = [:]
         for (index, kind) in Self.alertKinds.enumerated() where index < totals.alerts.count { alerts[kind.rawValue] = totals.alerts[index] }
         let mean = totals.readings > 0 ? Int((Double(totals.heartRateSum) / Double(totals.readings)).rounded()) : nil
-        return Answer(group: group, people: totals.people, readings: totals.readings, meanHeartRate: mean, percentiles: percentiles, alertsByKind: alerts)
+        return Answer(
+            group: group,
+            people: totals.people,
+            readings: totals.readings,
+            meanHeartRate: mean,
+            percentiles: percentiles,
+            alertsByKind: alerts
+        )
     }
 }
 

@@ -54,8 +54,14 @@ struct PeopleRoutes: Sendable {
         let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         let account = Account(
-            id: BearerToken.generate().id, username: body.username, displayName: displayName, role: .thirdParty,
-            passwordHash: try await api.passwords.hash(body.password), disabled: false, createdMilliseconds: now)
+            id: BearerToken.generate().id,
+            username: body.username,
+            displayName: displayName,
+            role: .thirdParty,
+            passwordHash: try await api.passwords.hash(body.password),
+            disabled: false,
+            createdMilliseconds: now
+        )
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
         }
@@ -84,7 +90,9 @@ struct PeopleRoutes: Sendable {
         let parameters = request.uri.queryParameters
         func integer(_ name: String) throws -> Int64? {
             guard let text = parameters.get(name), !text.isEmpty else { return nil }
-            guard let value = Int64(text) else { throw APIError(status: .badRequest, code: .wrongType, field: name, message: "expected an integer (ms since 1970)") }
+            guard let value = Int64(text) else {
+                throw APIError(status: .badRequest, code: .wrongType, field: name, message: "expected an integer (ms since 1970)")
+            }
             return value
         }
         let to = try integer("to") ?? now + 1
@@ -108,9 +116,14 @@ struct PeopleRoutes: Sendable {
         return try json(
             .ok,
             PersonProfileBody(
-                personID: person.account.id, displayName: person.account.displayName, username: person.account.username,
+                personID: person.account.id,
+                displayName: person.account.displayName,
+                username: person.account.username,
                 devices: own ? person.devices.map { PersonDevice(deviceID: $0.deviceID, person: $0.person) } : [],
-                grants: grants.map(GrantBody.init), limits: own ? LimitsBody(data.limits(person)) : nil))
+                grants: grants.map(GrantBody.init),
+                limits: own ? LimitsBody(data.limits(person)) : nil
+            )
+        )
     }
 
     static let viewLimit = 100_000
@@ -119,16 +132,32 @@ struct PeopleRoutes: Sendable {
         let (principal, person, grants) = try await open(request, id: id)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "heart_rate \(Downloads.iso(from)) to \(Downloads.iso(to))")
-        return try json(.ok, HeartRateBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, heartRate: samples, truncated: truncated))
+        try await data.log(
+            principal,
+            subject: "person:\(person.account.id)",
+            grants: grants,
+            what: "heart_rate \(Downloads.iso(from)) to \(Downloads.iso(to))"
+        )
+        return try json(
+            .ok,
+            HeartRateBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, heartRate: samples, truncated: truncated)
+        )
     }
 
     func positions(_ request: Request, id: String) async throws -> Response {
         let (principal, person, grants) = try await open(request, id: id)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "position \(Downloads.iso(from)) to \(Downloads.iso(to))")
-        return try json(.ok, PositionsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, positions: samples, truncated: truncated))
+        try await data.log(
+            principal,
+            subject: "person:\(person.account.id)",
+            grants: grants,
+            what: "position \(Downloads.iso(from)) to \(Downloads.iso(to))"
+        )
+        return try json(
+            .ok,
+            PositionsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, positions: samples, truncated: truncated)
+        )
     }
 
     func statistics(_ request: Request, id: String) async throws -> Response {
@@ -140,8 +169,16 @@ struct PeopleRoutes: Sendable {
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
             for row in page { if let sample = PersonData.heartRate(row, deviceID: deviceID) { days.add(sample) } }
         }
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))")
-        return try json(.ok, StatisticsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: days.days, truncated: false))
+        try await data.log(
+            principal,
+            subject: "person:\(person.account.id)",
+            grants: grants,
+            what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))"
+        )
+        return try json(
+            .ok,
+            StatisticsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: days.days, truncated: false)
+        )
     }
 
     func alerts(_ request: Request, id: String) async throws -> Response {
@@ -160,7 +197,12 @@ struct PeopleRoutes: Sendable {
         let (from, to) = try span(request, defaultDays: 36_500)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
         let what = format == .gpx ? "track gpx" : "export \(format.rawValue)"
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))")
+        try await data.log(
+            principal,
+            subject: "person:\(person.account.id)",
+            grants: grants,
+            what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))"
+        )
         return PersonExport(data: data, person: person, grants: grants, from: from, to: to, alerts: alerts).response(format)
     }
 
@@ -192,7 +234,8 @@ struct PeopleRoutes: Sendable {
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         return Response(
-            status: .ok, headers: headers,
+            status: .ok,
+            headers: headers,
             body: ResponseBody { writer in
                 let (subscription, wakes) = notifier.subscribe()
                 defer { notifier.unsubscribe(subscription) }
@@ -229,7 +272,15 @@ struct PeopleRoutes: Sendable {
                             var bound = latest
                             var rows: [StoredReadingRow] = []
                             for kind in [PersonDataKind.heartRate, .position] {
-                                let page = try await data.readings(deviceID: deviceID, kind: kind, from: nil, to: nil, grants: grants, afterSequence: after, limit: 10_000)
+                                let page = try await data.readings(
+                                    deviceID: deviceID,
+                                    kind: kind,
+                                    from: nil,
+                                    to: nil,
+                                    grants: grants,
+                                    afterSequence: after,
+                                    limit: 10_000
+                                )
                                 let taken = page.rows.filter { $0.sequence <= latest }
                                 if page.truncated, let last = taken.last { bound = min(bound, last.sequence) }
                                 rows += taken
@@ -252,7 +303,8 @@ struct PeopleRoutes: Sendable {
                     notifier.unsubscribe(subscription)
                 }
                 try await writer.finish(nil)
-            })
+            }
+        )
     }
 
     // MARK: - Consent
@@ -260,7 +312,9 @@ struct PeopleRoutes: Sendable {
     func accessLog(_ request: Request, id: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
         let person = try await data.person(id, principal: principal)
-        guard principal.role == .admin || principal.accountID == person.account.id else { throw APIError.forbidden("only the person sees their access log") }
+        guard principal.role == .admin || principal.accountID == person.account.id else {
+            throw APIError.forbidden("only the person sees their access log")
+        }
         let subjects = ["person:\(person.account.id)"] + person.deviceIDs.map { "device:\($0)" }
         return try json(.ok, AccessLogBody(entries: try await store.accessLog(subjects: subjects, limit: 1000)))
     }
@@ -268,7 +322,9 @@ struct PeopleRoutes: Sendable {
     func personRequests(_ request: Request, id: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
         let person = try await data.person(id, principal: principal)
-        guard principal.role == .admin || principal.accountID == person.account.id else { throw APIError.forbidden("only the person sees their requests") }
+        guard principal.role == .admin || principal.accountID == person.account.id else {
+            throw APIError.forbidden("only the person sees their requests")
+        }
         let requests = try await store.accessRequests(personID: person.account.id)
         return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
     }
@@ -289,8 +345,13 @@ struct PeopleRoutes: Sendable {
             }
             result.append(
                 AccessRequestBody(
-                    request, now: now, organisationName: names[request.organisationID]?.0 ?? "", personName: names[request.personID]?.0 ?? "",
-                    personUsername: names[request.personID]?.1 ?? ""))
+                    request,
+                    now: now,
+                    organisationName: names[request.organisationID]?.0 ?? "",
+                    personName: names[request.personID]?.0 ?? "",
+                    personUsername: names[request.personID]?.1 ?? ""
+                )
+            )
         }
         return result
     }
@@ -307,8 +368,16 @@ struct PeopleRoutes: Sendable {
             throw APIError.notFound("no person \(body.person)")
         }
         let access = AccessRequest(
-            id: BearerToken.generate().id, organisationID: principal.accountID ?? "", personID: person.id, kinds: Set(body.kinds), days: body.days,
-            dataFromMilliseconds: body.dataFromMilliseconds, purpose: purpose, status: .pending, requestedMilliseconds: now)
+            id: BearerToken.generate().id,
+            organisationID: principal.accountID ?? "",
+            personID: person.id,
+            kinds: Set(body.kinds),
+            days: body.days,
+            dataFromMilliseconds: body.dataFromMilliseconds,
+            purpose: purpose,
+            status: .pending,
+            requestedMilliseconds: now
+        )
         try await store.insertAccessRequest(access)
         return try json(.created, try await bodies([access])[0])
     }
@@ -321,7 +390,11 @@ struct PeopleRoutes: Sendable {
         }
         let now = self.now
         guard access.effectiveStatus(now: now) == "pending" else {
-            throw APIError(status: .conflict, code: .conflict, message: "the request is \(access.effectiveStatus(now: now)); it can no longer be answered")
+            throw APIError(
+                status: .conflict,
+                code: .conflict,
+                message: "the request is \(access.effectiveStatus(now: now)); it can no longer be answered"
+            )
         }
         var answered = access
         answered.answeredMilliseconds = now
@@ -367,7 +440,10 @@ struct PeopleRoutes: Sendable {
         let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty, .admin])
         let query = try api.decode(GroupFigures.Query.self, try await api.readBody(request))
         do {
-            let answer = try await GroupFigureDesk(store: store, wallClock: api.configuration.wallClock).answer(query, organisationID: principal.actor)
+            let answer = try await GroupFigureDesk(store: store, wallClock: api.configuration.wallClock).answer(
+                query,
+                organisationID: principal.actor
+            )
             return try json(.ok, answer)
         } catch let refusal as GroupFigures.Refusal {
             switch refusal.code {

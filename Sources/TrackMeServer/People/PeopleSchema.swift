@@ -1,5 +1,5 @@
-import TrackMeCore
 import GRDB
+import TrackMeCore
 
 /// The tables of people's data (Data4Help): wearer accounts linked to devices, third parties'
 /// access requests (consents), the log of who read whose data, and the daily per-person
@@ -80,7 +80,8 @@ enum PeopleSchema {
                         at_ms INTEGER NOT NULL
                     );
                     CREATE TABLE people_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), through_day INTEGER NOT NULL);
-                    """)
+                    """
+            )
         }
         // Carers: a person links other accounts as their carers (`CarerLink`).
         // `wearer_devices` says whose a device is (one account per device); a carer is linked to
@@ -97,7 +98,8 @@ enum PeopleSchema {
                         PRIMARY KEY (person_id, carer_id)
                     );
                     CREATE INDEX carer_links_carer ON carer_links (carer_id);
-                    """)
+                    """
+            )
         }
     }
 

@@ -49,8 +49,12 @@ struct AccessRequest: Hashable, Sendable {
     var consent: AccessPolicy.Consent? {
         guard status == .approved || status == .revoked, let from = grantedFromMilliseconds, let expires = expiresMilliseconds else { return nil }
         return AccessPolicy.Consent(
-            accountID: organisationID, fromMilliseconds: from, untilMilliseconds: expires, withdrawn: status == .revoked,
-            kinds: Set(kinds.map(\.rawValue)))
+            accountID: organisationID,
+            fromMilliseconds: from,
+            untilMilliseconds: expires,
+            withdrawn: status == .revoked,
+            kinds: Set(kinds.map(\.rawValue))
+        )
     }
 }
 

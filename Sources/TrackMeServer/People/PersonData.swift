@@ -37,21 +37,33 @@ struct PersonData: Sendable {
         var devices: [DeviceRow] = []
         for deviceID in deviceIDs { if let device = try await store.device(id: deviceID) { devices.append(device) } }
         return Person(
-            account: account, deviceIDs: deviceIDs,
+            account: account,
+            deviceIDs: deviceIDs,
             subject: AccessPolicy.Subject(
-                personID: account.id, deviceIDs: Set(deviceIDs), alerts: spans, consents: consents, ownerAccountIDs: [account.id], carers: carers),
-            devices: devices)
+                personID: account.id,
+                deviceIDs: Set(deviceIDs),
+                alerts: spans,
+                consents: consents,
+                ownerAccountIDs: [account.id],
+                carers: carers
+            ),
+            devices: devices
+        )
     }
 
     static func span(_ row: AlertDeskRow) -> AccessPolicy.AlertSpan {
         AccessPolicy.AlertSpan(
-            openedMilliseconds: row.createdMilliseconds, closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds))
+            openedMilliseconds: row.createdMilliseconds,
+            closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds)
+        )
     }
 
     /// The grants of the principal over the person now; 403 when there are none.
     func grants(_ principal: Principal, _ person: Person) throws -> [AccessPolicy.Grant] {
         let grants = policy.grants(principal, subject: person.subject, now: now)
-        guard !grants.isEmpty else { throw APIError.forbidden("no access to this person's data now (none granted, revoked, expired or not yet approved)") }
+        guard !grants.isEmpty else {
+            throw APIError.forbidden("no access to this person's data now (none granted, revoked, expired or not yet approved)")
+        }
         return grants
     }
 
@@ -69,14 +81,28 @@ struct PersonData: Sendable {
         if let accountID = principal.accountID, let account = try await store.account(id: accountID) { name = account.displayName }
         try await store.appendAccessLog(
             AccessLogEntry(
-                id: 0, subject: subject, readerID: principal.actor, readerName: name, readerRole: principal.role.rawValue, reason: reason, what: what,
-                atMilliseconds: now))
+                id: 0,
+                subject: subject,
+                readerID: principal.actor,
+                readerName: name,
+                readerRole: principal.role.rawValue,
+                reason: reason,
+                what: what,
+                atMilliseconds: now
+            )
+        )
     }
 
     /// The stored readings of one device of `kind` in `[from, to)` that some grant covers, in
     /// sequence order; at most `limit` (then `truncated`).
     func readings(
-        deviceID: String, kind: PersonDataKind, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], afterSequence: Int64 = 0, limit: Int
+        deviceID: String,
+        kind: PersonDataKind,
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
+        afterSequence: Int64 = 0,
+        limit: Int
     ) async throws -> (rows: [StoredReadingRow], truncated: Bool) {
         let wire: WireReading.Kind = kind == .position ? .position : .heartRate
         var rows: [StoredReadingRow] = []
@@ -89,7 +115,15 @@ struct PersonData: Sendable {
             let pageSize = api.configuration.maxPageSize
             while rows.count <= limit {
                 let page = try await store.readings(
-                    ReadingQuery(deviceID: deviceID, fromMilliseconds: lower, toMilliseconds: upper, kind: wire, afterSequence: after, limit: pageSize))
+                    ReadingQuery(
+                        deviceID: deviceID,
+                        fromMilliseconds: lower,
+                        toMilliseconds: upper,
+                        kind: wire,
+                        afterSequence: after,
+                        limit: pageSize
+                    )
+                )
                 for row in page where seen.insert(row.sequence).inserted { rows.append(row) }
                 guard page.count == pageSize, let last = page.last else { break }
                 after = last.sequence
@@ -127,7 +161,11 @@ struct PersonData: Sendable {
     /// a statistic over years of 1 Hz data holds one page, never the whole. Stops between pages
     /// when the task is cancelled (the client went away).
     func forEachPage(
-        _ person: Person, kind: PersonDataKind, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant],
+        _ person: Person,
+        kind: PersonDataKind,
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
         _ body: (_ deviceID: String, _ page: [StoredReadingRow]) async throws -> Void
     ) async throws {
         let wire: WireReading.Kind = kind == .position ? .position : .heartRate
@@ -139,8 +177,14 @@ struct PersonData: Sendable {
                     try Task.checkCancellation()
                     let page = try await store.readings(
                         ReadingQuery(
-                            deviceID: deviceID, fromMilliseconds: window.lower, toMilliseconds: window.upper, kind: wire, afterSequence: after,
-                            limit: pageSize))
+                            deviceID: deviceID,
+                            fromMilliseconds: window.lower,
+                            toMilliseconds: window.upper,
+                            kind: wire,
+                            afterSequence: after,
+                            limit: pageSize
+                        )
+                    )
                     if !page.isEmpty { try await body(deviceID, page) }
                     guard page.count == pageSize, let last = page.last else { break }
                     after = last.sequence
@@ -150,7 +194,9 @@ struct PersonData: Sendable {
     }
 
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
-        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else { return nil }
+        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else {
+            return nil
+        }
         return HeartRateSample(atMilliseconds: row.placedMilliseconds, bpm: hr.bpm, deviceID: deviceID, contact: hr.contact != .notDetected)
     }
 
@@ -161,7 +207,13 @@ struct PersonData: Sendable {
         return PositionSample(atMilliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude, deviceID: deviceID)
     }
 
-    func heartRate(_ person: Person, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], limit: Int) async throws -> (samples: [HeartRateSample], truncated: Bool) {
+    func heartRate(
+        _ person: Person,
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
+        limit: Int
+    ) async throws -> (samples: [HeartRateSample], truncated: Bool) {
         var samples: [HeartRateSample] = []
         var truncated = false
         for deviceID in person.deviceIDs {
@@ -173,7 +225,13 @@ struct PersonData: Sendable {
         return (samples, truncated)
     }
 
-    func positions(_ person: Person, from: Int64?, to: Int64?, grants: [AccessPolicy.Grant], limit: Int) async throws -> (samples: [PositionSample], truncated: Bool) {
+    func positions(
+        _ person: Person,
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
+        limit: Int
+    ) async throws -> (samples: [PositionSample], truncated: Bool) {
         var samples: [PositionSample] = []
         var truncated = false
         for deviceID in person.deviceIDs {

@@ -38,7 +38,8 @@ struct PersonExport: Sendable {
         headers[.xContentTypeOptions] = "nosniff"
         let export = self
         return Response(
-            status: .ok, headers: headers,
+            status: .ok,
+            headers: headers,
             body: ResponseBody { writer in
                 var pending = ""
                 func emit(_ text: String) async throws {
@@ -54,7 +55,8 @@ struct PersonExport: Sendable {
                 }
                 if !pending.isEmpty { try await writer.write(ByteBuffer(string: pending)) }
                 try await writer.finish(nil)
-            })
+            }
+        )
     }
 
     typealias Emit = (String) async throws -> Void
@@ -90,7 +92,8 @@ struct PersonExport: Sendable {
         try await emit(
             "{\"person_id\":\(try StoreJSON.encode(person.account.id)),\"display_name\":\(try StoreJSON.encode(person.account.displayName)),"
                 + "\"from_ms\":\(from.map(String.init) ?? "null"),\"to_ms\":\(to.map(String.init) ?? "null"),"
-                + "\"devices\":\(try StoreJSON.encode(person.deviceIDs)),\"heart_rate\":[")
+                + "\"devices\":\(try StoreJSON.encode(person.deviceIDs)),\"heart_rate\":["
+        )
         var first = true
         let statistics = try await heartRate { sample in
             try await emit((first ? "" : ",") + (try StoreJSON.encode(sample)))
@@ -103,7 +106,8 @@ struct PersonExport: Sendable {
             first = false
         }
         try await emit(
-            "],\"statistics\":\(try StoreJSON.encode(statistics)),\"alerts\":\(try StoreJSON.encode(alerts)),\"truncated\":false}")
+            "],\"statistics\":\(try StoreJSON.encode(statistics)),\"alerts\":\(try StoreJSON.encode(alerts)),\"truncated\":false}"
+        )
     }
 
     /// One table for everything: a `record` column says which kind each row is.
@@ -111,25 +115,37 @@ struct PersonExport: Sendable {
         func row(_ values: [String]) -> String { values.map(Downloads.csvField).joined(separator: ",") + "\r\n" }
         try await emit(Self.csvHeader + "\r\n")
         let statistics = try await heartRate { s in
-            try await emit(row(["heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "", "", ""]))
+            try await emit(
+                row([
+                    "heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "",
+                    "", "",
+                ])
+            )
         }
         try await positions { p in
             try await emit(
-                row(["position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "", "", "", "", "", "", ""]))
+                row([
+                    "position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "",
+                    "", "", "", "", "", "",
+                ])
+            )
         }
         for d in statistics {
             try await emit(
                 row([
                     "day", "\(d.dayMilliseconds)", Downloads.iso(d.dayMilliseconds), "", "", "", "", "", "", "", "", d.minimum.map(String.init) ?? "",
-                    d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "", "\(d.secondsOutOfRange)",
-                ]))
+                    d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "",
+                    "\(d.secondsOutOfRange)",
+                ])
+            )
         }
         for a in alerts {
             try await emit(
                 row([
                     "alert", "\(a.createdMilliseconds)", Downloads.iso(a.createdMilliseconds), a.deviceID, "", a.latitude.map { "\($0)" } ?? "",
                     a.longitude.map { "\($0)" } ?? "", a.alertID, a.kind?.rawValue ?? "", a.state, a.outcome?.rawValue ?? "", "", "", "", "", "",
-                ]))
+                ])
+            )
         }
     }
 

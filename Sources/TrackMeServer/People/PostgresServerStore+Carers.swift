@@ -11,11 +11,14 @@ extension PostgresServerStore {
                 INSERT INTO carer_links (person_id, carer_id, may_export, granted_ms, granted_by)
                 VALUES (\(link.personID), \(link.carerID), \(mayExport), \(link.grantedMilliseconds), \(link.grantedBy))
                 ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger
+                """,
+                logger: logger
             ).collect().count
             if inserted == 1 { return .linked }
             try await connection.query(
-                "UPDATE carer_links SET may_export = \(mayExport) WHERE person_id = \(link.personID) AND carer_id = \(link.carerID)", logger: logger)
+                "UPDATE carer_links SET may_export = \(mayExport) WHERE person_id = \(link.personID) AND carer_id = \(link.carerID)",
+                logger: logger
+            )
             return .updated
         }
     }
@@ -25,7 +28,9 @@ extension PostgresServerStore {
             """
             SELECT person_id, carer_id, may_export, granted_ms, granted_by FROM carer_links WHERE person_id = \(personID)
             ORDER BY granted_ms, person_id, carer_id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await Self.carerLinks(rows)
     }
 
@@ -34,7 +39,9 @@ extension PostgresServerStore {
             """
             SELECT person_id, carer_id, may_export, granted_ms, granted_by FROM carer_links WHERE carer_id = \(carerID)
             ORDER BY granted_ms, person_id, carer_id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await Self.carerLinks(rows)
     }
 
@@ -46,7 +53,8 @@ extension PostgresServerStore {
 
     func unlinkCarer(personID: String, carerID: String) async throws -> Bool {
         let deleted = try await client.query(
-            "DELETE FROM carer_links WHERE person_id = \(personID) AND carer_id = \(carerID) RETURNING 1", logger: logger
+            "DELETE FROM carer_links WHERE person_id = \(personID) AND carer_id = \(carerID) RETURNING 1",
+            logger: logger
         ).collect().count
         return deleted == 1
     }

@@ -9,32 +9,42 @@ extension PostgresServerStore {
                 """
                 INSERT INTO wearer_devices (account_id, device_id, linked_ms) VALUES (\(accountID), \(deviceID), \(atMilliseconds))
                 ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger
+                """,
+                logger: logger
             ).collect().count
             if inserted == 1 { return .linked }
             let owners = try await collect(
-                connection.query("SELECT account_id FROM wearer_devices WHERE device_id = \(deviceID)", logger: logger).decode(String.self))
+                connection.query("SELECT account_id FROM wearer_devices WHERE device_id = \(deviceID)", logger: logger).decode(String.self)
+            )
             return owners.first == accountID ? .alreadyLinked : .linkedToAnother
         }
     }
 
     func linkedDevices(accountID: String) async throws -> [String] {
         try await collect(
-            client.query("SELECT device_id FROM wearer_devices WHERE account_id = \(accountID) ORDER BY device_id", logger: logger).decode(String.self))
+            client.query("SELECT device_id FROM wearer_devices WHERE account_id = \(accountID) ORDER BY device_id", logger: logger).decode(
+                String.self
+            )
+        )
     }
 
     func wearerAccount(deviceID: String) async throws -> String? {
-        try await collect(client.query("SELECT account_id FROM wearer_devices WHERE device_id = \(deviceID)", logger: logger).decode(String.self)).first
+        try await collect(client.query("SELECT account_id FROM wearer_devices WHERE device_id = \(deviceID)", logger: logger).decode(String.self))
+            .first
     }
 
     func alertIDs(deviceIDs: [String]) async throws -> [String] {
         guard !deviceIDs.isEmpty else { return [] }
         return try await collect(
-            client.query("SELECT alert_id FROM alerts WHERE device_id = ANY(\(deviceIDs)) ORDER BY created_ms DESC", logger: logger).decode(String.self))
+            client.query("SELECT alert_id FROM alerts WHERE device_id = ANY(\(deviceIDs)) ORDER BY created_ms DESC", logger: logger).decode(
+                String.self
+            )
+        )
     }
 
     func latestReadingSequence(deviceID: String) async throws -> Int64 {
-        (try await collect(client.query("SELECT MAX(seq) FROM readings WHERE device_id = \(deviceID)", logger: logger).decode(Int64?.self)).first ?? nil) ?? 0
+        (try await collect(client.query("SELECT MAX(seq) FROM readings WHERE device_id = \(deviceID)", logger: logger).decode(Int64?.self)).first
+            ?? nil) ?? 0
     }
 
     private typealias RequestColumns = (
@@ -52,7 +62,9 @@ extension PostgresServerStore {
             VALUES (\(r.id), \(r.organisationID), \(r.personID), \(kinds), \(r.days), \(r.dataFromMilliseconds), \(r.purpose), \(r.status.rawValue),
                 \(r.requestedMilliseconds), \(r.answeredMilliseconds), \(r.grantedFromMilliseconds), \(r.expiresMilliseconds), \(r.endedMilliseconds),
                 \(r.endedBy))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func accessRequest(id: String) async throws -> AccessRequest? {
@@ -61,13 +73,20 @@ extension PostgresServerStore {
 
     func accessRequests(personID: String) async throws -> [AccessRequest] {
         try await requests(
-            PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = $1 ORDER BY requested_ms DESC", binds: binds([personID])))
+            PostgresQuery(
+                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = $1 ORDER BY requested_ms DESC",
+                binds: binds([personID])
+            )
+        )
     }
 
     func accessRequests(organisationID: String) async throws -> [AccessRequest] {
         try await requests(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = $1 ORDER BY requested_ms DESC", binds: binds([organisationID])))
+                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = $1 ORDER BY requested_ms DESC",
+                binds: binds([organisationID])
+            )
+        )
     }
 
     private func binds(_ values: [String]) -> PostgresBindings {
@@ -80,9 +99,21 @@ extension PostgresServerStore {
         try await collect(client.query(query, logger: logger).decode(RequestColumns.self)).compactMap { c in
             guard let status = AccessRequest.Status(rawValue: c.7) else { return nil }
             return AccessRequest(
-                id: c.0, organisationID: c.1, personID: c.2, kinds: Set(c.3.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }),
-                days: c.4, dataFromMilliseconds: c.5, purpose: c.6, status: status, requestedMilliseconds: c.8, answeredMilliseconds: c.9,
-                grantedFromMilliseconds: c.10, expiresMilliseconds: c.11, endedMilliseconds: c.12, endedBy: c.13)
+                id: c.0,
+                organisationID: c.1,
+                personID: c.2,
+                kinds: Set(c.3.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }),
+                days: c.4,
+                dataFromMilliseconds: c.5,
+                purpose: c.6,
+                status: status,
+                requestedMilliseconds: c.8,
+                answeredMilliseconds: c.9,
+                grantedFromMilliseconds: c.10,
+                expiresMilliseconds: c.11,
+                endedMilliseconds: c.12,
+                endedBy: c.13
+            )
         }
     }
 
@@ -92,7 +123,8 @@ extension PostgresServerStore {
             UPDATE access_requests SET status = \(r.status.rawValue), answered_ms = \(r.answeredMilliseconds), granted_from_ms = \(r.grantedFromMilliseconds),
                 expires_ms = \(r.expiresMilliseconds), ended_ms = \(r.endedMilliseconds), ended_by = \(r.endedBy)
             WHERE id = \(r.id) AND status = \(expected.rawValue) RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -101,7 +133,9 @@ extension PostgresServerStore {
             """
             INSERT INTO access_log (subject, reader_id, reader_name, reader_role, reason, what, at_ms)
             VALUES (\(e.subject), \(e.readerID), \(e.readerName), \(e.readerRole), \(e.reason), \(e.what), \(e.atMilliseconds))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry] {
@@ -111,9 +145,20 @@ extension PostgresServerStore {
             """
             SELECT id, subject, reader_id, reader_name, reader_role, reason, what, at_ms FROM access_log
             WHERE subject = ANY(\(subjects)) ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await collect(rows.decode((Int64, String, String, String, String, String, String, Int64).self)).map {
-            AccessLogEntry(id: $0.0, subject: $0.1, readerID: $0.2, readerName: $0.3, readerRole: $0.4, reason: $0.5, what: $0.6, atMilliseconds: $0.7)
+            AccessLogEntry(
+                id: $0.0,
+                subject: $0.1,
+                readerID: $0.2,
+                readerName: $0.3,
+                readerRole: $0.4,
+                reason: $0.5,
+                what: $0.6,
+                atMilliseconds: $0.7
+            )
         }
     }
 
@@ -157,7 +202,11 @@ extension PostgresServerStore {
                     unsafeSQL: """
                         INSERT INTO person_days (\(columns.joined(separator: ", "))) VALUES \(tuples.joined(separator: ", "))
                         ON CONFLICT (person_key, day) DO UPDATE SET \(updates)
-                        """, binds: bindings), logger: logger)
+                        """,
+                    binds: bindings
+                ),
+                logger: logger
+            )
         }
     }
 
@@ -168,13 +217,15 @@ extension PostgresServerStore {
     func setRollupThroughDay(_ day: Int) async throws {
         try await client.query(
             "INSERT INTO people_rollup (id, through_day) VALUES (1, \(day)) ON CONFLICT (id) DO UPDATE SET through_day = EXCLUDED.through_day",
-            logger: logger)
+            logger: logger
+        )
     }
 
     func devicesForRollup() async throws -> [(deviceID: String, person: String, wearer: String?)] {
         let rows = try await client.query(
             "SELECT d.device_id, d.person, w.account_id FROM devices d LEFT JOIN wearer_devices w ON w.device_id = d.device_id ORDER BY d.device_id",
-            logger: logger)
+            logger: logger
+        )
         return try await collect(rows.decode((String, String, String?).self)).map { (deviceID: $0.0, person: $0.1, wearer: $0.2) }
     }
 
@@ -189,15 +240,22 @@ extension PostgresServerStore {
     func groupTotals(_ cell: GroupFigures.Cell) async throws -> GroupFigures.Totals {
         let sums = (["hr_count", "hr_sum"] + PeopleSchema.binColumns + PeopleSchema.alertColumns).map { "COALESCE(SUM(\($0)), 0)::BIGINT" }
         let rows = try await client.query(
-            PostgresQuery(unsafeSQL: "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"),
-            logger: logger)
+            PostgresQuery(
+                unsafeSQL: "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"
+            ),
+            logger: logger
+        )
         for try await row in rows {
             var values: [Int64] = []
             for cell in row { values.append(try cell.decode(Int64.self)) }
             guard values.count == 3 + PeopleSchema.binCount + GroupFigures.alertKinds.count else { break }
             return GroupFigures.Totals(
-                people: Int(values[0]), readings: values[1], heartRateSum: values[2], bins: Array(values[3..<(3 + PeopleSchema.binCount)]),
-                alerts: Array(values[(3 + PeopleSchema.binCount)...]))
+                people: Int(values[0]),
+                readings: values[1],
+                heartRateSum: values[2],
+                bins: Array(values[3..<(3 + PeopleSchema.binCount)]),
+                alerts: Array(values[(3 + PeopleSchema.binCount)...])
+            )
         }
         return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: [])
     }
@@ -205,20 +263,34 @@ extension PostgresServerStore {
     func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
         let rows = try await client.query(
             PostgresQuery(
-                unsafeSQL: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))"),
-            logger: logger)
+                unsafeSQL: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))"
+            ),
+            logger: logger
+        )
         return Int(try await collect(rows.decode(Int64.self)).first ?? 0)
     }
 
     func answeredGroups() async throws -> [AnsweredGroup] {
         let rows = try await client.query(
             "SELECT organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms FROM group_queries ORDER BY id",
-            logger: logger)
+            logger: logger
+        )
         return try await collect(rows.decode((String, Int, Int, Int, Int, Int, Int, Int, Int, Int64, Int64).self)).map {
             AnsweredGroup(
                 organisationID: $0.0,
-                cell: GroupFigures.Cell(ageBandFrom: $0.1, ageBandTo: $0.2, south: $0.3, west: $0.4, north: $0.5, east: $0.6, dayFrom: $0.7, dayTo: $0.8),
-                people: Int($0.9), atMilliseconds: $0.10)
+                cell: GroupFigures.Cell(
+                    ageBandFrom: $0.1,
+                    ageBandTo: $0.2,
+                    south: $0.3,
+                    west: $0.4,
+                    north: $0.5,
+                    east: $0.6,
+                    dayFrom: $0.7,
+                    dayTo: $0.8
+                ),
+                people: Int($0.9),
+                atMilliseconds: $0.10
+            )
         }
     }
 
@@ -229,7 +301,9 @@ extension PostgresServerStore {
             INSERT INTO group_queries (organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms)
             VALUES (\(group.organisationID), \(c.ageBandFrom), \(c.ageBandTo), \(c.south), \(c.west), \(c.north), \(c.east), \(c.dayFrom), \(c.dayTo),
                 \(Int64(group.people)), \(group.atMilliseconds))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func plainGroupAggregate(_ cell: GroupFigures.Cell) async throws -> (people: Int, readings: Int64, sum: Int64) {
@@ -237,7 +311,9 @@ extension PostgresServerStore {
             PostgresQuery(
                 unsafeSQL:
                     "SELECT COUNT(DISTINCT person_key), COALESCE(SUM(hr_count), 0)::BIGINT, COALESCE(SUM(hr_sum), 0)::BIGINT FROM person_days WHERE \(Self.condition(cell))"
-            ), logger: logger)
+            ),
+            logger: logger
+        )
         guard let row = try await collect(rows.decode((Int64, Int64, Int64).self)).first else { return (0, 0, 0) }
         return (Int(row.0), row.1, row.2)
     }

@@ -5,11 +5,13 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "UPDATE carer_links SET may_export = ? WHERE person_id = ? AND carer_id = ?",
-                arguments: [link.mayExport ? 1 : 0, link.personID, link.carerID])
+                arguments: [link.mayExport ? 1 : 0, link.personID, link.carerID]
+            )
             if db.changesCount == 1 { return .updated }
             try db.execute(
                 sql: "INSERT INTO carer_links (person_id, carer_id, may_export, granted_ms, granted_by) VALUES (?, ?, ?, ?, ?)",
-                arguments: [link.personID, link.carerID, link.mayExport ? 1 : 0, link.grantedMilliseconds, link.grantedBy])
+                arguments: [link.personID, link.carerID, link.mayExport ? 1 : 0, link.grantedMilliseconds, link.grantedBy]
+            )
             return .linked
         }
     }
@@ -29,13 +31,17 @@ extension SQLiteServerStore {
                 sql: """
                     SELECT person_id, carer_id, may_export, granted_ms, granted_by FROM carer_links WHERE \(condition)
                     ORDER BY granted_ms, person_id, carer_id
-                    """, arguments: [value]
+                    """,
+                arguments: [value]
             ).map { row in
                 let mayExport: Int64 = try row.decode(forColumn: "may_export")
                 return CarerLink(
-                    personID: try row.decode(forColumn: "person_id"), carerID: try row.decode(forColumn: "carer_id"), mayExport: mayExport != 0,
+                    personID: try row.decode(forColumn: "person_id"),
+                    carerID: try row.decode(forColumn: "carer_id"),
+                    mayExport: mayExport != 0,
                     grantedMilliseconds: try row.decode(forColumn: "granted_ms"),
-                    grantedBy: try row.decode(forColumn: "granted_by"))
+                    grantedBy: try row.decode(forColumn: "granted_by")
+                )
             }
         }
     }

@@ -7,7 +7,9 @@ extension SQLiteServerStore {
                 return existing == accountID ? .alreadyLinked : .linkedToAnother
             }
             try db.execute(
-                sql: "INSERT INTO wearer_devices (account_id, device_id, linked_ms) VALUES (?, ?, ?)", arguments: [accountID, deviceID, atMilliseconds])
+                sql: "INSERT INTO wearer_devices (account_id, device_id, linked_ms) VALUES (?, ?, ?)",
+                arguments: [accountID, deviceID, atMilliseconds]
+            )
             return .linked
         }
     }
@@ -26,8 +28,10 @@ extension SQLiteServerStore {
         guard !deviceIDs.isEmpty else { return [] }
         return try await pool.read { db in
             try String.fetchAll(
-                db, sql: "SELECT alert_id FROM alerts WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ","))) ORDER BY created_ms DESC",
-                arguments: StatementArguments(deviceIDs))
+                db,
+                sql: "SELECT alert_id FROM alerts WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ","))) ORDER BY created_ms DESC",
+                arguments: StatementArguments(deviceIDs)
+            )
         }
     }
 
@@ -42,7 +46,8 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO access_requests (\(Self.requestColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                arguments: Self.arguments(request))
+                arguments: Self.arguments(request)
+            )
         }
     }
 
@@ -54,15 +59,21 @@ extension SQLiteServerStore {
 
     func accessRequests(personID: String) async throws -> [AccessRequest] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = ? ORDER BY requested_ms DESC", arguments: [personID])
-                .compactMap(Self.request(from:))
+            try Row.fetchAll(
+                db,
+                sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = ? ORDER BY requested_ms DESC",
+                arguments: [personID]
+            )
+            .compactMap(Self.request(from:))
         }
     }
 
     func accessRequests(organisationID: String) async throws -> [AccessRequest] {
         try await pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = ? ORDER BY requested_ms DESC", arguments: [organisationID]
+                db,
+                sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = ? ORDER BY requested_ms DESC",
+                arguments: [organisationID]
             ).compactMap(Self.request(from:))
         }
     }
@@ -77,7 +88,8 @@ extension SQLiteServerStore {
                 arguments: [
                     request.status.rawValue, request.answeredMilliseconds, request.grantedFromMilliseconds, request.expiresMilliseconds,
                     request.endedMilliseconds, request.endedBy, request.id, expected.rawValue,
-                ])
+                ]
+            )
             return db.changesCount == 1
         }
     }
@@ -94,21 +106,29 @@ extension SQLiteServerStore {
         guard let status = AccessRequest.Status(rawValue: try row.decode(forColumn: "status")) else { return nil }
         let kinds: String = try row.decode(forColumn: "kinds")
         return AccessRequest(
-            id: try row.decode(forColumn: "id"), organisationID: try row.decode(forColumn: "organisation_id"),
+            id: try row.decode(forColumn: "id"),
+            organisationID: try row.decode(forColumn: "organisation_id"),
             personID: try row.decode(forColumn: "person_id"),
-            kinds: Set(kinds.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }), days: try row.decode(forColumn: "days"),
-            dataFromMilliseconds: try row.decode(forColumn: "data_from_ms"), purpose: try row.decode(forColumn: "purpose"), status: status,
+            kinds: Set(kinds.split(separator: ",").compactMap { PersonDataKind(rawValue: String($0)) }),
+            days: try row.decode(forColumn: "days"),
+            dataFromMilliseconds: try row.decode(forColumn: "data_from_ms"),
+            purpose: try row.decode(forColumn: "purpose"),
+            status: status,
             requestedMilliseconds: try row.decode(forColumn: "requested_ms"),
-            answeredMilliseconds: try row.decode(forColumn: "answered_ms"), grantedFromMilliseconds: try row.decode(forColumn: "granted_from_ms"),
+            answeredMilliseconds: try row.decode(forColumn: "answered_ms"),
+            grantedFromMilliseconds: try row.decode(forColumn: "granted_from_ms"),
             expiresMilliseconds: try row.decode(forColumn: "expires_ms"),
-            endedMilliseconds: try row.decode(forColumn: "ended_ms"), endedBy: try row.decode(forColumn: "ended_by"))
+            endedMilliseconds: try row.decode(forColumn: "ended_ms"),
+            endedBy: try row.decode(forColumn: "ended_by")
+        )
     }
 
     func appendAccessLog(_ entry: AccessLogEntry) async throws {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO access_log (subject, reader_id, reader_name, reader_role, reason, what, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [entry.subject, entry.readerID, entry.readerName, entry.readerRole, entry.reason, entry.what, entry.atMilliseconds])
+                arguments: [entry.subject, entry.readerID, entry.readerName, entry.readerRole, entry.reason, entry.what, entry.atMilliseconds]
+            )
         }
     }
 
@@ -120,13 +140,19 @@ extension SQLiteServerStore {
                 sql: """
                     SELECT id, subject, reader_id, reader_name, reader_role, reason, what, at_ms FROM access_log
                     WHERE subject IN (\(subjects.map { _ in "?" }.joined(separator: ","))) ORDER BY id DESC LIMIT \(max(1, limit))
-                    """, arguments: StatementArguments(subjects)
+                    """,
+                arguments: StatementArguments(subjects)
             ).map {
                 AccessLogEntry(
-                    id: try $0.decode(forColumn: "id"), subject: try $0.decode(forColumn: "subject"), readerID: try $0.decode(forColumn: "reader_id"),
-                    readerName: try $0.decode(forColumn: "reader_name"), readerRole: try $0.decode(forColumn: "reader_role"),
-                    reason: try $0.decode(forColumn: "reason"), what: try $0.decode(forColumn: "what"),
-                    atMilliseconds: try $0.decode(forColumn: "at_ms"))
+                    id: try $0.decode(forColumn: "id"),
+                    subject: try $0.decode(forColumn: "subject"),
+                    readerID: try $0.decode(forColumn: "reader_id"),
+                    readerName: try $0.decode(forColumn: "reader_name"),
+                    readerRole: try $0.decode(forColumn: "reader_role"),
+                    reason: try $0.decode(forColumn: "reason"),
+                    what: try $0.decode(forColumn: "what"),
+                    atMilliseconds: try $0.decode(forColumn: "at_ms")
+                )
             }
         }
     }
@@ -139,7 +165,9 @@ extension SQLiteServerStore {
         let columns = Self.personDayColumns
         try await pool.write { db in
             let statement = try db.makeStatement(
-                sql: "INSERT OR REPLACE INTO person_days (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))")
+                sql:
+                    "INSERT OR REPLACE INTO person_days (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            )
             for day in days {
                 var values: [(any DatabaseValueConvertible)?] = [
                     day.personKey, day.day, day.ageBand, day.cellLatitude, day.cellLongitude, day.heartRateCount, day.heartRateSum,
@@ -159,14 +187,17 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO people_rollup (id, through_day) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET through_day = excluded.through_day",
-                arguments: [day])
+                arguments: [day]
+            )
         }
     }
 
     func devicesForRollup() async throws -> [(deviceID: String, person: String, wearer: String?)] {
         try await pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT d.device_id, d.person, w.account_id FROM devices d LEFT JOIN wearer_devices w ON w.device_id = d.device_id ORDER BY d.device_id"
+                db,
+                sql:
+                    "SELECT d.device_id, d.person, w.account_id FROM devices d LEFT JOIN wearer_devices w ON w.device_id = d.device_id ORDER BY d.device_id"
             ).map { row -> (deviceID: String, person: String, wearer: String?) in
                 let deviceID: String = try row.decode(forColumn: "device_id")
                 let person: String = try row.decode(forColumn: "person")
@@ -188,35 +219,52 @@ extension SQLiteServerStore {
         let sums = (["hr_count", "hr_sum"] + PeopleSchema.binColumns + PeopleSchema.alertColumns).map { "COALESCE(SUM(\($0)), 0)" }
         let sql = "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"
         return try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: sql) else { return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: []) }
+            guard let row = try Row.fetchOne(db, sql: sql) else {
+                return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: [])
+            }
             let bins = try (0..<PeopleSchema.binCount).map { try row.decode(atIndex: 3 + $0) as Int64 }
             let alerts = try (0..<GroupFigures.alertKinds.count).map { try row.decode(atIndex: 3 + PeopleSchema.binCount + $0) as Int64 }
             return GroupFigures.Totals(
-                people: try row.decode(atIndex: 0), readings: try row.decode(atIndex: 1),
-                heartRateSum: try row.decode(atIndex: 2), bins: bins, alerts: alerts)
+                people: try row.decode(atIndex: 0),
+                readings: try row.decode(atIndex: 1),
+                heartRateSum: try row.decode(atIndex: 2),
+                bins: bins,
+                alerts: alerts
+            )
         }
     }
 
     func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
         try await pool.read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))") ?? 0
+                db,
+                sql: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))"
+            ) ?? 0
         }
     }
 
     func answeredGroups() async throws -> [AnsweredGroup] {
         try await pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms FROM group_queries ORDER BY id"
+                db,
+                sql:
+                    "SELECT organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms FROM group_queries ORDER BY id"
             ).map {
                 AnsweredGroup(
                     organisationID: try $0.decode(forColumn: "organisation_id"),
                     cell: GroupFigures.Cell(
-                        ageBandFrom: try $0.decode(forColumn: "age_from"), ageBandTo: try $0.decode(forColumn: "age_to"),
-                        south: try $0.decode(forColumn: "south"), west: try $0.decode(forColumn: "west"), north: try $0.decode(forColumn: "north"),
-                        east: try $0.decode(forColumn: "east"), dayFrom: try $0.decode(forColumn: "day_from"),
-                        dayTo: try $0.decode(forColumn: "day_to")),
-                    people: try $0.decode(forColumn: "people"), atMilliseconds: try $0.decode(forColumn: "at_ms"))
+                        ageBandFrom: try $0.decode(forColumn: "age_from"),
+                        ageBandTo: try $0.decode(forColumn: "age_to"),
+                        south: try $0.decode(forColumn: "south"),
+                        west: try $0.decode(forColumn: "west"),
+                        north: try $0.decode(forColumn: "north"),
+                        east: try $0.decode(forColumn: "east"),
+                        dayFrom: try $0.decode(forColumn: "day_from"),
+                        dayTo: try $0.decode(forColumn: "day_to")
+                    ),
+                    people: try $0.decode(forColumn: "people"),
+                    atMilliseconds: try $0.decode(forColumn: "at_ms")
+                )
             }
         }
     }
@@ -229,7 +277,11 @@ extension SQLiteServerStore {
                     INSERT INTO group_queries (organisation_id, age_from, age_to, south, west, north, east, day_from, day_to, people, at_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [group.organisationID, c.ageBandFrom, c.ageBandTo, c.south, c.west, c.north, c.east, c.dayFrom, c.dayTo, group.people, group.atMilliseconds])
+                arguments: [
+                    group.organisationID, c.ageBandFrom, c.ageBandTo, c.south, c.west, c.north, c.east, c.dayFrom, c.dayTo, group.people,
+                    group.atMilliseconds,
+                ]
+            )
         }
     }
 
@@ -237,7 +289,10 @@ extension SQLiteServerStore {
         try await pool.read { db in
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT COUNT(DISTINCT person_key), COALESCE(SUM(hr_count), 0), COALESCE(SUM(hr_sum), 0) FROM person_days WHERE \(Self.condition(cell))")
+                    db,
+                    sql:
+                        "SELECT COUNT(DISTINCT person_key), COALESCE(SUM(hr_count), 0), COALESCE(SUM(hr_sum), 0) FROM person_days WHERE \(Self.condition(cell))"
+                )
             else { return (0, 0, 0) }
             return (try row.decode(atIndex: 0), try row.decode(atIndex: 1), try row.decode(atIndex: 2))
         }

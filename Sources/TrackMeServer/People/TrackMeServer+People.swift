@@ -17,12 +17,26 @@ extension TrackMeServer {
     /// A group query as `POST /v1/group-figures` answers it, without HTTP: snapping, counting,
     /// the size rule and the difference rule against every earlier answer.
     public func groupQuery(
-        ageFrom: Int, ageTo: Int, south: Double, west: Double, north: Double, east: Double, days: Int, organisation: String = "bench"
+        ageFrom: Int,
+        ageTo: Int,
+        south: Double,
+        west: Double,
+        north: Double,
+        east: Double,
+        days: Int,
+        organisation: String = "bench"
     ) async throws -> GroupQueryOutcome {
         let to = configuration.wallClock()
         let query = GroupFigures.Query(
-            ageFrom: ageFrom, ageTo: ageTo, south: south, west: west, north: north, east: east,
-            fromMilliseconds: to - Int64(days) * GroupFigures.dayMilliseconds, toMilliseconds: to)
+            ageFrom: ageFrom,
+            ageTo: ageTo,
+            south: south,
+            west: west,
+            north: north,
+            east: east,
+            fromMilliseconds: to - Int64(days) * GroupFigures.dayMilliseconds,
+            toMilliseconds: to
+        )
         do {
             let answer = try await GroupFigureDesk(store: store, wallClock: configuration.wallClock).answer(query, organisationID: organisation)
             return GroupQueryOutcome(people: answer.people, answered: true, reason: nil)
@@ -32,12 +46,21 @@ extension TrackMeServer {
     }
 
     /// The baseline: the plain aggregate SQL (distinct people, readings, sum) over the same rows.
-    public func plainGroupAggregate(ageFrom: Int, ageTo: Int, south: Double, west: Double, north: Double, east: Double, days: Int) async throws -> Int {
+    public func plainGroupAggregate(ageFrom: Int, ageTo: Int, south: Double, west: Double, north: Double, east: Double, days: Int) async throws -> Int
+    {
         let to = configuration.wallClock()
         let cell = try GroupFigures().snap(
             GroupFigures.Query(
-                ageFrom: ageFrom, ageTo: ageTo, south: south, west: west, north: north, east: east,
-                fromMilliseconds: to - Int64(days) * GroupFigures.dayMilliseconds, toMilliseconds: to))
+                ageFrom: ageFrom,
+                ageTo: ageTo,
+                south: south,
+                west: west,
+                north: north,
+                east: east,
+                fromMilliseconds: to - Int64(days) * GroupFigures.dayMilliseconds,
+                toMilliseconds: to
+            )
+        )
         return try await store.plainGroupAggregate(cell).people
     }
 }

@@ -19,7 +19,8 @@ extension PostgresServerStore {
             VALUES (\(run.id), \(run.code), \(run.name), \(run.organiserAccountID), \(run.startMilliseconds), \(run.endMilliseconds),
                 \(run.enrolmentOpen), \(path), \(run.createdMilliseconds), \(run.distanceMetres))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).collect().count == 1
     }
 
@@ -35,7 +36,10 @@ extension PostgresServerStore {
         if let organiserAccountID {
             return try await runs(
                 PostgresQuery(
-                    unsafeSQL: "SELECT \(Self.runColumns) FROM runs WHERE organiser_id = $1 ORDER BY start_ms DESC", binds: binds(organiserAccountID)))
+                    unsafeSQL: "SELECT \(Self.runColumns) FROM runs WHERE organiser_id = $1 ORDER BY start_ms DESC",
+                    binds: binds(organiserAccountID)
+                )
+            )
         }
         return try await runs(PostgresQuery(unsafeSQL: "SELECT \(Self.runColumns) FROM runs ORDER BY start_ms DESC"))
     }
@@ -44,8 +48,17 @@ extension PostgresServerStore {
         try await collect(client.query(query, logger: logger).decode(RunColumns.self)).compactMap { c in
             guard let points: [[Double]] = try? StoreJSON.decode(c.7), let path = try? RunPath(points: points) else { return nil }
             return Run(
-                id: c.0, code: c.1, name: c.2, organiserAccountID: c.3, startMilliseconds: c.4, endMilliseconds: c.5, enrolmentOpen: c.6,
-                path: path, createdMilliseconds: c.8, distanceMetres: c.9)
+                id: c.0,
+                code: c.1,
+                name: c.2,
+                organiserAccountID: c.3,
+                startMilliseconds: c.4,
+                endMilliseconds: c.5,
+                enrolmentOpen: c.6,
+                path: path,
+                createdMilliseconds: c.8,
+                distanceMetres: c.9
+            )
         }
     }
 
@@ -75,13 +88,18 @@ extension PostgresServerStore {
                 checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
                 distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
                 held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func runEntries(runID: String) async throws -> [RunEntry] {
         try await entries(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.entryColumns) FROM run_entries WHERE run_id = $1 ORDER BY enrolled_ms, device_id", binds: binds(runID)))
+                unsafeSQL: "SELECT \(Self.entryColumns) FROM run_entries WHERE run_id = $1 ORDER BY enrolled_ms, device_id",
+                binds: binds(runID)
+            )
+        )
     }
 
     func runEntries(deviceID: String) async throws -> [RunEntry] {
@@ -91,9 +109,20 @@ extension PostgresServerStore {
     private func entries(_ query: PostgresQuery) async throws -> [RunEntry] {
         try await collect(client.query(query, logger: logger).decode(EntryColumns.self)).map { c in
             RunEntry(
-                runID: c.0, deviceID: c.1, name: c.2, showToSpectators: c.3, enrolledMilliseconds: c.4, checkedInMilliseconds: c.5,
-                latitude: c.6, longitude: c.7, fixMilliseconds: c.8, distanceMetres: c.9, receivedMilliseconds: c.10, finishMilliseconds: c.11,
-                held: RaceIngest.Fix.stored(milliseconds: c.14, latitude: c.12, longitude: c.13))
+                runID: c.0,
+                deviceID: c.1,
+                name: c.2,
+                showToSpectators: c.3,
+                enrolledMilliseconds: c.4,
+                checkedInMilliseconds: c.5,
+                latitude: c.6,
+                longitude: c.7,
+                fixMilliseconds: c.8,
+                distanceMetres: c.9,
+                receivedMilliseconds: c.10,
+                finishMilliseconds: c.11,
+                held: RaceIngest.Fix.stored(milliseconds: c.14, latitude: c.12, longitude: c.13)
+            )
         }
     }
 
@@ -101,7 +130,8 @@ extension PostgresServerStore {
         let polygon = try StoreJSON.encode(zone.polygon)
         try await client.query(
             "INSERT INTO fleet_zones (id, name, polygon, created_ms) VALUES (\(zone.id), \(zone.name), \(polygon), \(zone.createdMilliseconds))",
-            logger: logger)
+            logger: logger
+        )
     }
 
     func zones() async throws -> [FleetZone] {
@@ -115,8 +145,10 @@ extension PostgresServerStore {
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi? {
         try await taxis(
             PostgresQuery(
-                unsafeSQL: "SELECT device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms FROM fleet_taxis WHERE device_id = $1",
-                binds: binds(deviceID))
+                unsafeSQL:
+                    "SELECT device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms FROM fleet_taxis WHERE device_id = $1",
+                binds: binds(deviceID)
+            )
         ).first
     }
 
@@ -129,19 +161,32 @@ extension PostgresServerStore {
             ON CONFLICT (device_id) DO UPDATE SET name = excluded.name, state = excluded.state, zone_id = excluded.zone_id,
                 queued_ms = excluded.queued_ms, last_report_ms = excluded.last_report_ms, lat = excluded.lat, lon = excluded.lon,
                 fix_ms = excluded.fix_ms
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func fleetTaxis() async throws -> [FleetTaxi] {
         try await taxis(
-            PostgresQuery(unsafeSQL: "SELECT device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms FROM fleet_taxis ORDER BY device_id"))
+            PostgresQuery(
+                unsafeSQL: "SELECT device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms FROM fleet_taxis ORDER BY device_id"
+            )
+        )
     }
 
     private func taxis(_ query: PostgresQuery) async throws -> [FleetTaxi] {
         try await collect(client.query(query, logger: logger).decode(TaxiColumns.self)).map { c in
             FleetTaxi(
-                deviceID: c.0, name: c.1, state: c.2, zoneID: c.3, queuedMilliseconds: c.4, lastReportMilliseconds: c.5, latitude: c.6,
-                longitude: c.7, fixMilliseconds: c.8)
+                deviceID: c.0,
+                name: c.1,
+                state: c.2,
+                zoneID: c.3,
+                queuedMilliseconds: c.4,
+                lastReportMilliseconds: c.5,
+                latitude: c.6,
+                longitude: c.7,
+                fixMilliseconds: c.8
+            )
         }
     }
 

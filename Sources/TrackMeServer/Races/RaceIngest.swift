@@ -59,8 +59,12 @@ struct RaceIngest: Sendable {
             // Enrolment only while the organiser keeps it open.
             guard run.enrolmentOpen else { return }
             entry = RunEntry(
-                runID: run.id, deviceID: device.deviceID, name: device.person.name, showToSpectators: participation.showToSpectators,
-                enrolledMilliseconds: now)
+                runID: run.id,
+                deviceID: device.deviceID,
+                name: device.person.name,
+                showToSpectators: participation.showToSpectators,
+                enrolledMilliseconds: now
+            )
         }
         let before = entry
         // Consent can be given or withdrawn at any time; the device's word is the latest.
@@ -68,13 +72,16 @@ struct RaceIngest: Sendable {
         if entry.checkedInMilliseconds == nil, let checkedIn = participation.checkedInMilliseconds {
             entry.checkedInMilliseconds = min(checkedIn, now)
         }
-        let inWindow = fixes.filter { $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds }
+        let inWindow = fixes.filter {
+            $0.milliseconds >= run.startMilliseconds - Self.beforeStartMilliseconds && $0.milliseconds <= run.endMilliseconds
+        }
         // Counted from the gun, or from a later check-in (a runner who starts late).
         let countFrom = max(run.startMilliseconds, entry.checkedInMilliseconds ?? run.startMilliseconds)
         var progress = entry.progress
         // Oldest first, each once: a fix older than the runner's newest (a backlog after a
         // tunnel) neither moves them back nor counts again.
-        for fix in inWindow.sorted(by: { $0.milliseconds < $1.milliseconds }) where fix.milliseconds > max(entry.fixMilliseconds ?? .min, progress.held?.milliseconds ?? .min) {
+        for fix in inWindow.sorted(by: { $0.milliseconds < $1.milliseconds })
+        where fix.milliseconds > max(entry.fixMilliseconds ?? .min, progress.held?.milliseconds ?? .min) {
             progress = RaceProgress.advance(progress, with: fix, countFrom: countFrom, raceMetres: run.raceDistanceMetres)
         }
         if progress != entry.progress {
@@ -100,8 +107,14 @@ struct RaceIngest: Sendable {
         taxi.state = state.rawValue
         taxi.lastReportMilliseconds = now
         taxi.queuedMilliseconds = FleetQueue.queuedSince(
-            state: state, zoneID: zoneID, previousState: previous?.state, previousZoneID: previous?.zoneID,
-            previousQueued: previous?.queuedMilliseconds, fixMilliseconds: newest?.milliseconds, now: now)
+            state: state,
+            zoneID: zoneID,
+            previousState: previous?.state,
+            previousZoneID: previous?.zoneID,
+            previousQueued: previous?.queuedMilliseconds,
+            fixMilliseconds: newest?.milliseconds,
+            now: now
+        )
         taxi.zoneID = zoneID
         if taxi != previous { try await store.saveFleetTaxi(taxi) }
     }
@@ -116,8 +129,13 @@ enum FleetQueue {
     /// same zone; a new arrival (another zone, or available again) queues at the back, from
     /// the fix that shows it there (or now, for a state change); nil when not available in a zone.
     static func queuedSince(
-        state: TaxiAvailability, zoneID: String?, previousState: String?, previousZoneID: String?, previousQueued: Int64?,
-        fixMilliseconds: Int64?, now: Int64
+        state: TaxiAvailability,
+        zoneID: String?,
+        previousState: String?,
+        previousZoneID: String?,
+        previousQueued: Int64?,
+        fixMilliseconds: Int64?,
+        now: Int64
     ) -> Int64? {
         guard state == .available, zoneID != nil else { return nil }
         if previousState == TaxiAvailability.available.rawValue, previousZoneID == zoneID, let previousQueued { return previousQueued }
@@ -132,6 +150,6 @@ enum FleetQueue {
         taxis.filter {
             $0.zoneID == zoneID && $0.state == TaxiAvailability.available.rawValue && $0.queuedMilliseconds != nil && !isSilent($0, now: now)
         }
-            .sorted { ($0.queuedMilliseconds ?? 0, $0.deviceID) < ($1.queuedMilliseconds ?? 0, $1.deviceID) }
+        .sorted { ($0.queuedMilliseconds ?? 0, $0.deviceID) < ($1.queuedMilliseconds ?? 0, $1.deviceID) }
     }
 }

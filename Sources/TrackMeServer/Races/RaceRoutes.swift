@@ -54,9 +54,17 @@ struct RaceRoutes: Sendable {
         let code = body.code ?? Self.generateCode()
         guard RunParticipation.isValidCode(code) else { throw APIError.invalid("code", "4-32 of A-Z 0-9 -") }
         let run = Run(
-            id: BearerToken.generate().id, code: code, name: body.name, organiserAccountID: principal.accountID ?? principal.tokenID,
-            startMilliseconds: body.startMilliseconds, endMilliseconds: end, enrolmentOpen: false, path: path, createdMilliseconds: now,
-            distanceMetres: body.distanceMetres)
+            id: BearerToken.generate().id,
+            code: code,
+            name: body.name,
+            organiserAccountID: principal.accountID ?? principal.tokenID,
+            startMilliseconds: body.startMilliseconds,
+            endMilliseconds: end,
+            enrolmentOpen: false,
+            path: path,
+            createdMilliseconds: now,
+            distanceMetres: body.distanceMetres
+        )
         guard try await store.insertRun(run) else {
             throw APIError(status: .conflict, code: .conflict, field: "code", message: "run code \(code) is taken")
         }
@@ -109,8 +117,14 @@ struct RaceRoutes: Sendable {
             while true {
                 let page = try await store.readings(
                     ReadingQuery(
-                        deviceID: entry.deviceID, fromMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
-                        toMilliseconds: run.endMilliseconds, kind: .position, afterSequence: after, limit: 5000))
+                        deviceID: entry.deviceID,
+                        fromMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        toMilliseconds: run.endMilliseconds,
+                        kind: .position,
+                        afterSequence: after,
+                        limit: 5000
+                    )
+                )
                 for row in page {
                     if let reading = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = reading.payload,
                         let latitude = fix.latitude, let longitude = fix.longitude
@@ -149,12 +163,16 @@ struct RaceRoutes: Sendable {
         let time = now
         return try await store.runEntries(runID: run.id).filter { entry in
             let subject = AccessPolicy.Subject(
-                personID: entry.deviceID, deviceIDs: [entry.deviceID],
+                personID: entry.deviceID,
+                deviceIDs: [entry.deviceID],
                 runs: [
                     AccessPolicy.RunMembership(
-                        organiserAccountID: run.organiserAccountID, startMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
-                        endMilliseconds: run.endMilliseconds + Self.resultsWindowMilliseconds)
-                ])
+                        organiserAccountID: run.organiserAccountID,
+                        startMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        endMilliseconds: run.endMilliseconds + Self.resultsWindowMilliseconds
+                    )
+                ]
+            )
             var asked = principal
             if asked.accountID == nil { asked.accountID = asked.tokenID }
             return policy.decide(asked, subject: subject, now: time).isAllowed
@@ -398,16 +416,26 @@ struct SpectatorView: Codable, Sendable {
         path = run.path.points
         // Ranked among the runners shown only: a gap in the ranks would tell of someone who
         // did not consent.
-        let shown = RaceStanding.ranked(entries.filter { $0.showToSpectators && $0.latitude != nil && $0.longitude != nil && $0.fixMilliseconds != nil })
+        let shown = RaceStanding.ranked(
+            entries.filter { $0.showToSpectators && $0.latitude != nil && $0.longitude != nil && $0.fixMilliseconds != nil }
+        )
         runners = shown.enumerated().compactMap { index, entry in
             guard let latitude = entry.latitude, let longitude = entry.longitude, let fix = entry.fixMilliseconds,
                 let age = RaceProgress.age(fixMilliseconds: fix, now: now)
             else { return nil }
             return Runner(
-                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)), name: entry.name, latitude: latitude, longitude: longitude,
-                distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10, fixMilliseconds: fix, rank: index + 1,
-                finishMilliseconds: entry.finishMilliseconds, finishElapsedSeconds: entry.finishElapsedSeconds(run), fixAgeSeconds: age.seconds,
-                stale: age.stale)
+                id: String(ServerDigest.sha256Hex(run.id + ":" + entry.deviceID).prefix(12)),
+                name: entry.name,
+                latitude: latitude,
+                longitude: longitude,
+                distanceMetres: ((entry.distanceMetres ?? 0) * 10).rounded() / 10,
+                fixMilliseconds: fix,
+                rank: index + 1,
+                finishMilliseconds: entry.finishMilliseconds,
+                finishElapsedSeconds: entry.finishElapsedSeconds(run),
+                fixAgeSeconds: age.seconds,
+                stale: age.stale
+            )
         }
         leader = runners.first?.id
     }

@@ -51,7 +51,8 @@ enum RaceSchema {
                         lon REAL,
                         fix_ms INTEGER
                     );
-                    """)
+                    """
+            )
         }
         // The race distance of a run, and what counting along a runner's own fixes keeps
         // between them: the finish and a fix held back as a possible jump.
@@ -63,7 +64,8 @@ enum RaceSchema {
                     ALTER TABLE run_entries ADD COLUMN held_lat REAL;
                     ALTER TABLE run_entries ADD COLUMN held_lon REAL;
                     ALTER TABLE run_entries ADD COLUMN held_ms INTEGER;
-                    """)
+                    """
+            )
         }
     }
 

@@ -42,9 +42,19 @@ struct RunEntry: Hashable, Sendable {
     var held: RaceIngest.Fix?
 
     init(
-        runID: String, deviceID: String, name: String, showToSpectators: Bool, enrolledMilliseconds: Int64, checkedInMilliseconds: Int64? = nil,
-        latitude: Double? = nil, longitude: Double? = nil, fixMilliseconds: Int64? = nil, distanceMetres: Double? = nil,
-        receivedMilliseconds: Int64? = nil, finishMilliseconds: Int64? = nil, held: RaceIngest.Fix? = nil
+        runID: String,
+        deviceID: String,
+        name: String,
+        showToSpectators: Bool,
+        enrolledMilliseconds: Int64,
+        checkedInMilliseconds: Int64? = nil,
+        latitude: Double? = nil,
+        longitude: Double? = nil,
+        fixMilliseconds: Int64? = nil,
+        distanceMetres: Double? = nil,
+        receivedMilliseconds: Int64? = nil,
+        finishMilliseconds: Int64? = nil,
+        held: RaceIngest.Fix? = nil
     ) {
         self.finishMilliseconds = finishMilliseconds
         self.held = held
@@ -64,7 +74,9 @@ struct RunEntry: Hashable, Sendable {
     var progress: RaceProgress.State {
         get {
             var fix: RaceIngest.Fix?
-            if let latitude, let longitude, let fixMilliseconds { fix = RaceIngest.Fix(milliseconds: fixMilliseconds, latitude: latitude, longitude: longitude) }
+            if let latitude, let longitude, let fixMilliseconds {
+                fix = RaceIngest.Fix(milliseconds: fixMilliseconds, latitude: latitude, longitude: longitude)
+            }
             return RaceProgress.State(fix: fix, distanceMetres: distanceMetres, finishMilliseconds: finishMilliseconds, held: held)
         }
         set {
@@ -133,8 +145,15 @@ struct FleetTaxi: Hashable, Sendable {
     var fixMilliseconds: Int64?
 
     init(
-        deviceID: String, name: String, state: String, zoneID: String? = nil, queuedMilliseconds: Int64? = nil, lastReportMilliseconds: Int64,
-        latitude: Double? = nil, longitude: Double? = nil, fixMilliseconds: Int64? = nil
+        deviceID: String,
+        name: String,
+        state: String,
+        zoneID: String? = nil,
+        queuedMilliseconds: Int64? = nil,
+        lastReportMilliseconds: Int64,
+        latitude: Double? = nil,
+        longitude: Double? = nil,
+        fixMilliseconds: Int64? = nil
     ) {
         self.deviceID = deviceID
         self.name = name

@@ -13,7 +13,8 @@ extension SQLiteServerStore {
                 arguments: [
                     run.id, run.code, run.name, run.organiserAccountID, run.startMilliseconds, run.endMilliseconds, run.enrolmentOpen, path,
                     run.createdMilliseconds, run.distanceMetres,
-                ])
+                ]
+            )
             return db.changesCount == 1
         }
     }
@@ -47,7 +48,9 @@ extension SQLiteServerStore {
 
     func runEntry(runID: String, deviceID: String) async throws -> RunEntry? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID]).map(Self.entry(from:))
+            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID]).map(
+                Self.entry(from:)
+            )
         }
     }
 
@@ -65,15 +68,19 @@ extension SQLiteServerStore {
                     """,
                 arguments: [
                     entry.runID, entry.deviceID, entry.name, entry.showToSpectators, entry.enrolledMilliseconds, entry.checkedInMilliseconds,
-                    entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds, entry.finishMilliseconds,
+                    entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds,
+                    entry.finishMilliseconds,
                     entry.held?.latitude, entry.held?.longitude, entry.held?.milliseconds,
-                ])
+                ]
+            )
         }
     }
 
     func runEntries(runID: String) async throws -> [RunEntry] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE run_id = ? ORDER BY enrolled_ms, device_id", arguments: [runID]).map(Self.entry(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE run_id = ? ORDER BY enrolled_ms, device_id", arguments: [runID]).map(
+                Self.entry(from:)
+            )
         }
     }
 
@@ -88,7 +95,8 @@ extension SQLiteServerStore {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO fleet_zones (id, name, polygon, created_ms) VALUES (?, ?, ?, ?)",
-                arguments: [zone.id, zone.name, polygon, zone.createdMilliseconds])
+                arguments: [zone.id, zone.name, polygon, zone.createdMilliseconds]
+            )
         }
     }
 
@@ -97,8 +105,11 @@ extension SQLiteServerStore {
             try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id").compactMap { row in
                 guard let polygon: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "polygon")) else { return nil }
                 return FleetZone(
-                    id: try row.decode(forColumn: "id"), name: try row.decode(forColumn: "name"), polygon: polygon,
-                    createdMilliseconds: try row.decode(forColumn: "created_ms"))
+                    id: try row.decode(forColumn: "id"),
+                    name: try row.decode(forColumn: "name"),
+                    polygon: polygon,
+                    createdMilliseconds: try row.decode(forColumn: "created_ms")
+                )
             }
         }
     }
@@ -122,7 +133,8 @@ extension SQLiteServerStore {
                 arguments: [
                     taxi.deviceID, taxi.name, taxi.state, taxi.zoneID, taxi.queuedMilliseconds, taxi.lastReportMilliseconds, taxi.latitude,
                     taxi.longitude, taxi.fixMilliseconds,
-                ])
+                ]
+            )
         }
     }
 
@@ -132,33 +144,55 @@ extension SQLiteServerStore {
 
     private static func run(from row: Row) throws -> Run? {
         guard let points: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "path")),
-            let path = try? RunPath(points: points) else { return nil }
+            let path = try? RunPath(points: points)
+        else { return nil }
         return Run(
-            id: try row.decode(forColumn: "id"), code: try row.decode(forColumn: "code"), name: try row.decode(forColumn: "name"),
-            organiserAccountID: try row.decode(forColumn: "organiser_id"), startMilliseconds: try row.decode(forColumn: "start_ms"),
-            endMilliseconds: try row.decode(forColumn: "end_ms"), enrolmentOpen: try row.decode(forColumn: "enrolment_open"), path: path,
-            createdMilliseconds: try row.decode(forColumn: "created_ms"), distanceMetres: try row.decode(forColumn: "distance_m"))
+            id: try row.decode(forColumn: "id"),
+            code: try row.decode(forColumn: "code"),
+            name: try row.decode(forColumn: "name"),
+            organiserAccountID: try row.decode(forColumn: "organiser_id"),
+            startMilliseconds: try row.decode(forColumn: "start_ms"),
+            endMilliseconds: try row.decode(forColumn: "end_ms"),
+            enrolmentOpen: try row.decode(forColumn: "enrolment_open"),
+            path: path,
+            createdMilliseconds: try row.decode(forColumn: "created_ms"),
+            distanceMetres: try row.decode(forColumn: "distance_m")
+        )
     }
 
     private static func entry(from row: Row) throws -> RunEntry {
         RunEntry(
-            runID: try row.decode(forColumn: "run_id"), deviceID: try row.decode(forColumn: "device_id"), name: try row.decode(forColumn: "name"),
+            runID: try row.decode(forColumn: "run_id"),
+            deviceID: try row.decode(forColumn: "device_id"),
+            name: try row.decode(forColumn: "name"),
             showToSpectators: try row.decode(forColumn: "show"),
-            enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"), checkedInMilliseconds: try row.decode(forColumn: "checked_in_ms"),
+            enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"),
+            checkedInMilliseconds: try row.decode(forColumn: "checked_in_ms"),
             latitude: try row.decode(forColumn: "lat"),
-            longitude: try row.decode(forColumn: "lon"), fixMilliseconds: try row.decode(forColumn: "fix_ms"),
-            distanceMetres: try row.decode(forColumn: "distance_m"), receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+            longitude: try row.decode(forColumn: "lon"),
+            fixMilliseconds: try row.decode(forColumn: "fix_ms"),
+            distanceMetres: try row.decode(forColumn: "distance_m"),
+            receivedMilliseconds: try row.decode(forColumn: "received_ms"),
             finishMilliseconds: try row.decode(forColumn: "finish_ms"),
             held: RaceIngest.Fix.stored(
-                milliseconds: try row.decode(forColumn: "held_ms"), latitude: try row.decode(forColumn: "held_lat"),
-                longitude: try row.decode(forColumn: "held_lon")))
+                milliseconds: try row.decode(forColumn: "held_ms"),
+                latitude: try row.decode(forColumn: "held_lat"),
+                longitude: try row.decode(forColumn: "held_lon")
+            )
+        )
     }
 
     private static func taxi(from row: Row) throws -> FleetTaxi {
         FleetTaxi(
-            deviceID: try row.decode(forColumn: "device_id"), name: try row.decode(forColumn: "name"), state: try row.decode(forColumn: "state"),
-            zoneID: try row.decode(forColumn: "zone_id"), queuedMilliseconds: try row.decode(forColumn: "queued_ms"),
-            lastReportMilliseconds: try row.decode(forColumn: "last_report_ms"), latitude: try row.decode(forColumn: "lat"),
-            longitude: try row.decode(forColumn: "lon"), fixMilliseconds: try row.decode(forColumn: "fix_ms"))
+            deviceID: try row.decode(forColumn: "device_id"),
+            name: try row.decode(forColumn: "name"),
+            state: try row.decode(forColumn: "state"),
+            zoneID: try row.decode(forColumn: "zone_id"),
+            queuedMilliseconds: try row.decode(forColumn: "queued_ms"),
+            lastReportMilliseconds: try row.decode(forColumn: "last_report_ms"),
+            latitude: try row.decode(forColumn: "lat"),
+            longitude: try row.decode(forColumn: "lon"),
+            fixMilliseconds: try row.decode(forColumn: "fix_ms")
+        )
     }
 }

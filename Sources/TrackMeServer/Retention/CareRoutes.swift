@@ -56,9 +56,16 @@ struct CareRoutes: Sendable {
         return try json(
             .ok,
             CareSettingsView(
-                deviceID: deviceID, settings: stored?.settings, updatedMilliseconds: stored?.updatedMilliseconds, updatedBy: stored?.updatedBy,
-                updatedByName: updatedByName, deviceVersion: heartbeat?.careVersion, deviceConflicts: heartbeat?.careConflicts ?? [],
-                deviceReportedMilliseconds: contact.lastSeenMilliseconds))
+                deviceID: deviceID,
+                settings: stored?.settings,
+                updatedMilliseconds: stored?.updatedMilliseconds,
+                updatedBy: stored?.updatedBy,
+                updatedByName: updatedByName,
+                deviceVersion: heartbeat?.careVersion,
+                deviceConflicts: heartbeat?.careConflicts ?? [],
+                deviceReportedMilliseconds: contact.lastSeenMilliseconds
+            )
+        )
     }
 
     func change(_ request: Request, deviceID: String) async throws -> Response {
@@ -69,10 +76,19 @@ struct CareRoutes: Sendable {
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
         guard let device = try await api.store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
         let stored = try await api.store.putCareSettings(
-            deviceID: deviceID, settings: settings, person: CareAccess.profile(device.person, with: settings), by: principal.actor,
-            atMilliseconds: api.configuration.wallClock())
+            deviceID: deviceID,
+            settings: settings,
+            person: CareAccess.profile(device.person, with: settings),
+            by: principal.actor,
+            atMilliseconds: api.configuration.wallClock()
+        )
         try await CareAccess.log(
-            principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)", api: api)
+            principal,
+            access,
+            deviceID: deviceID,
+            what: "changed care settings of \(deviceID) to version \(stored.version)",
+            api: api
+        )
         api.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
         return try json(.ok, stored)
     }
@@ -88,7 +104,9 @@ struct CareRoutes: Sendable {
         // The log names the device id (the operator's own record that an erasure was done),
         // nothing of the person.
         api.logger.notice(
-            "person's data erased", metadata: ["device.id": "\(deviceID)", "server.by": "\(principal.actor)", "server.rows": "\(result.rowsDeleted)"])
+            "person's data erased",
+            metadata: ["device.id": "\(deviceID)", "server.by": "\(principal.actor)", "server.rows": "\(result.rowsDeleted)"]
+        )
         return try json(.ok, ErasureAnswer(deviceID: deviceID, erased: true, rowsDeleted: result.rowsDeleted, wipeOrders: result.wipeOrders))
     }
 }
@@ -168,8 +186,11 @@ enum CareAccess {
             return nil
         }
         return CareSettings(
-            minimumHeartRate: person.minimumHeartRate, maximumHeartRate: person.maximumHeartRate, restingHeartRate: person.restingHeartRate,
-            contacts: person.contacts)
+            minimumHeartRate: person.minimumHeartRate,
+            maximumHeartRate: person.maximumHeartRate,
+            restingHeartRate: person.restingHeartRate,
+            contacts: person.contacts
+        )
     }
 }
 
@@ -193,7 +214,9 @@ extension ServerAPI {
             .gone,
             ErasedDeviceAnswer(
                 error: .init(code: "device_erased", message: "this device's person asked for their data to be erased: wipe the store and stop"),
-                orders: SyncOrders(wipe: WipeOrder(orderedMilliseconds: ordered))))
+                orders: SyncOrders(wipe: WipeOrder(orderedMilliseconds: ordered))
+            )
+        )
     }
 
     /// Authenticates a device; a token of an erased device gets its wipe order as the answer.

@@ -23,7 +23,8 @@ enum CareSchema {
                         updated_by TEXT NOT NULL
                     );
                     CREATE INDEX alert_updates_received ON alert_updates (received_ms);
-                    """)
+                    """
+            )
         }
     }
 

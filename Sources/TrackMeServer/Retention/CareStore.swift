@@ -36,7 +36,13 @@ protocol CareStore: Sendable {
     /// Stores `settings` as the device's next version (1 for the first) and returns them with it;
     /// in the same transaction the device's person becomes `person` (what the console and the
     /// contact escalation read).
-    func putCareSettings(deviceID: String, settings: CareSettings, person: PersonProfile, by actor: String, atMilliseconds: Int64) async throws -> CareSettings
+    func putCareSettings(
+        deviceID: String,
+        settings: CareSettings,
+        person: PersonProfile,
+        by actor: String,
+        atMilliseconds: Int64
+    ) async throws -> CareSettings
 }
 
 /// The key of an erased device's wipe order: a digest of its token's id and secret hash, so the

@@ -73,7 +73,9 @@ enum ErasureSQL {
                     wearer.append(
                         PortableStatement(
                             sql: "DELETE FROM \(table.name) WHERE \(column) IN (SELECT '\(prefix)' || account_id FROM (\(soleWearers)) w)",
-                            values: [.text(deviceID), .text(deviceID)]))
+                            values: [.text(deviceID), .text(deviceID)]
+                        )
+                    )
                 case .alert(let column):
                     for alertID in alertIDs {
                         alerts.append(PortableStatement(sql: "DELETE FROM \(table.name) WHERE \(column) = ?", values: [.text(alertID)]))
@@ -81,7 +83,8 @@ enum ErasureSQL {
                 case .quoted(let column):
                     for identifier in alertIDs + [deviceID] {
                         quoted.append(
-                            PortableStatement(sql: "DELETE FROM \(table.name) WHERE instr(\(column), ?) > 0", values: [.text("\"\(identifier)\"")]))
+                            PortableStatement(sql: "DELETE FROM \(table.name) WHERE instr(\(column), ?) > 0", values: [.text("\"\(identifier)\"")])
+                        )
                     }
                 case .device(let column, let prefix):
                     device.append(PortableStatement(sql: "DELETE FROM \(table.name) WHERE \(column) = ?", values: [.text(prefix + deviceID)]))

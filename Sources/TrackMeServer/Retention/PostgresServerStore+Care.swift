@@ -20,16 +20,20 @@ extension PostgresServerStore {
             let found = try await connection.query("SELECT 1 FROM devices WHERE device_id = \(deviceID) FOR UPDATE", logger: logger).collect()
             guard !found.isEmpty else { return nil }
             let alertIDs = try await collect(
-                connection.query("SELECT alert_id FROM alerts WHERE device_id = \(deviceID)", logger: logger).decode(String.self))
+                connection.query("SELECT alert_id FROM alerts WHERE device_id = \(deviceID)", logger: logger).decode(String.self)
+            )
             let tokens = try await collect(
-                connection.query("SELECT id, secret_hash FROM tokens WHERE device_id = \(deviceID)", logger: logger).decode((String, String).self))
+                connection.query("SELECT id, secret_hash FROM tokens WHERE device_id = \(deviceID)", logger: logger).decode((String, String).self)
+            )
             let deleted = try await Self.run(ErasureSQL.statements(deviceID: deviceID, alertIDs: alertIDs), on: connection, logger: logger)
             for (id, hash) in tokens {
                 try await connection.query(
                     """
                     INSERT INTO wipe_orders (token_digest, ordered_ms) VALUES (\(WipeOrderDigest.of(tokenID: id, secretHash: hash)), \(nowMilliseconds))
                     ON CONFLICT DO NOTHING
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             }
             return ErasureResult(rowsDeleted: deleted, wipeOrders: tokens.count)
         }
@@ -43,20 +47,29 @@ extension PostgresServerStore {
 
     func careSettings(deviceID: String) async throws -> StoredCareSettings? {
         let rows = try await client.query(
-            "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = \(deviceID)", logger: logger)
+            "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = \(deviceID)",
+            logger: logger
+        )
         for try await (settings, updated, by) in rows.decode((String, Int64, String).self) {
             return StoredCareSettings(settings: try StoreJSON.decode(settings), updatedMilliseconds: updated, updatedBy: by)
         }
         return nil
     }
 
-    func putCareSettings(deviceID: String, settings: CareSettings, person: PersonProfile, by actor: String, atMilliseconds: Int64) async throws -> CareSettings {
+    func putCareSettings(
+        deviceID: String,
+        settings: CareSettings,
+        person: PersonProfile,
+        by actor: String,
+        atMilliseconds: Int64
+    ) async throws -> CareSettings {
         let logger = self.logger
         let personJSON = try StoreJSON.encode(person)
         return try await client.withTransaction(logger: logger) { connection in
             var current: Int64 = 0
             for try await version in try await connection.query(
-                "SELECT version FROM care_settings WHERE device_id = \(deviceID) FOR UPDATE", logger: logger
+                "SELECT version FROM care_settings WHERE device_id = \(deviceID) FOR UPDATE",
+                logger: logger
             ).decode(Int64.self) {
                 current = version
             }
@@ -68,7 +81,9 @@ extension PostgresServerStore {
                 VALUES (\(deviceID), \(next.version), \(try StoreJSON.encode(next)), \(atMilliseconds), \(actor))
                 ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, settings = excluded.settings,
                     updated_ms = excluded.updated_ms, updated_by = excluded.updated_by
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             try await connection.query("UPDATE devices SET person = \(personJSON) WHERE device_id = \(deviceID)", logger: logger)
             return next
         }

@@ -56,7 +56,9 @@ public struct RetentionPolicy: Hashable, Sendable {
         }
         if period(.closedAlerts) < period(.alertUpdates) {
             throw RetentionPolicyError(
-                kind: .closedAlerts, message: "closed_alerts must be kept at least as long as alert_updates (an alert's updates go with it)")
+                kind: .closedAlerts,
+                message: "closed_alerts must be kept at least as long as alert_updates (an alert's updates go with it)"
+            )
         }
     }
 
@@ -77,7 +79,9 @@ public struct RetentionPolicy: Hashable, Sendable {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, let kind = PersonalDataKind(rawValue: parts[0]) else {
             throw RetentionPolicyError(
-                kind: nil, message: "expected KIND=DAYS with KIND one of \(PersonalDataKind.allCases.map(\.rawValue).joined(separator: ", ")), got \(text)")
+                kind: nil,
+                message: "expected KIND=DAYS with KIND one of \(PersonalDataKind.allCases.map(\.rawValue).joined(separator: ", ")), got \(text)"
+            )
         }
         guard let days = Int(parts[1]), (1...36_500).contains(days) else {
             throw RetentionPolicyError(kind: kind, message: "\(kind.rawValue): days must be a whole number 1-36500, got \(parts[1])")

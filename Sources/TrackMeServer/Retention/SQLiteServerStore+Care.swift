@@ -17,8 +17,13 @@ extension SQLiteServerStore {
             for token in tokens {
                 try db.execute(
                     sql: "INSERT INTO wipe_orders (token_digest, ordered_ms) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    arguments: [WipeOrderDigest.of(tokenID: try token.decode(forColumn: "id"),
-                    secretHash: try token.decode(forColumn: "secret_hash")), nowMilliseconds])
+                    arguments: [
+                        WipeOrderDigest.of(
+                            tokenID: try token.decode(forColumn: "id"),
+                            secretHash: try token.decode(forColumn: "secret_hash")
+                        ), nowMilliseconds,
+                    ]
+                )
             }
             return ErasureResult(rowsDeleted: deleted, wipeOrders: tokens.count)
         }
@@ -32,7 +37,12 @@ extension SQLiteServerStore {
 
     func careSettings(deviceID: String) async throws -> StoredCareSettings? {
         let found = try await pool.read { db -> (settings: String, updated: Int64, by: String)? in
-            guard let row = try Row.fetchOne(db, sql: "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = ?", arguments: [deviceID])
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT settings, updated_ms, updated_by FROM care_settings WHERE device_id = ?",
+                    arguments: [deviceID]
+                )
             else { return nil }
             return (try row.decode(forColumn: "settings"), try row.decode(forColumn: "updated_ms"), try row.decode(forColumn: "updated_by"))
         }
@@ -40,7 +50,13 @@ extension SQLiteServerStore {
         return StoredCareSettings(settings: try StoreJSON.decode(found.settings), updatedMilliseconds: found.updated, updatedBy: found.by)
     }
 
-    func putCareSettings(deviceID: String, settings: CareSettings, person: PersonProfile, by actor: String, atMilliseconds: Int64) async throws -> CareSettings {
+    func putCareSettings(
+        deviceID: String,
+        settings: CareSettings,
+        person: PersonProfile,
+        by actor: String,
+        atMilliseconds: Int64
+    ) async throws -> CareSettings {
         let personJSON = try StoreJSON.encode(person)
         return try await pool.write { db in
             let current = try Int64.fetchOne(db, sql: "SELECT version FROM care_settings WHERE device_id = ?", arguments: [deviceID]) ?? 0
@@ -52,7 +68,8 @@ extension SQLiteServerStore {
                     ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, settings = excluded.settings,
                         updated_ms = excluded.updated_ms, updated_by = excluded.updated_by
                     """,
-                arguments: [deviceID, next.version, try StoreJSON.encode(next), atMilliseconds, actor])
+                arguments: [deviceID, next.version, try StoreJSON.encode(next), atMilliseconds, actor]
+            )
             try db.execute(sql: "UPDATE devices SET person = ? WHERE device_id = ?", arguments: [personJSON, deviceID])
             return next
         }
@@ -68,7 +85,8 @@ extension SQLiteServerStore {
                     case .text(let text): text
                     case .integer(let number): number
                     }
-                })
+                }
+            )
             try db.execute(sql: statement.sql, arguments: arguments)
             if statement.counts { total += db.changesCount }
         }

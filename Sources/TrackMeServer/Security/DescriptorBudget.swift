@@ -33,7 +33,8 @@ struct DescriptorBudget: Equatable, Sendable {
         guard room >= fewestConnections else {
             throw Refusal(
                 description: "the open-file limit is \(fileLimit) and the server needs \(reserved) of them for itself, which leaves "
-                    + "fewer than \(fewestConnections) connections: raise it (`ulimit -n`, or LimitNOFILE= in the systemd unit)")
+                    + "fewer than \(fewestConnections) connections: raise it (`ulimit -n`, or LimitNOFILE= in the systemd unit)"
+            )
         }
         var fitted = limits
         var changes: [String] = []
@@ -44,7 +45,8 @@ struct DescriptorBudget: Equatable, Sendable {
         let perAddress = max(1, fitted.maxConnections / addressesThatFit)
         if fitted.maxConnectionsPerAddress > perAddress {
             changes.append(
-                "max connections per address \(fitted.maxConnectionsPerAddress) -> \(perAddress) (so that \(addressesThatFit) addresses fit)")
+                "max connections per address \(fitted.maxConnectionsPerAddress) -> \(perAddress) (so that \(addressesThatFit) addresses fit)"
+            )
             fitted.maxConnectionsPerAddress = perAddress
         }
         return DescriptorBudget(limits: fitted, changes: changes)

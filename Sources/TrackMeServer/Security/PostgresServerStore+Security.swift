@@ -6,7 +6,9 @@ extension PostgresServerStore {
     func tokens() async throws -> [TokenSummary] {
         var result: [TokenSummary] = []
         let rows = try await client.query(
-            "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id", logger: logger)
+            "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id",
+            logger: logger
+        )
         for try await (id, role, deviceID, created, expires) in rows.decode((String, String, String?, Int64, Int64?).self) {
             guard let role = Role(rawValue: role) else { continue }
             result.append(TokenSummary(tokenID: id, role: role, deviceID: deviceID, createdMilliseconds: created, expiresMilliseconds: expires))
@@ -26,7 +28,8 @@ extension PostgresServerStore {
         return try await client.withTransaction(logger: logger) { connection -> StoredToken? in
             var old: StoredToken?
             for try await (hash, role, deviceID) in try await connection.query(
-                "SELECT secret_hash, role, device_id FROM tokens WHERE id = \(id) FOR UPDATE", logger: logger
+                "SELECT secret_hash, role, device_id FROM tokens WHERE id = \(id) FOR UPDATE",
+                logger: logger
             ).decode((String, String, String?).self) {
                 old = Role(rawValue: role).map { StoredToken(id: id, secretHash: hash, role: $0, deviceID: deviceID) }
             }
@@ -36,7 +39,9 @@ extension PostgresServerStore {
                 """
                 INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms)
                 VALUES (\(replacement.id), \(replacement.secretHash), \(old.role.rawValue), \(old.deviceID), \(createdMilliseconds), \(expires))
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             try await connection.query("DELETE FROM tokens WHERE id = \(id)", logger: logger)
             return old
         }

@@ -29,7 +29,8 @@ enum PostgresTLS {
         case let other:
             throw StoreError(
                 code: .badConfiguration,
-                message: "sslmode=\(other) is not supported: use verify-full (with sslrootcert=CA.pem for a private CA) or disable")
+                message: "sslmode=\(other) is not supported: use verify-full (with sslrootcert=CA.pem for a private CA) or disable"
+            )
         }
     }
 }

@@ -6,9 +6,12 @@ extension SQLiteServerStore {
             try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
                 guard let role = Role(rawValue: try row.decode(forColumn: "role")) else { return nil }
                 return TokenSummary(
-                    tokenID: try row.decode(forColumn: "id"), role: role, deviceID: try row.decode(forColumn: "device_id"),
+                    tokenID: try row.decode(forColumn: "id"),
+                    role: role,
+                    deviceID: try row.decode(forColumn: "device_id"),
                     createdMilliseconds: try row.decode(forColumn: "created_ms"),
-                    expiresMilliseconds: try row.decode(forColumn: "expires_ms"))
+                    expiresMilliseconds: try row.decode(forColumn: "expires_ms")
+                )
             }
         }
     }
@@ -26,14 +29,18 @@ extension SQLiteServerStore {
                 let role = Role(rawValue: try row.decode(forColumn: "role"))
             else { return nil }
             let old = StoredToken(
-                id: id, secretHash: try row.decode(forColumn: "secret_hash"), role: role,
-                deviceID: try row.decode(forColumn: "device_id"))
+                id: id,
+                secretHash: try row.decode(forColumn: "secret_hash"),
+                role: role,
+                deviceID: try row.decode(forColumn: "device_id")
+            )
             try db.execute(
                 sql: "INSERT INTO tokens (id, secret_hash, role, device_id, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [
                     replacement.id, replacement.secretHash, old.role.rawValue, old.deviceID, createdMilliseconds,
                     old.role == .dispatcher ? replacement.expiresMilliseconds : nil,
-                ])
+                ]
+            )
             try db.execute(sql: "DELETE FROM tokens WHERE id = ?", arguments: [id])
             return old
         }

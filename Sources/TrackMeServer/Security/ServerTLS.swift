@@ -49,14 +49,17 @@ final class TLSCertificates: Sendable {
             }
             let key = try NIOSSLPrivateKey(file: files.privateKeyPath, format: .pem)
             var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+                certificateChain: chain.map { .certificate($0) },
+                privateKey: .privateKey(key)
+            )
             configuration.minimumTLSVersion = .tlsv12
             return try NIOSSLContext(configuration: configuration)
         } catch let error as ServerConfigurationError {
             throw error
         } catch {
             throw ServerConfigurationError(
-                message: "cannot load TLS certificate \(files.certificateChainPath) and key \(files.privateKeyPath): \(error)")
+                message: "cannot load TLS certificate \(files.certificateChainPath) and key \(files.privateKeyPath): \(error)"
+            )
         }
     }
 }

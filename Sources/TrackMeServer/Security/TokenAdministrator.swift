@@ -6,14 +6,20 @@ public struct TokenAdministrator: Sendable {
 
     /// Opens (and migrates) the store, runs `body`, closes the store.
     public static func with<T: Sendable>(
-        _ storage: StorageLocation, logger: Logger, wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock,
+        _ storage: StorageLocation,
+        logger: Logger,
+        wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock,
         dispatcherTokenLifetime: Duration? = ServerConfiguration.defaultDispatcherTokenLifetime,
         _ body: (TokenAdministrator) async throws -> T
     ) async throws -> T {
         let store = try await TrackMeServer.openStore(storage, logger: logger)
         do {
             try await store.migrate()
-            let result = try await body(TokenAdministrator(administration: ServerAdministration(store: store, wallClock: wallClock, dispatcherTokenLifetime: dispatcherTokenLifetime)))
+            let result = try await body(
+                TokenAdministrator(
+                    administration: ServerAdministration(store: store, wallClock: wallClock, dispatcherTokenLifetime: dispatcherTokenLifetime)
+                )
+            )
             try await store.close()
             return result
         } catch {

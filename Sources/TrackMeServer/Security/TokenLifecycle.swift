@@ -55,8 +55,13 @@ extension ServerAdministration {
             throw APIError.notFound("no token \(id)")
         }
         return RotatedToken(
-            replacedTokenID: id, tokenID: token.id, token: token.text, role: old.role, deviceID: old.deviceID,
-            expiresMilliseconds: old.role == .dispatcher ? expires : nil)
+            replacedTokenID: id,
+            tokenID: token.id,
+            token: token.text,
+            role: old.role,
+            deviceID: old.deviceID,
+            expiresMilliseconds: old.role == .dispatcher ? expires : nil
+        )
     }
 }
 
@@ -86,6 +91,10 @@ struct TokenRoutes: Sendable {
     }
 
     private var administration: ServerAdministration {
-        ServerAdministration(store: api.store, wallClock: api.configuration.wallClock, dispatcherTokenLifetime: api.configuration.dispatcherTokenLifetime)
+        ServerAdministration(
+            store: api.store,
+            wallClock: api.configuration.wallClock,
+            dispatcherTokenLifetime: api.configuration.dispatcherTokenLifetime
+        )
     }
 }

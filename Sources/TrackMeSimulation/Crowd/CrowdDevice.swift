@@ -31,14 +31,25 @@ actor CrowdDevice {
     private(set) var delivered: [String: Int64] = [:]
 
     init(
-        deviceID: String, token: String, person: PersonProfile, profile: DeviceProfile, transport: any HTTPTransport, storePath: String,
-        startMilliseconds: Int64, seed: UInt64, clock: VirtualClock, wearsStrap: Bool = false, logger: Logger
+        deviceID: String,
+        token: String,
+        person: PersonProfile,
+        profile: DeviceProfile,
+        transport: any HTTPTransport,
+        storePath: String,
+        startMilliseconds: Int64,
+        seed: UInt64,
+        clock: VirtualClock,
+        wearsStrap: Bool = false,
+        logger: Logger
     ) throws {
         self.deviceID = deviceID
         self.profile = profile
         self.clock = clock
         let store = try ReadingStore(
-            configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 10_000_000, durability: .processCrash), logger: logger)
+            configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 10_000_000, durability: .processCrash),
+            logger: logger
+        )
         let heartbeat = HeartbeatState()
         heartbeat.gpsd("fix")
         var (settings, person) = profile.applied(to: SOSSettings(), profile: person)
@@ -47,9 +58,15 @@ actor CrowdDevice {
         var inputs = AgentCore.Inputs(
             store: store,
             sync: SyncConfiguration(deviceID: deviceID, token: token, maxBatchReadings: 500, sendInterval: profile.sendInterval),
-            profile: person, settings: settings, positionSampling: PositionSamplingPolicy(configuration: profile.sampling), clock: clock,
-            transport: FaultInjectingTransport(base: transport, faults: faults), ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
-            timestamp: { ScenarioRunner.timestamp(clock.now.offset.milliseconds) }, logger: logger)
+            profile: person,
+            settings: settings,
+            positionSampling: PositionSamplingPolicy(configuration: profile.sampling),
+            clock: clock,
+            transport: FaultInjectingTransport(base: transport, faults: faults),
+            ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
+            timestamp: { ScenarioRunner.timestamp(clock.now.offset.milliseconds) },
+            logger: logger
+        )
         // The runner flushes every trace second, as the agent's one-second group commit does.
         inputs.commitInterval = .seconds(3600)
         inputs.heartbeat = { heartbeat.heartbeat() }
@@ -62,8 +79,13 @@ actor CrowdDevice {
         // check-in days after the race it belongs to.
         let timestamps = AgentTimestamps(bootID: ScenarioRunner.bootID) { ScenarioRunner.timestamp(clock.now.offset.milliseconds) }
         control = PipelineControl(
-            pipeline: core.pipeline, deviceID: deviceID, storeBudgetBytes: 10_000_000, timestamps: timestamps, heartbeat: heartbeat,
-            profile: profile)
+            pipeline: core.pipeline,
+            deviceID: deviceID,
+            storeBudgetBytes: 10_000_000,
+            timestamps: timestamps,
+            heartbeat: heartbeat,
+            profile: profile
+        )
         nextVisit = startMilliseconds
     }
 

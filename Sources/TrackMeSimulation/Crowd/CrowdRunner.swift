@@ -72,9 +72,16 @@ public struct CrowdRunner: Sendable {
         let wall = VirtualWall()
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: 0, storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path), durability: .processCrash,
-                adminToken: Self.admin, wallClock: { wall.wall }, limits: .withoutRateLimits),
-            logger: quietLogger("trackme.crowd.server"))
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+                durability: .processCrash,
+                adminToken: Self.admin,
+                wallClock: { wall.wall },
+                limits: .withoutRateLimits
+            ),
+            logger: quietLogger("trackme.crowd.server")
+        )
         let serverTask = Task { try await server.run() }
         defer { serverTask.cancel() }
         let port = try await server.boundPort()
@@ -82,9 +89,15 @@ public struct CrowdRunner: Sendable {
         let base = "http://127.0.0.1:\(port)"
         guard let baseURL = URL(string: base) else { throw ScenarioError(message: "bad server URL") }
         let context = Context(
-            server: server, base: base, http: http, transport: CurlTransport(baseURL: baseURL, keptConnections: options.concurrency), wall: wall,
-            clock: VirtualClock(), work: work,
-            logger: options.logger)
+            server: server,
+            base: base,
+            http: http,
+            transport: CurlTransport(baseURL: baseURL, keptConnections: options.concurrency),
+            wall: wall,
+            clock: VirtualClock(),
+            work: work,
+            logger: options.logger
+        )
         var outcome = Outcome(passed: true, lines: [], figures: [:])
         do {
             if let race = scenario.crowd.race {
@@ -145,8 +158,14 @@ public struct CrowdRunner: Sendable {
         var random = SplitMix64(seed: scenario.seed ?? 21)
         // The organiser: the run and its enrolment, over the real API.
         let created = try await request(
-            context, "POST", "/v1/runs",
-            json: ["name": scenario.name, "start_ms": ScenarioRunner.wallOrigin, "end_ms": ScenarioRunner.wallOrigin + 6 * 3600 * 1000, "code": "SIM-RACE", "gpx": gpx])
+            context,
+            "POST",
+            "/v1/runs",
+            json: [
+                "name": scenario.name, "start_ms": ScenarioRunner.wallOrigin, "end_ms": ScenarioRunner.wallOrigin + 6 * 3600 * 1000,
+                "code": "SIM-RACE", "gpx": gpx,
+            ]
+        )
         guard let runID = created["id"] as? String else { throw ScenarioError(message: "the server did not create the run: \(created)") }
         _ = try await request(context, "POST", "/v1/runs/\(runID)/enrolment", json: ["open": true])
 
@@ -156,9 +175,18 @@ public struct CrowdRunner: Sendable {
             let name = String(format: "Runner %03d", index + 1)
             let credentials = try await context.server.enrolDevice(deviceID: id, person: PersonProfile(name: name, age: 20 + index % 50))
             let device = try CrowdDevice(
-                deviceID: id, token: credentials.token, person: PersonProfile(name: name, age: 20 + index % 50), profile: .runner,
-                transport: context.transport, storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0,
-                seed: UInt64(index + 1), clock: context.clock, wearsStrap: race.collapse?.runner == index + 1, logger: context.logger)
+                deviceID: id,
+                token: credentials.token,
+                person: PersonProfile(name: name, age: 20 + index % 50),
+                profile: .runner,
+                transport: context.transport,
+                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
+                startMilliseconds: 0,
+                seed: UInt64(index + 1),
+                clock: context.clock,
+                wearsStrap: race.collapse?.runner == index + 1,
+                logger: context.logger
+            )
             let show = random.nextDouble() < race.showFraction
             // The runner's own commands, as `trackme-agent run-join CODE --show` and `run-check-in`.
             _ = try await device.control.joinRun(code: "SIM-RACE", show: show)
@@ -166,8 +194,15 @@ public struct CrowdRunner: Sendable {
             let pace = min(600, max(150, race.paceMeanSecondsPerKm + race.paceSpreadSecondsPerKm * random.nextGaussian()))
             runners.append(
                 Runner(
-                    device: device, name: name, show: show, paceSecondsPerKm: pace, startOffset: Double(index % 20),
-                    swingPeriod: 120 + 240 * random.nextDouble(), swingPhase: 2 * .pi * random.nextDouble()))
+                    device: device,
+                    name: name,
+                    show: show,
+                    paceSecondsPerKm: pace,
+                    startOffset: Double(index % 20),
+                    swingPeriod: 120 + 240 * random.nextDouble(),
+                    swingPhase: 2 * .pi * random.nextDouble()
+                )
+            )
         }
 
         if let collapse = race.collapse {
@@ -212,7 +247,11 @@ public struct CrowdRunner: Sendable {
                         let point = path.point(at: metres)
                         let stopped = runner.stopsAt.map { second >= $0 } ?? false
                         let fix = PositionFix(
-                            mode: .threeDimensional, latitude: point.latitude, longitude: point.longitude, speed: stopped ? 0 : 1000 / runner.paceSecondsPerKm)
+                            mode: .threeDimensional,
+                            latitude: point.latitude,
+                            longitude: point.longitude,
+                            speed: stopped ? 0 : 1000 / runner.paceSecondsPerKm
+                        )
                         for reading in runner.strap[second] ?? [] { await runner.device.heartRate(reading, at: ms) }
                         let at = ContinuousClock.now
                         await runner.device.position(fix, at: ms)
@@ -221,10 +260,16 @@ public struct CrowdRunner: Sendable {
                         return (i, metres, at, online)
                     }
                 }
-                while next < min(options.concurrency, snapshot.count) { add(next); next += 1 }
+                while next < min(options.concurrency, snapshot.count) {
+                    add(next)
+                    next += 1
+                }
                 for await result in group {
                     results.append(result)
-                    if next < snapshot.count { add(next); next += 1 }
+                    if next < snapshot.count {
+                        add(next)
+                        next += 1
+                    }
                 }
                 return results
             }
@@ -241,7 +286,9 @@ public struct CrowdRunner: Sendable {
             var shownDistances: [Double] = []
             var shownLabels: [String] = []
             for entry in shown {
-                guard let name = entry["name"] as? String, let i = nameIndex[name], let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value else { continue }
+                guard let name = entry["name"] as? String, let i = nameIndex[name], let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value else {
+                    continue
+                }
                 guard runners[i].show else {
                     outcome.lines.append("FAIL a runner who did not consent was shown: \(name)")
                     outcome.passed = false
@@ -249,7 +296,9 @@ public struct CrowdRunner: Sendable {
                 }
                 let fixMs = fixWall - ScenarioRunner.wallOrigin
                 shownDistances.append(runners[i].truth[fixMs] ?? -1)
-                shownLabels.append("\(name) at \(String(format: "%.1f", runners[i].truth[fixMs] ?? -1)) m (server \((entry["distance_m"] as? NSNumber)?.doubleValue ?? -1) m, fix \(fixMs) ms, now \(ms) ms)")
+                shownLabels.append(
+                    "\(name) at \(String(format: "%.1f", runners[i].truth[fixMs] ?? -1)) m (server \((entry["distance_m"] as? NSNumber)?.doubleValue ?? -1) m, fix \(fixMs) ms, now \(ms) ms)"
+                )
                 if lastSeen[name].map({ fixMs > $0 }) ?? true {
                     // Every online fix between the last one seen and this one became visible now.
                     for t in runners[i].onlineFixes where t > (lastSeen[name] ?? -1) && t <= fixMs {
@@ -271,7 +320,9 @@ public struct CrowdRunner: Sendable {
         for runner in runners { await runner.device.drain() }
         let final = try await request(context, "GET", "/v1/public/runs/\(runID)", token: nil)
         let finalNames = (final["runners"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-        let expectedLeader = runners.filter(\.show).max { ($0.truth.max { $0.key < $1.key }?.value ?? 0) < ($1.truth.max { $0.key < $1.key }?.value ?? 0) }?.name
+        let expectedLeader = runners.filter(\.show).max {
+            ($0.truth.max { $0.key < $1.key }?.value ?? 0) < ($1.truth.max { $0.key < $1.key }?.value ?? 0)
+        }?.name
 
         var lost = 0
         var duplicates = 0
@@ -296,16 +347,31 @@ public struct CrowdRunner: Sendable {
         outcome.figures["race.batches_per_s"] = Double(await batchCount(runners)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
         outcome.figures["race.runner_seconds_per_s"] = Double(count * (duration + 1)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
         outcome.lines.append(
-            "race: \(count) runners (\(runners.filter(\.show).count) shown, \(tunnelled) through the tunnel), \(duration + 1) s at 1 Hz, \(fixes) fixes, \(polls) spectator reads, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s")
+            "race: \(count) runners (\(runners.filter(\.show).count) shown, \(tunnelled) through the tunnel), \(duration + 1) s at 1 Hz, \(fixes) fixes, \(polls) spectator reads, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
+        )
         check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
         if let limit = scenario.expect.spectatorLagP99Seconds {
             check(
-                &outcome, !lags.isEmpty && p99 <= limit,
-                "spectators see each consenting runner's fix (online) within \(limit) s, p99: p50 \(String(format: "%.2f", p50)) s, p99 \(String(format: "%.2f", p99)) s of trace time over \(lags.count) fixes (real time from the pipeline to the page: p50 \(String(format: "%.3f", outcome.figures["race.real_lag_p50_s"] ?? 0)) s, p99 \(String(format: "%.3f", outcome.figures["race.real_lag_p99_s"] ?? 0)) s)")
+                &outcome,
+                !lags.isEmpty && p99 <= limit,
+                "spectators see each consenting runner's fix (online) within \(limit) s, p99: p50 \(String(format: "%.2f", p50)) s, p99 \(String(format: "%.2f", p99)) s of trace time over \(lags.count) fixes (real time from the pipeline to the page: p50 \(String(format: "%.3f", outcome.figures["race.real_lag_p50_s"] ?? 0)) s, p99 \(String(format: "%.3f", outcome.figures["race.real_lag_p99_s"] ?? 0)) s)"
+            )
         }
-        check(&outcome, orderViolations == 0, "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order\(firstSwap.map { "; first: \($0)" } ?? ""))")
-        check(&outcome, finalNames.first == expectedLeader, "the leader at the end is the consenting runner furthest along: \(finalNames.first ?? "none") (expected \(expectedLeader ?? "none"))")
-        check(&outcome, finalNames.count == runners.filter(\.show).count, "every consenting runner and no one else is on the page at the end: \(finalNames.count) shown")
+        check(
+            &outcome,
+            orderViolations == 0,
+            "the order spectators saw matches the devices' recorded positions in all \(polls) reads (\(orderViolations) out of order\(firstSwap.map { "; first: \($0)" } ?? ""))"
+        )
+        check(
+            &outcome,
+            finalNames.first == expectedLeader,
+            "the leader at the end is the consenting runner furthest along: \(finalNames.first ?? "none") (expected \(expectedLeader ?? "none"))"
+        )
+        check(
+            &outcome,
+            finalNames.count == runners.filter(\.show).count,
+            "every consenting runner and no one else is on the page at the end: \(finalNames.count) shown"
+        )
         if race.tunnelFromMetres != nil {
             check(&outcome, tunnelled > 0, "some runners lost the network in the tunnel: \(tunnelled)")
         }
@@ -314,7 +380,13 @@ public struct CrowdRunner: Sendable {
 
     /// The collapsed runner's alert is on the dispatcher's board (the server's open alerts), it
     /// came within the scenario's limit of the onset, and no other runner raised one.
-    func checkCollapse(_ race: CrowdScenario.Race, scenario: CrowdScenario, runners: [Runner], context: Context, into outcome: inout Outcome) async throws {
+    func checkCollapse(
+        _ race: CrowdScenario.Race,
+        scenario: CrowdScenario,
+        runners: [Runner],
+        context: Context,
+        into outcome: inout Outcome
+    ) async throws {
         var raisedBy: [String: [AlertKind]] = [:]
         for runner in runners {
             let raised = await runner.device.raised
@@ -323,7 +395,11 @@ public struct CrowdRunner: Sendable {
         let board = try await request(context, "GET", "/v1/alerts?status=open")
         let open = (board["alerts"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String }
         guard let collapse = race.collapse else {
-            check(&outcome, raisedBy.isEmpty && open.isEmpty, "no runner raised an alert: \(raisedBy.keys.sorted()) raised, \(open.count) open on the board")
+            check(
+                &outcome,
+                raisedBy.isEmpty && open.isEmpty,
+                "no runner raised an alert: \(raisedBy.keys.sorted()) raised, \(open.count) open on the board"
+            )
             return
         }
         let device = runners[collapse.runner - 1].device
@@ -332,17 +408,23 @@ public struct CrowdRunner: Sendable {
         let delay = delivered.map { Double($0) / 1000 - Double(collapse.onsetSeconds) }
         outcome.figures["race.collapse_alert_s"] = delay ?? -1
         check(
-            &outcome, open.contains(device.deviceID),
-            "the collapsed runner's alert (\(kinds)) is open on the dispatcher's board: \(open.count) open alert(s)")
+            &outcome,
+            open.contains(device.deviceID),
+            "the collapsed runner's alert (\(kinds)) is open on the dispatcher's board: \(open.count) open alert(s)"
+        )
         if let limit = scenario.expect.alertWithinSeconds {
             check(
-                &outcome, delay.map { $0 <= limit } ?? false,
-                "the server accepted it within \(limit) s of the onset: \(delay.map { String(format: "%.0f s", $0) } ?? "never")")
+                &outcome,
+                delay.map { $0 <= limit } ?? false,
+                "the server accepted it within \(limit) s of the onset: \(delay.map { String(format: "%.0f s", $0) } ?? "never")"
+            )
         }
         let others = raisedBy.keys.filter { $0 != device.deviceID }.sorted()
         check(
-            &outcome, others.isEmpty && open.allSatisfy { $0 == device.deviceID },
-            "no other runner raised an alert: \(others.map { "\($0) (\(raisedBy[$0]?.map(\.rawValue).joined(separator: ", ") ?? ""))" })")
+            &outcome,
+            others.isEmpty && open.allSatisfy { $0 == device.deviceID },
+            "no other runner raised an alert: \(others.map { "\($0) (\(raisedBy[$0]?.map(\.rawValue).joined(separator: ", ") ?? ""))" })"
+        )
     }
 
     // MARK: Fleet
@@ -368,7 +450,8 @@ public struct CrowdRunner: Sendable {
         }
         func stand(in zone: Int) -> (Double, Double) {
             let corners = fleet.zones[zone].polygon
-            let lats = corners.map { $0[0] }, lons = corners.map { $0[1] }
+            let lats = corners.map { $0[0] }
+            let lons = corners.map { $0[1] }
             // Inside the zone's bounding box shrunk by a quarter (the zones are rectangles).
             let (south, north) = (lats.min() ?? 0, lats.max() ?? 0)
             let (west, east) = (lons.min() ?? 0, lons.max() ?? 0)
@@ -382,14 +465,24 @@ public struct CrowdRunner: Sendable {
             let person = PersonProfile(name: String(format: "Cab %03d", index + 1), age: 45)
             let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
             let device = try CrowdDevice(
-                deviceID: id, token: credentials.token, person: person, profile: .taxi, transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(id).sqlite").path, startMilliseconds: 0, seed: UInt64(1000 + index),
-                clock: context.clock, logger: context.logger)
+                deviceID: id,
+                token: credentials.token,
+                person: person,
+                profile: .taxi,
+                transport: context.transport,
+                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
+                startMilliseconds: 0,
+                seed: UInt64(1000 + index),
+                clock: context.clock,
+                logger: context.logger
+            )
             let zone = index % fleet.zones.count
             let (lat, lon) = stand(in: zone)
             taxis.append(Taxi(device: device, zone: zone, latitude: lat, longitude: lon, dwellUntil: 5 + index % 40))
         }
-        let zones = fleet.zones.enumerated().map { FleetZone(id: "\($0.offset)", name: $0.element.name, polygon: $0.element.polygon, createdMilliseconds: 0) }
+        let zones = fleet.zones.enumerated().map {
+            FleetZone(id: "\($0.offset)", name: $0.element.name, polygon: $0.element.polygon, createdMilliseconds: 0)
+        }
         func zoneIndex(_ taxi: Taxi) -> Int? { zones.firstIndex { $0.contains(latitude: taxi.latitude, longitude: taxi.longitude) } }
         // Arrivals (an available taxi in a zone it was not available in a second ago) waiting to
         // be seen queued; state changes out of a queue waiting to be seen leave it.
@@ -417,7 +510,8 @@ public struct CrowdRunner: Sendable {
                         taxi.longitude = target.longitude
                         taxi.zone = target.zone
                         taxi.target = nil
-                        taxi.dwellUntil = second + fleet.dwellSeconds[0] + Int(random.next() % UInt64(max(1, fleet.dwellSeconds[1] - fleet.dwellSeconds[0])))
+                        taxi.dwellUntil =
+                            second + fleet.dwellSeconds[0] + Int(random.next() % UInt64(max(1, fleet.dwellSeconds[1] - fleet.dwellSeconds[0])))
                         if taxi.state != .available { command = taxi.riding ? .rideEnd : .available }
                         taxi.riding = false
                     } else {
@@ -503,15 +597,22 @@ public struct CrowdRunner: Sendable {
         outcome.figures["fleet.queued_max_s"] = worstQueued
         outcome.figures["fleet.leave_max_s"] = worstLeave
         outcome.lines.append(
-            "fleet: \(fleet.taxis) taxis, \(fleet.zones.count) zones, \(fleet.durationSeconds + 1) s, \(fixes) fixes stored, \(queuedDelays.count) arrivals (\(cruised) departures cruising, available) and \(leaveDelays.count) state changes out of a queue seen, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s")
+            "fleet: \(fleet.taxis) taxis, \(fleet.zones.count) zones, \(fleet.durationSeconds + 1) s, \(fixes) fixes stored, \(queuedDelays.count) arrivals (\(cruised) departures cruising, available) and \(leaveDelays.count) state changes out of a queue seen, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
+        )
         check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
         if let limit = scenario.expect.queuedWithinSeconds {
             check(
-                &outcome, worstQueued <= limit && missed.isEmpty && !queuedDelays.isEmpty,
-                "every taxi in the right zone's queue within \(limit) s of arriving: worst \(Int(worstQueued)) s, median \(Int(Self.percentile(queuedDelays, 0.5))) s over \(queuedDelays.count) arrivals\(missed.isEmpty ? "" : "; never queued: \(missed.prefix(5).joined(separator: ", "))")")
+                &outcome,
+                worstQueued <= limit && missed.isEmpty && !queuedDelays.isEmpty,
+                "every taxi in the right zone's queue within \(limit) s of arriving: worst \(Int(worstQueued)) s, median \(Int(Self.percentile(queuedDelays, 0.5))) s over \(queuedDelays.count) arrivals\(missed.isEmpty ? "" : "; never queued: \(missed.prefix(5).joined(separator: ", "))")"
+            )
         }
         if let limit = scenario.expect.leavesQueueWithinSeconds {
-            check(&outcome, worstLeave <= limit && !leaveDelays.isEmpty, "a taxi leaving its stand (ride or not) is out of the queue within \(limit) s: worst \(Int(worstLeave)) s over \(leaveDelays.count)")
+            check(
+                &outcome,
+                worstLeave <= limit && !leaveDelays.isEmpty,
+                "a taxi leaving its stand (ride or not) is out of the queue within \(limit) s: worst \(Int(worstLeave)) s over \(leaveDelays.count)"
+            )
         }
     }
 
@@ -550,7 +651,13 @@ public struct CrowdRunner: Sendable {
     }
 
     /// One request to the server over HTTP (admin token unless `token` is nil), answered JSON.
-    func request(_ context: Context, _ method: String, _ path: String, json: [String: Any]? = nil, token: String? = CrowdRunner.admin) async throws -> [String: Any] {
+    func request(
+        _ context: Context,
+        _ method: String,
+        _ path: String,
+        json: [String: Any]? = nil,
+        token: String? = CrowdRunner.admin
+    ) async throws -> [String: Any] {
         var request = HTTPClientRequest(url: context.base + path)
         request.method = HTTPMethod(rawValue: method)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
