@@ -86,14 +86,16 @@ public struct RhythmSettings: Hashable, Sendable {
 
     public struct VentricularBurst: Hashable, Sendable {
         /// The last `beats` intervals are each at most `ratio` of the median interval of the
-        /// window before them and at most `maximumMilliseconds`, and within `regularity` of each
-        /// other (a salvo is regular; artefact spikes are not).
+        /// window before them and at most `maximumMilliseconds` (100 bpm, the rate that defines
+        /// VT), and the longest within `regularity` of the shortest: a salvo of ventricular beats
+        /// is fast and roughly even (a detector at 1 Hz sees its intervals vary by a third or
+        /// more), while artefact spikes mix very short and normal intervals.
         public var beats = 3
         public var window: Duration = .seconds(30)
         public var minimumBeats = 15
         public var ratio = 0.8
         public var maximumMilliseconds = 600
-        public var regularity = 0.15
+        public var regularity = 0.5
     }
 
     public struct SlowBeats: Hashable, Sendable {

@@ -327,6 +327,16 @@ import TrackMeCore
             "\(salvo.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })"
         )
 
+        // A real salvo as a strap's detector times it: fast, but its intervals vary by a third
+        // (CinC v404s, TRUE VT: 404/312/380/420 ms after a sinus rhythm at 740 ms).
+        var uneven = SOSHarness(settings: SOSSettings(profile: .bedside))
+        Self.feed(&uneven, from: 0, seconds: 30, beats: { _ in [740] })
+        Self.feed(&uneven, from: 30_000, seconds: 2, beats: { s in s == 0 ? [404, 312] : [380] })
+        #expect(
+            uneven.all(\.raised).first?.record.reason == RhythmSignal.ventricularBurst.rawValue,
+            "\(uneven.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })"
+        )
+
         var spike = SOSHarness(settings: SOSSettings(profile: .bedside))
         Self.feed(&spike, from: 0, seconds: 30, beats: { _ in [800] })
         Self.feed(&spike, from: 30_000, seconds: 2, beats: { s in s == 0 ? [260, 560] : [330] })
