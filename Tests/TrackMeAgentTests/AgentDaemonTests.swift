@@ -73,7 +73,7 @@ struct AgentDaemonTests {
             // socket still answers.
             let stopping = try? await systemd.receive()
             events.append("systemd: \(stopping ?? "nothing")")
-            let status = try? await ControlClient.send(.status, socketPath: socketPath)
+            let status = try? await ControlClient.send(.status, socketPath: socketPath, timeout: controlAnswerTime)
             events.append("status during shutdown: \(status?.ok == true ? "ok" : "failed")")
         }
         try await testGracefulShutdown { trigger in
@@ -89,7 +89,7 @@ struct AgentDaemonTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await daemon.run() }
                 #expect(try await systemd.receive().hasPrefix("READY=1\nSTATUS=monitoring pi-0042\n"))
-                let status = try await ControlClient.send(.status, socketPath: socketPath)
+                let status = try await ControlClient.send(.status, socketPath: socketPath, timeout: controlAnswerTime)
                 #expect(status.status?.deviceID == "pi-0042")
                 let port = try #require(daemon.metricsEndpoint?.port)
                 let metrics = try await MetricsEndpointTests.get("GET /metrics HTTP/1.1", port: port)
@@ -123,7 +123,7 @@ struct AgentDaemonTests {
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try? await daemon.run() }
-                _ = try await ControlClient.send(.status, socketPath: daemon.configuration.status.socketPath)
+                _ = try await ControlClient.send(.status, socketPath: daemon.configuration.status.socketPath, timeout: controlAnswerTime)
                 trigger.triggerGracefulShutdown()
                 try await group.waitForAll()
             }

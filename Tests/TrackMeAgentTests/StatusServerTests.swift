@@ -40,7 +40,7 @@ struct StatusServerTests {
     func status() async throws {
         let control = FakeControl()
         try await Self.withServer(control: control) { path in
-            let response = try await ControlClient.send(.status, socketPath: path)
+            let response = try await ControlClient.send(.status, socketPath: path, timeout: controlAnswerTime)
             #expect(response.ok)
             #expect(response.status == FakeControl.sampleStatus)
         }
@@ -51,17 +51,17 @@ struct StatusServerTests {
     func commands() async throws {
         let control = FakeControl()
         try await Self.withServer(control: control) { path in
-            let sos = try await ControlClient.send(.sos, socketPath: path)
+            let sos = try await ControlClient.send(.sos, socketPath: path, timeout: controlAnswerTime)
             #expect(sos.alert == AlertStatus(id: "A-1", kind: .manual, state: .pending, countdownRemainingSeconds: 10))
-            let during = try await ControlClient.send(.status, socketPath: path)
+            let during = try await ControlClient.send(.status, socketPath: path, timeout: controlAnswerTime)
             #expect(during.status?.alert?.state == .pending)
-            let safe = try await ControlClient.send(.safe(.falseAlarm), socketPath: path)
+            let safe = try await ControlClient.send(.safe(.falseAlarm), socketPath: path, timeout: controlAnswerTime)
             #expect(safe.alert?.state == .cancelled)
             #expect(safe.alert?.cancelReason == .falseAlarm)
-            let paused = try await ControlClient.send(.pause, socketPath: path)
+            let paused = try await ControlClient.send(.pause, socketPath: path, timeout: controlAnswerTime)
             #expect(paused.monitoring == MonitoringState(paused: true))
-            #expect(try await ControlClient.send(.status, socketPath: path).status?.monitoringPaused == true)
-            let resumed = try await ControlClient.send(.resume, socketPath: path)
+            #expect(try await ControlClient.send(.status, socketPath: path, timeout: controlAnswerTime).status?.monitoringPaused == true)
+            let resumed = try await ControlClient.send(.resume, socketPath: path, timeout: controlAnswerTime)
             #expect(resumed.monitoring == MonitoringState(paused: false))
         }
         #expect(await control.calls == ["sos", "status", "safe:false_alarm", "pause", "status", "resume"])
@@ -70,7 +70,7 @@ struct StatusServerTests {
     @Test("a refusal from the control keeps its code")
     func refusal() async throws {
         try await Self.withServer(control: FakeControl()) { path in
-            let response = try await ControlClient.send(.safe(.iAmSafe), socketPath: path)
+            let response = try await ControlClient.send(.safe(.iAmSafe), socketPath: path, timeout: controlAnswerTime)
             #expect(!response.ok)
             #expect(response.error?.code == .noOpenAlert)
         }
@@ -106,7 +106,7 @@ struct StatusServerTests {
         try await Self.withServer(control: FakeControl()) { path in
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<20 {
-                    group.addTask { try await ControlClient.send(.status, socketPath: path).ok }
+                    group.addTask { try await ControlClient.send(.status, socketPath: path, timeout: controlAnswerTime).ok }
                 }
                 var answered = 0
                 for try await ok in group where ok { answered += 1 }

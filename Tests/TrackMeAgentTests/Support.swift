@@ -114,3 +114,8 @@ actor FakeControl: AgentControl {
 
 /// A logger that drops everything (tests assert behaviour, not log lines).
 let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+
+/// How long a test's control client waits for the agent's answer. The tests assert that an
+/// answer comes and what it says, not how fast: with the suite's other tests and other work on
+/// the machine, a status answer has taken more than the CLI's 10 s.
+let controlAnswerTime: Duration = .seconds(120)
