@@ -100,6 +100,14 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// Care settings the device's own configuration overrides (`sos:` in its file), as
     /// `rule.field` names (`heart_rate_low.threshold_bpm`); absent when none conflicts.
     public var careConflicts: [String]?
+    /// The wearable's own battery, 0...100 (`power_supply`); absent when the board reports none.
+    public var deviceBatteryPercent: Int?
+    /// `battery`, `charging`, `full` or `mains` (`DevicePower.Source`); absent when the board
+    /// reports no power supply.
+    public var devicePower: DevicePower.Source?
+    /// `low`, or `critical` when monitoring will stop as the battery runs out (`PowerWatch`);
+    /// absent while the device is on external power or its battery is fine.
+    public var devicePowerLevel: PowerWatch.Level?
 
     public init(
         strap: String,
@@ -137,6 +145,9 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case run
         case careVersion = "care_version"
         case careConflicts = "care_conflicts"
+        case deviceBatteryPercent = "device_battery_pct"
+        case devicePower = "device_power"
+        case devicePowerLevel = "device_power_level"
     }
 }
 

@@ -96,6 +96,9 @@ public enum WireFastPath {
         if let value = heartbeat.batteryPercent { fields.append("\"battery_pct\":\(value)") }
         if let value = heartbeat.bodySensorLocation { fields.append("\"body_location\":\"\(value)\"") }
         if let value = heartbeat.careVersion { fields.append("\"care_version\":\(value)") }
+        if let value = heartbeat.deviceBatteryPercent { fields.append("\"device_battery_pct\":\(value)") }
+        if let value = heartbeat.devicePower { fields.append("\"device_power\":\"\(value.rawValue)\"") }
+        if let value = heartbeat.devicePowerLevel { fields.append("\"device_power_level\":\"\(value.rawValue)\"") }
         fields.append("\"gpsd\":\"\(heartbeat.gpsd)\"")
         if let value = heartbeat.monitoringPaused { fields.append("\"monitoring_paused\":\(value)") }
         if let value = heartbeat.quarantinedReadings { fields.append("\"quarantined\":\(value)") }
@@ -562,6 +565,23 @@ struct FastJSONReader {
             case "care_version":
                 guard let value = reader.optional({ $0.int64() }) else { return false }
                 heartbeat.careVersion = value
+                return true
+            case "device_battery_pct":
+                guard let value = reader.optional({ $0.int() }) else { return false }
+                heartbeat.deviceBatteryPercent = value
+                return true
+            case "device_power":
+                // An unknown spelling is left to JSONDecoder, which names it in its error.
+                guard let value = reader.optional({ $0.string() }) else { return false }
+                guard let value else { return true }
+                guard let source = DevicePower.Source(rawValue: value) else { return false }
+                heartbeat.devicePower = source
+                return true
+            case "device_power_level":
+                guard let value = reader.optional({ $0.string() }) else { return false }
+                guard let value else { return true }
+                guard let level = PowerWatch.Level(rawValue: value) else { return false }
+                heartbeat.devicePowerLevel = level
                 return true
             default: return false
             }

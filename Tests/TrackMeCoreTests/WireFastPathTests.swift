@@ -75,6 +75,9 @@ import TrackMeCore
             beat.storeState = g.bool() ? "disk" : nil
             beat.storeProblem = g.below(4) == 0 ? (g.bool() ? "disk_full: 0 bytes left" : "read_only: /var/lib/x") : nil
             beat.quarantinedReadings = g.bool() ? Int64(g.below(100)) : nil
+            beat.deviceBatteryPercent = g.bool() ? Int(g.below(101)) : nil
+            beat.devicePower = g.bool() ? [.battery, .charging, .full, .mains][Int(g.below(4))] : nil
+            beat.devicePowerLevel = g.bool() ? (g.bool() ? .low : .critical) : nil
             // The nested fields: a canonical text without them would lose them.
             if g.below(6) == 0 { beat.taxiState = .onRide }
             if g.below(6) == 0 { beat.run = RunParticipation(code: "R-\(g.below(99))", showToSpectators: g.bool()) }

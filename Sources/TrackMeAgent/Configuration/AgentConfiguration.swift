@@ -21,6 +21,8 @@ public struct AgentConfiguration: Hashable, Sendable {
     public var feedback: FeedbackConfiguration = .init()
     /// The SOS button.
     public var button: ButtonConfiguration = .init()
+    /// The device's own battery or UPS (`power_supply`).
+    public var power: PowerConfiguration = .init()
     /// `wearer` (the default), `runner` or `taxi`: sampling, rules, status.
     public var profile: DeviceProfile = .wearer
     /// A runner's run, joined from the file (`run.code`) rather than `trackme-agent run-join`.
@@ -334,6 +336,24 @@ public struct ButtonConfiguration: Hashable, Sendable {
         self.device = device
         self.keyCode = keyCode
         self.longPressSeconds = longPressSeconds
+    }
+}
+
+/// `power:` the wearable's own battery or UPS, read from Linux's `power_supply` class.
+public struct PowerConfiguration: Hashable, Sendable {
+    /// Where the supplies are; a missing directory means the board reports none.
+    public var supplyDirectory: String
+    /// On battery at or below this charge: the wearer is warned and the server told.
+    public var lowPercent: Int
+    /// On battery at or below this charge: monitoring will stop soon; a last heartbeat goes out.
+    public var criticalPercent: Int
+    public var pollSeconds: Double
+
+    public init(supplyDirectory: String = "/sys/class/power_supply", lowPercent: Int = 20, criticalPercent: Int = 5, pollSeconds: Double = 30) {
+        self.supplyDirectory = supplyDirectory
+        self.lowPercent = lowPercent
+        self.criticalPercent = criticalPercent
+        self.pollSeconds = pollSeconds
     }
 }
 

@@ -10,7 +10,7 @@ import Yams
 public enum ConfigurationLoader {
     /// Top-level sections, in the order the example file documents them.
     static let sections = [
-        "person", "strap", "gpsd", "store", "server", "sos", "fallback", "feedback", "button", "status", "metrics", "logging",
+        "person", "strap", "gpsd", "store", "server", "sos", "fallback", "feedback", "button", "power", "status", "metrics", "logging",
         "shutdown", "profile", "run",
     ]
 
@@ -66,6 +66,7 @@ public enum ConfigurationLoader {
         let fallback = reader.fallback(document.section("fallback"))
         let feedback = reader.feedback(document.section("feedback"))
         let button = reader.button(document.section("button"))
+        let power = reader.power(document.section("power"))
         let status = reader.status(document.section("status"))
         let metrics = reader.metrics(document.section("metrics"))
         let logging = reader.logging(document.section("logging"))
@@ -92,6 +93,7 @@ public enum ConfigurationLoader {
         )
         configuration.feedback = feedback
         configuration.button = button
+        configuration.power = power
         configuration.profile = profile ?? .wearer
         configuration.run = run
         return configuration
@@ -381,6 +383,19 @@ private struct Reader {
         if let code = s.int("key_code", in: 1...0x2ff) { button.keyCode = code }
         if let long = s.double("long_press_seconds", in: 0.2...30) { button.longPressSeconds = long }
         return button
+    }
+
+    func power(_ s: YAMLSection) -> PowerConfiguration {
+        defer { s.finish(known: ["supply_directory", "low_percent", "critical_percent", "poll_seconds"]) }
+        var power = PowerConfiguration()
+        if let directory = absolutePath(s, "supply_directory") { power.supplyDirectory = directory }
+        if let low = s.int("low_percent", in: 1...99) { power.lowPercent = low }
+        if let critical = s.int("critical_percent", in: 0...98) { power.criticalPercent = critical }
+        if let seconds = s.double("poll_seconds", in: 1...3600) { power.pollSeconds = seconds }
+        if power.criticalPercent >= power.lowPercent {
+            s.report(s.node("critical_percent"), "critical_percent", "must be below low_percent (\(power.lowPercent))")
+        }
+        return power
     }
 
     /// `run: {code: CITY10K, show_to_spectators: true}`; nil when the section is absent.

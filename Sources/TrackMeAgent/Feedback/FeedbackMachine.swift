@@ -14,7 +14,7 @@ public enum FeedbackState: String, Hashable, Sendable, CaseIterable, Codable {
     case acknowledged
     /// The alert was resolved; shown for a while, then idle.
     case resolved
-    /// No alert, but the strap's battery is below its warning level.
+    /// No alert, but the strap's battery, or the device's own, is below its warning level.
     case batteryLow = "battery_low"
 }
 
@@ -38,6 +38,8 @@ public struct FeedbackMachine: Sendable {
         case resolved(alertID: String)
         /// The strap's battery is below (or back above) its warning level.
         case batteryLow(Bool)
+        /// The device's own battery is low or critical (`PowerWatch`), or no longer.
+        case deviceBatteryLow(Bool)
         /// Time passed.
         case tick
     }
@@ -54,6 +56,7 @@ public struct FeedbackMachine: Sendable {
     public let resolvedShownFor: Duration
     private var phase: Phase = .none
     private var batteryLow = false
+    private var deviceBatteryLow = false
     public private(set) var shown: FeedbackState = .idle
 
     public init(resolvedShownFor: Duration = .seconds(30)) {
@@ -90,11 +93,13 @@ public struct FeedbackMachine: Sendable {
             apply(.resolved, id: id, now: now)
         case .batteryLow(let low):
             batteryLow = low
+        case .deviceBatteryLow(let low):
+            deviceBatteryLow = low
         case .tick:
             break
         }
         if case .resolved(_, let until) = phase, now >= until { phase = .none }
-        let state = phase.state ?? (batteryLow ? .batteryLow : .idle)
+        let state = phase.state ?? (batteryLow || deviceBatteryLow ? .batteryLow : .idle)
         guard state != shown || remind else { return nil }
         shown = state
         return state

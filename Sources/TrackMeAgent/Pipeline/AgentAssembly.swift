@@ -210,6 +210,21 @@ public enum AgentAssembly {
             ),
             GPSService(reader: reader, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps, logger: logger),
         ]
+        let power = configuration.power
+        services.append(
+            PowerService(
+                directory: PowerSupplyDirectory(path: power.supplyDirectory),
+                interval: .milliseconds(Int64(power.pollSeconds * 1000)),
+                monitor: PowerMonitor(
+                    settings: PowerWatch.Settings(lowPercent: power.lowPercent, criticalPercent: power.criticalPercent),
+                    heartbeat: heartbeat,
+                    feedback: feedback,
+                    sendHeartbeat: { await sync.sendHeartbeatAlone() },
+                    logger: logger
+                ),
+                clock: ContinuousClock()
+            )
+        )
         if let device = configuration.button.device {
             let reader = ButtonReader(path: device, keyCode: configuration.button.keyCode, logger: logger)
             services.append(

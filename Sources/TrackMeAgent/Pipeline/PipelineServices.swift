@@ -64,6 +64,8 @@ package final class HeartbeatState: Sendable {
         var taxiState: TaxiAvailability?
         var run: RunParticipation?
         var care = CareStatus(version: nil, conflicts: [])
+        var power: DevicePower?
+        var powerLevel = PowerWatch.Level.normal
     }
 
     private let state = Mutex(State())
@@ -91,6 +93,13 @@ package final class HeartbeatState: Sendable {
     /// The care settings version in force and the local overrides that conflict with it.
     func care(_ value: CareStatus) { state.withLock { $0.care = value } }
     func careStatus() -> CareStatus { state.withLock { $0.care } }
+    /// The device's own power as last read, and the level `PowerWatch` gave it.
+    func power(_ value: DevicePower?, level: PowerWatch.Level) {
+        state.withLock {
+            $0.power = value
+            $0.powerLevel = level
+        }
+    }
 
     package func heartbeat() -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
@@ -110,6 +119,9 @@ package final class HeartbeatState: Sendable {
             heartbeat.run = $0.run
             heartbeat.careVersion = $0.care.version
             heartbeat.careConflicts = $0.care.conflicts.isEmpty ? nil : $0.care.conflicts
+            heartbeat.deviceBatteryPercent = $0.power?.percent
+            heartbeat.devicePower = $0.power?.source
+            heartbeat.devicePowerLevel = $0.powerLevel == .normal ? nil : $0.powerLevel
             return heartbeat
         }
     }
