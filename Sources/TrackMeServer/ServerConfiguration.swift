@@ -107,6 +107,11 @@ public struct ServerConfiguration: Sendable {
     /// Below this many free bytes on the SQLite database's file system `/health` says
     /// `degraded`: a group commit of batches and its WAL growth need room before SQLite says full.
     public var minimumFreeBytes: Int64 = 16 << 20
+    /// How long `/health` waits for the database before answering that it did not answer: a
+    /// balancer's check must get an answer, and one that does not come in this time is itself
+    /// the answer. Real time, not the injected clock: it bounds a wait on a real socket or file.
+    public var healthProbeTimeout: Duration = ServerConfiguration.defaultHealthProbeTimeout
+    public static let defaultHealthProbeTimeout: Duration = .seconds(3)
     /// Also receives every metric the server records (tests pass MetricsTestKit's `TestMetrics`);
     /// `/metrics` always renders the server's own registry, whatever this is.
     public var metricsFactory: (any MetricsFactory)? = nil

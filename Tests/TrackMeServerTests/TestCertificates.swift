@@ -73,7 +73,7 @@ struct TestCertificateAuthority: Sendable {
     static func curl(_ url: String, caFile: String, headers: [String] = []) async throws -> (status: Int?, exitCode: Int32, output: String) {
         let result = try await run(
             "/usr/bin/curl",
-            ["-sS", "--max-time", "10", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}"] + headers.flatMap { ["-H", $0] } + [url]
+            ["-sS", "--max-time", "120", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_code}"] + headers.flatMap { ["-H", $0] } + [url]
         )
         return (result.status == 0 ? Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) : nil, result.status, result.output)
     }

@@ -81,6 +81,9 @@ final class TestServer: Sendable {
             configuration.clock = clock
             configuration.wallClock = { wall.now }
             configuration.limits = limits
+            // The tests assert what /health says, not how fast: on a busy machine a healthy
+            // SQLite file has taken more than the 3 s a balancer gets.
+            configuration.healthProbeTimeout = .seconds(60)
             // bcrypt's least cost keeps sign-in tests fast; the server's default is 12.
             configuration.console = ConsoleConfiguration(sessionLifetime: .seconds(3600), bcryptCost: 4)
             console(&configuration.console)

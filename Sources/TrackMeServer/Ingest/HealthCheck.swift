@@ -4,10 +4,8 @@ import Hummingbird
 import TrackMeCore
 
 extension ServerAPI {
-    /// How long `/health` waits for the database: a balancer's check must get an answer, and
-    /// one that does not come in this time is itself the answer. Real time, not the injected
-    /// clock: it bounds a wait on a real socket or file.
-    static let healthProbeTimeout: Duration = .seconds(3)
+    /// The probe's wait when the caller has no configuration at hand (`ServerConfiguration.healthProbeTimeout`).
+    static let healthProbeTimeout = ServerConfiguration.defaultHealthProbeTimeout
 
     /// `/health`: 200 `ok` only when the database answers and a write would succeed now; 503
     /// `degraded` with the reasons otherwise, or `database_damaged` with what to do.
@@ -41,19 +39,23 @@ extension ServerAPI {
     func probeReadiness() async -> StoreReadiness {
         let store = self.store
         let minimumFreeBytes = configuration.minimumFreeBytes
+        let timeout = configuration.healthProbeTimeout
         let readiness =
-            await Self.withinProbeTimeout { await store.readiness(minimumFreeBytes: minimumFreeBytes) }
-            ?? StoreReadiness(answers: false, writable: false, problems: ["the database did not answer within \(Self.healthProbeTimeout)"])
+            await Self.withinProbeTimeout(timeout) { await store.readiness(minimumFreeBytes: minimumFreeBytes) }
+            ?? StoreReadiness(answers: false, writable: false, problems: ["the database did not answer within \(timeout)"])
         databaseHealth.readiness = readiness
         return readiness
     }
 
-    /// `work`'s result, or nil when it takes longer than `healthProbeTimeout` (it is cancelled).
-    static func withinProbeTimeout<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T? {
+    /// `work`'s result, or nil when it takes longer than `timeout` (it is cancelled).
+    static func withinProbeTimeout<T: Sendable>(
+        _ timeout: Duration = healthProbeTimeout,
+        _ work: @escaping @Sendable () async -> T
+    ) async -> T? {
         await withTaskGroup(of: T?.self) { group in
             group.addTask { await work() }
             group.addTask {
-                try? await ContinuousClock().sleep(for: healthProbeTimeout)
+                try? await ContinuousClock().sleep(for: timeout)
                 return nil
             }
             let first = await group.next() ?? nil
