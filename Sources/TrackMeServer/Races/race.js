@@ -1,3 +1,6 @@
+// The public spectator page of a run: no account, no cookie needed. It reads only
+// /v1/public/runs/ID (consenting runners, no device ids) once a second and puts every name on
+// the page as text, never as markup.
 'use strict';
 (() => {
   const runID = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
