@@ -39,6 +39,8 @@ function svg(tag, attrs) {
   return node;
 }
 const $ = (id) => document.getElementById(id);
+// A column header; the buttons' column is named for screen readers only.
+const header = (h) => el('th', {}, h || el('span', { class: 'visually-hidden' }, 'Actions'));
 function ago(ms) {
   if (ms === null || ms === undefined) return 'never';
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
@@ -98,7 +100,9 @@ async function signOut() {
 // ---- start ----
 async function start(session) {
   // Wearers and organisations have their own page (People/PeoplePages.swift).
-  if (session.account.role === 'wearer' || session.account.role === 'third_party') { location.replace('/people'); return; }
+  // Each person lands on their own page: wearers, carers and organisations on /people, fleet operators on /fleet.
+  const home = { wearer: '/people', carer: '/people', third_party: '/people', fleet_operator: '/fleet' }[session.account.role];
+  if (home) { location.replace(home); return; }
   state.csrf = session.csrf_token;
   state.account = session.account;
   state.started = true;
@@ -175,6 +179,8 @@ function announce(alertID, reference) {
   const name = person && person.name ? person.name : reference.device_id;
   document.body.dataset.lastAnnounced = alertID;
   flashTitle = 'New alert: ' + label(reference.kind) + ' — ' + name;
+  // Read out by screen readers (an assertive live region): the title alone is not announced.
+  $('announcer').textContent = flashTitle + ', ' + clock(Date.now());
   updateTitle();
 }
 let flashTitle = null;
@@ -322,7 +328,8 @@ function report(e) { if (e.message !== 'signed out') { $('feed-status').textCont
 
 // ---- heart rate and map ----
 function hrChart(points) {
-  const chart = svg('svg', { class: 'hr', viewBox: '0 0 600 60', preserveAspectRatio: 'none' });
+  const chart = svg('svg', { class: 'hr', viewBox: '0 0 600 60', preserveAspectRatio: 'none', role: 'img',
+    'aria-label': 'Heart rate, last 10 minutes: ' + (points.length ? points.length + ' readings, last ' + points[points.length - 1].bpm + ' bpm' : 'no readings') });
   if (points.length < 2) { const t = svg('text', { x: 8, y: 35, fill: '#9aa7b4', 'font-size': 14 }); t.textContent = points.length ? points[0].bpm + ' bpm' : 'no readings'; chart.append(t); return chart; }
   const t0 = points[0].at_ms, t1 = points[points.length - 1].at_ms || t0 + 1;
   const max = Math.max(160, ...points.map((p) => p.bpm));
@@ -342,7 +349,8 @@ function drawMap(alertID) {
 // Without tiles: the track on a plain grid with a scale (equirectangular around its middle).
 function drawGrid(box, track) {
   const W = 400, H = 200;
-  const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map' });
+  const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map', role: 'img',
+    'aria-label': track.length ? 'Track since the alert opened: ' + track.length + ' positions, the last one marked' : 'No position yet' });
   if (!track.length) { const t = svg('text', { x: 12, y: 100, fill: '#9aa7b4', 'font-size': 14 }); t.textContent = 'no position yet'; plot.append(t); box.replaceChildren(plot); return; }
   const lat0 = track.reduce((s, p) => s + p.lat, 0) / track.length;
   const k = Math.cos(lat0 * Math.PI / 180) * 111320;
@@ -399,7 +407,7 @@ async function refreshDevices() {
       el('td', {}, d.silent ? el('span', { class: 'badge' }, 'SILENT') : 'ok'),
       el('td', {}, el('button', { type: 'button', class: 'care-show', onclick: () => showCare(d.device_id) }, 'Care')));
   });
-  fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Battery', 'GPS', 'State', ''].map((h) => el('th', {}, h))), rows));
+  fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Battery', 'GPS', 'State', ''].map(header)), rows));
 }
 // ---- care settings and erasure (Data4Help: the person's thresholds, rules, contacts) ----
 const RULES = ['heart_rate_low', 'heart_rate_high', 'no_pulse', 'contact_lost', 'strap_silent', 'manual'];
@@ -474,7 +482,7 @@ function renderHistoryItem(alert) {
 async function refreshAccounts() {
   let list;
   try { list = (await api('GET', '/v1/accounts')).accounts; } catch (e) { return; }
-  fill($('account-list'), el('tr', {}, ['Username', 'Name', 'Role', 'State', ''].map((h) => el('th', {}, h))),
+  fill($('account-list'), el('tr', {}, ['Username', 'Name', 'Role', 'State', ''].map(header)),
     list.map((a) => el('tr', { dataset: { accountId: a.id } }, el('td', {}, a.username), el('td', {}, a.display_name), el('td', {}, a.role),
       el('td', {}, a.disabled ? 'disabled' : 'active'),
       el('td', {}, a.id === state.account.id ? '' : el('button', { type: 'button', class: 'account-toggle', onclick: async () => {
@@ -494,6 +502,7 @@ async function createAccount(event) {
 function showTab(name) {
   for (const tab of document.querySelectorAll('.tab')) tab.setAttribute('aria-pressed', String(tab.dataset.tab === name));
   for (const panel of document.querySelectorAll('.panel')) panel.hidden = panel.id !== name;
+  $('panel-title').textContent = { board: 'Open alerts', devices: 'Devices', history: 'Closed alerts', accounts: 'Accounts' }[name] || name;
   if (name === 'devices') refreshDevices();
   if (name === 'history') refreshHistory();
 }
