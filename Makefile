@@ -137,8 +137,16 @@ soak:
 # The dispatcher console in a real browser: Debian's chromium driven by chromium-driver over the
 # W3C WebDriver HTTP protocol (Tests/Browser/webdriver.py, no client library to install), against
 # a real trackme-server on loopback, and the real trackme-agent (simulated strap, gpsd under
-# gpsfake) whose alert the dispatcher handles. Screenshots in simulations/out/browser/.
-browser-tests: deps
+# gpsfake) whose alert the dispatcher handles. Every page is checked with axe-core (from PyPI,
+# into .build/browser-venv; Tests/Browser/axe.py finds it there). Screenshots at 1366x768 and
+# 390x844 in simulations/out/browser/.
+BROWSER_VENV = .build/browser-venv
+$(BROWSER_VENV)/.installed: Tests/Browser/requirements.txt
+	python3 -m venv $(BROWSER_VENV)
+	$(BROWSER_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r Tests/Browser/requirements.txt
+	touch $@
+
+browser-tests: deps $(BROWSER_VENV)/.installed
 	$(SWIFT) build $(TRAITS) --product trackme-server
 	$(SWIFT) build $(TRAITS) --product trackme-agent
 	python3 Tests/Browser/console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent --out simulations/out/browser

@@ -208,9 +208,14 @@ targets += [
             .product(name: "Prometheus", package: "swift-prometheus"),
         ],
         // The API document is a file, compiled into the binary (no resource bundle to ship beside
-        // it) and served byte for byte at /openapi.yaml; so is the race page.
+        // it) and served byte for byte at /openapi.yaml; so are the pages, their scripts and their
+        // one stylesheet (Pages/WebPages.swift says how a page is put together).
         resources: [
-            .embedInCode("openapi.yaml"), .embedInCode("Races/race.html"), .embedInCode("Races/race.css"), .embedInCode("Races/race.js"),
+            .embedInCode("openapi.yaml"), .embedInCode("Pages/head.html"), .embedInCode("Pages/trackme.css"),
+            .embedInCode("Console/console.html"), .embedInCode("Console/console.js"),
+            .embedInCode("People/people.html"), .embedInCode("People/people.js"),
+            .embedInCode("Fleet/fleet.html"), .embedInCode("Fleet/fleet.js"),
+            .embedInCode("Races/race.html"), .embedInCode("Races/race.js"),
         ],
         swiftSettings: strictSettings
     ),

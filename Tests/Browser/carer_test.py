@@ -102,6 +102,7 @@ class CarerTest(PeopleTest):
             assert browser.find(FORM + " .care-contacts").property("value") == "Yorick <b>Q</b>; son; +44 7700 900123"
             self.shot(browser, "02-device-conflict")
         self.check("the device's version and its local override show as a conflict on the wearer's form", device_reports_conflict)
+        self.look(browser, "people-wearer-care", "the wearer's care settings and carers")
 
         def wearer_adds_carer():
             browser.find("#carer-username").send_keys("cara")
@@ -137,6 +138,7 @@ class CarerTest(PeopleTest):
             status, view = http(server.base, "GET", "/v1/devices/pi-0001/care-settings", token=ADMIN)
             assert view["settings"]["max_hr"] == 150 and view["settings"]["min_hr"] == 45, view
         self.check("the carer signs in, sees the person and changes a threshold; no download, no erasure", carer_changes_threshold)
+        self.look(browser, "people-carer", "the carer's people and a person's page")
 
         def wearer_sees_log_and_removes():
             self.sign_in(browser, server.base, "ada")

@@ -267,6 +267,10 @@ class ConsoleTest(CheckRun):
         ada.batch(bpm=71)
         state = {}
 
+        browser.get(server.base + "/")
+        wait_for(lambda: browser.find("#signin").displayed(), what="the sign-in form")
+        self.look(browser, "console-signed-out", "the console signed out")
+
         def signs_in():
             self.sign_in(browser, server.base, "dana", "wrong password")
             wait_for(lambda: "wrong" in browser.find("#signin-message").text, what="the refusal")
@@ -299,6 +303,7 @@ class ConsoleTest(CheckRun):
             wait_for(lambda: "delivered" in self.card(browser, "alert-ada").find(".timeline").text, what="the timeline")
             self.shot(browser, "01-board-new-alert")
         self.check("a device's alert appears with the person's name, position, track and timeline", alert_appears)
+        self.look(browser, "console-board", "the console's board as a dispatcher")
 
         def markup_is_text():
             assert browser.script("return window.__pwned === undefined"), "markup from data ran as script"
@@ -376,9 +381,14 @@ class ConsoleTest(CheckRun):
             self.shot(browser, "03-history")
             browser.find('.tab[data-tab="devices"]').click()
             wait_for(lambda: browser.find_all('tr[data-device-id="pi-0001"]'), what="the devices list")
-            assert "64%" in browser.find('tr[data-device-id="pi-0001"]').text
+            # The list is drawn afresh as the device reports: read the row again at each look.
+            wait_for(lambda: "64%" in browser.find('tr[data-device-id="pi-0001"]').text, what="the device's battery")
             browser.find('.tab[data-tab="board"]').click()
         self.check("resolve with an outcome: the alert closes, the device is told, history keeps it", resolve)
+        for tab in ("history", "devices"):
+            browser.find(f'.tab[data-tab="{tab}"]').click()
+            self.look(browser, f"console-{tab}", f"the console's {tab} as a dispatcher")
+        browser.find('.tab[data-tab="board"]').click()
 
         def sign_out():
             browser.find("#signout").click()
@@ -386,6 +396,16 @@ class ConsoleTest(CheckRun):
             status, _ = http(server.base, "GET", "/v1/session", headers={"Cookie": "trackme_session=" + state["cookie"]})
             assert status == 401, status
         self.check("sign out ends the session on the server", sign_out)
+
+        def admin_accounts():
+            status, _ = http(server.base, "POST", "/v1/accounts", {"username": "ava", "password": "correct horse battery", "display_name": "Ava Admin", "role": "admin"}, token=ADMIN)
+            assert status == 201, status
+            self.sign_in(browser, server.base, "ava", "correct horse battery")
+            wait_for(lambda: browser.find("#accounts-tab").displayed(), what="the admin's Accounts tab")
+            browser.find("#accounts-tab").click()
+            wait_for(lambda: browser.find("#account-list tr"), what="the accounts")
+        self.check("an admin account signs in and sees the Accounts tab", admin_accounts)
+        self.look(browser, "console-accounts", "the console's accounts as an admin")
 
     def notifier_script(self):
         """The operator's notifier (an SMS gateway's CLI in service): here it writes each

@@ -97,20 +97,59 @@ class PeopleTest(CheckRun):
                             {"username": "acme", "password": PASSWORD, "display_name": HOSTILE_ORG, "role": "third_party"})
         assert status == 201, (status, body)
 
+        browser.get(server.base + "/people")
+        wait_for(lambda: browser.find("#signin").displayed(), what="the sign-in form")
+        self.look(browser, "people-signed-out", "the people's page signed out")
+
         def wearer_sees_data():
             self.sign_in(browser, server.base, "ada")
             assert browser.find("#whoami").text == "Ada Lovelace (wearer)", browser.find("#whoami").text
             wait_for(lambda: browser.find("#hr-summary").text.startswith("4 readings"), what="the heart-rate summary")
-            wait_for(lambda: browser.find("#pos-summary").text == "2 positions", what="the positions")
-            assert len(browser.find_all("#hr-chart polyline")) == 1
+            wait_for(lambda: browser.find("#pos-summary").text.startswith("2 positions from "), what="the positions")
+            assert len(browser.find_all("#pos-chart polyline.track")) == 1 and browser.find("#pos-chart text.north-label").text == "N"
+            assert "mlat=45.465000" in browser.find("#pos-open").attribute("href")
+            assert len(browser.find_all("#hr-chart path.data")) == 1
             rows = browser.find_all("#stats tr")
             assert len(rows) == 2, [r.text for r in rows]
             cells = [c.text for c in rows[1].find_all("td")]
             assert cells[1:5] == ["4", "58", "96", "190"], cells
             alerts = browser.find_all("#alerts tr")
-            assert len(alerts) == 2 and "false alarm" in alerts[1].text, [a.text for a in alerts]
+            assert len(alerts) == 2 and "False alarm" in alerts[1].text, [a.text for a in alerts]
+            # Kinds and outcomes in plain words, never the server's codes.
+            assert "No pulse" in alerts[1].text and "no_pulse" not in alerts[1].text and "false_alarm" not in alerts[1].text, alerts[1].text
             self.shot(browser, "01-wearer")
         self.check("a wearer signs in and sees their heart rate, positions, daily statistics and alerts with outcomes", wearer_sees_data)
+
+        def chart_reads():
+            chart = browser.find("#hr-chart")
+            assert chart.find("text.x-title").text.startswith("Time ("), chart.find("text.x-title").text
+            assert chart.find("text.y-title").text == "Heart rate (bpm)"
+            x_ticks = [t.text for t in chart.find_all("text.x-tick")]
+            y_ticks = [t.text for t in chart.find_all("text.y-tick")]
+            assert len(x_ticks) >= 2 and all(":" in t or " " in t for t in x_ticks), x_ticks
+            assert len(y_ticks) >= 3 and all(t.isdigit() for t in y_ticks), y_ticks
+            # Ada's limits (from her age, 70, with no care settings): drawn and labelled.
+            profile = browser.async_script("const done = arguments[arguments.length - 1];"
+                                           "fetch('/v1/people/me', {credentials: 'same-origin'}).then(r => r.json()).then(done);")
+            low, high = profile["limits"]["min"], profile["limits"]["max"]
+            assert chart.find("line.limit-low") and chart.find("line.limit-high")
+            assert chart.find("text.limit-label-low").text == f"low limit {low} bpm"
+            assert chart.find("text.limit-label-high").text == f"high limit {high} bpm"
+            # The limit lines sit where the value axis puts those values.
+            y_of = {t.text: float(t.attribute("y")) - 4 for t in chart.find_all("text.y-tick")}
+            values = sorted(int(v) for v in y_of)
+            per_bpm = (y_of[str(values[0])] - y_of[str(values[-1])]) / (values[-1] - values[0])
+            expected = y_of[str(values[0])] - (high - values[0]) * per_bpm
+            assert abs(float(chart.find("line.limit-high").attribute("y1")) - expected) < 1.5, (chart.find("line.limit-high").attribute("y1"), expected)
+            # The alert's moment is marked, with its kind in words.
+            marks = chart.find_all("g.alert-mark")
+            assert len(marks) == 1, len(marks)
+            assert marks[0].find("title").property("textContent").startswith("No pulse at "), marks[0].find("title").property("textContent")
+            assert "UTC" not in browser.find("#alerts").text, "times are the reader's local time"
+            assert chart.attribute("role") == "img" and browser.find("#hr-summary").text in browser.script(
+                "const c = document.getElementById('hr-chart'); return c.getAttribute('aria-labelledby').split(' ').map((id) => document.getElementById(id).textContent).join(' ')")
+        self.check("the wearer's heart-rate chart: time and bpm axes labelled, the limits drawn, the alert marked", chart_reads)
+        self.look(browser, "people-wearer-data", "the wearer's data")
 
         def downloads():
             for link, check in (("#download-csv", "record,at_ms,at,device_id,bpm"), ("#download-json", '"heart_rate"'), ("#download-gpx", "<trkpt")):
@@ -132,6 +171,9 @@ class PeopleTest(CheckRun):
             wait_for(lambda: "pending" in browser.find("#org-request-list").text, what="the pending request")
             assert self.pwned(browser) is None
         self.check("an organisation with a hostile name asks for access", organisation_asks)
+        self.look(browser, "people-organisation", "an organisation's requests")
+        self.tab(browser, "org-groups")
+        self.look(browser, "people-organisation-groups", "an organisation's group figures")
 
         def wearer_approves():
             self.sign_in(browser, server.base, "ada")
@@ -151,6 +193,13 @@ class PeopleTest(CheckRun):
             wait_for(lambda: browser.find_all('#org-request-list button[data-action="read"]'), what="the Read button")
             browser.find('#org-request-list button[data-action="read"]').click()
             wait_for(lambda: browser.find("#org-read-summary").text == "2 heart-rate readings", what="the new readings only")
+            # Positions and alerts were not approved: refused outright, not answered with empty lists.
+            for kind in ("positions", "alerts"):
+                got = browser.async_script(
+                    "const done = arguments[arguments.length - 1];"
+                    "fetch(arguments[0], {credentials: 'same-origin'}).then(r => done(r.status), e => done('error ' + e));",
+                    f"/v1/people/{ada['id']}/{kind}?from=0")
+                assert got == 403, (kind, got)
             self.shot(browser, "03-organisation-reads")
         self.check("the organisation reads the data approved, from the approval on", organisation_reads)
 
@@ -158,13 +207,17 @@ class PeopleTest(CheckRun):
             self.sign_in(browser, server.base, "ada")
             self.tab(browser, "wearer-requests")
             wait_for(lambda: HOSTILE_ORG in browser.find("#access-log").text, what="the organisation's read in the log")
-            assert "consent" in browser.find("#access-log").text
-            assert "heart_rate" in browser.find("#access-log").text
+            assert "you approved it" in browser.find("#access-log").text
+            # Only the reads that returned data: the heart rate; the refused kinds left no row.
+            whats = [row.find_all("td")[4].text for row in browser.find_all("#access-log tr")[1:]]
+            assert whats and all(w.startswith("heart rate from ") for w in whats), whats
+            assert "heart rate from " in browser.find("#access-log").text and "heart_rate" not in browser.find("#access-log").text
             assert self.pwned(browser) is None
             self.shot(browser, "04-access-log")
             browser.find('#requests button[data-action="revoke"]').click()
             wait_for(lambda: "revoked" in browser.find("#requests").text, what="revoked")
         self.check("the wearer sees who read what and when, and revokes", wearer_sees_log_and_revokes)
+        self.look(browser, "people-wearer-access", "the wearer's requests and access log")
 
         def organisation_reads_nothing():
             self.sign_in(browser, server.base, "acme")

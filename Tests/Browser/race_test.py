@@ -96,14 +96,46 @@ class RaceTest(CheckRun):
             # The data the page fetched holds no one else either.
             data = browser.async_script("fetch(arguments[0]).then(r => r.text()).then(arguments[arguments.length - 1])", f"/v1/public/runs/{run['id']}")
             assert HIDDEN not in data and "r-hid" not in data and "r-ann" not in data, data
+            seen = [row.find("td.seen").text for row in browser.find_all("#standings tbody tr")]
+            assert all(s.endswith(" s ago") or s.endswith(" min ago") for s in seen), seen
             self.shot(browser, "race-01-spectators")
         self.check("spectators see only consenting runners, names as text, the leader first", page_shows_consenting_only)
 
+        def map_first():
+            browser.viewport(1366, 768)
+            try:
+                browser.settle()
+                box = browser.script("const r = document.getElementById('map').getBoundingClientRect();"
+                                     "return {top: r.top, bottom: r.bottom, left: r.left, width: r.width, height: r.height};")
+                assert box["top"] < 120 and box["bottom"] <= 768 and box["height"] >= 400 and box["width"] >= 600, box
+                dots = browser.script("return Array.from(document.querySelectorAll('svg.grid-map circle.runner')).map((c) => c.getBoundingClientRect().bottom)")
+                assert dots and all(0 < y <= 768 for y in dots), dots
+            finally:
+                browser.reset_viewport()
+        self.check("the race map is in the first screen at 1366x768, the runners on it", map_first)
+
+        def search_finds_runner():
+            field = browser.find("#runner-search")
+            field.send_keys("ann")
+            wait_for(lambda: [r.find("td.name").text for r in browser.find_all("#standings tbody tr") if r.displayed()] == ["Ann Runner"], what="Ann alone in the standings")
+            assert browser.find("#search-count").text == "1 of 2 runners match", browser.find("#search-count").text
+            found = browser.find_all("svg.grid-map circle.runner.found")
+            assert len(found) == 1 and found[0].attribute("data-runner") == browser.find('#standings tbody tr:not([hidden])').attribute("data-runner")
+            field.clear()
+            browser.script("document.getElementById('runner-search').dispatchEvent(new Event('input')); return true;")
+            wait_for(lambda: all(r.displayed() for r in browser.find_all("#standings tbody tr")), what="every runner again")
+        self.check("a runner is found by search, in the standings and on the map", search_finds_runner)
+        self.look(browser, "race", "the race page (no account)")
+
         def live_update():
+            # The rows are updated in place: the very same elements after the next reads.
+            browser.script("window.__rows = Array.from(document.querySelectorAll('#standings tbody tr')); return true;")
             ann.run("CITY-1K", 800, True)
             wait_for(lambda: browser.find_all("#standings tbody tr")[0].find("td.name").text == "Ann Runner", timeout=5, what="Ann takes the lead on the page")
             assert browser.find("#leader").text.startswith("Leader: Ann Runner")
             assert browser.find_all("#standings tbody tr")[0].find("td.time").text == "", "a fresh fix is not stale"
+            assert browser.script("return Array.from(document.querySelectorAll('#standings tbody tr')).every((r) => window.__rows.includes(r))"), "rows were rebuilt"
+            assert not browser.find_all("#standings tbody tr")[0].attribute("class") or "stale" not in browser.find_all("#standings tbody tr")[0].attribute("class")
             # Eve withdraws consent: gone from the page at her next report.
             eve.run("CITY-1K", 600, False)
             wait_for(lambda: len(browser.find_all("#standings tbody tr")) == 1, timeout=5, what="Eve gone after withdrawing consent")
@@ -126,6 +158,7 @@ class RaceTest(CheckRun):
             browser.get(server.base + "/fleet")
             wait_for(lambda: browser.find("#signin-needed").displayed(), what="the sign-in hint")
         self.check("the fleet page without a session asks to sign in", signed_out)
+        self.look(browser, "fleet-signed-out", "the fleet page signed out")
 
         def fleet_page():
             browser.get(server.base + "/")
@@ -134,12 +167,16 @@ class RaceTest(CheckRun):
             browser.find("#password").send_keys("correct horse battery")
             browser.find("#signin-button").click()
             wait_for(lambda: any(c["name"] == "trackme_session" for c in browser.cookies()), what="the session cookie")
-            browser.get(server.base + "/fleet")
+            # A fleet operator lands on the fleet page, not on the dispatchers' console.
+            wait_for(lambda: browser.url == server.base + "/fleet", what="the fleet page after sign-in")
             wait_for(lambda: len(browser.find_all("ol.queue li")) == 2, timeout=10, what="two taxis queued")
             queue = [li.attribute("data-device") for li in browser.find_all("ol.queue li")]
             assert queue == ["taxi-2", "taxi-1"], queue
             assert browser.find("section.zone h2").text == "Centre <main>"
             assert browser.find("ol.queue li").text.startswith(HOSTILE)
+            ages = [age.text for age in browser.find_all("ol.queue li .last-report")]
+            assert len(ages) == 2 and all(a.startswith(" · last report ") or a.startswith("· last report ") for a in ages), ages
+            assert all(a.endswith(" s ago") for a in ages), ages
             others = [(li.attribute("data-device"), li.attribute("data-state")) for li in browser.find_all("ul.others li")]
             assert others == [("taxi-3", "on_ride")], others
             assert browser.script("return window.__pwned === undefined")
@@ -149,6 +186,7 @@ class RaceTest(CheckRun):
             wait_for(lambda: [li.attribute("data-device") for li in browser.find_all("ol.queue li")] == ["taxi-1"], timeout=6, what="the queue after a ride starts")
             self.shot(browser, "fleet-02-ride")
         self.check("the fleet page: the zone's queue in arrival order, states, names as text", fleet_page)
+        self.look(browser, "fleet", "the fleet page as a fleet operator")
 
     def run(self):
         server = Server(self.binary, self.workdir)

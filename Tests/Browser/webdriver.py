@@ -55,6 +55,17 @@ class CheckRun:
             print(f"FAIL {name}: {error!r}", flush=True)
             traceback.print_exc()
 
+    def look(self, browser, name, what=None):
+        """axe-core on the page as it stands (failing on a serious or critical violation), then
+        its screenshots at 1366x768 and 390x844 (`NAME-WxH.png` in `self.out`), as a check of
+        its own so that the flow goes on either way."""
+        from axe import audit  # noqa: PLC0415 - only the tests that look at pages need it
+
+        def looked():
+            audit(browser, what or name)
+            browser.screenshots(self.out, name)
+        self.check(f"accessible and laid out at 1366 and 360 px: {what or name}", looked)
+
     def summary(self, out):
         failed = [r for r in self.results if not r[1]]
         print(f"\n{len(self.results) - len(failed)} passed, {len(failed)} failed; screenshots in {out}")
@@ -155,6 +166,10 @@ class Chromium:
         self._call("POST", "/url", {"url": url})
 
     @property
+    def url(self):
+        return self._call("GET", "/url")
+
+    @property
     def title(self):
         return self._call("GET", "/title")
 
@@ -186,6 +201,42 @@ class Chromium:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(self._call("GET", "/screenshot")))
+
+    def viewport(self, width, height, mobile=False):
+        """Lays the page out at exactly `width` x `height` CSS pixels (DevTools' device metrics)."""
+        self._call("POST", "/goog/cdp/execute", {"cmd": "Emulation.setDeviceMetricsOverride",
+                                                  "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}})
+
+    def reset_viewport(self):
+        self._call("POST", "/goog/cdp/execute", {"cmd": "Emulation.clearDeviceMetricsOverride", "params": {}})
+
+    SIZES = ((1366, 768, False), (390, 844, True))
+
+    def screenshots(self, directory, name):
+        """The page at a desktop's 1366x768 and a phone's 390x844: `NAME-1366x768.png` and
+        `NAME-390x844.png` in `directory`. Then checks that nothing is wider than a 360 px screen."""
+        try:
+            for width, height, mobile in self.SIZES + ((360, 740, True),):
+                self.viewport(width, height, mobile)
+                self.settle()
+                if (width, height, mobile) in self.SIZES:
+                    self.screenshot(os.path.join(directory, f"{name}-{width}x{height}.png"))
+                if mobile:
+                    overflow = self.script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                    if overflow > 1:
+                        wide = self.script(
+                            "const w = arguments[0]; return Array.from(document.querySelectorAll('body *'))"
+                            ".filter((e) => e.getBoundingClientRect().right > w + 1 && !e.closest('.scroll'))"
+                            ".slice(-3).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.getAttribute('class') ? '.' + e.getAttribute('class') : ''))", width)
+                        raise AssertionError(f"{name}: the page is {overflow} px wider than a {width} px screen: {wide}")
+        finally:
+            self.reset_viewport()
+
+    def settle(self):
+        """Returns after the page has laid out and painted twice (its resize handlers have run)."""
+        self.async_script("const done = arguments[arguments.length - 1];"
+                          "window.dispatchEvent(new Event('resize'));"
+                          "requestAnimationFrame(() => requestAnimationFrame(() => done(true)));")
 
     def quit(self):
         try:

@@ -355,8 +355,16 @@ struct ConsoleTests {
             #expect(page.headers["content-type"]?.hasPrefix("text/html") == true)
             #expect(page.headers["content-security-policy"]?.contains("script-src 'self'") == true)
             #expect(page.text.contains("/assets/console.js"))
+            #expect(page.text.contains("/assets/trackme.css"))
             #expect(try await s.client.send("GET", "/assets/console.js").status == 200)
-            #expect(try await s.client.send("GET", "/assets/console.css").status == 200)
+            // Kept by the browser and revalidated: the same bytes answer 304 with no body.
+            let style = try await s.client.send("GET", "/assets/trackme.css")
+            #expect(style.status == 200)
+            #expect(style.headers["cache-control"] == "no-cache")
+            let etag = try #require(style.headers["etag"])
+            let again = try await s.client.send("GET", "/assets/trackme.css", headers: ["If-None-Match": etag])
+            #expect(again.status == 304)
+            #expect(again.text.isEmpty)
             #expect(try await s.client.send("GET", "/assets/leaflet/..%2F..%2F..%2Fetc%2Fpasswd").status == 404)
             #expect(try await s.client.send("GET", "/assets/leaflet/../../../../etc/passwd").status == 404)
         }

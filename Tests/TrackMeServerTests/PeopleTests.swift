@@ -187,15 +187,18 @@ struct PeopleTests {
                 ).status == 200
             )
             #expect(try await s.heartRates(hr, acme) == [90])
-            // Only the kinds approved: positions and alerts were not.
-            let positions = try await s.page("GET", "/v1/people/\(ada)/positions?from=0", acme)
-            #expect((positions.object["positions"] as? [Any])?.isEmpty == true)
-            // The person sees who read what.
+            // Only the kinds approved: positions and alerts were not, and asking for them is refused.
+            #expect(try await s.page("GET", "/v1/people/\(ada)/positions?from=0", acme).status == 403)
+            #expect(try await s.page("GET", "/v1/people/\(ada)/alerts", acme).status == 403)
+            // The person sees who read what: only the read that returned data (the refused ones and
+            // the empty one before the new reading are not reads of her data), by the organisation's name.
             let log = try await s.page("GET", "/v1/people/me/access-log", person)
             let entries = try #require(log.object["entries"] as? [[String: Any]])
-            #expect(entries.contains { $0["reader_name"] as? String == "Acme Research" && ($0["what"] as? String)?.hasPrefix("heart_rate") == true })
+            #expect(entries.count == 1, "\(entries)")
+            #expect(
+                entries.allSatisfy { $0["reader_name"] as? String == "Acme Research" && ($0["what"] as? String)?.hasPrefix("heart_rate") == true }
+            )
             #expect(entries.allSatisfy { $0["reason"] as? String == "consent" })
-            #expect(entries.count >= 3)
             // Another party sees no log and no data.
             #expect(try await s.page("GET", "/v1/people/\(ada)/access-log", acme).status == 403)
 
@@ -363,6 +366,11 @@ struct PeopleTests {
             let log = try #require(try await s.page("GET", "/v1/people/me/access-log", person).object["entries"] as? [[String: Any]])
             #expect(log.contains { $0["reader_role"] as? String == "dispatcher" && $0["reason"] as? String == "open_alert" })
             #expect(log.contains { $0["reader_role"] as? String == "dispatcher" && $0["reason"] as? String == "recently_closed_alert" })
+            // A dispatcher's token has no account: named for what it is, never by its id.
+            #expect(
+                log.filter { $0["reader_role"] as? String == "dispatcher" }.allSatisfy { $0["reader_name"] as? String == "A dispatcher" },
+                "\(log)"
+            )
         }
     }
 }

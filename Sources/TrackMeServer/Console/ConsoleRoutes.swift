@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// The dispatcher console: one page at `/`, its script and style, Leaflet from Debian's
+/// The dispatcher console: one page at `/`, its script, the pages' stylesheet, Leaflet from Debian's
 /// `libjs-leaflet` when installed, and the page's settings. Everything is served by this server;
 /// nothing comes from a CDN. The Content-Security-Policy allows scripts and styles from this
 /// origin only, so even a name that slipped through as markup could not run.
@@ -13,9 +13,9 @@ struct ConsoleRoutes: Sendable {
     var console: ConsoleConfiguration { api.configuration.console }
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("/") { _, _ in page(ConsoleAssets.html, type: "text/html; charset=utf-8") }
-        router.get("/assets/console.js") { _, _ in page(ConsoleAssets.script, type: "text/javascript; charset=utf-8") }
-        router.get("/assets/console.css") { _, _ in page(ConsoleAssets.style, type: "text/css; charset=utf-8") }
+        router.get("/") { request, _ in serve(WebPages.console, request) }
+        router.get("/assets/console.js") { request, _ in serve(WebPages.consoleScript, request) }
+        router.get("/assets/trackme.css") { request, _ in serve(WebPages.stylesheet, request) }
         router.get("/assets/leaflet/**") { _, context in try leaflet(context.parameters.getCatchAll().joined(separator: "/")) }
         router.get("/v1/console/config") { _, _ in
             try json(.ok, ConsoleSettings(tileURL: console.tileURL, leaflet: leafletAvailable))
@@ -33,15 +33,15 @@ struct ConsoleRoutes: Sendable {
         return "\(scheme)://\(host)\(components.port.map { ":\($0)" } ?? "")"
     }
 
-    func page(_ text: String, type: String) -> Response {
+    /// A page, script or stylesheet of `WebPages` under the pages' policy. Browsers revalidate
+    /// each time (`no-cache`) and get a 304 without a body until an upgrade changes the file.
+    func serve(_ file: EmbeddedFile, _ request: Request) -> Response {
         var headers = HTTPFields()
-        headers[.contentType] = type
-        headers[.cacheControl] = "no-cache"
         headers[.contentSecurityPolicy] =
             "default-src 'self'; img-src 'self' data:\(tileOrigin.map { " " + $0 } ?? ""); style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
         headers[.xContentTypeOptions] = "nosniff"
         headers[.referrerPolicy] = "no-referrer"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        return file.response(ifNoneMatch: request.headers[.ifNoneMatch], headers: headers, cacheControl: "no-cache")
     }
 
     /// A file of the Leaflet distribution: only plain relative names (no `..`, no hidden files).

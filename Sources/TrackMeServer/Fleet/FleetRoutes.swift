@@ -21,8 +21,8 @@ struct FleetRoutes: Sendable {
         }
         router.post("/v1/fleet/tokens") { request, _ in try await createToken(request) }
         let console = ConsoleRoutes(api: api)
-        router.get("/fleet") { _, _ in console.page(FleetAssets.html, type: "text/html; charset=utf-8") }
-        router.get("/assets/fleet.js") { _, _ in console.page(FleetAssets.script, type: "text/javascript; charset=utf-8") }
+        router.get("/fleet") { request, _ in console.serve(WebPages.fleet, request) }
+        router.get("/assets/fleet.js") { request, _ in console.serve(WebPages.fleetScript, request) }
     }
 
     func createZone(_ request: Request) async throws -> Response {

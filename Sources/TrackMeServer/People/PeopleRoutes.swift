@@ -128,16 +128,22 @@ struct PeopleRoutes: Sendable {
 
     static let viewLimit = 100_000
 
+    // A read of one kind needs a grant of that kind (403 otherwise), and only a read that returned
+    // data goes into the person's access log.
+
     func heartRate(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+        let (principal, person, all) = try await open(request, id: id)
+        let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(
-            principal,
-            subject: "person:\(person.account.id)",
-            grants: grants,
-            what: "heart_rate \(Downloads.iso(from)) to \(Downloads.iso(to))"
-        )
+        if !samples.isEmpty {
+            try await data.log(
+                principal,
+                subject: "person:\(person.account.id)",
+                grants: grants,
+                what: "heart_rate \(Downloads.iso(from)) to \(Downloads.iso(to))"
+            )
+        }
         return try json(
             .ok,
             HeartRateBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, heartRate: samples, truncated: truncated)
@@ -145,15 +151,18 @@ struct PeopleRoutes: Sendable {
     }
 
     func positions(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+        let (principal, person, all) = try await open(request, id: id)
+        let grants = try data.grants(all, covering: .position)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
-        try await data.log(
-            principal,
-            subject: "person:\(person.account.id)",
-            grants: grants,
-            what: "position \(Downloads.iso(from)) to \(Downloads.iso(to))"
-        )
+        if !samples.isEmpty {
+            try await data.log(
+                principal,
+                subject: "person:\(person.account.id)",
+                grants: grants,
+                what: "position \(Downloads.iso(from)) to \(Downloads.iso(to))"
+            )
+        }
         return try json(
             .ok,
             PositionsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, positions: samples, truncated: truncated)
@@ -161,7 +170,8 @@ struct PeopleRoutes: Sendable {
     }
 
     func statistics(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+        let (principal, person, all) = try await open(request, id: id)
+        let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
         // Counters per day, fed page by page: 93 days of 1 Hz readings never sit in memory at once.
@@ -169,12 +179,14 @@ struct PeopleRoutes: Sendable {
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
             for row in page { if let sample = PersonData.heartRate(row, deviceID: deviceID) { days.add(sample) } }
         }
-        try await data.log(
-            principal,
-            subject: "person:\(person.account.id)",
-            grants: grants,
-            what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))"
-        )
+        if !days.days.isEmpty {
+            try await data.log(
+                principal,
+                subject: "person:\(person.account.id)",
+                grants: grants,
+                what: "statistics \(Downloads.iso(from)) to \(Downloads.iso(to))"
+            )
+        }
         return try json(
             .ok,
             StatisticsBody(personID: person.account.id, fromMilliseconds: from, toMilliseconds: to, days: days.days, truncated: false)
@@ -182,9 +194,10 @@ struct PeopleRoutes: Sendable {
     }
 
     func alerts(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+        let (principal, person, all) = try await open(request, id: id)
+        let grants = try data.grants(all, covering: .alerts)
         let alerts = try await data.alerts(person, grants: grants)
-        try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts")
+        if !alerts.isEmpty { try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts") }
         return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
     }
 

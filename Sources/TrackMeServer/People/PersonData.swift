@@ -67,6 +67,16 @@ struct PersonData: Sendable {
         return grants
     }
 
+    /// The grants among `grants` that cover `kind`; 403 when none does (an organisation asking
+    /// for a kind the person did not approve is refused, not answered with an empty list).
+    func grants(_ grants: [AccessPolicy.Grant], covering kind: PersonDataKind) throws -> [AccessPolicy.Grant] {
+        let covering = grants.filter { $0.covers(kind) }
+        guard !covering.isEmpty else {
+            throw APIError.forbidden("the person has not approved reading their \(kind.rawValue.replacingOccurrences(of: "_", with: " "))")
+        }
+        return covering
+    }
+
     /// Records a read in the person's access log unless it is their own.
     func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
         let reasons = Set(grants.map(\.reason))
@@ -77,7 +87,8 @@ struct PersonData: Sendable {
     /// Records a read or a change by `principal` in the access log of `subject` (`person:ACCOUNT`
     /// or `device:ID`), for a reason given as text.
     func log(_ principal: Principal, subject: String, reason: String, what: String) async throws {
-        var name = principal.tokenID
+        // People and organisations by their names; a token without an account by what it is.
+        var name = Self.readerName(principal.role)
         if let accountID = principal.accountID, let account = try await store.account(id: accountID) { name = account.displayName }
         try await store.appendAccessLog(
             AccessLogEntry(
@@ -91,6 +102,20 @@ struct PersonData: Sendable {
                 atMilliseconds: now
             )
         )
+    }
+
+    /// What the access log calls a reader that has no account (a token), in place of its id.
+    static func readerName(_ role: Role) -> String {
+        switch role {
+        case .admin: "The administrator"
+        case .device: "A device"
+        case .dispatcher: "A dispatcher"
+        case .wearer: "A wearer"
+        case .carer: "A carer"
+        case .thirdParty: "An organisation"
+        case .organiser: "A race organiser"
+        case .fleetOperator: "A fleet operator"
+        }
     }
 
     /// The stored readings of one device of `kind` in `[from, to)` that some grant covers, in

@@ -27,9 +27,8 @@ struct RaceRoutes: Sendable {
         router.get("/v1/runs/:id/tracks.gpx") { request, context in try await tracks(request, id: try runID(context)) }
         router.get("/v1/public/runs/:id") { _, context in try await spectatorData(id: try runID(context)) }
         let console = ConsoleRoutes(api: api)
-        router.get("/runs/:id") { _, _ in console.page(RaceAssets.html, type: "text/html; charset=utf-8") }
-        router.get("/assets/race.js") { _, _ in console.page(RaceAssets.script, type: "text/javascript; charset=utf-8") }
-        router.get("/assets/race.css") { _, _ in console.page(RaceAssets.style, type: "text/css; charset=utf-8") }
+        router.get("/runs/:id") { request, _ in console.serve(WebPages.race, request) }
+        router.get("/assets/race.js") { request, _ in console.serve(WebPages.raceScript, request) }
     }
 
     func runID(_ context: ServerRequestContext) throws -> String {

@@ -1,8 +1,11 @@
+// The public spectator page of a run: no account, no cookie needed. It reads only
+// /v1/public/runs/ID (consenting runners, no device ids) once a second and puts every name on
+// the page as text, never as markup.
 'use strict';
 (() => {
   const runID = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
   const $ = (id) => document.getElementById(id);
-  const state = { config: { tile_url: null, leaflet: false }, data: null, map: null };
+  const state = { config: { tile_url: null, leaflet: false }, data: null, map: null, rows: new Map(), query: '', readAt: Date.now(), leader: undefined };
   const NS = 'http://www.w3.org/2000/svg';
   function svg(tag, attrs) { const n = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v)); return n; }
   function text(tag, value, cls) { const n = document.createElement(tag); n.textContent = value; if (cls) n.className = cls; return n; }
@@ -24,10 +27,19 @@
       const response = await fetch('/v1/public/runs/' + encodeURIComponent(runID), { cache: 'no-store' });
       if (!response.ok) { $('run-status').textContent = response.status === 404 ? 'no such run' : 'unavailable'; return; }
       state.data = await response.json();
+      state.readAt = Date.now();
       render();
       $('run-status').textContent = 'live';
     } catch (e) { $('run-status').textContent = 'reconnecting'; }
   }
+
+  // How long ago the runner's shown fix was taken, counted on from the last read.
+  function seen(r) {
+    if (typeof r.fix_age_s !== 'number') return 'no fix yet';
+    const s = Math.max(0, Math.round(r.fix_age_s + (Date.now() - state.readAt) / 1000));
+    return s < 90 ? s + ' s ago' : s < 5400 ? Math.round(s / 60) + ' min ago' : Math.round(s / 3600) + ' h ago';
+  }
+  const matches = (r) => !state.query || r.name.toLowerCase().includes(state.query);
 
   function render() {
     const d = state.data;
@@ -38,22 +50,54 @@
     $('leader').textContent = !leader ? 'No runner on the course yet'
       : finished(leader) ? 'Leader: ' + leader.name + ', finished in ' + clock(leader.finish_elapsed_s)
       : 'Leader: ' + leader.name + ' at ' + km(leader.distance_m) + ' km of ' + km(race);
-    const body = $('standings').tBodies[0];
-    body.replaceChildren(...d.runners.map((r, i) => {
-      const row = document.createElement('tr');
-      row.dataset.runner = r.id;
-      if (finished(r)) row.classList.add('finished'); else if (r.stale) row.classList.add('stale');
-      row.append(text('td', String(r.rank || i + 1)), text('td', r.name, 'name'), text('td', km(r.distance_m), 'km'), text('td', status(r), 'time'));
-      return row;
-    }));
-    $('message').textContent = d.runners.length + ' runner' + (d.runners.length === 1 ? '' : 's') + ' shown';
+    // Screen readers hear a change of leader, not every second's distances.
+    if (leader && state.leader !== undefined && state.leader !== leader.id) $('leader-news').textContent = leader.name + ' takes the lead';
+    state.leader = leader ? leader.id : null;
+    renderRows(d);
     if (state.config.leaflet && state.config.tile_url && window.L) drawLeaflet(d); else drawGrid(d);
+  }
+
+  // The rows are kept and changed in place (a selection or the browser's Find stays put); a row
+  // moves only when the order changes and goes only when its runner leaves the page.
+  function renderRows(d) {
+    const body = $('standings').tBodies[0];
+    const keep = new Set();
+    let shown = 0;
+    d.runners.forEach((r, i) => {
+      keep.add(r.id);
+      let row = state.rows.get(r.id);
+      if (!row) {
+        row = document.createElement('tr');
+        row.dataset.runner = r.id;
+        row.append(text('td', '', 'rank'), text('td', '', 'name'), text('td', '', 'km'), text('td', '', 'time'), text('td', '', 'seen'));
+        state.rows.set(r.id, row);
+      }
+      const values = [String(r.rank || i + 1), r.name, km(r.distance_m), status(r), seen(r)];
+      values.forEach((value, k) => { if (row.cells[k].textContent !== value) row.cells[k].textContent = value; });
+      row.classList.toggle('finished', finished(r));
+      row.classList.toggle('stale', !finished(r) && !!r.stale);
+      row.hidden = !matches(r);
+      if (!row.hidden) shown += 1;
+      if (body.rows[i] !== row) body.insertBefore(row, body.rows[i] || null);
+    });
+    for (const [id, row] of state.rows) if (!keep.has(id)) { row.remove(); state.rows.delete(id); }
+    $('search-count').textContent = state.query ? shown + ' of ' + d.runners.length + ' runners match' : '';
+    $('message').textContent = d.runners.length + ' runner' + (d.runners.length === 1 ? '' : 's') + ' shown';
+  }
+
+  function tick() {
+    if (!state.data) return;
+    for (const r of state.data.runners) {
+      const row = state.rows.get(r.id);
+      if (row && row.cells[4].textContent !== seen(r)) row.cells[4].textContent = seen(r);
+    }
   }
 
   // Without tiles: the course on a plain grid (equirectangular around its middle).
   function drawGrid(d) {
     const W = 600, H = 400, box = $('map');
-    const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map' });
+    const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map', role: 'img',
+      'aria-label': 'The course with ' + d.runners.length + ' runners' + (d.runners.length ? '; the leader in orange' : '') });
     const all = d.path.concat(d.runners.map((r) => [r.lat, r.lon]));
     const lat0 = all.reduce((s, p) => s + p[0], 0) / all.length;
     const k = Math.cos(lat0 * Math.PI / 180) * 111320;
@@ -65,7 +109,8 @@
     plot.append(svg('polyline', { points: d.path.map((p) => px(p[1]).toFixed(1) + ',' + py(p[0]).toFixed(1)).join(' '), fill: 'none', stroke: '#3e8ef7', 'stroke-width': 3 }));
     for (const r of d.runners.slice().reverse()) {
       const colour = r.id === d.leader ? '#f5a623' : '#e5484d';
-      const dot = svg('circle', { cx: px(r.lon).toFixed(1), cy: py(r.lat).toFixed(1), r: r.id === d.leader ? 7 : 4, fill: r.stale && !finished(r) ? 'none' : colour, stroke: colour, class: r.stale && !finished(r) ? 'runner stale' : 'runner' });
+      const found = state.query && matches(r);
+      const dot = svg('circle', { cx: px(r.lon).toFixed(1), cy: py(r.lat).toFixed(1), r: found ? 9 : r.id === d.leader ? 7 : 4, fill: r.stale && !finished(r) ? 'none' : colour, stroke: found ? '#ffffff' : colour, 'stroke-width': found ? 3 : 1, class: 'runner' + (r.stale && !finished(r) ? ' stale' : '') + (found ? ' found' : '') });
       dot.dataset.runner = r.id;
       const title = svg('title'); title.textContent = r.name + (status(r) ? ' (' + status(r) + ')' : ''); dot.append(title);
       plot.append(dot);
@@ -101,8 +146,14 @@
       const css = document.createElement('link'); css.rel = 'stylesheet'; css.href = '/assets/leaflet/leaflet.css'; document.head.append(css);
       const js = document.createElement('script'); js.src = '/assets/leaflet/leaflet.js'; js.addEventListener('load', load); document.head.append(js);
     }
+    $('search-form').addEventListener('submit', (event) => event.preventDefault());
+    $('runner-search').addEventListener('input', () => {
+      state.query = $('runner-search').value.trim().toLowerCase();
+      if (state.data) render();
+    });
     await load();
     setInterval(load, 1000);
+    setInterval(tick, 1000);
   }
   start();
 })();

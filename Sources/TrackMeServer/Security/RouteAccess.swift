@@ -25,8 +25,8 @@ enum RouteAccess {
     static let table: [String: Requirement] = [
         // Pages, assets and plumbing.
         "GET /": .open, "GET /people": .open, "GET /fleet": .open, "GET /runs/{id}": .open,
-        "GET /assets/console.css": .open, "GET /assets/console.js": .open, "GET /assets/fleet.js": .open,
-        "GET /assets/people.css": .open, "GET /assets/people.js": .open, "GET /assets/race.css": .open, "GET /assets/race.js": .open,
+        "GET /assets/trackme.css": .open, "GET /assets/console.js": .open, "GET /assets/fleet.js": .open,
+        "GET /assets/people.js": .open, "GET /assets/race.js": .open,
         "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
         // Counts, no person: open to loopback peers, the admin token from elsewhere.
         "GET /metrics": .open,

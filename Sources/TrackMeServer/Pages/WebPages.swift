@@ -1,0 +1,70 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TrackMeCore
+
+/// A file compiled into the binary and served byte for byte. It changes only with the binary, so
+/// its ETag is the SHA-256 of its bytes: a browser keeps it and revalidates each time, and gets a
+/// 304 with no body until an upgrade changes it.
+struct EmbeddedFile: Sendable {
+    let bytes: [UInt8]
+    let type: String
+    let etag: String
+
+    init(_ bytes: [UInt8], type: String) {
+        self.bytes = bytes
+        self.type = type
+        self.etag = "\"" + Hex.encode(SHA256.hash(data: bytes)) + "\""
+    }
+
+    /// RFC 9110 13.1.2: `*`, or a list of entity tags compared weakly (a `W/` prefix is ignored).
+    func matches(_ ifNoneMatch: String?) -> Bool {
+        guard let ifNoneMatch else { return false }
+        return ifNoneMatch.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+
+    /// 200 with the bytes, or 304 when the request already holds them; `headers` are added to both.
+    func response(ifNoneMatch: String?, headers extra: HTTPFields = HTTPFields(), cacheControl: String) -> Response {
+        var headers = extra
+        headers[.eTag] = etag
+        headers[.cacheControl] = cacheControl
+        if matches(ifNoneMatch) { return Response(status: .notModified, headers: headers) }
+        headers[.contentType] = type
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// The pages people use and their one stylesheet, all files beside their rooms' code. Every page
+/// is `Pages/head.html` (the stylesheet, the page's title and its one script) followed by the
+/// page's own body file, so a page is added with its body and script files (listed under the
+/// target's `resources` in Package.swift), one `WebPages.page` line below and a route serving
+/// it with `ConsoleRoutes.serve`.
+enum WebPages {
+    static let stylesheet = EmbeddedFile(PackageResources.trackme_css, type: "text/css; charset=utf-8")
+
+    static let console = page(title: "TrackMe console", script: "console", body: PackageResources.console_html)
+    static let consoleScript = script(PackageResources.console_js)
+    static let people = page(title: "TrackMe — my data", script: "people", body: PackageResources.people_html)
+    static let peopleScript = script(PackageResources.people_js)
+    static let fleet = page(title: "TrackMe fleet", script: "fleet", body: PackageResources.fleet_html)
+    static let fleetScript = script(PackageResources.fleet_js)
+    static let race = page(title: "Live race", script: "race", body: PackageResources.race_html)
+    static let raceScript = script(PackageResources.race_js)
+
+    /// The shared head with `title` and `script` (an asset name under /assets/) filled in, then `body`.
+    static func page(title: String, script: String, body: [UInt8]) -> EmbeddedFile {
+        let head = String(decoding: PackageResources.head_html, as: UTF8.self)
+            .replacingOccurrences(of: "{{title}}", with: title)
+            .replacingOccurrences(of: "{{script}}", with: script)
+        return EmbeddedFile(Array(head.utf8) + body, type: "text/html; charset=utf-8")
+    }
+
+    static func script(_ bytes: [UInt8]) -> EmbeddedFile {
+        EmbeddedFile(bytes, type: "text/javascript; charset=utf-8")
+    }
+}
