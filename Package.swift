@@ -211,6 +211,7 @@ targets += [
         // it) and served byte for byte at /openapi.yaml; so is the race page.
         resources: [
             .embedInCode("openapi.yaml"), .embedInCode("Races/race.html"), .embedInCode("Races/race.css"), .embedInCode("Races/race.js"),
+            .embedInCode("Accounts/account.html"), .embedInCode("Accounts/account.css"), .embedInCode("Accounts/account.js"),
         ],
         swiftSettings: strictSettings
     ),
