@@ -289,6 +289,42 @@ struct AccountSelfServiceTests {
         }
     }
 
+    @Test(
+        "the store uses a link once, in its transaction: a second use, an expired link, another account's or purpose's are refused",
+        arguments: Backend.enabled
+    )
+    func storeUsesLinkOnce(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let store = s.server.store
+            try await Self.createAccount(s, "dana", email: "dana@example.org")
+            let dana = try #require(try await store.account(username: "dana"))
+            let now = s.wall.now
+            let link = AccountLink.make(accountID: dana.id, purpose: .passwordReset, now: now, lifetime: .seconds(60))
+            try await store.insertAccountLink(
+                StoredAccountLink(
+                    id: link.id,
+                    accountID: dana.id,
+                    purpose: .passwordReset,
+                    nonceHash: link.nonceHash,
+                    createdMilliseconds: now,
+                    expiresMilliseconds: link.expiresMilliseconds
+                )
+            )
+            var otherNonce = link
+            otherNonce.nonce = "not the nonce"
+            var otherPurpose = link
+            otherPurpose.purpose = .verifyAccount
+            #expect(try await store.useAccountLink(otherNonce, atMilliseconds: now, newPasswordHash: "h1") == .unknown)
+            #expect(try await store.useAccountLink(otherPurpose, atMilliseconds: now, newPasswordHash: nil) == .unknown)
+            #expect(try await store.useAccountLink(link, atMilliseconds: link.expiresMilliseconds, newPasswordHash: "h1") == .expired)
+            #expect(try await store.account(id: dana.id)?.passwordHash == dana.passwordHash, "nothing changed")
+            #expect(try await store.useAccountLink(link, atMilliseconds: now, newPasswordHash: "h2") == .done)
+            #expect(try await store.useAccountLink(link, atMilliseconds: now, newPasswordHash: "h3") == .used)
+            #expect(try await store.account(id: dana.id)?.passwordHash == "h2")
+            #expect(try await store.accountLink(id: link.id)?.usedMilliseconds == now)
+        }
+    }
+
     // MARK: - Change of password
 
     @Test(
