@@ -26,7 +26,9 @@
     const error = answer.data && answer.data.error;
     if (answer.status === 429) return 'Too many attempts: please wait a little and try again.';
     if (!error) return 'Something went wrong (' + answer.status + '). Please try again.';
-    return (error.field ? error.field.replace('_', ' ') + ': ' : '') + error.message;
+    // A link's error speaks of the link; a field's names the field.
+    const named = error.field && error.field !== 'token';
+    return (named ? error.field.replace('_', ' ') + ': ' : '') + error.message;
   }
 
   async function busy(button, work) {
@@ -139,6 +141,9 @@
       });
     });
   }
+
+  // A link opened in a tab already on this page changes only the fragment: start again with it.
+  window.addEventListener('hashchange', () => location.reload());
 
   const path = location.pathname;
   if (path === '/account/verify') verify();
