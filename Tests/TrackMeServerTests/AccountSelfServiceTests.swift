@@ -146,6 +146,12 @@ struct AccountSelfServiceTests {
             #expect(refused.status == 403)
             #expect(Self.code(refused) == "sign_up_closed")
             #expect(try await s.server.api.store.account(username: "ada") == nil)
+            let reset = try await s.client.send("POST", "/v1/password-reset", json: ["username": "ada"])
+            #expect(reset.status == 404, "\(reset.text)")
+            #expect(
+                (reset.object["error"] as? [String: Any])?["message"] as? String
+                    == "password reset by link is not set up on this server: ask its administrator to set a new password"
+            )
         }
     }
 

@@ -96,11 +96,8 @@ extension AccountRoutes {
     /// account's owner gave.
     func requestReset(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard notices.command != nil else {
-            throw APIError(
-                status: .serviceUnavailable,
-                code: .unavailable,
-                message: "password reset by link is not set up on this server: ask its administrator to set a new password"
-            )
+            // Not a fault of the server's (no 503): the feature is not here.
+            throw APIError.notFound("password reset by link is not set up on this server: ask its administrator to set a new password")
         }
         let now = api.configuration.wallClock()
         try api.signInGuard.admitSignIn(from: context.peerKey, now: now)
