@@ -138,6 +138,13 @@ struct AccountSelfServiceTests {
             )
             let state = try await s.client.send("GET", "/v1/sign-up")
             #expect(state.object["open"] as? Bool == false)
+            let organisation = try await s.client.send(
+                "POST",
+                "/v1/organisations",
+                json: ["username": "acme", "password": Self.password, "role": "third_party"]
+            )
+            #expect(organisation.status == 403, "the organisations' own way in is closed too: \(organisation.text)")
+            #expect(Self.code(organisation) == "sign_up_closed")
             #expect(await Self.notices(s, scratch).isEmpty)
             #expect(try await s.server.api.store.account(username: "ada") == nil)
         }
