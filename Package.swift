@@ -216,6 +216,7 @@ targets += [
             .embedInCode("People/people.html"), .embedInCode("People/people.js"),
             .embedInCode("Fleet/fleet.html"), .embedInCode("Fleet/fleet.js"),
             .embedInCode("Races/race.html"), .embedInCode("Races/race.js"),
+            .embedInCode("Accounts/account.html"), .embedInCode("Accounts/account.js"),
         ],
         swiftSettings: strictSettings
     ),

@@ -177,6 +177,7 @@ final class SQLiteServerStore: ServerStore {
         PeopleSchema.register(in: &migrator)
         RaceSchema.register(in: &migrator)
         AlertsSchema.register(in: &migrator)
+        AccountSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 

@@ -100,6 +100,8 @@ public struct ServerConfiguration: Sendable {
     public var tls: ServerTLS?
     /// Sessions, passwords and the map of the dispatcher console.
     public var console: ConsoleConfiguration = ConsoleConfiguration()
+    /// Accounts people manage themselves: sign-up, reset links, password rules (`Accounts/`).
+    public var accounts: AccountsConfiguration = AccountsConfiguration()
     /// How long a dispatcher's bearer token works after it is made or rotated; nil: until
     /// revoked. Device tokens never expire (a device cannot be re-enrolled unattended).
     public var dispatcherTokenLifetime: Duration? = ServerConfiguration.defaultDispatcherTokenLifetime

@@ -102,7 +102,11 @@ public final class TrackMeServer: Service, Sendable {
                 threads: configuration.limits.passwordHashThreads,
                 queueLimit: configuration.limits.passwordHashQueue
             ),
-            signInGuard: SignInGuard(limits: configuration.limits),
+            signInGuard: SignInGuard(
+                limits: configuration.limits,
+                rules: try Self.passwordRules(configuration.accounts, logger: logger),
+                notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
+            ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
             logger: logger,
             alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))

@@ -105,6 +105,21 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Executable run once per message to an account's owner: the sign-up verification link, a password reset link, a burst of wrong passwords (see AccountsConfiguration). Without it there is no sign-up and no reset by link."
+    )
+    var accountNotifier: String?
+
+    @Flag(help: "Turn people's own sign-up off (only an admin makes accounts).")
+    var noSignUp = false
+
+    @Option(
+        help:
+            "File of passwords known from breaches, one a line; a password people choose that is on it is refused (absent: the check is skipped, and the log says so)."
+    )
+    var breachedPasswordsFile: String?
+
+    @Option(
+        help:
             "File holding the key contact links are signed with (first line, 16+ bytes; share it between instances; default: the systemd credential contact-link-key, else random per process)."
     )
     var contactLinkKeyFile: String?
@@ -225,6 +240,9 @@ struct Serve: AsyncParsableCommand {
         // Under TLS the session cookie is Secure whether or not the flag was given.
         configuration.console.secureCookies = secureCookies || configuration.tls != nil
         configuration.console.contactNotifierCommand = contactNotifier
+        configuration.accounts.notifierCommand = accountNotifier
+        configuration.accounts.signUpOpen = !noSignUp
+        configuration.accounts.breachedPasswordsFile = breachedPasswordsFile
         configuration.console.publicURL = publicURL
         guard contactAfterSeconds >= 0, contactRepeatSeconds >= 0 else {
             throw ValidationError("--contact-after-seconds and --contact-repeat-seconds must not be negative")

@@ -571,6 +571,19 @@ class ConsoleTest(CheckRun):
             self.shot(browser, "05-care-settings")
         self.check("care settings reach the device in its sync reply; the version it runs and its local override show", reach_device)
 
+        def protection():
+            status, _ = batch({"care_version": 1, "monitoring_paused": True, "store_state": "memory_only",
+                               "device_battery_pct": 4, "device_power": "battery", "device_power_level": "critical"})
+            assert status == 200, status
+            browser.find('.tab[data-tab="devices"]').click()
+            row = 'tr[data-device-id="pi-0200"]'
+            wait_for(lambda: "monitoring paused" in browser.find(row + " .device-state").text, what="the paused watch on the device list")
+            state = browser.find(row + " .device-state").text
+            assert "store in memory only" in state and "device battery critical" in state, state
+            assert browser.find(row + " .device-power").text == "on battery 4%", browser.find(row + " .device-power").text
+            self.shot(browser, "05b-device-protection")
+        self.check("the device list shows what leaves the wearer unprotected: paused, memory-only store, device battery critical", protection)
+
         def erase():
             browser.find("#care-erase").click()
             browser.answer_prompt("pi-0200")

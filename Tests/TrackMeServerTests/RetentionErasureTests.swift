@@ -173,6 +173,17 @@ struct RetentionErasureTests {
                     .status == 201
             )
             let zelda = try await s.signIn("zelda-wears")
+            // A reset link sent to her (the row names her account).
+            try await s.server.store.insertAccountLink(
+                StoredAccountLink(
+                    id: "link-of-zelda",
+                    accountID: wearerID,
+                    purpose: .passwordReset,
+                    nonceHash: ServerDigest.sha256Hex("nonce"),
+                    createdMilliseconds: s.wall.now,
+                    expiresMilliseconds: s.wall.now + 3_600_000
+                )
+            )
             // A carer Zelda named, who read and changed her care settings and downloaded her data
             // (the link and the access log's rows name her; the carer's own account stays).
             let carerID = try await s.createAccount("carer-of-z", role: "carer", displayName: "A Carer")

@@ -17,6 +17,11 @@ struct Account: Hashable, Sendable {
     /// `failedSignIns` as it was when the last successful sign-in reset it.
     var failedSignInsBeforeLastSignIn = 0
     var lastFailedSignInMilliseconds: Int64?
+    /// Where the owner is told things (a reset link, wrong passwords): the notifier's
+    /// `TRACKME_EMAIL`. Accounts an admin made may have none.
+    var email: String? = nil
+    /// Signed up and the address not yet verified: may not sign in.
+    var unverified = false
 
     static func isValidUsername(_ text: String) -> Bool {
         guard (1...64).contains(text.utf8.count) else { return false }
@@ -53,10 +58,29 @@ protocol AccountStore: Sendable {
     /// Sets `disabled`; a disabled account's sessions are deleted in the same transaction.
     /// False if there is no such account.
     func setAccountDisabled(id: String, disabled: Bool) async throws -> Bool
-    /// One more wrong password for the account.
-    func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws
+    /// One more wrong password for the account; returns the count now (one caller sees each
+    /// value, so exactly one sees the count reach a threshold).
+    @discardableResult
+    func recordFailedSignIn(accountID: String, atMilliseconds: Int64) async throws -> Int
     /// A right one: the count of wrong ones moves to `failedSignInsBeforeLastSignIn`.
     func recordSignIn(accountID: String) async throws
+    /// Accounts whose owner gave this address (compared without regard to case).
+    func accounts(email: String) async throws -> [Account]
+    /// Sets a new password hash, clears the wrong-password count, and ends every session of
+    /// the account but `keepingSession`. False if there is no such account.
+    func setPassword(accountID: String, passwordHash: String, keepingSession: String?) async throws -> Bool
+    /// Deletes the account of `username` if it was never verified and was made before
+    /// `createdBefore` (its sign-up lapsed), with its links. True if one was deleted.
+    func deleteLapsedSignUp(username: String, createdBefore: Int64) async throws -> Bool
+
+    func insertAccountLink(_ link: StoredAccountLink) async throws
+    func accountLink(id: String) async throws -> StoredAccountLink?
+    /// Uses a link once, in one transaction: checks it is the account's, of the purpose, unused
+    /// and unexpired at `now`, marks it used (and every other unused link of the account for
+    /// the purpose), then verifies the account (`verifyAccount`) or sets `newPasswordHash`,
+    /// clears the wrong-password count and ends every session (`passwordReset`; the address is
+    /// then proven too).
+    func useAccountLink(_ link: AccountLink, atMilliseconds now: Int64, newPasswordHash: String?) async throws -> AccountLinkUse
 
     func insertSession(_ session: Session) async throws
     /// The session with its account, if both exist.

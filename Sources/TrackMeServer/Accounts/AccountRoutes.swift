@@ -24,6 +24,7 @@ struct AccountRoutes: Sendable {
         router.post("/v1/accounts/:id/enable") { request, context in
             try await setDisabled(request, id: try context.pathID("id"), disabled: false)
         }
+        registerSelfService(on: router)
     }
 
     func signIn(_ request: Request, peer: String) async throws -> Response {
@@ -41,9 +42,21 @@ struct AccountRoutes: Sendable {
         if let account { try api.signInGuard.admit(account, now: now) }
         // An unknown name costs one bcrypt too, so timing does not tell names apart.
         let verified = try await hasher.verify(body.password, hash: account?.passwordHash ?? hasher.decoyHash)
-        if let account, !verified { try await store.recordFailedSignIn(accountID: account.id, atMilliseconds: now) }
+        if let account, !verified {
+            let count = try await store.recordFailedSignIn(accountID: account.id, atMilliseconds: now)
+            api.signInGuard.failedSignIn(account, count: count)
+        }
         guard let account, verified, !account.disabled else {
             throw APIError(status: .unauthorized, code: .unauthorized, message: "wrong username or password, or the account is disabled")
+        }
+        // Said only to someone who knows the password: the address is not proven yet.
+        guard !account.unverified else {
+            throw APIError(
+                status: .forbidden,
+                code: .unverified,
+                message:
+                    "this account is not verified yet: open the link sent to \(account.email ?? "its address") (or sign up again once it expired)"
+            )
         }
         if account.failedSignIns > 0 { try await store.recordSignIn(accountID: account.id) }
         let token = BearerToken.generate()
@@ -94,6 +107,8 @@ struct AccountRoutes: Sendable {
         let displayName = body.displayName ?? body.username
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         guard body.role != .device else { throw APIError.invalid("role", "devices are enrolled with POST /v1/devices") }
+        let email = body.email?.trimmingCharacters(in: .whitespaces)
+        if let email, !email.isEmpty, !Self.isPlausibleAddress(email) { throw APIError.invalid("email", "not an address a message can go to") }
         let account = Account(
             id: BearerToken.generate().id,
             username: body.username,
@@ -101,7 +116,8 @@ struct AccountRoutes: Sendable {
             role: body.role,
             passwordHash: try await api.passwords.hash(body.password),
             disabled: false,
-            createdMilliseconds: api.configuration.wallClock()
+            createdMilliseconds: api.configuration.wallClock(),
+            email: email?.isEmpty == false ? email : nil
         )
         guard try await store.insertAccount(account) else {
             throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
@@ -134,9 +150,11 @@ struct CreateAccountRequest: Codable, Sendable {
     var password: String
     var displayName: String?
     var role: Role
+    /// Where the owner hears of a burst of wrong passwords and gets reset links.
+    var email: String?
 
     enum CodingKeys: String, CodingKey {
-        case username, password, role
+        case username, password, role, email
         case displayName = "display_name"
     }
 }
@@ -153,6 +171,8 @@ struct AccountBody: Codable, Hashable, Sendable {
     var failedSignIns: Int?
     var failedSignInsBeforeLastSignIn: Int?
     var lastFailedSignInMilliseconds: Int64?
+    var email: String?
+    var unverified: Bool
 
     init(_ account: Account) {
         id = account.id
@@ -163,10 +183,12 @@ struct AccountBody: Codable, Hashable, Sendable {
         failedSignIns = account.failedSignIns
         failedSignInsBeforeLastSignIn = account.failedSignInsBeforeLastSignIn
         lastFailedSignInMilliseconds = account.lastFailedSignInMilliseconds
+        email = account.email
+        unverified = account.unverified
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, username, role, disabled
+        case id, username, role, disabled, email, unverified
         case displayName = "display_name"
         case failedSignIns = "failed_sign_ins"
         case failedSignInsBeforeLastSignIn = "failed_sign_ins_before_last_sign_in"

@@ -4,18 +4,36 @@ import TrackMeCore
 /// bcrypt: attempts per address (`ServerLimits.signInsPerAddress`, `registrationsPerAddress`) in
 /// memory, and wrong passwords in a row per account (`failedSignInsBeforeDelay`,
 /// `signInDelay`) in the database, so that every instance sees them and the owner and the admin
-/// can read them.
+/// can read them. The owner hears of a burst of wrong passwords once, when the count reaches
+/// `failuresBeforeDelay` (`notices`); the rules a chosen password must meet (`rules`) and the
+/// runs of the account notifier are kept here with the counting they go with.
 final class SignInGuard: Sendable {
     private let signIns: RateLimiter?
     private let registrations: RateLimiter?
     let failuresBeforeDelay: Int
     let delayMilliseconds: Int64
+    let rules: PasswordRules
+    let notices: AccountNotices
 
-    init(limits: ServerLimits) {
+    init(
+        limits: ServerLimits,
+        rules: PasswordRules = PasswordRules(minimumCharacters: AccountsConfiguration().minimumPasswordLength),
+        notices: AccountNotices
+    ) {
         signIns = limits.signInsPerAddress.map(RateLimiter.init(limit:))
         registrations = limits.registrationsPerAddress.map(RateLimiter.init(limit:))
         failuresBeforeDelay = max(1, limits.failedSignInsBeforeDelay)
         delayMilliseconds = max(0, limits.signInDelay.milliseconds)
+        self.rules = rules
+        self.notices = notices
+    }
+
+    /// The account's wrong passwords now number `count`: at exactly `failuresBeforeDelay` (the
+    /// start of the delay) the owner is told once; the count returns to 0 only when the owner
+    /// signs in or sets a password, so one burst is one message however long it goes on.
+    func failedSignIn(_ account: Account, count: Int) {
+        guard count == failuresBeforeDelay, account.email != nil else { return }
+        notices.send(.failedSignIns, to: account, failedSignIns: count)
     }
 
     func admitSignIn(from peer: String, now: Int64) throws {

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Logging
 
 extension TrackMeServer {
     /// Creates a console account (as `POST /v1/accounts` does), for in-process callers such as
@@ -37,6 +38,32 @@ extension TrackMeServer {
     func contactLinkBase() async throws -> String {
         if let base = configuration.console.publicURL, !base.isEmpty { return base }
         return "\(certificates == nil ? "http" : "https")://\(configuration.host):\(try await boundPort())"
+    }
+
+    /// The password rules with the operator's breached-password list, saying in the log whether
+    /// the list is checked (a missing file is not an error: the check is skipped, and said so).
+    static func passwordRules(_ accounts: AccountsConfiguration, logger: Logger) throws -> PasswordRules {
+        let rules = try PasswordRules.load(accounts)
+        if rules.checksBreaches {
+            logger.info(
+                "breached-password list loaded",
+                metadata: ["accounts.breached_file": "\(accounts.breachedPasswordsFile ?? "")", "accounts.breached_count": "\(rules.breachedCount)"]
+            )
+        } else if let path = accounts.breachedPasswordsFile {
+            logger.warning(
+                "breached-password check skipped: the list file is absent",
+                metadata: ["accounts.breached_file": "\(path)", "server.todo": "put one known-breached password a line in that file"]
+            )
+        } else {
+            logger.info("breached-password check skipped: no list given (--breached-passwords-file)")
+        }
+        return rules
+    }
+
+    /// Waits for every run of the account notifier started so far (tests; the runs are off the
+    /// request so that answers do not tell which accounts exist).
+    func accountNoticesSettled() async {
+        await api.signInGuard.notices.settle()
     }
 
     /// How many clients follow the dispatcher feed now (a console that is open).

@@ -299,8 +299,10 @@ function updateCard(alert) {
     person.notes ? [el('h3', {}, 'Carer notes'), el('div', { class: 'person-notes' }, person.notes)] : null,
     el('h3', {}, 'Device'),
     el('div', { class: 'device-health' }, hb ? ['strap ', hb.strap, hb.battery_pct !== undefined && hb.battery_pct !== null ? ' · battery ' + hb.battery_pct + '%' : '', ' · GPS ', hb.gpsd] : 'no heartbeat yet',
+      hb && hb.device_power ? ' · device ' + devicePower(hb) : null,
       health ? [' · last seen ', el('span', { class: 'age', dataset: { at: health.last_seen_ms } }, ago(health.last_seen_ms))] : null,
-      health && health.silent ? [' ', el('span', { class: 'badge' }, 'SILENT')] : null));
+      health && health.silent ? [' ', el('span', { class: 'badge' }, 'SILENT')] : null,
+      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null));
   fill(card.parts.chart, hrChart(detail.heart_rate || []));
   fill(card.parts.story, 
     el('h3', {}, 'Timeline'),
@@ -396,6 +398,25 @@ function loadLeaflet() {
 }
 
 // ---- devices, history, accounts ----
+// What leaves the wearer less protected than a dispatcher would assume, from the heartbeat: a
+// paused watch, a store that loses everything on restart, readings that failed their check,
+// batteries running down.
+function protection(hb) {
+  const problems = [];
+  if (hb.monitoring_paused) problems.push('monitoring paused');
+  if (hb.store_state === 'memory_only') problems.push('store in memory only');
+  if (hb.store_problem) problems.push('store: ' + hb.store_problem);
+  if (hb.quarantined) problems.push(hb.quarantined + ' damaged readings set aside');
+  if (hb.battery_low) problems.push('strap battery low');
+  if (hb.device_power_level === 'critical') problems.push('device battery critical: monitoring will stop');
+  else if (hb.device_power_level === 'low') problems.push('device battery low');
+  return problems;
+}
+function devicePower(hb) {
+  if (!hb.device_power) return '—';
+  const percent = hb.device_battery_pct !== undefined && hb.device_battery_pct !== null ? ' ' + hb.device_battery_pct + '%' : '';
+  return { battery: 'on battery', charging: 'charging', full: 'charged', mains: 'mains' }[hb.device_power] + percent;
+}
 async function refreshDevices() {
   try { state.devices = (await api('GET', '/v1/devices')).devices; } catch (e) { return; }
   const rows = state.devices.map((d) => {
@@ -403,11 +424,13 @@ async function refreshDevices() {
     return el('tr', { class: d.silent ? 'silent' : '', dataset: { deviceId: d.device_id } },
       el('td', {}, d.device_id), el('td', { class: 'device-person' }, d.person ? d.person.name : ''),
       el('td', {}, el('span', { class: 'age', dataset: { at: d.last_seen_ms } }, ago(d.last_seen_ms))),
-      el('td', {}, hb.strap || '—'), el('td', {}, hb.battery_pct !== undefined && hb.battery_pct !== null ? hb.battery_pct + '%' : '—'), el('td', {}, hb.gpsd || '—'),
-      el('td', {}, d.silent ? el('span', { class: 'badge' }, 'SILENT') : 'ok'),
+      el('td', {}, hb.strap || '—'), el('td', {}, hb.battery_pct !== undefined && hb.battery_pct !== null ? hb.battery_pct + '%' : '—'),
+      el('td', { class: 'device-power' }, devicePower(hb)), el('td', {}, hb.gpsd || '—'),
+      el('td', { class: 'device-state' }, d.silent ? el('span', { class: 'badge' }, 'SILENT') : null,
+        protection(hb).map((p) => el('span', { class: 'badge protection' }, p)), !d.silent && !protection(hb).length ? 'ok' : null),
       el('td', {}, el('button', { type: 'button', class: 'care-show', onclick: () => showCare(d.device_id) }, 'Care')));
   });
-  fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Battery', 'GPS', 'State', ''].map(header)), rows));
+  fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Strap battery', 'Device power', 'GPS', 'State', ''].map(header)), rows));
 }
 // ---- care settings and erasure (Data4Help: the person's thresholds, rules, contacts) ----
 const RULES = ['heart_rate_low', 'heart_rate_high', 'no_pulse', 'contact_lost', 'strap_silent', 'manual'];

@@ -28,18 +28,13 @@ struct ContactLink: Hashable, Sendable {
     var nonce: String
 
     func token(key: [UInt8]) -> String {
-        let payload = Self.base64url(Array("\(alertID)\n\(contactIndex)\n\(expiresMilliseconds)\n\(nonce)".utf8))
-        return payload + "." + ServerDigest.hmacSHA256Hex(key: key, message: Array(payload.utf8))
+        Self.sign(["\(alertID)", "\(contactIndex)", "\(expiresMilliseconds)", nonce], key: key)
     }
 
     /// The link a token names, if its MAC is right; nil for anything forged or malformed.
     init?(token: String, key: [UInt8]) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].utf8.count <= 1024 else { return nil }
-        let expected = ServerDigest.hmacSHA256Hex(key: key, message: Array(parts[0].utf8))
-        guard BearerToken.digestsEqual(expected, String(parts[1])), let bytes = Self.unbase64url(String(parts[0])) else { return nil }
-        let fields = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard fields.count == 4, let index = Int(fields[1]), let expires = Int64(fields[2]) else { return nil }
+        guard let fields = Self.verified(token, key: key), fields.count == 4, let index = Int(fields[1]), let expires = Int64(fields[2])
+        else { return nil }
         self.init(alertID: String(fields[0]), contactIndex: index, expiresMilliseconds: expires, nonce: String(fields[3]))
     }
 
@@ -48,6 +43,22 @@ struct ContactLink: Hashable, Sendable {
         self.contactIndex = contactIndex
         self.expiresMilliseconds = expiresMilliseconds
         self.nonce = nonce
+    }
+
+    /// `PAYLOAD.MAC` over newline-separated fields: the one signer of the server's links (an
+    /// account's links sign theirs under a key derived from the same one).
+    static func sign(_ fields: [String], key: [UInt8]) -> String {
+        let payload = base64url(Array(fields.joined(separator: "\n").utf8))
+        return payload + "." + ServerDigest.hmacSHA256Hex(key: key, message: Array(payload.utf8))
+    }
+
+    /// The fields of a token whose MAC is right; nil for anything forged or malformed.
+    static func verified(_ token: String, key: [UInt8]) -> [String]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count <= 1024 else { return nil }
+        let expected = ServerDigest.hmacSHA256Hex(key: key, message: Array(parts[0].utf8))
+        guard BearerToken.digestsEqual(expected, String(parts[1])), let bytes = unbase64url(String(parts[0])) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     }
 
     static func base64url(_ bytes: [UInt8]) -> String {

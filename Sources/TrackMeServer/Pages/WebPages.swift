@@ -55,6 +55,8 @@ enum WebPages {
     static let fleetScript = script(PackageResources.fleet_js)
     static let race = page(title: "Live race", script: "race", body: PackageResources.race_html)
     static let raceScript = script(PackageResources.race_js)
+    static let account = page(title: "TrackMe account", script: "account", body: PackageResources.account_html)
+    static let accountScript = script(PackageResources.account_js)
 
     /// The shared head with `title` and `script` (an asset name under /assets/) filled in, then `body`.
     static func page(title: String, script: String, body: [UInt8]) -> EmbeddedFile {

@@ -44,6 +44,14 @@ struct PeopleRoutes: Sendable {
 
     /// An organisation registers itself (no token): a `third_party` account that can ask people.
     func registerOrganisation(_ request: Request, peer: String) async throws -> Response {
+        // The administrator's sign-up switch closes this way in too.
+        if !api.configuration.accounts.signUpOpen {
+            throw APIError(
+                status: .forbidden,
+                code: .signUpClosed,
+                message: "sign-up is turned off on this server: ask its administrator for an account"
+            )
+        }
         try api.signInGuard.admitRegistration(from: peer, now: now)
         let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
         guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }

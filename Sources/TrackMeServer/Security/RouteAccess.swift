@@ -34,6 +34,11 @@ enum RouteAccess {
         // Sessions and accounts.
         "POST /v1/session": .open, "GET /v1/session": .roles(signedIn), "DELETE /v1/session": .roles(signedIn),
         "POST /v1/organisations": .open,
+        // Accounts people manage themselves: a signed link, or the current password, is the credential.
+        "GET /v1/sign-up": .open, "POST /v1/sign-up": .open, "POST /v1/sign-up/verify": .open,
+        "POST /v1/password-reset": .open, "POST /v1/password-reset/confirm": .open, "POST /v1/session/password": .roles(signedIn),
+        "GET /account/sign-up": .open, "GET /account/verify": .open, "GET /account/reset": .open, "GET /account/password": .open,
+        "GET /assets/account.js": .open,
         "GET /v1/accounts": .roles([.admin]), "POST /v1/accounts": .roles([.admin]),
         "POST /v1/accounts/{id}/disable": .roles([.admin]), "POST /v1/accounts/{id}/enable": .roles([.admin]),
         "POST /v1/dispatchers": .roles([.admin]), "GET /v1/tokens": .roles([.admin]),

@@ -6,10 +6,13 @@ public import NIOCore
 public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    /// The address the connection came in on (its port names this server in links it sends).
+    let localAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        localAddress = source.channel.localAddress
     }
 
     /// The peer's IP address without the port ("?" when unknown).
