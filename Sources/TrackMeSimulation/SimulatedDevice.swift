@@ -478,12 +478,12 @@ final class SimulatedDevice {
         try await connectStrap(at: ms)
     }
 
-    /// A dispatcher acknowledges the open alert at the server; the device learns of it on its
-    /// next sync.
-    func acknowledgeOpenAlert(server: TrackMeServer, baseURL: URL) async throws {
+    /// A dispatcher acknowledges the open alert at the server (through `http`, the run's way to
+    /// the server, outside the device's network faults); the device learns of it on its next sync.
+    func acknowledgeOpenAlert(server: TrackMeServer, http: any HTTPTransport) async throws {
         guard let alert = await pipeline.current.openAlert else { return }
         let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
-        let response = try await CurlTransport(baseURL: baseURL).post(
+        let response = try await http.post(
             path: "v1/alerts/\(alert.id)/ack",
             headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
             body: Array("{}".utf8)
