@@ -143,19 +143,22 @@ public struct ScenarioRunner: Sendable {
         // "future" and "before enrolment" as it would live.
         let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(first.timeMilliseconds)))
         // The server, in process: on loopback, or (fast mode) its router without a socket.
-        let server = try await TrackMeServer(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1",
-                port: options.port,
-                storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
-                durability: durable ? .powerLoss : .processCrash,
-                adminToken: Self.adminToken,
-                wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
-                // The rate limits count wall time, and fast mode replays a day in seconds.
-                limits: .withoutRateLimits
-            ),
-            logger: quiet("trackme.sim.server")
+        var configuration = ServerConfiguration(
+            host: "127.0.0.1",
+            port: options.port,
+            storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+            durability: durable ? .powerLoss : .processCrash,
+            adminToken: Self.adminToken,
+            wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
+            // The rate limits count wall time, and fast mode replays a day in seconds.
+            limits: .withoutRateLimits
         )
+        if options.io == .inProcess {
+            // Nobody signs in to a server without a socket; the console's password hashing
+            // (bcrypt, costed once at start) need not cost a quarter of a second.
+            configuration.console.bcryptCost = 4
+        }
+        let server = try await TrackMeServer(configuration: configuration, logger: quiet("trackme.sim.server"))
         let run = Run(scenario: scenario, trace: trace, started: started, work: work, durable: durable, clock: clock, server: server)
         switch options.io {
         case .inProcess:

@@ -352,17 +352,12 @@ final class SimulatedDevice {
         advance(to: ms)
         let now = stamp(ms)
         for action in inbox.takeActions() { note(action, at: ms) }
-        await core.lane.step()
-        for event in inbox.takeLaneEvents() {
-            switch event {
-            case .delivered(let id):
-                if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
-                await pipeline.receive(.delivered(alertID: id), at: now)
-                for action in inbox.takeActions() { note(action, at: ms) }
-            case .showAcknowledgement, .sent, .sendFailed, .fallbackSucceeded, .fallbackFailed:
-                break
-            }
+        for case .delivered(let id) in await core.stepDispatchLane(inbox: inbox, at: now)
+        where alerts[id]?.deliveredMilliseconds == nil {
+            alerts[id]?.deliveredMilliseconds = ms
         }
+        // What the rules did on hearing of the deliveries.
+        for action in inbox.takeActions() { note(action, at: ms) }
     }
 
     private func note(_ action: SOSAction, at ms: Int64) {
