@@ -2,10 +2,10 @@ public import Foundation
 import Logging
 import TrackMeCore
 
-/// `trackme-sim bench replay`: readings per second through the whole fast-mode pipeline (strap
+/// `trackme-sim bench replay`: readings per second through the whole event-loop pipeline (strap
 /// over a socket pair, link, decoder, rules, store with group commit, sync to the in-process
-/// server over loopback HTTP), next to the same trace's readings through the SOS rules alone in
-/// memory, measured in the same run.
+/// server over loopback HTTP, or with `--fast` through its router without a socket), next to the
+/// same trace's readings through the SOS rules alone in memory, measured in the same run.
 public enum ReplayBenchmark {
     public struct Result: Codable, Sendable {
         public var traceSeconds: Int
@@ -17,6 +17,8 @@ public enum ReplayBenchmark {
         public var baseline: String
         /// The stores fsynced at every commit (`--fsync`); by default fast mode does not.
         public var fsync: Bool
+        /// The report's mode: `sockets` or `fast` (`--fast`).
+        public var mode: String
 
         enum CodingKeys: String, CodingKey {
             case traceSeconds = "trace_s"
@@ -24,11 +26,16 @@ public enum ReplayBenchmark {
             case wallSeconds = "wall_s"
             case readingsPerSecond = "readings_per_s"
             case baselineReadingsPerSecond = "baseline_readings_per_s"
-            case ratio, baseline, fsync
+            case ratio, baseline, fsync, mode
         }
     }
 
-    public static func run(traceSeconds: Int, simulationsDirectory: URL, fsync: Bool = false) async throws -> Result {
+    public static func run(
+        traceSeconds: Int,
+        simulationsDirectory: URL,
+        fsync: Bool = false,
+        io: ScenarioRunner.IO = .sockets
+    ) async throws -> Result {
         let scenario = Scenario(
             name: "bench-replay",
             description: nil,
@@ -47,7 +54,9 @@ public enum ReplayBenchmark {
             expectations: [.init(type: .noReadingsLost), .init(type: .allSynced)]
         )
         let logger = Logger(label: "trackme.bench.replay", factory: { _ in SwiftLogNoOpLogHandler() })
-        let outcome = try await ScenarioRunner(options: .init(simulationsDirectory: simulationsDirectory, fsync: fsync, logger: logger)).run(scenario)
+        var options = ScenarioRunner.Options(simulationsDirectory: simulationsDirectory, fsync: fsync, logger: logger)
+        options.io = io
+        let outcome = try await ScenarioRunner(options: options).run(scenario)
         guard outcome.report.passed else {
             throw ScenarioError(message: "the replay lost readings: \(outcome.report.expectations.filter { !$0.passed }.map(\.message))")
         }
@@ -74,7 +83,8 @@ public enum ReplayBenchmark {
             baselineReadingsPerSecond: baselinePerSecond,
             ratio: perSecond / baselinePerSecond,
             baseline: "the same heart-rate rows through the SOS rules alone, in memory",
-            fsync: fsync
+            fsync: fsync,
+            mode: outcome.report.mode
         )
     }
 }

@@ -3,7 +3,11 @@ import EdgeDispatch
 import EdgeStore
 import EdgeSync
 public import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 public import Logging
+import NIOCore
 import SimulatedStrap
 import Synchronization
 import TrackMeAgent
@@ -12,19 +16,22 @@ import TrackMeServer
 
 /// Runs a scenario through the agent's own pipeline and reports what happened.
 ///
-/// Fast mode is an event loop over the trace in timestamp order: each trace second the due
-/// faults are applied, the simulated strap sends that second's measurement as a real ATT
-/// notification over a socket pair, the real link decodes it, `AgentPipeline` evaluates and
-/// journals it, the agent's dispatch lane and readings lane are stepped on the virtual clock the
-/// loop advances, and the group commit flushes. Nothing sleeps: the loop waits on each event, so a day of trace takes seconds and
-/// the outcome is the same every run. The server is the real `trackme-server` in process, on
-/// loopback, with a SQLite file.
+/// Outside field mode the run is an event loop over the trace in timestamp order: each trace
+/// second the due faults are applied, the simulated strap sends that second's measurement as a
+/// real ATT notification over a socket pair, the real link decodes it, `AgentPipeline` evaluates
+/// and journals it, the agent's dispatch lane and readings lane are stepped on the virtual clock
+/// the loop advances, and the group commit flushes. Nothing sleeps: the loop waits on each event,
+/// so a day of trace takes seconds and the outcome is the same every run. The server is the real
+/// `trackme-server` in process with a SQLite file, reached on loopback (`IO.sockets`) or, in fast
+/// mode, through its router without a socket (`IO.inProcess`).
 public struct ScenarioRunner: Sendable {
     public struct Options: Sendable {
         /// The `simulations/` folder that scenario paths are relative to.
         public var simulationsDirectory: URL
         /// Replay the GPS log through the real gpsd (gpsfake) at real time.
         public var field: Bool
+        /// How the device's requests reach the server (field mode: always over sockets).
+        public var io: IO = .sockets
         /// Fsync at every commit in fast mode too (see `CommitDurability`); field mode always does.
         public var fsync: Bool
         public var progress: (@Sendable (Double) -> Void)?
@@ -46,6 +53,25 @@ public struct ScenarioRunner: Sendable {
             self.fsync = fsync
             self.progress = progress
             self.logger = logger
+        }
+    }
+
+    /// How the device's requests reach the in-process server. Only the kernel's part differs:
+    /// the agent encodes, and the server's router, middleware, handlers and store decide, the
+    /// same in both.
+    public enum IO: String, Sendable, CaseIterable {
+        /// Over loopback TCP, through the agent's `CurlTransport` and the server's listening
+        /// channel (connection guard, HTTP parser).
+        case sockets
+        /// Fast mode: handed to the server's router in process (`InProcessTransport`), no socket.
+        case inProcess = "in-process"
+
+        /// The report's `mode` for a run on virtual time.
+        var mode: String {
+            switch self {
+            case .sockets: "sockets"
+            case .inProcess: "fast"
+            }
         }
     }
 
@@ -95,12 +121,89 @@ public struct ScenarioRunner: Sendable {
     }
 
     public func run(_ scenario: Scenario) async throws -> Outcome {
+        if options.io == .inProcess {
+            // Fast mode has no socket for gpsd's real time or for a console to connect to.
+            if options.field { throw ScenarioError(message: "fast mode (in-process I/O) and field mode exclude each other") }
+            if options.serve != nil { throw ScenarioError(message: "fast mode has no socket for a console: --serve needs the sockets mode") }
+        }
         let started = ContinuousClock.now
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sim-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
 
         let trace = try Self.trace(of: scenario.heartRate, in: options.simulationsDirectory)
+        guard let first = trace.rows.first else {
+            throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
+        }
+        // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
+        // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
+        let durable = options.field || options.fsync
+        // The agent's clock: trace time, moved by this loop. The server's wall clock reads the
+        // same trace time, so that it files each reading by the time it was taken and judges
+        // "future" and "before enrolment" as it would live.
+        let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(first.timeMilliseconds)))
+        // The server, in process: on loopback, or (fast mode) its router without a socket.
+        var configuration = ServerConfiguration(
+            host: "127.0.0.1",
+            port: options.port,
+            storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
+            durability: durable ? .powerLoss : .processCrash,
+            adminToken: Self.adminToken,
+            wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
+            // The rate limits count wall time, and fast mode replays a day in seconds.
+            limits: .withoutRateLimits
+        )
+        if options.io == .inProcess {
+            // Nobody signs in to a server without a socket; the console's password hashing
+            // (bcrypt, costed once at start) need not cost a quarter of a second.
+            configuration.console.bcryptCost = 4
+        }
+        let server = try await TrackMeServer(configuration: configuration, logger: quiet("trackme.sim.server"))
+        let run = Run(scenario: scenario, trace: trace, started: started, work: work, durable: durable, clock: clock, server: server)
+        switch options.io {
+        case .inProcess:
+            return try await server.inProcessApplication().test(.router) { client in
+                try await replay(run, http: InProcessTransport(client: client))
+            }
+        case .sockets:
+            let serverTask = Task { try await server.run() }
+            defer { serverTask.cancel() }
+            let port = try await server.boundPort()
+            guard let baseURL = URL(string: "http://127.0.0.1:\(port)") else { throw ScenarioError(message: "bad server URL") }
+            var serveUntil: ContinuousClock.Instant?
+            if let serve = options.serve {
+                let password = String(UUID().uuidString.prefix(18))
+                try await server.createAccount(username: "demo", password: password, displayName: "Demo dispatcher")
+                let until = ContinuousClock.now + .seconds(serve.seconds)
+                serveUntil = until
+                serve.announce("http://127.0.0.1:\(port)/", "demo", password)
+                // A person watching: start once their console follows the feed, so they see the alert arrive.
+                while server.feedFollowers == 0, ContinuousClock.now < until {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            // The agent's own transport (kept-alive libcurl connections).
+            return try await replay(run, http: CurlTransport(baseURL: baseURL), serveUntil: serveUntil)
+        }
+    }
+
+    /// What a run has set up before the replay: the trace, the work folder, the virtual clock
+    /// and the server.
+    struct Run: Sendable {
+        var scenario: Scenario
+        var trace: HeartRateTrace
+        var started: ContinuousClock.Instant
+        var work: URL
+        var durable: Bool
+        var clock: VirtualClock
+        var server: TrackMeServer
+    }
+
+    static let adminToken = "sim-admin"
+
+    /// The event loop over the trace, the device's requests to the server going through `http`.
+    func replay(_ run: Run, http: any HTTPTransport, serveUntil: ContinuousClock.Instant? = nil) async throws -> Outcome {
+        let (scenario, trace, server, clock) = (run.scenario, run.trace, run.server, run.clock)
         guard let first = trace.rows.first, let last = trace.rows.last else {
             throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
         }
@@ -112,49 +215,10 @@ public struct ScenarioRunner: Sendable {
             let text = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(gps.log), encoding: .isoLatin1)
             fixes = NMEAPositionLog(text: text).fixes
         }
-
-        // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
-        // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
-        let durable = options.field || options.fsync
-        // The agent's clock: trace time, moved by this loop. The server's wall clock reads the
-        // same trace time, so that it files each reading by the time it was taken and judges
-        // "future" and "before enrolment" as it would live.
-        let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(first.timeMilliseconds)))
-        // The server, in process, on loopback.
-        let server = try await TrackMeServer(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1",
-                port: options.port,
-                storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
-                durability: durable ? .powerLoss : .processCrash,
-                adminToken: "sim-admin",
-                wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
-                // The rate limits count wall time, and fast mode replays a day in seconds.
-                limits: .withoutRateLimits
-            ),
-            logger: quiet("trackme.sim.server")
-        )
-        let serverTask = Task { try await server.run() }
-        defer { serverTask.cancel() }
-        let port = try await server.boundPort()
         let credentials = try await server.enrolDevice(deviceID: Self.deviceID, person: scenario.person)
-        guard let baseURL = URL(string: "http://127.0.0.1:\(port)") else { throw ScenarioError(message: "bad server URL") }
-        var serveUntil: ContinuousClock.Instant?
-        if let serve = options.serve {
-            let password = String(UUID().uuidString.prefix(18))
-            try await server.createAccount(username: "demo", password: password, displayName: "Demo dispatcher")
-            let until = ContinuousClock.now + .seconds(serve.seconds)
-            serveUntil = until
-            serve.announce("http://127.0.0.1:\(port)/", "demo", password)
-            // A person watching: start once their console follows the feed, so they see the alert arrive.
-            while server.feedFollowers == 0, ContinuousClock.now < until {
-                try await Task.sleep(for: .milliseconds(200))
-            }
-        }
 
         let faults = FaultState()
-        // Both modes send through the agent's own transport (kept-alive libcurl connections).
-        let transport = FaultInjectingTransport(base: CurlTransport(baseURL: baseURL), faults: faults)
+        let transport = FaultInjectingTransport(base: http, faults: faults)
         let strapClock = ContinuousClock()
         let strap = SimulatedStrap(trace: trace, clock: strapClock)
         let connector = StrapConnector {
@@ -164,7 +228,7 @@ public struct ScenarioRunner: Sendable {
             return try await strap.accept()
         }
 
-        let storePath = work.appendingPathComponent("agent.sqlite").path
+        let storePath = run.work.appendingPathComponent("agent.sqlite").path
         // Faults, worked out per trace second in advance: the windows in force and the moments
         // (kill, SOS, cancel, acknowledge) that come due at each row.
         let timeline = FaultTimeline(faults: scenario.faults, rows: trace.rows)
@@ -180,7 +244,7 @@ public struct ScenarioRunner: Sendable {
         let device = try await SimulatedDevice(
             scenario: scenario,
             storePath: storePath,
-            durability: durable ? .powerLoss : .processCrash,
+            durability: run.durable ? .powerLoss : .processCrash,
             credentials: credentials,
             transport: transport,
             connector: connector,
@@ -229,7 +293,7 @@ public struct ScenarioRunner: Sendable {
                 case .agentCrash: crashThisSecond = true
                 case .manualSOS: await device.receive(.manualSOS, at: t)
                 case .cancel: await device.receive(.cancel(fault.reason ?? .falseAlarm), at: t)
-                case .acknowledge: try await device.acknowledgeOpenAlert(server: server, baseURL: baseURL)
+                case .acknowledge: try await device.acknowledgeOpenAlert(server: server, http: http)
                 default: break
                 }
             }
@@ -311,6 +375,7 @@ public struct ScenarioRunner: Sendable {
             try? await Task.sleep(until: serveUntil)
         }
         let readings = try await device.readingCounts(server: server)
+        let duplicateAlertUpdates = try await Self.duplicateAlertUpdates(at: server)
         var alerts = await device.alertReport()
         alerts.sort { $0.firstCriticalMilliseconds < $1.firstCriticalMilliseconds }
         await device.shutdown()
@@ -318,11 +383,12 @@ public struct ScenarioRunner: Sendable {
         var report = SimulationReport(
             scenario: scenario.name,
             seed: scenario.seed ?? 1,
-            mode: options.field ? "field" : "fast",
+            mode: options.field ? "field" : options.io.mode,
             virtualDurationMilliseconds: duration,
-            wallMilliseconds: Self.milliseconds(ContinuousClock.now - started),
+            wallMilliseconds: Self.milliseconds(ContinuousClock.now - run.started),
             alerts: alerts,
             readings: readings,
+            alertUpdatesDuplicateAtServer: duplicateAlertUpdates,
             faults: scenario.faults,
             expectations: []
         )
@@ -339,6 +405,28 @@ public struct ScenarioRunner: Sendable {
                 originMilliseconds: first.timeMilliseconds
             )
         )
+    }
+
+    /// The server's count of alert updates it was sent again
+    /// (`trackme_server_alert_updates_duplicate_total`), from its `/metrics` as an administrator
+    /// reads it, through the router in process (in either mode: the count is the server's, not
+    /// the connection's).
+    static func duplicateAlertUpdates(at server: TrackMeServer) async throws -> Int {
+        let name = "trackme_server_alert_updates_duplicate_total"
+        let text = try await server.inProcessApplication().test(.router) { client in
+            let response = try await client.executeRequest(
+                uri: "/metrics",
+                method: .get,
+                headers: [.authorization: "Bearer \(adminToken)"],
+                body: nil
+            )
+            guard response.status == .ok else { throw ScenarioError(message: "the server's /metrics answered \(response.status)") }
+            return String(buffer: response.body)
+        }
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            if let value = Int(line.dropFirst(name.count + 1)) { return value }
+        }
+        throw ScenarioError(message: "the server's /metrics has no \(name)")
     }
 
     /// The selected part of a heart-rate source, repeated as it asks.

@@ -352,17 +352,12 @@ final class SimulatedDevice {
         advance(to: ms)
         let now = stamp(ms)
         for action in inbox.takeActions() { note(action, at: ms) }
-        await core.lane.step()
-        for event in inbox.takeLaneEvents() {
-            switch event {
-            case .delivered(let id):
-                if alerts[id]?.deliveredMilliseconds == nil { alerts[id]?.deliveredMilliseconds = ms }
-                await pipeline.receive(.delivered(alertID: id), at: now)
-                for action in inbox.takeActions() { note(action, at: ms) }
-            case .showAcknowledgement, .sent, .sendFailed, .fallbackSucceeded, .fallbackFailed:
-                break
-            }
+        for case .delivered(let id) in await core.stepDispatchLane(inbox: inbox, at: now)
+        where alerts[id]?.deliveredMilliseconds == nil {
+            alerts[id]?.deliveredMilliseconds = ms
         }
+        // What the rules did on hearing of the deliveries.
+        for action in inbox.takeActions() { note(action, at: ms) }
     }
 
     private func note(_ action: SOSAction, at ms: Int64) {
@@ -478,12 +473,12 @@ final class SimulatedDevice {
         try await connectStrap(at: ms)
     }
 
-    /// A dispatcher acknowledges the open alert at the server; the device learns of it on its
-    /// next sync.
-    func acknowledgeOpenAlert(server: TrackMeServer, baseURL: URL) async throws {
+    /// A dispatcher acknowledges the open alert at the server (through `http`, the run's way to
+    /// the server, outside the device's network faults); the device learns of it on its next sync.
+    func acknowledgeOpenAlert(server: TrackMeServer, http: any HTTPTransport) async throws {
         guard let alert = await pipeline.current.openAlert else { return }
         let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
-        let response = try await CurlTransport(baseURL: baseURL).post(
+        let response = try await http.post(
             path: "v1/alerts/\(alert.id)/ack",
             headers: ["Authorization": "Bearer \(dispatcher.token)", "Content-Type": "application/json"],
             body: Array("{}".utf8)

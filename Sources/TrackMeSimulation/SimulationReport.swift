@@ -90,6 +90,10 @@ public struct SimulationReport: Codable, Sendable {
     public var wallMilliseconds: Double
     public var alerts: [Alert]
     public var readings: Readings
+    /// Alert updates the server was sent again after it had taken them (its
+    /// `trackme_server_alert_updates_duplicate_total`): 0 unless a send's answer was lost or
+    /// the agent was killed between a send and its record of it; a second sender would add more.
+    public var alertUpdatesDuplicateAtServer: Int?
     public var faults: [Scenario.Fault]
     public var expectations: [ExpectationResult]
 
@@ -100,5 +104,6 @@ public struct SimulationReport: Codable, Sendable {
         case virtualDurationMilliseconds = "virtual_duration_ms"
         case wallMilliseconds = "wall_ms"
         case alerts, readings, faults, expectations
+        case alertUpdatesDuplicateAtServer = "alert_updates_duplicate_at_server"
     }
 }

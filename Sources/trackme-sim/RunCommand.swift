@@ -3,8 +3,8 @@ import Foundation
 import Logging
 import TrackMeSimulation
 
-/// `trackme-sim run SCENARIO.json [--report out.json] [--svg out.svg] [--field]`: runs a
-/// scenario and exits 0 only if every expectation held.
+/// `trackme-sim run SCENARIO.json [--report out.json] [--svg out.svg] [--fast | --field]`: runs
+/// a scenario and exits 0 only if every expectation held.
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -25,7 +25,16 @@ struct RunCommand: AsyncParsableCommand {
 
     @Flag(
         help: """
-            Fast mode: fsync the agent's store and the server's database at every commit, as the \
+            Fast mode: the device's requests go to the server's router in process, without a \
+            socket (the same encoder, router, middleware, handlers and store). Without it they go \
+            over loopback TCP.
+            """
+    )
+    var fast = false
+
+    @Flag(
+        help: """
+            Outside field mode: fsync the agent's store and the server's database at every commit, as the \
             agent and the server do (slower; field mode always does). Without it a commit is \
             written but not fsynced: it survives the simulated agent kills, not a power cut.
             """
@@ -61,7 +70,10 @@ struct RunCommand: AsyncParsableCommand {
         logger.logLevel = verbose ? .info : .critical
         let terminal = isatty(STDERR_FILENO) == 1
         let progress: (@Sendable (Double) -> Void)? = terminal ? Self.drawProgress : nil
+        if fast, field { throw ValidationError("--fast and --field exclude each other: field mode keeps every socket") }
+        if fast, serve != nil { throw ValidationError("--serve needs a socket for the console: leave out --fast") }
         var options = ScenarioRunner.Options(simulationsDirectory: simulations, field: field, fsync: fsync, progress: progress, logger: logger)
+        options.io = fast ? .inProcess : .sockets
         options.port = port
         if let serve {
             guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }

@@ -127,14 +127,12 @@ actor CrowdDevice {
     }
 
     private func dispatchStep(at ms: Int64) async {
-        await core.lane.step()
-        for event in inbox.takeLaneEvents() {
+        for event in await core.stepDispatchLane(inbox: inbox, at: ScenarioRunner.timestamp(ms)) {
             switch event {
             case .sent(let update):
                 if raised[update.alert.id] == nil { raised[update.alert.id] = update.alert.kind }
             case .delivered(let id):
                 if delivered[id] == nil { delivered[id] = ms }
-                await core.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(ms))
             case .showAcknowledgement, .sendFailed, .fallbackSucceeded, .fallbackFailed:
                 break
             }
