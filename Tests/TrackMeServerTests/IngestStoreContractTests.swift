@@ -119,14 +119,19 @@ struct IngestStoreContractTests {
     func keyReused(backend: Backend) async throws {
         try await Self.withStores(backend) { hall, ingest in
             #expect(try await ingest.ingest(Self.batch(seq: 1, readings: [1, 2], epoch: "epoch-a")).stored == 2)
-            #expect(try await ingest.ingest(Self.batch(seq: 2, readings: [3], epoch: "epoch-a")).stored == 1)
+            #expect(try await ingest.ingest(Self.batch(seq: 2, readings: [5], epoch: "epoch-a")).stored == 1)
             let reused = try await ingest.ingest(Self.batch(seq: 1, readings: [1, 2], epoch: "epoch-a", bpm: 99))
-            #expect(reused.conflict == IngestConflict(reason: .idempotencyKeyReused, sequenceFloor: 4, batchSequenceFloor: 3))
+            #expect(reused.conflict == IngestConflict(reason: .idempotencyKeyReused, sequenceFloor: 6, batchSequenceFloor: 3))
             #expect(reused.stored == 0 && reused.duplicates == 0)
-            #expect(try await Self.stored(hall) == [1, 2, 3])
+            #expect(try await Self.stored(hall) == [1, 2, 5])
+            // The epoch's floors moved with the 409: numbers below them are not taken afterwards,
+            // even ones never stored.
+            let below = try await ingest.ingest(Self.batch(seq: 3, readings: [3, 4], epoch: "epoch-a"))
+            #expect(below.conflict == IngestConflict(reason: .storeEpochRebase, sequenceFloor: 6, batchSequenceFloor: 3))
             // Re-based above the floors, the readings are taken.
-            let rebased = try await ingest.ingest(Self.batch(seq: 3, readings: [4, 5], epoch: "epoch-a"))
+            let rebased = try await ingest.ingest(Self.batch(seq: 3, readings: [6, 7], epoch: "epoch-a"))
             #expect(rebased.stored == 2 && rebased.conflict == nil)
+            #expect(try await Self.stored(hall) == [1, 2, 5, 6, 7])
         }
     }
 
