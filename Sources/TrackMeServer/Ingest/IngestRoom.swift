@@ -9,7 +9,7 @@ import TrackMeCore
 /// Device intake: what a device sends — its batches of readings, its heartbeat when its disk is
 /// full, and its alerts — mounted at `/v1`. Only this room holds an `IngestStore`; every route
 /// is entered by a device token only (`DeviceAuthentication`, which puts the device's principal
-/// in the request context), and nothing here reads a person's data.
+/// in the request context), and no answer carries a person's data.
 struct IngestRoom: Sendable {
     static let path: RouterPath = "/v1"
 

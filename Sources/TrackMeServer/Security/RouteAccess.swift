@@ -22,7 +22,7 @@ enum RouteAccess {
     private static let signedIn: Set<Role> = Set(Role.allCases).subtracting([.device])
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
-    /// route declared by two rooms is a mistake the route-enumeration test names.
+    /// route declared by two rooms is a mistake the route-enumeration test catches.
     static let rooms: [[String: Requirement]] = [hall, IngestRoom.access]
 
     /// Every route's requirement.
