@@ -1,6 +1,5 @@
 import CoreMetrics
 import Foundation
-import GzipCodec
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -9,12 +8,12 @@ import ServiceLifecycle
 import TrackMeCore
 
 /// The HTTP API (openapi.yaml): request parsing, authorisation, and the mapping of store
-/// results to answers. Storage behaviour lives behind `ServerStore`.
+/// results to answers. Storage behaviour lives behind `ServerStore`; device intake is a room of
+/// its own (`IngestRoom`), mounted here, whose store this hall cannot reach.
 struct ServerAPI: Sendable {
     let store: any ServerStore
     let configuration: ServerConfiguration
     let authenticator: Authenticator
-    let devices: DeviceDirectory
     let notifier: FeedNotifier
     let metrics: ServerMetrics
     let passwords: PasswordHasher
@@ -22,8 +21,8 @@ struct ServerAPI: Sendable {
     /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
     let heavyRequests: HeavyRequestGate
     let logger: Logger
-    /// New alerts per device (`ServerLimits.alertRaisesPerDevice`); nil for no limit.
-    let alertFloods: AlertFloodGuard?
+    /// Device intake: a room with a store of its own, mounted at `IngestRoom.path`.
+    let ingest: IngestRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -39,9 +38,7 @@ struct ServerAPI: Sendable {
         router.get("/openapi.yaml") { request, _ in APIDocument.response(ifNoneMatch: request.headers[.ifNoneMatch]) }
         router.post("/v1/devices") { request, _ in try await enrolDevice(request) }
         router.post("/v1/dispatchers") { request, _ in try await createDispatcher(request) }
-        router.post("/v1/batches") { request, _ in try await ingestBatch(request) }
-        router.post("/v1/heartbeats") { request, _ in try await ingestHeartbeat(request) }
-        router.post("/v1/alerts") { request, _ in try await intakeAlert(request) }
+        router.addRoutes(ingest.routes(), atPath: IngestRoom.path)
         router.get("/v1/alerts/stream") { request, _ in try await alertStream(request) }
         router.post("/v1/alerts/:id/ack") { request, context in
             try await acknowledgeAlert(request, id: try context.pathID("id"))
@@ -84,126 +81,6 @@ struct ServerAPI: Sendable {
             dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
         ).createDispatcher(name: request.name, lifetime: request.expiresInDays.map { .seconds($0 * 24 * 3600) })
         return try json(.created, credentials)
-    }
-
-    // MARK: - Device
-
-    func ingestBatch(_ request: Request) async throws -> Response {
-        let principal: Principal
-        switch try await authenticateDevice(request) {
-        case .device(let device): principal = device
-        case .erased(let wipeOrder): return wipeOrder
-        }
-        let body = try await readBody(request)
-        // The fast path gives up on anything unusual; the general decoder then decides (and
-        // names the field that is wrong).
-        let batch = try WireFastPath.syncBatch(body) ?? decode(SyncBatch.self, body)
-        guard batch.deviceID == principal.deviceID else {
-            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
-        }
-        if let header = request.headers[.idempotencyKey], header != batch.idempotencyKey {
-            throw APIError.invalid("Idempotency-Key", "header \(header) differs from idempotency_key \(batch.idempotencyKey)")
-        }
-        guard let device = try await devices.device(id: batch.deviceID) else {
-            throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
-        }
-        let now = configuration.wallClock()
-        guard (0...SyncBatch.largestNumber).contains(batch.batchSequence) else {
-            throw APIError.numberOutOfRange("batch_seq", batch.batchSequence, lowest: 0)
-        }
-        guard (0...SyncBatch.largestNumber).contains(batch.droppedByBudget) else {
-            throw APIError.numberOutOfRange("dropped_by_budget", batch.droppedByBudget, lowest: 0)
-        }
-        var rows: [ReadingRow] = []
-        rows.reserveCapacity(batch.readings.count)
-        var seen = Set<Int64>()
-        for (index, reading) in batch.readings.enumerated() {
-            guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
-            guard reading.sequence <= SyncBatch.largestNumber else {
-                throw APIError.numberOutOfRange("readings[\(index)].seq", reading.sequence, lowest: 1)
-            }
-            // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
-            guard seen.insert(reading.sequence).inserted else {
-                throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
-            }
-            rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
-        }
-        try refuseIngestOnDamagedDatabase()
-        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
-        let result = try await store.ingest(
-            IncomingBatch(
-                deviceID: batch.deviceID,
-                batchSequence: batch.batchSequence,
-                droppedByBudget: batch.droppedByBudget,
-                heartbeatJSON: heartbeat,
-                readings: rows,
-                receivedMilliseconds: now,
-                storeEpoch: batch.storeEpoch,
-                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
-            )
-        )
-        if let conflict = result.conflict {
-            metrics.batchesConflicting.increment()
-            return try batchConflictResponse(conflict, batch: batch)
-        }
-        metrics.batches.increment()
-        if result.replayed {
-            metrics.batchesReplayed.increment()
-        } else {
-            metrics.readingsStored.increment(by: result.stored)
-            metrics.readingsDuplicate.increment(by: result.duplicates)
-        }
-        // A runner's or a taxi's state and newest fix for the runs and the fleet.
-        if !result.replayed { await RaceIngest(store: store, logger: logger).observe(batch, rows: rows, device: device, now: now) }
-        // A device that came back from silence has a `device_returned` event on the feed.
-        notifier.notify()
-        let ack = BatchAcknowledgement(
-            idempotencyKey: batch.idempotencyKey,
-            stored: result.stored,
-            duplicates: result.duplicates,
-            acknowledgedAlerts: result.acknowledgedAlerts,
-            resolvedAlerts: result.news.resolvedAlerts,
-            orders: try careOrders(result.news, heartbeat: batch.heartbeat)
-        )
-        return try json(.ok, ack)
-    }
-
-    func intakeAlert(_ request: Request) async throws -> Response {
-        let principal = try await authenticator.authenticate(request.headers[.authorization], roles: [.device])
-        let body = try await readBody(request)
-        let update = try decode(AlertUpdate.self, body)
-        guard update.alert.deviceID == principal.deviceID else {
-            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(update.alert.deviceID)")
-        }
-        try Identifier.validate(update.alert.id, field: "alert.alert_id")
-        guard update.updateSequence >= 0 else { throw APIError.invalid("update_seq", "must not be negative") }
-        guard Int64(clamping: update.updateSequence) <= SyncBatch.largestNumber else {
-            throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
-        }
-        if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
-        let canonical = try StoreJSON.encode(update)
-        let received = configuration.wallClock()
-        // The feed carries references; the person is read with the alert, under the policy.
-        let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: received))
-        let outcome = try await store.recordAlertUpdate(update, body: canonical, feedData: feedData, receivedMilliseconds: received)
-        switch outcome {
-        case .foreignAlert:
-            throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
-        case .accepted(let result):
-            (result.duplicate ? metrics.alertUpdatesDuplicate : metrics.alertUpdates).increment()
-            if !result.duplicate { notifier.notify() }
-            let resolved = try await store.alertRow(id: update.alert.id)?.outcome != nil
-            return try json(
-                .ok,
-                AlertIntakeResponse(
-                    alertID: update.alert.id,
-                    updateSequence: update.updateSequence,
-                    duplicate: result.duplicate,
-                    acknowledged: result.acknowledged,
-                    resolved: resolved
-                )
-            )
-        }
     }
 
     // MARK: - Dispatcher
@@ -345,11 +222,6 @@ struct ServerAPI: Sendable {
 
     // MARK: - Plumbing
 
-    func refuseIngestOnDamagedDatabase() throws {
-        guard let problem = databaseHealth.databaseProblem else { return }
-        throw APIError(status: .serviceUnavailable, code: .databaseDamaged, message: "\(DatabaseHealth.whatToDo) (\(problem))")
-    }
-
     func metricsResponse() async throws -> Response {
         // Bounded like /health: a database that went away must not hold the scrape.
         let store = self.store
@@ -369,60 +241,11 @@ struct ServerAPI: Sendable {
 
     /// The request body, inflated if gzip, refused with 413 past the limit in either form.
     func readBody(_ request: Request) async throws -> [UInt8] {
-        let limit = configuration.maxBodyBytes
-        // A declared length far over the limit is refused unread; a little over is drained below
-        // so that the client reads the 413 instead of a reset connection.
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > 16 * limit {
-            throw APIError.tooLarge(limit: limit)
-        }
-        var bytes: [UInt8] = []
-        var overLimit = false
-        var drained = 0
-        for try await buffer in request.body {
-            if overLimit {
-                // Read on (up to a bound) so the client sees the 413 instead of a reset connection.
-                drained += buffer.readableBytes
-                if drained > 16 * limit { break }
-                continue
-            }
-            if bytes.count + buffer.readableBytes > limit {
-                overLimit = true
-                bytes = []
-                continue
-            }
-            bytes.append(contentsOf: buffer.readableBytesView)
-        }
-        if overLimit { throw APIError.tooLarge(limit: limit) }
-        switch request.headers[.contentEncoding]?.lowercased() {
-        case nil, "identity":
-            return bytes
-        case "gzip", "x-gzip":
-            do {
-                return try Gzip.decompress(bytes, limit: limit)
-            } catch  where error.tooLarge {
-                throw APIError.tooLarge(limit: limit)
-            } catch {
-                throw APIError(status: .badRequest, code: .malformedJSON, field: nil, message: "gzip: \(error.message)")
-            }
-        case .some(let other):
-            throw APIError(
-                status: .unsupportedMediaType,
-                code: .unsupportedMediaType,
-                field: "Content-Encoding",
-                message: "\(other) is not supported; use gzip"
-            )
-        }
+        try await RequestBody.read(request, limit: configuration.maxBodyBytes)
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        if let repeated = DuplicateKeys.first(in: bytes) {
-            throw APIError(status: .badRequest, code: .malformedJSON, field: repeated, message: "the key \(repeated) appears twice in one object")
-        }
-        do {
-            return try WireCodec.decode(type, from: Data(bytes))
-        } catch {
-            throw APIError(error)
-        }
+        try RequestBody.decode(type, bytes)
     }
 }
 

@@ -46,79 +46,6 @@ public enum TimeFlag: String, Hashable, Sendable, Codable, CaseIterable {
     case beforeEnrolment = "before_enrolment"
 }
 
-/// One reading of a batch, ready to store.
-struct ReadingRow: Hashable, Sendable {
-    var sequence: Int64
-    var kind: WireReading.Kind
-    /// Where the reading is filed in time: its wall time when trusted and plausible, otherwise
-    /// the time the server received it (never 1970).
-    var placedMilliseconds: Int64
-    var wallMilliseconds: Int64?
-    var timeFlag: TimeFlag?
-    /// The reading exactly as the wire carried it (WireCodec JSON).
-    var body: String
-}
-
-/// A batch as the handler hands it to the store.
-struct IncomingBatch: Sendable {
-    var deviceID: String
-    var batchSequence: Int64
-    var droppedByBudget: Int64
-    var heartbeatJSON: String?
-    var readings: [ReadingRow]
-    var receivedMilliseconds: Int64
-    /// The device store's epoch (WIRE.md, "Store epochs and conflicts"); nil from older devices.
-    var storeEpoch: String? = nil
-    /// `BatchDigest` of the batch's content: a key replayed with another digest is a conflict.
-    var digest: String? = nil
-}
-
-/// Why a batch was refused with 409, and the floors the device must re-base to.
-struct IngestConflict: Hashable, Sendable {
-    var reason: BatchConflict.Reason
-    var sequenceFloor: Int64
-    var batchSequenceFloor: Int64
-}
-
-/// What the store did with a batch; a replay returns what the first delivery stored.
-struct IngestResult: Hashable, Sendable {
-    var stored: Int
-    var duplicates: Int
-    var acknowledgedAlerts: [String]
-    /// The same idempotency key had been processed before; nothing was stored now.
-    var replayed: Bool
-    /// Set when nothing was stored because the key or the epoch conflicts (answered with 409).
-    var conflict: IngestConflict? = nil
-    /// What the reply tells the device besides the acknowledgement, read with the batch rather
-    /// than in requests of their own (two fewer reads per batch).
-    var news = DeviceNews()
-}
-
-/// What a batch's reply tells its device besides the acknowledgement.
-struct DeviceNews: Hashable, Sendable {
-    /// Alerts a dispatcher resolved that the device has not reported closed: every batch's
-    /// acknowledgement carries them (`resolved_alerts`) until it does.
-    var resolvedAlerts: [String] = []
-    /// The device's care settings as stored: their version, and their JSON, decoded only when
-    /// the device runs an older version (`CareSettings`).
-    var careVersion: Int64?
-    var careJSON: String?
-}
-
-/// What the store did with an alert update.
-struct AlertIntakeResult: Hashable, Sendable {
-    /// `(alert_id, update_seq)` was already stored; nothing changed.
-    var duplicate: Bool
-    /// Whether a dispatcher has acknowledged the alert.
-    var acknowledged: Bool
-}
-
-enum AlertIntakeOutcome: Hashable, Sendable {
-    case accepted(AlertIntakeResult)
-    /// The alert id belongs to another device.
-    case foreignAlert
-}
-
 enum AcknowledgeOutcome: Hashable, Sendable {
     case acknowledged(deviceID: String)
     case alreadyAcknowledged(deviceID: String)
@@ -168,11 +95,11 @@ struct StoreCounts: Hashable, Sendable {
     var silentDevices: Int64
 }
 
-/// The server's storage. Both implementations (SQLite, PostgreSQL) give the same answers; the
+/// The server's storage outside the rooms that have a store of their own (device intake:
+/// `IngestStore`). Both implementations (SQLite, PostgreSQL) give the same answers; the
 /// shared behaviour suite in TrackMeServerTests runs against each.
 ///
-/// Every method that changes more than one row does so in one transaction: a batch is stored
-/// whole or not at all, and a feed event is appended in the transaction of the change it
+/// Every method that changes more than one row does so in one transaction: a feed event is appended in the transaction of the change it
 /// reports, so the feed never tells of something that was rolled back and never misses what
 /// was committed.
 protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, PeopleStore, RaceStore, CareStore, Sendable {
@@ -188,15 +115,6 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// Enrols a device with its first token; false if the device id is taken.
     func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool
     func device(id: String) async throws -> DeviceRow?
-
-    /// Stores a batch exactly once per `(device_id, batch_seq)` and each reading exactly once per
-    /// `(device_id, seq)`; records the device's contact (clearing a silence, which appends
-    /// `device_returned`); hands over the acknowledged alerts the device was not yet told of.
-    func ingest(_ batch: IncomingBatch) async throws -> IngestResult
-
-    /// Stores an alert update (`body`) once per `(alert_id, update_seq)` and appends `feedData`
-    /// (`AlertFeedReference`: what the board needs, never the person) to the feed.
-    func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
 
     func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
 
@@ -222,10 +140,6 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// Whether the database answers and a write would succeed now (`/health`); never throws:
     /// what is wrong is in the answer.
     func readiness(minimumFreeBytes: Int64) async -> StoreReadiness
-
-    /// Records contact and the heartbeat of a device whose store cannot reserve a batch (its
-    /// disk is full): `POST /v1/heartbeats`.
-    func recordHeartbeat(deviceID: String, heartbeatJSON: String, receivedMilliseconds: Int64) async throws
 
     /// The device's last heartbeat (JSON as received) and when it was last heard from.
     func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?)

@@ -80,7 +80,7 @@ extension TrackMeServer {
     /// benchmarks seed hours of 1 Hz positions with it.
     public func recordAlertUpdateDirectly(_ update: AlertUpdate, receivedMilliseconds: Int64) async throws {
         let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: receivedMilliseconds))
-        _ = try await store.recordAlertUpdate(
+        _ = try await ingestStore.recordAlertUpdate(
             update,
             body: try StoreJSON.encode(update),
             feedData: feedData,

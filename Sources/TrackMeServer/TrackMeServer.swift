@@ -21,6 +21,8 @@ public import TrackMeCore
 public final class TrackMeServer: Service, Sendable {
     public let configuration: ServerConfiguration
     let store: any ServerStore
+    /// Device intake's store: only the ingest room (and the inspection helpers) hold it.
+    let ingestStore: any IngestStore
     let api: ServerAPI
     let logger: Logger
     private let announcement = PortAnnouncement()
@@ -76,7 +78,7 @@ public final class TrackMeServer: Service, Sendable {
         } catch {
             throw ServerConfigurationError(message: "retention: \(error.message)")
         }
-        let store = try await Self.openStore(configuration.storage, durability: configuration.durability, logger: logger)
+        let (store, ingestStore) = try await Self.openStores(configuration.storage, durability: configuration.durability, logger: logger)
         do {
             try await store.migrate()
         } catch {
@@ -84,19 +86,23 @@ public final class TrackMeServer: Service, Sendable {
             throw error
         }
         self.store = store
+        self.ingestStore = ingestStore
         stopwatch = Stopwatch(configuration.clock)
         // A damaged database is reported below rather than stopping the start here.
         let persisted = (try? await store.trustedWallTime()) ?? nil
         let wallAtStart = configuration.wallClock()
         if persisted == nil { try? await store.setTrustedWallTime(wallAtStart) }
         retentionGuard = Mutex(RetentionClockGuard(trustedWall: persisted ?? wallAtStart, restarted: persisted != nil, monotonicNow: .zero))
+        let authenticator = Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock)
+        let notifier = FeedNotifier()
+        let metrics = ServerMetrics(also: configuration.metricsFactory)
+        let databaseHealth = DatabaseHealth()
         api = ServerAPI(
             store: store,
             configuration: configuration,
-            authenticator: Authenticator(adminToken: configuration.adminToken, store: store, wallClock: configuration.wallClock),
-            devices: DeviceDirectory(store: store),
-            notifier: FeedNotifier(),
-            metrics: ServerMetrics(also: configuration.metricsFactory),
+            authenticator: authenticator,
+            notifier: notifier,
+            metrics: metrics,
             passwords: PasswordHasher(
                 cost: configuration.console.bcryptCost,
                 threads: configuration.limits.passwordHashThreads,
@@ -109,7 +115,17 @@ public final class TrackMeServer: Service, Sendable {
             ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
             logger: logger,
-            alertFloods: configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))
+            ingest: IngestRoom(
+                store: ingestStore,
+                configuration: configuration,
+                authenticator: authenticator,
+                notifier: notifier,
+                metrics: metrics,
+                logger: logger,
+                databaseHealth: databaseHealth,
+                runs: RaceIngest(store: store, logger: logger)
+            ),
+            databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):
         // checked once at start, reported by /health and /metrics, and ingest is refused.
@@ -274,12 +290,24 @@ public final class TrackMeServer: Service, Sendable {
     }
 
     static func openStore(_ location: StorageLocation, durability: CommitDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {
+        try await openStores(location, durability: durability, logger: logger).hall
+    }
+
+    /// The hall's store and device intake's, on one database connection (SQLite pool or
+    /// PostgreSQL client).
+    static func openStores(
+        _ location: StorageLocation,
+        durability: CommitDurability = .powerLoss,
+        logger: Logger
+    ) async throws -> (hall: any ServerStore, ingest: any IngestStore) {
         switch location {
         case .sqlite(let path):
-            return try SQLiteServerStore(path: path, durability: durability)
+            let store = try SQLiteServerStore(path: path, durability: durability)
+            return (store, SQLiteIngestStore(store))
         case .postgres(let url):
             #if PostgreSQL
-            return try await PostgresServerStore(url: url, logger: logger)
+            let store = try await PostgresServerStore(url: url, logger: logger)
+            return (store, PostgresIngestStore(store))
             #else
             _ = url
             throw StoreError(

@@ -158,7 +158,7 @@ struct ConsentPathTests {
                 var update = Sample.alert("pi-0001", id: "long", updateSeq: seq, type: .position)
                 update.alert.position?.fix.latitude = 44.0 + Double(seq) * 0.0001
                 #expect(
-                    try await s.server.store.recordAlertUpdate(
+                    try await s.server.ingestStore.recordAlertUpdate(
                         update,
                         body: try StoreJSON.encode(update),
                         feedData: "{}",
@@ -269,6 +269,8 @@ struct ConsentPathTests {
             #expect(undeclared.isEmpty, "routes without a declared access requirement: \(undeclared)")
             let stale = Set(RouteAccess.table.keys).subtracting(routes)
             #expect(stale.isEmpty, "declared routes the router does not have: \(stale.sorted())")
+            let declarations = RouteAccess.rooms.map(\.count).reduce(0, +)
+            #expect(declarations == RouteAccess.table.count, "a route declared by two rooms")
 
             // A person with data on every side: readings, an alert closed three days ago, care settings.
             let marker = "Quentin Marker"
@@ -331,6 +333,16 @@ struct ConsentPathTests {
                 let answer = try await (method == "GET" ? s.client.send(method, path) : s.client.send(method, path, json: [:]))
                 #expect([401, 403].contains(answer.status), "\(route) without credentials: \(answer.status)")
             }
+            // A device's door lets device tokens in, and no other.
+            var doors = 0
+            for route in routes.sorted() where RouteAccess.table[route] == .device {
+                let method = String(route.prefix { $0 != " " })
+                let path = String(route.dropFirst(method.count + 1))
+                let answer = try await s.client.send(method, path, token: dispatcher, json: [:])
+                #expect(answer.status == 403, "\(route) with a dispatcher token: \(answer.status)")
+                doors += 1
+            }
+            #expect(doors == 3)
         }
     }
 }

@@ -14,9 +14,9 @@ import PostgresNIO
 @Suite("group commit")
 struct GroupCommitTests {
     static func groupCommit(_ s: TestServer) throws -> IngestGroupCommit {
-        if let sqlite = s.server.store as? SQLiteServerStore { return sqlite.groupCommit }
+        if let sqlite = s.server.ingestStore as? SQLiteIngestStore { return sqlite.groupCommit }
         #if PostgreSQL
-        if let postgres = s.server.store as? PostgresServerStore { return postgres.groupCommit }
+        if let postgres = s.server.ingestStore as? PostgresIngestStore { return postgres.groupCommit }
         #endif
         throw RawSocket.Failure(description: "no group commit in \(s.server.store.displayName)")
     }
@@ -59,7 +59,7 @@ struct GroupCommitTests {
     @Test("200 devices' batches at once: every one stored, in far fewer transactions than batches", arguments: Backend.enabled)
     func grouped(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
-            let store = s.server.store
+            let store = s.server.ingestStore
             let groupCommit = try Self.groupCommit(s)
             for index in 0..<200 { _ = try await s.enrol("pi-\(index)") }
             let before = groupCommit.transactions
@@ -78,7 +78,7 @@ struct GroupCommitTests {
     @Test("a batch that fails inside a group is rolled back alone; the others in the same transaction are stored", arguments: Backend.enabled)
     func failureIsolated(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
-            let store = s.server.store
+            let store = s.server.ingestStore
             for index in 0..<40 { _ = try await s.enrol("pi-\(index)") }
             try await Self.dropEpochTable(s)
             let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
@@ -110,7 +110,7 @@ struct GroupCommitTests {
             _ = try await s.enrol("pi-news")
             let postgres = try #require(s.server.store as? PostgresServerStore)
             try await postgres.client.query("DROP TABLE care_settings", logger: postgres.logger)
-            let result = try await s.server.store.ingest(Self.batch("pi-news", seq: 1))
+            let result = try await s.server.ingestStore.ingest(Self.batch("pi-news", seq: 1))
             #expect(result.stored == 10)
             #expect(result.news == DeviceNews())
             #expect(try await s.server.storedSequences(deviceID: "pi-news") == Array(1...10))

@@ -195,7 +195,7 @@ struct IngestReliabilityTests {
                         body: try StoreJSON.encode(reading)
                     )
                 }
-                _ = try await server.store.ingest(
+                _ = try await server.ingestStore.ingest(
                     IncomingBatch(
                         deviceID: "pi-0001",
                         batchSequence: Int64(chunk + 1),

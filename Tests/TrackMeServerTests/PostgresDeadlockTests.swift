@@ -19,6 +19,7 @@ struct PostgresDeadlockTests {
     func returningDevices() async throws {
         try await TestServer.with(.postgres) { s in
             let store = s.server.store
+            let ingest = s.server.ingestStore
             let devices = 160
             for index in 0..<devices { _ = try await s.enrol("pi-\(index)") }
             let base = TestServer.startWall
@@ -33,7 +34,7 @@ struct PostgresDeadlockTests {
                 if round == 1 {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         for index in 0..<devices {
-                            group.addTask { _ = try await store.ingest(GroupCommitTests.batch("pi-\(index)", seq: 1)) }
+                            group.addTask { _ = try await ingest.ingest(GroupCommitTests.batch("pi-\(index)", seq: 1)) }
                         }
                         try await group.waitForAll()
                     }
@@ -48,7 +49,7 @@ struct PostgresDeadlockTests {
                             do {
                                 var batch = GroupCommitTests.batch("pi-\(index)", seq: round + 1)
                                 batch.receivedMilliseconds = now
-                                let result = try await store.ingest(batch)
+                                let result = try await ingest.ingest(batch)
                                 if result.stored != 10 { failures.add("pi-\(index) round \(round): stored \(result.stored)") }
                             } catch {
                                 failures.add("pi-\(index) round \(round): \(error)")
@@ -67,7 +68,7 @@ struct PostgresDeadlockTests {
                     for index in stride(from: 0, to: devices, by: 8) {
                         group.addTask {
                             do {
-                                try await store.recordHeartbeat(
+                                try await ingest.recordHeartbeat(
                                     deviceID: "pi-\(index)",
                                     heartbeatJSON: #"{"gpsd":"fix","store_bytes":0,"store_depth":0,"strap":"connected"}"#,
                                     receivedMilliseconds: now

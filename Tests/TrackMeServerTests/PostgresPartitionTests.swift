@@ -58,6 +58,7 @@ struct PostgresPartitionTests {
     func landAndDrop() async throws {
         try await TestServer.with(.postgres) { s in
             let store = try #require(s.server.store as? PostgresServerStore)
+            let ingest = s.server.ingestStore
             let today = Self.todayStart
             let names = Set(try await store.readingPartitions().map(\.name))
             for offset in 0...PostgresServerStore.partitionDaysAhead {
@@ -67,7 +68,7 @@ struct PostgresPartitionTests {
             _ = try await s.enrol("pi-part")
             let todayName = "readings_d\(PostgresServerStore.dayName(today))"
             let tomorrowName = "readings_d\(PostgresServerStore.dayName(today + Self.day))"
-            let result = try await store.ingest(
+            let result = try await ingest.ingest(
                 Self.batch(
                     "pi-part",
                     seq: 1,
@@ -93,16 +94,17 @@ struct PostgresPartitionTests {
     func exactlyOnceAcrossPartitions() async throws {
         try await TestServer.with(.postgres) { s in
             let store = try #require(s.server.store as? PostgresServerStore)
+            let ingest = s.server.ingestStore
             let today = Self.todayStart
             _ = try await s.enrol("pi-dup")
-            let first = try await store.ingest(
+            let first = try await ingest.ingest(
                 Self.batch("pi-dup", seq: 1, readings: [(1, today + 1000), (2, today + 2000)], received: today + 2000)
             )
             #expect(first.stored == 2)
             // After a crash the device re-batches seq 2 with a new one, under a new batch number;
             // the server files it at the new receipt time, the next day.
             let tomorrow = today + Self.day + 5000
-            let again = try await store.ingest(Self.batch("pi-dup", seq: 2, readings: [(2, tomorrow), (3, tomorrow)], received: tomorrow))
+            let again = try await ingest.ingest(Self.batch("pi-dup", seq: 2, readings: [(2, tomorrow), (3, tomorrow)], received: tomorrow))
             #expect(again.stored == 1)
             #expect(again.duplicates == 1)
             let placed = try await Self.placement(store, "pi-dup")
@@ -112,7 +114,7 @@ struct PostgresPartitionTests {
             let racing = try await withThrowingTaskGroup(of: IngestResult.self) { group in
                 for seq in Int64(3)...6 {
                     group.addTask {
-                        try await store.ingest(Self.batch("pi-dup", seq: seq, readings: [(10, today + seq * Self.day)], received: today))
+                        try await ingest.ingest(Self.batch("pi-dup", seq: seq, readings: [(10, today + seq * Self.day)], received: today))
                     }
                 }
                 return try await group.reduce(into: [IngestResult]()) { $0.append($1) }
@@ -128,6 +130,7 @@ struct PostgresPartitionTests {
         var logger = Logger(label: "test.partitions")
         logger.logLevel = .warning
         let store = try await PostgresServerStore(url: url, logger: logger)
+        let ingest = PostgresIngestStore(store)
         // The schema as it was before partitioning (migrations v1-v3), with readings in it.
         try await store.client.query("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY)", logger: logger)
         for (name, statements) in PostgresServerStore.migrations.prefix(while: { $0.0 != "v4-readings-partitioned" }) {
@@ -161,7 +164,7 @@ struct PostgresPartitionTests {
         #expect(key == "PRIMARY KEY (device_id, seq, placed_ms)")
         // New readings from tomorrow on go to day partitions; an old seq sent again is a duplicate.
         let tomorrow = today + Self.day + 1000
-        let result = try await store.ingest(Self.batch("pi-old", seq: 1, readings: [(3, tomorrow), (4, tomorrow)], received: tomorrow))
+        let result = try await ingest.ingest(Self.batch("pi-old", seq: 1, readings: [(3, tomorrow), (4, tomorrow)], received: tomorrow))
         #expect(result.stored == 1)
         #expect(result.duplicates == 1)
         #expect(try await Self.placement(store, "pi-old")[4] == "readings_d\(PostgresServerStore.dayName(today + Self.day))")

@@ -37,6 +37,9 @@ extension SQLiteServerStore {
         }
     }
 
+    /// The other updates are read through `alert_updates_type` by name: left to itself, SQLite
+    /// takes the primary key for the outer ORDER BY and walks every position of the alert (a
+    /// 6-hour alert's detail cost ten times a new one's).
     func deskUpdates(alertID: String, recentPositions: Int) async throws -> [AlertUpdateRow] {
         let others = AlertUpdate.UpdateType.allCases.filter { $0 != .position }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         return try await pool.read { db in
@@ -47,7 +50,8 @@ extension SQLiteServerStore {
                         SELECT * FROM (SELECT update_seq, type, body, received_ms FROM alert_updates
                             WHERE alert_id = ? AND type = 'position' ORDER BY update_seq DESC LIMIT ?)
                         UNION ALL
-                        SELECT update_seq, type, body, received_ms FROM alert_updates WHERE alert_id = ? AND type IN (\(others)))
+                        SELECT update_seq, type, body, received_ms FROM alert_updates INDEXED BY alert_updates_type
+                            WHERE alert_id = ? AND type IN (\(others)))
                     ORDER BY update_seq
                     """,
                 arguments: [alertID, recentPositions, alertID]

@@ -194,57 +194,6 @@ enum CareAccess {
     }
 }
 
-extension ServerAPI {
-    /// The orders for a device's batch reply: its care settings when the device does not run
-    /// their version yet.
-    func careOrders(_ news: DeviceNews, heartbeat: DeviceHeartbeat?) throws -> SyncOrders? {
-        guard let version = news.careVersion, let json = news.careJSON else { return nil }
-        if let running = heartbeat?.careVersion, running >= version { return nil }
-        return SyncOrders(careSettings: try StoreJSON.decode(json))
-    }
-
-    /// For a token the server no longer knows: 410 `device_erased` with a wipe order when the
-    /// token belonged to an erased device, else nil.
-    func wipeOrderResponse(_ request: Request) async throws -> Response? {
-        guard let token = BearerToken(authorization: request.headers[.authorization] ?? "") else { return nil }
-        guard let ordered = try await store.wipeOrder(tokenDigest: WipeOrderDigest.of(tokenID: token.id, secretHash: token.secretHash)) else {
-            return nil
-        }
-        return try json(
-            .gone,
-            ErasedDeviceAnswer(
-                error: .init(code: "device_erased", message: "this device's person asked for their data to be erased: wipe the store and stop"),
-                orders: SyncOrders(wipe: WipeOrder(orderedMilliseconds: ordered))
-            )
-        )
-    }
-
-    /// Authenticates a device; a token of an erased device gets its wipe order as the answer.
-    func authenticateDevice(_ request: Request) async throws -> DeviceAuthentication {
-        do {
-            return .device(try await authenticator.authenticate(request.headers[.authorization], roles: [.device]))
-        } catch let error as APIError where error.status == .unauthorized {
-            if let answer = try await wipeOrderResponse(request) { return .erased(answer) }
-            throw error
-        }
-    }
-}
-
-enum DeviceAuthentication {
-    case device(Principal)
-    /// The 410 answer with the wipe order, to send as it is.
-    case erased(Response)
-}
-
-struct ErasedDeviceAnswer: Codable, Sendable {
-    struct Body: Codable, Sendable {
-        var code: String
-        var message: String
-    }
-    var error: Body
-    var orders: SyncOrders
-}
-
 struct ErasureAnswer: Codable, Sendable {
     var deviceID: String
     var erased: Bool

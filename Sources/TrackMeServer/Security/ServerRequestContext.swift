@@ -2,12 +2,16 @@ public import Hummingbird
 public import NIOCore
 
 /// The request context of every route: Hummingbird's basic one plus the peer's address, which
-/// the per-address rate limit and the loopback rule of `/metrics` need.
+/// the per-address rate limit and the loopback rule of `/metrics` need, and the principal an
+/// authentication middleware found.
 public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
     /// The address the connection came in on (its port names this server in links it sends).
     let localAddress: SocketAddress?
+    /// Who the request comes from, once a room's authentication middleware has established it
+    /// (`DeviceAuthentication`); nil before and on routes without one.
+    var principal: Principal?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

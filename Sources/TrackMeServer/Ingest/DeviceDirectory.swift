@@ -4,10 +4,10 @@ import Synchronization
 /// enrolled (enrolment is insert-once and nothing deletes a device), so each batch need not
 /// read it again. At one batch every 5 s per device, that read would be a third of a batch's time.
 final class DeviceDirectory: Sendable {
-    private let store: any ServerStore
+    private let store: any IngestStore
     private let cache = Mutex<[String: DeviceRow]>([:])
 
-    init(store: any ServerStore) {
+    init(store: any IngestStore) {
         self.store = store
     }
 

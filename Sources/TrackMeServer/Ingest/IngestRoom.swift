@@ -1,0 +1,274 @@
+import CoreMetrics
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TrackMeCore
+
+/// Device intake: what a device sends — its batches of readings, its heartbeat when its disk is
+/// full, and its alerts — mounted at `/v1`. Only this room holds an `IngestStore`; every route
+/// is entered by a device token only (`DeviceAuthentication`, which puts the device's principal
+/// in the request context), and no answer carries a person's data.
+struct IngestRoom: Sendable {
+    static let path: RouterPath = "/v1"
+
+    /// Who may enter each route, as `RouteAccess` holds the router to it.
+    static let access: [String: RouteAccess.Requirement] = [
+        "POST /v1/batches": .device, "POST /v1/heartbeats": .device, "POST /v1/alerts": .device,
+    ]
+
+    private let store: any IngestStore
+    private let devices: DeviceDirectory
+    private let configuration: ServerConfiguration
+    private let authenticator: Authenticator
+    private let notifier: FeedNotifier
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private let databaseHealth: DatabaseHealth
+    /// Runs and the fleet follow a runner's or a taxi's newest fix from what intake stored.
+    private let runs: RaceIngest
+    /// New alerts per device (`ServerLimits.alertRaisesPerDevice`); nil for no limit.
+    private let alertFloods: AlertFloodGuard?
+
+    init(
+        store: any IngestStore,
+        configuration: ServerConfiguration,
+        authenticator: Authenticator,
+        notifier: FeedNotifier,
+        metrics: ServerMetrics,
+        logger: Logger,
+        databaseHealth: DatabaseHealth,
+        runs: RaceIngest
+    ) {
+        self.store = store
+        devices = DeviceDirectory(store: store)
+        self.configuration = configuration
+        self.authenticator = authenticator
+        self.notifier = notifier
+        self.metrics = metrics
+        self.logger = logger
+        self.databaseHealth = databaseHealth
+        self.runs = runs
+        alertFloods = configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))
+    }
+
+    func routes() -> RouteCollection<ServerRequestContext> {
+        let routes = RouteCollection(context: ServerRequestContext.self)
+        // Where a device syncs, a token of an erased device is answered with its wipe order.
+        let syncing = routes.group().add(middleware: DeviceAuthentication(authenticator: authenticator, store: store, answersWipeOrders: true))
+        syncing.post("batches") { request, context in try await ingestBatch(request, device: try context.authenticatedDevice()) }
+        syncing.post("heartbeats") { request, context in try await ingestHeartbeat(request, device: try context.authenticatedDevice()) }
+        let alerting = routes.group().add(middleware: DeviceAuthentication(authenticator: authenticator, store: store, answersWipeOrders: false))
+        alerting.post("alerts") { request, context in try await intakeAlert(request, device: try context.authenticatedDevice()) }
+        return routes
+    }
+
+    func ingestBatch(_ request: Request, device principal: Principal) async throws -> Response {
+        let body = try await RequestBody.read(request, limit: configuration.maxBodyBytes)
+        // The fast path gives up on anything unusual; the general decoder then decides (and
+        // names the field that is wrong).
+        let batch = try WireFastPath.syncBatch(body) ?? RequestBody.decode(SyncBatch.self, body)
+        guard batch.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
+        }
+        if let header = request.headers[.idempotencyKey], header != batch.idempotencyKey {
+            throw APIError.invalid("Idempotency-Key", "header \(header) differs from idempotency_key \(batch.idempotencyKey)")
+        }
+        guard let device = try await devices.device(id: batch.deviceID) else {
+            throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
+        }
+        let now = configuration.wallClock()
+        guard (0...SyncBatch.largestNumber).contains(batch.batchSequence) else {
+            throw APIError.numberOutOfRange("batch_seq", batch.batchSequence, lowest: 0)
+        }
+        guard (0...SyncBatch.largestNumber).contains(batch.droppedByBudget) else {
+            throw APIError.numberOutOfRange("dropped_by_budget", batch.droppedByBudget, lowest: 0)
+        }
+        var rows: [ReadingRow] = []
+        rows.reserveCapacity(batch.readings.count)
+        var seen = Set<Int64>()
+        for (index, reading) in batch.readings.enumerated() {
+            guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
+            guard reading.sequence <= SyncBatch.largestNumber else {
+                throw APIError.numberOutOfRange("readings[\(index)].seq", reading.sequence, lowest: 1)
+            }
+            // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
+            guard seen.insert(reading.sequence).inserted else {
+                throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
+            }
+            rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
+        }
+        try refuseOnDamagedDatabase()
+        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
+        let result = try await store.ingest(
+            IncomingBatch(
+                deviceID: batch.deviceID,
+                batchSequence: batch.batchSequence,
+                droppedByBudget: batch.droppedByBudget,
+                heartbeatJSON: heartbeat,
+                readings: rows,
+                receivedMilliseconds: now,
+                storeEpoch: batch.storeEpoch,
+                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
+            )
+        )
+        if let conflict = result.conflict {
+            metrics.batchesConflicting.increment()
+            return try batchConflictResponse(conflict, batch: batch)
+        }
+        metrics.batches.increment()
+        if result.replayed {
+            metrics.batchesReplayed.increment()
+        } else {
+            metrics.readingsStored.increment(by: result.stored)
+            metrics.readingsDuplicate.increment(by: result.duplicates)
+        }
+        // A runner's or a taxi's state and newest fix for the runs and the fleet.
+        if !result.replayed { await runs.observe(batch, rows: rows, device: device, now: now) }
+        // A device that came back from silence has a `device_returned` event on the feed.
+        notifier.notify()
+        let ack = BatchAcknowledgement(
+            idempotencyKey: batch.idempotencyKey,
+            stored: result.stored,
+            duplicates: result.duplicates,
+            acknowledgedAlerts: result.acknowledgedAlerts,
+            resolvedAlerts: result.news.resolvedAlerts,
+            orders: try Self.careOrders(result.news, heartbeat: batch.heartbeat)
+        )
+        return try json(.ok, ack)
+    }
+
+    /// `POST /v1/heartbeats`: a device whose store cannot reserve a batch (its disk is full)
+    /// still says it is alive. Records contact and the heartbeat; no readings, no key.
+    func ingestHeartbeat(_ request: Request, device principal: Principal) async throws -> Response {
+        let body = try await RequestBody.read(request, limit: configuration.maxBodyBytes)
+        let message = try RequestBody.decode(HeartbeatMessage.self, body)
+        guard message.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(message.deviceID)")
+        }
+        try await store.recordHeartbeat(
+            deviceID: message.deviceID,
+            heartbeatJSON: try StoreJSON.encode(message.heartbeat),
+            receivedMilliseconds: configuration.wallClock()
+        )
+        notifier.notify()
+        return try json(.ok, HeartbeatAnswer(version: SyncBatch.currentVersion, deviceID: message.deviceID))
+    }
+
+    func intakeAlert(_ request: Request, device principal: Principal) async throws -> Response {
+        let body = try await RequestBody.read(request, limit: configuration.maxBodyBytes)
+        let update = try RequestBody.decode(AlertUpdate.self, body)
+        guard update.alert.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(update.alert.deviceID)")
+        }
+        try Identifier.validate(update.alert.id, field: "alert.alert_id")
+        guard update.updateSequence >= 0 else { throw APIError.invalid("update_seq", "must not be negative") }
+        guard Int64(clamping: update.updateSequence) <= SyncBatch.largestNumber else {
+            throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
+        }
+        if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
+        let canonical = try StoreJSON.encode(update)
+        let received = configuration.wallClock()
+        // The feed carries references; the person is read with the alert, under the policy.
+        let feedData = try StoreJSON.encode(AlertFeedReference(update, receivedMilliseconds: received))
+        let outcome = try await store.recordAlertUpdate(update, body: canonical, feedData: feedData, receivedMilliseconds: received)
+        switch outcome {
+        case .foreignAlert:
+            throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
+        case .accepted(let result):
+            (result.duplicate ? metrics.alertUpdatesDuplicate : metrics.alertUpdates).increment()
+            if !result.duplicate { notifier.notify() }
+            let resolved = try await store.alertResolved(id: update.alert.id)
+            return try json(
+                .ok,
+                AlertIntakeResponse(
+                    alertID: update.alert.id,
+                    updateSequence: update.updateSequence,
+                    duplicate: result.duplicate,
+                    acknowledged: result.acknowledged,
+                    resolved: resolved
+                )
+            )
+        }
+    }
+
+    /// A database that failed its integrity check at start takes no batches (503 with what the
+    /// operator is to do); the device keeps them and sends them again.
+    private func refuseOnDamagedDatabase() throws {
+        guard let problem = databaseHealth.databaseProblem else { return }
+        throw APIError(status: .serviceUnavailable, code: .databaseDamaged, message: "\(DatabaseHealth.whatToDo) (\(problem))")
+    }
+
+    /// Lets a new alert of `deviceID` through, or refuses it with 429 and `Retry-After` (the
+    /// device keeps it and sends it again then). The first refusal of a flood puts one
+    /// `alert_flood` event on the feed, so a dispatcher sees the flood, not 500 alerts.
+    private func admitNewAlert(deviceID: String) async throws {
+        guard let alertFloods, let limit = configuration.limits.alertRaisesPerDevice else { return }
+        let now = configuration.wallClock()
+        switch alertFloods.raise(deviceID: deviceID, now: now) {
+        case .allowed:
+            return
+        case .refused(let seconds, let floodStarted):
+            metrics.alertRaisesRefused.increment()
+            if floodStarted {
+                metrics.alertFloods.increment()
+                let data = try StoreJSON.encode(
+                    AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60)
+                )
+                try await store.appendFeedEvent(kind: FeedKind.alertFlood, data: data)
+                notifier.notify()
+                logger.warning("alert flood", metadata: ["server.device": "\(deviceID)"])
+            }
+            throw APIError.tooManyRequests("too many new alerts from device \(deviceID)", retryAfterSeconds: seconds)
+        }
+    }
+
+    /// 409 with `BatchConflict`: nothing of the batch was stored; the device re-bases above the
+    /// floors and sends its readings again under new keys (WIRE.md, "Store epochs and conflicts").
+    private func batchConflictResponse(_ conflict: IngestConflict, batch: SyncBatch) throws -> Response {
+        let message: String
+        let field: String
+        switch conflict.reason {
+        case .storeEpochRebase:
+            field = "store_epoch"
+            message =
+                "store epoch \(batch.storeEpoch ?? "-") numbers below what this device used before (its store started over): "
+                + "re-base readings at or above seq_floor and batches at or above batch_seq_floor"
+        default:
+            field = "idempotency_key"
+            message = "idempotency key \(batch.idempotencyKey) was used before with other readings: re-base and send them under new keys"
+        }
+        logger.info(
+            "batch refused with 409",
+            metadata: [
+                "device.id": "\(batch.deviceID)", "sync.batch_seq": "\(batch.batchSequence)", "sync.conflict": "\(conflict.reason.rawValue)",
+            ]
+        )
+        let body = BatchConflict(
+            reason: conflict.reason,
+            field: field,
+            message: message,
+            sequenceFloor: conflict.sequenceFloor,
+            batchSequenceFloor: conflict.batchSequenceFloor
+        )
+        return try json(.conflict, body)
+    }
+
+    /// The orders for a device's batch reply: its care settings when the device does not run
+    /// their version yet.
+    static func careOrders(_ news: DeviceNews, heartbeat: DeviceHeartbeat?) throws -> SyncOrders? {
+        guard let version = news.careVersion, let json = news.careJSON else { return nil }
+        if let running = heartbeat?.careVersion, running >= version { return nil }
+        return SyncOrders(careSettings: try StoreJSON.decode(json))
+    }
+}
+
+struct HeartbeatAnswer: Codable, Sendable {
+    var version: Int
+    var deviceID: String
+    enum CodingKeys: String, CodingKey {
+        case version
+        case deviceID = "device_id"
+    }
+}
