@@ -87,7 +87,10 @@ struct HealthTests {
     func postgresStopped() async throws {
         let postgres = try await PostgresFixture.startPrivate()
         defer { postgres.remove() }
-        let s = try await TestServer.start(.postgres, storage: .postgres(url: postgres.url))
+        // The server's own probe limit: a stopped PostgreSQL may never answer, and the limit is
+        // what turns that into a 503.
+        let probeLimit: (inout ServerConfiguration) -> Void = { $0.healthProbeTimeout = ServerConfiguration.defaultHealthProbeTimeout }
+        let s = try await TestServer.start(.postgres, storage: .postgres(url: postgres.url), configure: probeLimit)
         do {
             #expect(try await s.client.send("GET", "/health").status == 200)
             try await postgres.stop()
