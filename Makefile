@@ -82,7 +82,7 @@ test-under-load:
 # One process per test target: the suites start real gpsd, PostgreSQL, servers and child
 # processes, and in one process together they can starve Dispatch's small thread pool on a
 # 2-core machine (Foundation reaps children on it), so each target gets a process of its own.
-TEST_TARGETS = TrackMeCoreTests SystemLibraryTests BlueZHeartRateTests GPSDPositionTests EdgeDispatchTests \
+TEST_TARGETS = TrackMeCoreTests TrackMeSystemTests SystemLibraryTests BlueZHeartRateTests GPSDPositionTests EdgeDispatchTests \
 	EdgeStoreTests EdgeSyncTests TrackMeServerTests TrackMeAgentTests TrackMeSimulationTests
 
 # The server suites that hold a real deadline (connection caps, several instances on one

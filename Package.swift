@@ -14,10 +14,10 @@ let strictSettings: [SwiftSetting] = [
 
 var targets: [Target] = []
 
-// MARK: - Core (issue 2): domain model, wire format, SOS rules. No I/O, no dependencies of ours.
+// MARK: - Core: domain model, wire format, SOS rules. No I/O, no dependencies of ours.
 
 targets += [
-    // swift-system (issue 15): the one errno error and descriptor owner (SystemError.swift) every shell uses.
+    // swift-system: the one errno error and descriptor owner (SystemError.swift) every shell uses.
     .target(
         name: "TrackMeCore",
         dependencies: [.product(name: "SystemPackage", package: "swift-system")],
@@ -31,7 +31,25 @@ targets += [
     ),
 ]
 
-// MARK: - System libraries (issue 2)
+// The system-call layer's process runner: children start through swift-subprocess, never
+// Foundation's `Process` (see ProcessRunner.swift for why).
+targets += [
+    .target(
+        name: "TrackMeSystem",
+        dependencies: [
+            .product(name: "Subprocess", package: "swift-subprocess"),
+            .product(name: "SystemPackage", package: "swift-system"),
+        ],
+        swiftSettings: strictSettings
+    ),
+    .testTarget(
+        name: "TrackMeSystemTests",
+        dependencies: ["TrackMeSystem", "TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        swiftSettings: strictSettings
+    ),
+]
+
+// MARK: - System libraries
 
 targets += [
     .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
@@ -39,18 +57,18 @@ targets += [
     .testTarget(name: "SystemLibraryTests", dependencies: ["CBlueZ", "CGPS"], swiftSettings: strictSettings),
 ]
 
-// MARK: - SOS dispatch (issue 5): the I/O shell around TrackMeCore's DispatchPolicy.
+// MARK: - SOS dispatch: the I/O shell around TrackMeCore's DispatchPolicy.
 
 targets += [
     .target(
         name: "EdgeDispatch",
-        dependencies: ["TrackMeCore", .product(name: "Logging", package: "swift-log")],
+        dependencies: ["TrackMeCore", "TrackMeSystem", .product(name: "Logging", package: "swift-log")],
         swiftSettings: strictSettings
     ),
     .testTarget(name: "EdgeDispatchTests", dependencies: ["EdgeDispatch", "TrackMeCore"], swiftSettings: strictSettings),
 ]
 
-// MARK: - BLE heart rate (issue 3)
+// MARK: - BLE heart rate
 
 // BlueZHeartRate: sans-I/O HRM/ATT/HCI bytes, the ATT client, the link supervisor, and the thin
 // L2CAP/HCI socket shells over libbluetooth. SimulatedStrap: a GATT server speaking real ATT over a
@@ -80,7 +98,7 @@ targets += [
     ),
 ]
 
-// MARK: - BLE in a VM (issue 10)
+// MARK: - BLE in a VM
 
 // The btmon captures under Tests/BlueZHeartRateTests/Fixtures are data for CapturedBytesTests
 // (read from the source tree), not sources or resources. hardware/BLE-VM.md tells where they came from.
@@ -88,7 +106,7 @@ for index in targets.indices where targets[index].name == "BlueZHeartRateTests" 
     targets[index].exclude.append("Fixtures")
 }
 
-// MARK: - GPS position (issue 4)
+// MARK: - GPS position
 
 // CGPSShim owns libgps's 24 KB, version-dependent `gps_data_t` and hands Swift a flat struct;
 // GPSDPosition is the reader (its own thread, reconnects); GPSDTestSupport starts the real gpsd on
@@ -115,26 +133,26 @@ targets += [
     ),
 ]
 
-// MARK: - Store and sync (issue 6)
+// MARK: - Store and sync
 
 // EdgeStore: durable buffer (SQLite through GRDB), disk budget, sync cursor, alert journal.
 // EdgeSync: batching, gzip (GzipCodec: system zlib, no NIO on the agent side), retries, two lanes.
 targets += [
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-    // The wire's gzip, one implementation for the agent's sync client and the server (issue 15).
+    // The wire's gzip, one implementation for the agent's sync client and the server.
     .target(name: "GzipCodec", dependencies: ["CZlib"], swiftSettings: strictSettings),
     .target(
         name: "EdgeStore",
         dependencies: [
             "TrackMeCore", "CZlib",
             .product(name: "GRDB", package: "GRDB.swift"),
-            // issue 17: ChaChaPoly over each row body (readings, alert journal, device token).
+            // ChaChaPoly over each row body (readings, alert journal, device token).
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
     ),
-    // issue 17: one HTTPS POST through libcurl with a CA file and key pins; issue 15: the agent's
+    // one HTTPS POST through libcurl with a CA file and key pins; the agent's
     // one HTTP client (kept-alive handles), so the agent no longer links FoundationNetworking.
     .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
     .target(
@@ -171,7 +189,7 @@ targets += [
         name: "EdgeSyncTests",
         dependencies: [
             "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
-            // issue 15: the real server behind a fault-injecting proxy (no second server).
+            // the real server behind a fault-injecting proxy (no second server).
             "ServerTestSupport", "TrackMeServer",
             .product(name: "Logging", package: "swift-log"),
         ],
@@ -179,7 +197,7 @@ targets += [
     ),
 ]
 
-// MARK: - Server (issue 7)
+// MARK: - Server
 
 // The PostgreSQL backend is behind the package trait "PostgreSQL" (`swift build --traits
 // PostgreSQL`) so that the default build neither fetches nor compiles postgres-nio.
@@ -188,9 +206,11 @@ targets += [
         name: "TrackMeServer",
         dependencies: [
             "TrackMeCore",
+            "TrackMeSystem",
+            .product(name: "SystemPackage", package: "swift-system"),
             "GzipCodec",
             .product(name: "Hummingbird", package: "hummingbird"),
-            // issue 17: the connection guard (child channel, deadline handler after the decoder)
+            // the connection guard (child channel, deadline handler after the decoder)
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -220,7 +240,7 @@ targets += [
         ],
         swiftSettings: strictSettings
     ),
-    // issue 15: the real server started in-process on loopback (the one starter, for the server's
+    // the real server started in-process on loopback (the one starter, for the server's
     // tests, the agent's sync tests and `bench drain`) and a fault-injecting proxy in front of it;
     // uses the agent's socket layer. Never linked by the agent.
     .target(
@@ -247,14 +267,15 @@ targets += [
     .testTarget(
         name: "TrackMeServerTests",
         dependencies: [
-            "TrackMeServer", "TrackMeCore", "CZlib", "GzipCodec", "ServerTestSupport",
-            // issue 17: the agent's transports against the HTTPS server.
+            "TrackMeServer", "TrackMeCore", "TrackMeSystem", "CZlib", "GzipCodec", "ServerTestSupport",
+            .product(name: "SystemPackage", package: "swift-system"),
+            // the agent's transports against the HTTPS server.
             "EdgeSync",
-            // issue 22: the group-commit tests reach into the SQLite store.
+            // the group-commit tests reach into the SQLite store.
             .product(name: "GRDB", package: "GRDB.swift"),
-            // issue 22: the agent's store and sync engine failing over between instances.
+            // the agent's store and sync engine failing over between instances.
             "EdgeStore",
-            // issue 17: the CLI and the descriptor-limit test run the real binary.
+            // the CLI and the descriptor-limit test run the real binary.
             "trackme-server",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
@@ -268,12 +289,12 @@ targets += [
     ),
 ]
 
-// MARK: - SOS button (issue 19)
+// MARK: - SOS button
 
 // CInputShim reads `struct input_event`s from /dev/input/eventN (gpio-keys) behind a flat C API.
 targets += [.target(name: "CInputShim")]
 
-// MARK: - Agent (issue 9)
+// MARK: - Agent
 
 // The daemon's shell: configuration, service lifecycle, status socket, logging, metrics, systemd.
 // The pipeline (BLE, gpsd, SOS, store, sync) is wired in as `Service`s through `AgentDaemon`.
@@ -281,7 +302,7 @@ targets += [
     .target(
         name: "TrackMeAgent",
         dependencies: [
-            "TrackMeCore", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch", "CInputShim",
+            "TrackMeCore", "TrackMeSystem", "BlueZHeartRate", "GPSDPosition", "EdgeStore", "EdgeSync", "EdgeDispatch", "CInputShim",
             // The socket-pair strap (`strap.transport: socketpair`) for tests and demos; no NIO.
             "SimulatedStrap",
             .product(name: "Logging", package: "swift-log"),
@@ -301,6 +322,7 @@ targets += [
         dependencies: [
             "TrackMeAgent",
             "TrackMeCore",
+            "TrackMeSystem",
             .product(name: "SystemPackage", package: "swift-system"),
             // The end-to-end test: a real gpsd, a loopback server, and the store reopened after.
             "TrackMeServer", "GPSDTestSupport", "EdgeStore", "EdgeSync", "EdgeBenchmarks",
@@ -332,7 +354,7 @@ targets += [
     ),
 ]
 
-// MARK: - Simulation (issue 8)
+// MARK: - Simulation
 
 targets += [
     .target(
@@ -358,16 +380,16 @@ targets += [
             "TrackMeSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             "EdgeBenchmarks",
-            // issue 17: `bench store --encryption` makes its StoreKey
+            // `bench store --encryption` makes its StoreKey
             "EdgeStore",
-            // server benchmark (issue 7)
+            // server benchmark
             "TrackMeServer", "TrackMeCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
-            // issue 17: `bench server --tls`
+            // `bench server --tls`
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ],
         swiftSettings: strictSettings
@@ -393,12 +415,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        // issue 17: the store's per-row AEAD (no NIO; BoringSSL's C compiled in, as on the server)
+        // the store's per-row AEAD (no NIO; BoringSSL's C compiled in, as on the server)
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
-        // issue 15: FileDescriptor and Errno, the one system-call layer (already in the graph)
+        // FileDescriptor and Errno, the one system-call layer (already in the graph)
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         // MARK: server-side packages
-        // MARK: agent (issue 9): Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
+        // Prometheus text rendering; NIO-free (swift-atomics + CoreMetrics only)
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // server
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -406,9 +429,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        // issue 17: NIOHTTPTypes (already in the graph through hummingbird)
+        // NIOHTTPTypes (already in the graph through hummingbird)
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        // issue 17: the server's native TLS (BoringSSL; already in the graph through hummingbird)
+        // the server's native TLS (BoringSSL; already in the graph through hummingbird)
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // simulation: fast mode's HTTP client (keep-alive on loopback; the agent keeps URLSession)
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),

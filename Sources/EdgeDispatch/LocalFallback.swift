@@ -1,6 +1,7 @@
 public import Foundation
-import Synchronization
+import SystemPackage
 public import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -41,10 +42,8 @@ public struct LocalFallbackError: Error, Hashable, Sendable, CustomStringConvert
 /// `notify_contact`) and `TRACKME_CONTACT_INDEX` (0, 1, ... for `notify_contact`) in its
 /// environment. Success is exit status 0. One that runs longer than `timeLimit` is killed and
 /// counts as failed, so a stuck modem script does not pile up processes.
-///
-/// Note: Foundation starts the child from a Dispatch thread whose signals are blocked, and the
-/// child inherits that mask (SIGTERM and SIGINT among them): a fallback script that relies on
-/// signals (`trap`, `timeout`) must unblock them itself.
+/// The child starts with no signal blocked and leads its own process group, which the time
+/// limit kills whole (a modem script's `sleep` or `chat` dies with it).
 public struct ExecutableFallback: LocalFallback {
     public var executable: URL
     public var arguments: [String]
@@ -86,86 +85,30 @@ public struct ExecutableFallback: LocalFallback {
                 message: "alert JSON is \(input.count) bytes"
             )
         }
-        let stdin = Pipe()
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env.merge(environment) { _, new in new }
-        env["TRACKME_FALLBACK_REASON"] = reason.rawValue
-        env["TRACKME_CONTACT_INDEX"] = contactIndex.map(String.init) ?? ""
-        process.environment = env
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-
-        let handle = RunningProcess(process)
-        let clock = self.clock
-        let limit = timeLimit
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-            do {
-                try stdin.fileHandleForWriting.write(contentsOf: input)
-                try stdin.fileHandleForWriting.close()
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(
-                    throwing: LocalFallbackError(code: .launchFailed, executable: executable.path, status: nil, message: "\(error)")
-                )
-                return
-            }
-            // Started only once the process runs, so that it cannot miss it.
-            handle.startWatchdog(clock: clock, limit: limit)
-        }
-        if await handle.stopWatchdog() {
-            throw LocalFallbackError(code: .timedOut, executable: executable.path, status: status, message: "over \(timeLimit)")
-        }
-        guard status == 0 else {
+        let child = ChildProcess(
+            FilePath(executable.path),
+            arguments: arguments,
+            environment: .inherited(
+                adding: environment.merging([
+                    "TRACKME_FALLBACK_REASON": reason.rawValue, "TRACKME_CONTACT_INDEX": contactIndex.map(String.init) ?? "",
+                ]) { _, new in new }
+            ),
+            input: .bytes(Array(input)),
+            output: .discarded
+        )
+        switch await ProcessRunner.run(child, timeLimit: timeLimit, clock: clock).outcome {
+        case .exited(0):
+            return
+        case .exited(let status):
             throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: status, message: "fallback failed")
-        }
-    }
-}
-
-/// The one process a fallback run owns, and the watchdog that terminates it at its time limit.
-/// (Also the agent's feedback hook's: `package`.)
-package final class RunningProcess: Sendable {
-    // Process is not Sendable; it is only touched here under the lock and by the owning `run`.
-    private struct State: @unchecked Sendable {
-        var process: Process
-        var watchdog: Task<Bool, Never>?
-    }
-
-    private let state: Mutex<State>
-
-    package init(_ process: Process) { state = Mutex(State(process: process)) }
-
-    package func startWatchdog(clock: any Clock<Duration>, limit: Duration) {
-        let task = Task { [self] in
-            do {
-                try await clock.sleep(for: limit, tolerance: nil)
-            } catch {
-                return false
-            }
-            return terminateIfRunning()
-        }
-        state.withLock { $0.watchdog = task }
-    }
-
-    /// Stops the watchdog; returns whether it had terminated the process.
-    package func stopWatchdog() async -> Bool {
-        guard let task = state.withLock({ $0.watchdog }) else { return false }
-        task.cancel()
-        return await task.value
-    }
-
-    private func terminateIfRunning() -> Bool {
-        state.withLock { s in
-            guard s.process.isRunning else { return false }
-            // SIGKILL, not Process.terminate()'s SIGTERM: a child spawned from a Dispatch thread
-            // inherits that thread's blocked signal mask (SIGTERM included, seen on Linux), so
-            // only a signal that cannot be blocked is sure to stop it.
-            return kill(s.process.processIdentifier, SIGKILL) == 0
+        case .signalled(let signal):
+            throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: signal, message: "killed by signal \(signal)")
+        case .timedOut:
+            throw LocalFallbackError(code: .timedOut, executable: executable.path, status: nil, message: "over \(timeLimit)")
+        case .stopped:
+            throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: nil, message: "killed: the agent is stopping")
+        case .notStarted(let reason):
+            throw LocalFallbackError(code: .launchFailed, executable: executable.path, status: nil, message: reason)
         }
     }
 }

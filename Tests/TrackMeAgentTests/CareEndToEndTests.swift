@@ -54,7 +54,7 @@ struct CareEndToEndTests {
         }
 
         // A person returning the device: not while the agent runs.
-        let refused = try runProgram(try ExecutableTests.agentBinary(), ["wipe", "--config", rig.config, "--yes"])
+        let refused = try await runProgram(try ExecutableTests.agentBinary(), ["wipe", "--config", rig.config, "--yes"])
         #expect(refused.status == 2, "\(refused.output)")
         #expect(FileManager.default.fileExists(atPath: rig.storePath))
 
@@ -72,13 +72,13 @@ struct CareEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: rig.storePath + "-wal"))
         #expect(!FileManager.default.fileExists(atPath: rig.directory.file("token")))
         // Started again, it cannot sync (no token): it says so and exits 1.
-        let again = try runProgram(try ExecutableTests.agentBinary(), ["run", "--config", rig.config])
+        let again = try await runProgram(try ExecutableTests.agentBinary(), ["run", "--config", rig.config])
         #expect(again.status == 1)
         #expect(again.output.contains("token_file"), "\(again.output)")
     }
 
     @Test("trackme-agent wipe: lists without --yes; with it erases the store, its aside copies and the token, and the key file")
-    func wipeCommand() throws {
+    func wipeCommand() async throws {
         let directory = try TemporaryDirectory()
         let config = directory.file("agent.yaml")
         try """
@@ -95,12 +95,12 @@ struct CareEndToEndTests {
         try "someone else's".write(toFile: directory.file("data/other.sqlite"), atomically: true, encoding: .utf8)
         let binary = try ExecutableTests.agentBinary()
 
-        let listed = try runProgram(binary, ["wipe", "--config", config])
+        let listed = try await runProgram(binary, ["wipe", "--config", config])
         #expect(listed.status == 2)
         #expect(listed.output.contains("agent.sqlite.corrupt-1"), "\(listed.output)")
         for file in files { #expect(FileManager.default.fileExists(atPath: directory.file(file))) }
 
-        let wiped = try runProgram(binary, ["wipe", "--config", config, "--yes"])
+        let wiped = try await runProgram(binary, ["wipe", "--config", config, "--yes"])
         #expect(wiped.status == 0, "\(wiped.output)")
         for file in files { #expect(!FileManager.default.fileExists(atPath: directory.file(file)), "\(file) left") }
         #expect(FileManager.default.fileExists(atPath: directory.file("data/other.sqlite")))

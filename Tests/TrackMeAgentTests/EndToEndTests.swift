@@ -80,8 +80,8 @@ struct EndToEndTests {
             return (process, log)
         }
 
-        func status() throws -> AgentStatus? {
-            let result = try runProgram(try ExecutableTests.agentBinary(), ["status", "--json", "--socket", socket])
+        func status() async throws -> AgentStatus? {
+            let result = try await runProgram(try ExecutableTests.agentBinary(), ["status", "--json", "--socket", socket])
             guard result.status == 0 else { return nil }
             return try JSONDecoder().decode(AgentStatus.self, from: Data(result.output.utf8))
         }
@@ -92,7 +92,7 @@ struct EndToEndTests {
             let deadline = clock.now.advanced(by: EndToEndTests.overallLimit)
             var last: AgentStatus?
             while clock.now < deadline, process.isRunning {
-                if let status = try status() {
+                if let status = try await status() {
                     last = status
                     if done(status) { return status }
                 }
@@ -158,7 +158,7 @@ struct EndToEndTests {
         #expect(working.store.budgetBytes == StoreConfiguration.defaultDiskBudgetBytes)
 
         // A manual alert (countdown 0 in this config): raised, and the server has it.
-        let sos = try runProgram(try ExecutableTests.agentBinary(), ["sos", "--socket", rig.socket])
+        let sos = try await runProgram(try ExecutableTests.agentBinary(), ["sos", "--socket", rig.socket])
         #expect(sos.status == 0, "\(sos.output)")
         let raised = try #require(
             try await rig.poll(agent) { s in s.alert.map { $0.state == .delivered || $0.state == .acknowledged } ?? false }
@@ -200,7 +200,7 @@ struct EndToEndTests {
         let restarted = try #require(try await rig.poll(again) { $0.alert != nil && $0.strap.link == .connected })
         #expect(restarted.alert?.id == alert.id)
         #expect(restarted.alert?.state.isOpen == true)
-        let safe = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
+        let safe = try await runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
         #expect(safe.status == 0, "\(safe.output)")
         // The restarted agent's dispatch lane took the alert over: the server hears of the
         // cancellation, numbered above every update it took before the restart (it ignores a
@@ -214,7 +214,7 @@ struct EndToEndTests {
         let cancelled = try #require(heard, "the server never heard the restored alert was cancelled")
         #expect(cancelled.alert.cancelReason == .falseAlarm)
         #expect(cancelled.alert.state == .cancelled)
-        let noAlert = try runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
+        let noAlert = try await runProgram(try ExecutableTests.agentBinary(), ["safe", "--reason", "false_alarm", "--socket", rig.socket])
         #expect(noAlert.status == 1)
         #expect(noAlert.output.contains("no_open_alert"), "\(noAlert.output)")
         let second = await rig.terminate(again, log: againLog)

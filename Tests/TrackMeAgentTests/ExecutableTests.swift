@@ -14,10 +14,10 @@ struct ExecutableTests {
     }
 
     @Test("config check: ok with a summary, or every problem with its line and exit 1")
-    func configCheck() throws {
+    func configCheck() async throws {
         let binary = try Self.agentBinary()
         let directory = try TemporaryDirectory()
-        let good = try runProgram(binary, ["config", "check", Repository.path("hardware/trackme-agent.example.yaml")])
+        let good = try await runProgram(binary, ["config", "check", Repository.path("hardware/trackme-agent.example.yaml")])
         #expect(good.status == 0, "\(good.output)")
         #expect(good.output.hasPrefix("ok: "))
         #expect(good.output.contains("device      pi-0042"))
@@ -37,7 +37,7 @@ struct ExecutableTests {
             """,
             to: bad
         )
-        let result = try runProgram(binary, ["config", "check", bad])
+        let result = try await runProgram(binary, ["config", "check", bad])
         #expect(result.status == 1)
         #expect(result.output.contains("\(bad): line 8: strap.adress: unknown key (did you mean address?)"))
         #expect(result.output.contains("\(bad): line 9: gpsd.port: 0 is out of range (1...65535)"))
@@ -45,7 +45,7 @@ struct ExecutableTests {
     }
 
     @Test("config check opens the key and token files as run does: an empty token or a bad key file is a problem, exit 1")
-    func configCheckOpensFiles() throws {
+    func configCheckOpensFiles() async throws {
         let binary = try Self.agentBinary()
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.file("etc"), withIntermediateDirectories: true)
@@ -60,28 +60,28 @@ struct ExecutableTests {
             """,
             to: path
         )
-        let result = try runProgram(binary, ["config", "check", path])
+        let result = try await runProgram(binary, ["config", "check", path])
         #expect(result.status == 1, "\(result.output)")
         #expect(result.output.contains("server.token_file: \(directory.file("etc/token")) is empty"), "\(result.output)")
         #expect(result.output.contains("store.key:"), "\(result.output)")
         #expect(result.output.contains("\(path): 2 problems"))
         // The file alone is fine.
-        #expect(try runProgram(binary, ["config", "check", "--syntax-only", path]).status == 0)
+        #expect(try await runProgram(binary, ["config", "check", "--syntax-only", path]).status == 0)
         // Fixed, it is ok.
         try Self.write("token-1\n", to: directory.file("etc/token"))
         try FileManager.default.removeItem(atPath: directory.file("etc/store.key"))
         try Self.write(String(repeating: "3c", count: 32) + "\n", to: directory.file("etc/store.key"))
         try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: directory.file("etc/store.key"))
-        let fixed = try runProgram(binary, ["config", "check", path])
+        let fixed = try await runProgram(binary, ["config", "check", path])
         #expect(fixed.status == 0, "\(fixed.output)")
     }
 
     @Test("run refuses a bad configuration before starting anything")
-    func runRefusesBadConfig() throws {
+    func runRefusesBadConfig() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("agent.yaml")
         try Self.write("person: {name: Ada, age: 67}\nserver: {url: https://x.org, device_id: pi-1}\nstatus: {sockett: x}\n", to: path)
-        let result = try runProgram(try Self.agentBinary(), ["run", "--config", path])
+        let result = try await runProgram(try Self.agentBinary(), ["run", "--config", path])
         #expect(result.status == 1)
         #expect(result.output.contains("line 3: status.sockett: unknown key (did you mean socket?)"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("x")))
@@ -121,23 +121,23 @@ struct ExecutableTests {
         #expect(ready == "READY=1\nSTATUS=monitoring pi-0042\nMAINPID=\(process.processIdentifier)")
 
         let socket = directory.file("run/agent.sock")
-        let status = try runProgram(binary, ["status", "--json", "--socket", socket])
+        let status = try await runProgram(binary, ["status", "--json", "--socket", socket])
         #expect(status.status == 0, "\(status.output)")
         let decoded = try JSONDecoder().decode(AgentStatus.self, from: Data(status.output.utf8))
         #expect(decoded.deviceID == "pi-0042")
         #expect(decoded.monitoringPaused == false)
-        let table = try runProgram(binary, ["status", "--socket", socket])
+        let table = try await runProgram(binary, ["status", "--socket", socket])
         #expect(table.output.hasPrefix("agent"))
 
-        let pause = try runProgram(binary, ["pause", "--socket", socket])
+        let pause = try await runProgram(binary, ["pause", "--socket", socket])
         #expect(pause.output == "monitoring paused\n")
         // The server is unreachable and no strap answers: the manual alert still opens locally,
         // with its countdown, and `safe` cancels it.
-        let sos = try runProgram(binary, ["sos", "--socket", socket])
+        let sos = try await runProgram(binary, ["sos", "--socket", socket])
         #expect(sos.status == 0, "\(sos.output)")
         #expect(sos.output.hasPrefix("SOS: alert "), "\(sos.output)")
         #expect(sos.output.contains("is pending, raised in 5 s unless cancelled"), "\(sos.output)")
-        let safe = try runProgram(binary, ["safe", "--reason", "accidental", "--socket", socket])
+        let safe = try await runProgram(binary, ["safe", "--reason", "accidental", "--socket", socket])
         #expect(safe.status == 0, "\(safe.output)")
         #expect(safe.output.contains("(manual) is cancelled: accidental"), "\(safe.output)")
 
@@ -153,7 +153,7 @@ struct ExecutableTests {
         #expect(stderr.contains("info trackme.agent: stopped"), "\(stderr)")
         #expect(!stderr.contains("<6>"), "plain style when stderr is not the journal")
 
-        let gone = try runProgram(binary, ["status", "--socket", socket])
+        let gone = try await runProgram(binary, ["status", "--socket", socket])
         #expect(gone.status == 2)
         #expect(gone.output.contains("cannot reach the agent"))
     }

@@ -1,18 +1,18 @@
 import Foundation
+import SystemPackage
 import Testing
+import TrackMeSystem
 
-/// Runs a program to completion and returns its exit status and combined output.
-func runProgram(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+/// Runs a program to completion and returns its exit status and output (stdout, then stderr).
+func runProgram(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    struct NotRun: Error, CustomStringConvertible { var description: String }
+    let result = await ProcessRunner.run(ChildProcess(FilePath(executable), arguments: arguments, output: .captured(limit: 1 << 22)))
+    let output = result.standardOutputText + result.standardErrorText
+    switch result.outcome {
+    case .exited(let status): return (status, output)
+    case .signalled(let signal): return (128 + signal, output)
+    case .timedOut, .stopped, .notStarted: throw NotRun(description: "\(executable): \(result.outcome) \(output)")
+    }
 }
 
 @Suite("hardware/ files")
@@ -20,7 +20,7 @@ struct HardwareFilesTests {
     static let systemdAnalyze = "/usr/bin/systemd-analyze"
 
     @Test("the systemd unit passes systemd-analyze verify with no warnings")
-    func unitVerifies() throws {
+    func unitVerifies() async throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.systemdAnalyze),
             "systemd-analyze is missing: apt-get install systemd (this test must not be skipped)"
@@ -34,13 +34,13 @@ struct HardwareFilesTests {
         let directory = try TemporaryDirectory()
         let copy = directory.file("trackme-agent.service")
         try rewritten.write(toFile: copy, atomically: true, encoding: .utf8)
-        let result = try runProgram(Self.systemdAnalyze, ["verify", copy])
+        let result = try await runProgram(Self.systemdAnalyze, ["verify", copy])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(result.output)")
     }
 
     @Test("the unit is Type=notify with a watchdog, restarts on failure, and grants only what HCI needs")
-    func unitHardening() throws {
+    func unitHardening() async throws {
         let unit = try String(contentsOfFile: Repository.path("hardware/trackme-agent.service"), encoding: .utf8)
         let lines = Set(unit.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
         for required in [
@@ -55,11 +55,11 @@ struct HardwareFilesTests {
     }
 
     @Test("install.sh is valid bash and its dry run installs binary, unit, config, user and directories")
-    func installScript() throws {
+    func installScript() async throws {
         let script = Repository.path("hardware/install.sh")
-        let syntax = try runProgram("/bin/bash", ["-n", script])
+        let syntax = try await runProgram("/bin/bash", ["-n", script])
         #expect(syntax.status == 0, "\(syntax.output)")
-        let dryRun = try runProgram("/bin/bash", [script, "--dry-run", "--binary", "/bin/true", "--start"])
+        let dryRun = try await runProgram("/bin/bash", [script, "--dry-run", "--binary", "/bin/true", "--start"])
         #expect(dryRun.status == 0, "\(dryRun.output)")
         for expected in [
             "+ install -D -m 0755 -o root -g root /bin/true /usr/local/bin/trackme-agent",
@@ -71,7 +71,7 @@ struct HardwareFilesTests {
         ] {
             #expect(dryRun.output.contains(expected), "missing \(expected) in:\n\(dryRun.output)")
         }
-        let missing = try runProgram("/bin/bash", [script, "--dry-run"])
+        let missing = try await runProgram("/bin/bash", [script, "--dry-run"])
         #expect(missing.status == 64)
     }
 }

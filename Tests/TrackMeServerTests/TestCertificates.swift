@@ -1,5 +1,7 @@
 import Foundation
+import SystemPackage
 import TrackMeCore
+import TrackMeSystem
 
 /// A real certificate authority made by the test with Debian's `openssl`: a CA key and
 /// certificate, and server certificates it signs for the names asked. Files live in a temporary
@@ -51,21 +53,15 @@ struct TestCertificateAuthority: Sendable {
         guard result.status == 0 else { throw Failure(description: "openssl \(arguments.joined(separator: " ")): \(result.output)") }
     }
 
-    /// Runs a program to its end off the cooperative pool; its exit status and its output
-    /// (stdout and stderr together).
+    /// Runs a program to its end; its exit status and its output (stdout, then stderr).
     static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await BlockingThreads.shared.run {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, output)
+        let result = await ProcessRunner.run(ChildProcess(FilePath(executable), arguments: arguments, output: .captured(limit: 1 << 22)))
+        let output = result.standardOutputText + result.standardErrorText
+        switch result.outcome {
+        case .exited(let status): return (status, output)
+        case .signalled(let signal): return (128 + signal, output)
+        case .timedOut, .stopped: throw Failure(description: "\(executable) was stopped: \(output)")
+        case .notStarted(let reason): throw Failure(description: "\(executable) did not start: \(reason)")
         }
     }
 

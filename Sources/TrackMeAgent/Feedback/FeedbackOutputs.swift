@@ -1,5 +1,7 @@
 import EdgeDispatch
 import Foundation
+import SystemPackage
+import TrackMeSystem
 
 /// How an LED shows one `FeedbackState`.
 public enum LEDPattern: Hashable, Sendable {
@@ -95,32 +97,26 @@ public struct FeedbackHook: Sendable {
 
     public func run(_ state: FeedbackState) async throws(FeedbackOutputError) {
         let program = command.first ?? ""
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = Array(command.dropFirst()) + [state.rawValue]
-        var environment = ProcessInfo.processInfo.environment
-        environment["TRACKME_FEEDBACK"] = state.rawValue
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let handle = RunningProcess(process)
-        let clock = self.clock
-        let limit = timeLimit
-        let outcome: Result<Int32, FeedbackOutputError> = await withCheckedContinuation { continuation in
-            process.terminationHandler = { finished in continuation.resume(returning: .success(finished.terminationStatus)) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(returning: .failure(FeedbackOutputError(code: .hookLaunch, path: program, message: "\(error)")))
-                return
-            }
-            handle.startWatchdog(clock: clock, limit: limit)
+        let child = ChildProcess(
+            FilePath(program),
+            arguments: Array(command.dropFirst()) + [state.rawValue],
+            environment: .inherited(adding: ["TRACKME_FEEDBACK": state.rawValue]),
+            input: .none,
+            output: .discarded
+        )
+        switch await ProcessRunner.run(child, timeLimit: timeLimit, clock: clock).outcome {
+        case .exited(0):
+            return
+        case .exited(let status):
+            throw FeedbackOutputError(code: .hookExit, path: program, message: "exit status \(status)")
+        case .signalled(let signal):
+            throw FeedbackOutputError(code: .hookExit, path: program, message: "killed by signal \(signal)")
+        case .timedOut:
+            throw FeedbackOutputError(code: .hookTimedOut, path: program, message: "still running after \(timeLimit), killed")
+        case .stopped:
+            throw FeedbackOutputError(code: .hookExit, path: program, message: "killed: the agent is stopping")
+        case .notStarted(let reason):
+            throw FeedbackOutputError(code: .hookLaunch, path: program, message: reason)
         }
-        let killed = await handle.stopWatchdog()
-        let status = try outcome.get()
-        if killed { throw FeedbackOutputError(code: .hookTimedOut, path: program, message: "still running after \(limit), killed") }
-        guard status == 0 else { throw FeedbackOutputError(code: .hookExit, path: program, message: "exit status \(status)") }
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import TrackMeCore
+import TrackMeSystem
 
 /// What the account notifier is run for.
 enum AccountNoticePurpose: String, Hashable, Sendable {

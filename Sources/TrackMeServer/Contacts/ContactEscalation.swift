@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TrackMeCore
+import TrackMeSystem
 
 /// Tells an unacknowledged alert's emergency contacts, in order and on the schedule, each with
 /// their own signed, single-use, expiring link; and confirms a link, which acknowledges the alert.
