@@ -39,7 +39,8 @@ public struct LocalFallbackError: Error, Hashable, Sendable, CustomStringConvert
 
 /// Runs an executable with the alert as JSON (the `AlertRecord` wire form, WIRE.md) on its
 /// standard input, and `TRACKME_FALLBACK_REASON` (`server_unreachable`, `escalation`,
-/// `notify_contact`) and `TRACKME_CONTACT_INDEX` (0, 1, ... for `notify_contact`) in its
+/// `notify_contact`), `TRACKME_CONTACT_INDEX` (0, 1, ... for `notify_contact`) and
+/// `TRACKME_DISCREET` (`1` for an alert the wearer raised discreetly: no siren, no sound) in its
 /// environment. Success is exit status 0. One that runs longer than `timeLimit` is killed and
 /// counts as failed, so a stuck modem script does not pile up processes.
 /// The child starts with no signal blocked and leads its own process group, which the time
@@ -91,6 +92,7 @@ public struct ExecutableFallback: LocalFallback {
             environment: .inherited(
                 adding: environment.merging([
                     "TRACKME_FALLBACK_REASON": reason.rawValue, "TRACKME_CONTACT_INDEX": contactIndex.map(String.init) ?? "",
+                    "TRACKME_DISCREET": alert.isDiscreet ? "1" : "0",
                 ]) { _, new in new }
             ),
             input: .bytes(Array(input)),

@@ -95,6 +95,12 @@ public struct AlertRecord: Hashable, Sendable, Codable {
     /// Which signal made the rule fire, where a rule has several: a `RhythmSignal` name for
     /// `lethal_rhythm` (and `slow_beats` for `heart_rate_low`). Shown to the dispatcher.
     public var reason: String?
+    /// The `reason` of a manual alert the wearer raised discreetly (`SOSEvent.discreetSOS`): the
+    /// wearer may be under threat, and the device shows nothing of it.
+    public static let discreetReason = "discreet"
+
+    /// Raised discreetly: nothing of it is shown or sounded on the device.
+    public var isDiscreet: Bool { kind == .manual && reason == Self.discreetReason }
 
     public init(
         id: String,

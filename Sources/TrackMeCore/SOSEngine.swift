@@ -122,6 +122,16 @@ public struct SOSEngine: Sendable {
             } else {
                 actions += lifecycle.receive(.confirm, now: now)
             }
+        case .discreetSOS:
+            actions = lifecycle.receive(.tick, now: now)
+            if lifecycle.isNormal {
+                guard settings.manual.enabled else { return actions }
+                var record = newRecord(.manual, firstCritical: now, now: now)
+                record.reason = AlertRecord.discreetReason
+                actions += lifecycle.receive(.fire(record, countdown: .zero), now: now)
+            } else {
+                actions += lifecycle.receive(.confirm, now: now)
+            }
         case .cancel(let reason):
             actions = lifecycle.receive(.cancel(reason), now: now)
         case .pause:

@@ -16,6 +16,10 @@ public enum SOSEvent: Hashable, Sendable {
     case position(PositionFix)
     /// The wearer asked for help (command or button).
     case manualSOS
+    /// The wearer asked for help without the device showing it (a wearer under threat): raised at
+    /// once, with no countdown to show or cancel, the alert's `reason` `discreet`. The device
+    /// lights and sounds nothing for that alert; positions go on as for any alert.
+    case discreetSOS
     /// The wearer (or someone for them) cancelled the open alert.
     case cancel(CancelReason)
     /// Monitoring paused (strap taken off on purpose) or resumed. Manual SOS still works while

@@ -12,8 +12,11 @@ struct SOSCommand: AsyncParsableCommand {
 
     @OptionGroup var socket: SocketOptions
 
+    @Flag(help: "Raise it at once and show nothing on the device (no light, no sound): for a wearer under threat.")
+    var discreet = false
+
     func run() async throws {
-        let response = try await ControlCall.perform(.sos, socket: socket.socket)
+        let response = try await ControlCall.perform(discreet ? .discreetSOS : .sos, socket: socket.socket)
         guard let alert = response.alert else { return }
         var line = "SOS: alert \(alert.id) is \(alert.state.rawValue)"
         if let remaining = alert.countdownRemainingSeconds {

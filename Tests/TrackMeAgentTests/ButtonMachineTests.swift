@@ -58,4 +58,41 @@ struct ButtonMachineTests {
         #expect(b.receive(.tick, now: .seconds(2), alert: .pending) == nil)
         #expect(b.receive(.up, now: .seconds(3), alert: .pending) == nil)
     }
+
+    static func shortPress(_ b: inout ButtonMachine, at ms: Int64, alert: AlertState? = nil) -> ButtonMachine.Action? {
+        _ = b.receive(.down, now: .milliseconds(ms), alert: alert)
+        return b.receive(.up, now: .milliseconds(ms + 150), alert: alert)
+    }
+
+    @Test("three short presses within 3 s with nothing open: a discreet SOS, once")
+    func threePressesAreDiscreet() {
+        var b = ButtonMachine()
+        #expect(Self.shortPress(&b, at: 1_000) == nil)
+        #expect(Self.shortPress(&b, at: 1_500) == nil)
+        #expect(Self.shortPress(&b, at: 2_000) == .discreetSOS)
+        #expect(Self.shortPress(&b, at: 2_500) == nil, "the pattern starts again")
+    }
+
+    @Test("presses spread over more than the window, or broken by a long hold, raise nothing")
+    func slowPressesAreNothing() {
+        var b = ButtonMachine()
+        #expect(Self.shortPress(&b, at: 0) == nil)
+        #expect(Self.shortPress(&b, at: 2_000) == nil)
+        #expect(Self.shortPress(&b, at: 4_000) == nil, "the first is over 3 s before the third")
+        var held = ButtonMachine(discreetPresses: 2)
+        #expect(Self.shortPress(&held, at: 0) == nil)
+        _ = held.receive(.down, now: .milliseconds(500), alert: nil)
+        #expect(held.receive(.up, now: .milliseconds(2_600), alert: nil) == .manualSOS)
+        #expect(Self.shortPress(&held, at: 2_800, alert: .pending) == .cancel(.accidental), "a short press in a countdown still cancels")
+        #expect(Self.shortPress(&held, at: 3_000) == nil, "the press before the hold does not count")
+    }
+
+    @Test("with the pattern off, short presses stay nothing; with discreet_long_press the hold is discreet")
+    func settings() {
+        var off = ButtonMachine(discreetPresses: 0)
+        for t in stride(from: Int64(0), to: 2_000, by: 300) { #expect(Self.shortPress(&off, at: t) == nil) }
+        var hold = ButtonMachine(discreetLongPress: true)
+        _ = hold.receive(.down, now: .zero, alert: nil)
+        #expect(hold.receive(.tick, now: .seconds(2), alert: nil) == .discreetSOS)
+    }
 }

@@ -77,6 +77,77 @@ struct FeedbackEndToEndTests {
         await group.triggerGracefulShutdown()
     }
 
+    @Test("a discreet SOS reaches the server as any alert does, and the LED and the hook never change")
+    func discreetSOSShowsNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await TrackMeServer(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: directory.file("server.sqlite")),
+                adminToken: "fb-admin"
+            ),
+            logger: quietLogger
+        )
+        let serverTask = Task { try await server.run() }
+        defer { serverTask.cancel() }
+        let port = try await server.boundPort()
+        let credentials = try await server.enrolDevice(deviceID: "pi-discreet", person: PersonProfile(name: "Bea", age: 34))
+        try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
+        let led = try FeedbackTests.fakeLED(in: directory)
+        // Not what idle writes, so the service's first write (what the device shows before) is seen.
+        try "9\n".write(toFile: led + "/brightness", atomically: false, encoding: .utf8)
+        let heard = directory.file("hook.log")
+        let hook = try FeedbackTests.script(directory, "hook.sh", "echo \"$1\" >> \(heard)\n")
+        let configuration = try ConfigurationLoader.parse(
+            yaml: """
+                person: {name: Bea, age: 34}
+                server: {url: "http://127.0.0.1:\(port)", device_id: pi-discreet, token_file: token}
+                strap:
+                  transport: socketpair
+                  trace: \(Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv"))
+                  pace: 5
+                store: {path: data/agent.sqlite}
+                sos: {rules: {manual: {countdown_seconds: 1.5}}}
+                feedback: {led: \(led), command: [\(hook)]}
+                """,
+            baseDirectory: directory.path
+        )
+        let parts = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
+        let group = ServiceGroup(services: parts.services, logger: quietLogger)
+        let running = Task { try await group.run() }
+        defer { running.cancel() }
+        // What the LED shows before: idle, written once at start.
+        try await eventually("the LED shows idle", within: .seconds(30)) {
+            try FeedbackTests.read(led, "brightness") == "0" && FeedbackTests.read(led, "trigger") == "none"
+        }
+        let before = try ["trigger", "brightness"].map { try FeedbackTests.read(led, $0) }
+        let heardBefore = (try? String(contentsOfFile: heard, encoding: .utf8)) ?? ""
+
+        let alert = try await parts.control.triggerSOS(discreet: true)
+        #expect(alert.state == .raised, "no countdown: nobody must see one")
+        let atServer = await Self.serverHas(alert.id, on: server)
+        #expect(atServer != nil, "the server never had the discreet alert")
+        #expect(atServer?.alert.reason == AlertRecord.discreetReason)
+        #expect(atServer?.alert.kind == .manual)
+        #expect(alert.reason == AlertRecord.discreetReason)
+        let status = await parts.control.status()
+        #expect(status.feedback == .idle, "status says what the device shows")
+        #expect(status.alert?.id == alert.id, "the alert is there when asked")
+        #expect(try ["trigger", "brightness"].map { try FeedbackTests.read(led, $0) } == before)
+        #expect(((try? String(contentsOfFile: heard, encoding: .utf8)) ?? "") == heardBefore, "the hook never ran for it")
+        await group.triggerGracefulShutdown()
+    }
+
+    static func serverHas(_ alertID: String, on server: TrackMeServer) async -> AlertUpdate? {
+        var found: AlertUpdate?
+        try? await eventually("the server has \(alertID)", within: .seconds(60)) {
+            found = try await server.alertUpdates(alertID: alertID).first
+            return found != nil
+        }
+        return found
+    }
+
     /// The LED is written by the feedback service's own task, a moment after the state changes:
     /// polls the file (as the status is polled) until it holds `value`.
     static func led(_ path: String, _ file: String, becomes value: String) async throws -> Bool {

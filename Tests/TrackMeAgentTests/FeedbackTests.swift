@@ -87,6 +87,25 @@ struct FeedbackTests {
         #expect(m.receive(.acknowledgement(alertID: "a-1", acknowledged: false), now: .seconds(71)) == nil, "not for another alert")
     }
 
+    @Test("a discreet alert shows nothing from its raise to its end; the next alert shows as usual")
+    func discreetShowsNothing() {
+        var m = FeedbackMachine(resolvedShownFor: .seconds(30))
+        #expect(m.receive(.batteryLow(true), now: .zero) == .batteryLow)
+        var raised = Self.record(.raised, id: "d-1")
+        raised.reason = AlertRecord.discreetReason
+        #expect(m.receive(.engine(.raise(raised)), now: .seconds(1)) == nil)
+        #expect(
+            m.receive(.sent(AlertUpdate(alert: raised, updateSequence: 0, type: .raised, sent: Self.t0)), now: .seconds(2)) == nil
+        )
+        #expect(m.receive(.acknowledgement(alertID: "d-1", acknowledged: false), now: .seconds(30)) == nil, "no reminder either")
+        #expect(m.receive(.acknowledgement(alertID: "d-1", acknowledged: true), now: .seconds(40)) == nil)
+        var resolved = raised
+        resolved.state = .resolved
+        #expect(m.receive(.engine(.update(resolved)), now: .seconds(60)) == nil)
+        #expect(m.shown == .batteryLow)
+        #expect(m.receive(.engine(.startCountdown(Self.record(.pending, id: "a-2"), deadline: Self.t0)), now: .seconds(70)) == .countdown)
+    }
+
     @Test("a low battery shows when no alert does, and gives way to an alert")
     func batteryLow() {
         var m = FeedbackMachine()

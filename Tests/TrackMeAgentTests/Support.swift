@@ -62,8 +62,8 @@ actor FakeControl: AgentControl {
         return status
     }
 
-    func triggerSOS() -> AlertStatus {
-        calls.append("sos")
+    func triggerSOS(discreet: Bool) -> AlertStatus {
+        calls.append(discreet ? "sos:discreet" : "sos")
         let alert = openAlert ?? AlertStatus(id: "A-1", kind: .manual, state: .pending, countdownRemainingSeconds: 10)
         openAlert = alert
         return alert

@@ -251,3 +251,34 @@ import TrackMeCore
         #expect(AlertKind.contactLost.severity > AlertKind.strapSilent.severity)
     }
 }
+
+/// A wearer under threat asks for help without the device showing it.
+@Suite struct DiscreetSOSTests {
+    @Test func raisedAtOnceWithoutACountdownToShowOrCancel() throws {
+        var h = SOSHarness()
+        h.readings(from: 0, through: 2_000, bpm: 70)
+        let actions = h.send(.discreetSOS, at: 2_000)
+        #expect(!actions.contains { if case .startCountdown = $0 { true } else { false } })
+        let raised = try #require(
+            actions.compactMap { action -> AlertRecord? in if case .raise(let record) = action { record } else { nil } }.first
+        )
+        #expect(raised.kind == .manual)
+        #expect(raised.state == .raised)
+        #expect(raised.isDiscreet)
+        #expect(raised.reason == AlertRecord.discreetReason)
+    }
+
+    @Test func aManualSOSIsNotDiscreet() {
+        var h = SOSHarness()
+        h.send(.manualSOS, at: 1_000)
+        #expect(h.engine.openAlert?.isDiscreet == false)
+    }
+
+    @Test func duringACountdownItConfirmsTheAlertAsIs() {
+        var h = SOSHarness()
+        h.send(.manualSOS, at: 1_000)
+        #expect(h.engine.openAlert?.state == .pending)
+        h.send(.discreetSOS, at: 1_500)
+        #expect(h.engine.openAlert?.state == .raised)
+    }
+}

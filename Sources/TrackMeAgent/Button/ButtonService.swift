@@ -10,9 +10,9 @@ public struct ButtonService: Service {
     let handler: ButtonHandler
     let clock: any Clock<Duration>
 
-    init(reader: ButtonReader, longPress: Duration, control: PipelineControl, clock: any Clock<Duration>, logger: Logger) {
+    init(reader: ButtonReader, machine: ButtonMachine, control: PipelineControl, clock: any Clock<Duration>, logger: Logger) {
         self.reader = reader
-        self.handler = ButtonHandler(machine: ButtonMachine(longPress: longPress), control: control, clock: clock, logger: logger)
+        self.handler = ButtonHandler(machine: machine, control: control, clock: clock, logger: logger)
         self.clock = clock
     }
 
@@ -78,6 +78,10 @@ actor ButtonHandler {
         case .manualSOS:
             logger.notice("button held: manual SOS")
             _ = try? await control.triggerSOS()
+        case .discreetSOS:
+            // Logged like any SOS: the journal is read afterwards, not shown on the device.
+            logger.notice("button pressed: discreet SOS")
+            _ = try? await control.triggerSOS(discreet: true)
         case .cancel(let reason):
             logger.notice("button pressed: countdown cancelled", metadata: ["sos.cancel_reason": "\(reason.rawValue)"])
             _ = try? await control.markSafe(reason: reason)

@@ -331,11 +331,17 @@ public struct ButtonConfiguration: Hashable, Sendable {
     public var keyCode: Int
     /// Held this long: a manual SOS.
     public var longPressSeconds: Double
+    /// This many short presses within 3 s: a discreet SOS (no countdown, no light, no sound); 0: off.
+    public var discreetPresses: Int
+    /// The long hold raises a discreet SOS too (a wearer at risk of being seen calling for help).
+    public var discreetLongPress: Bool
 
-    public init(device: String? = nil, keyCode: Int = 116, longPressSeconds: Double = 2) {
+    public init(device: String? = nil, keyCode: Int = 116, longPressSeconds: Double = 2, discreetPresses: Int = 3, discreetLongPress: Bool = false) {
         self.device = device
         self.keyCode = keyCode
         self.longPressSeconds = longPressSeconds
+        self.discreetPresses = discreetPresses
+        self.discreetLongPress = discreetLongPress
     }
 }
 

@@ -377,11 +377,20 @@ private struct Reader {
     }
 
     func button(_ s: YAMLSection) -> ButtonConfiguration {
-        defer { s.finish(known: ["device", "key_code", "long_press_seconds"]) }
+        defer { s.finish(known: ["device", "key_code", "long_press_seconds", "discreet_presses", "discreet_long_press"]) }
         var button = ButtonConfiguration()
         if let device = absolutePath(s, "device") { button.device = device }
         if let code = s.int("key_code", in: 1...0x2ff) { button.keyCode = code }
         if let long = s.double("long_press_seconds", in: 0.2...30) { button.longPressSeconds = long }
+        if let presses = s.int("discreet_presses", in: 0...10) {
+            // One press would make every bump against a door a call for help.
+            if presses == 1 {
+                s.report(s.node("discreet_presses"), "discreet_presses", "1 would raise an SOS on any bump: use 0 (off) or 2 to 10")
+            } else {
+                button.discreetPresses = presses
+            }
+        }
+        if let discreet = s.bool("discreet_long_press") { button.discreetLongPress = discreet }
         return button
     }
 

@@ -10,8 +10,9 @@ public import TrackMeCore
 public protocol AgentControl: Sendable {
     /// A snapshot of every part of the agent, ages computed now.
     func status() async throws -> AgentStatus
-    /// Opens a manual alert with its countdown (or returns the one already open).
-    func triggerSOS() async throws -> AlertStatus
+    /// Opens a manual alert with its countdown (or returns the one already open); a discreet one
+    /// is raised at once and never shown on the device.
+    func triggerSOS(discreet: Bool) async throws -> AlertStatus
     /// Cancels the open alert ("I am safe" with a reason).
     func markSafe(reason: CancelReason) async throws -> AlertStatus
     /// Stops raising alerts from sensor rules (manual SOS still works); readings keep being stored.
@@ -26,6 +27,8 @@ public protocol AgentControl: Sendable {
 }
 
 extension AgentControl {
+    public func triggerSOS() async throws -> AlertStatus { try await triggerSOS(discreet: false) }
+
     public func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState {
         throw AgentControlError(code: .unavailable, message: "this agent has no taxi profile")
     }

@@ -223,19 +223,23 @@ public struct AlertStatus: Hashable, Sendable, Codable {
     /// Seconds left to cancel while `state` is pending.
     public var countdownRemainingSeconds: Double?
     public var cancelReason: CancelReason?
+    /// Which signal raised it, or `discreet` for a discreet SOS (shown only when asked).
+    public var reason: String?
 
     public init(
         id: String,
         kind: AlertKind,
         state: AlertState,
         countdownRemainingSeconds: Double? = nil,
-        cancelReason: CancelReason? = nil
+        cancelReason: CancelReason? = nil,
+        reason: String? = nil
     ) {
         self.id = id
         self.kind = kind
         self.state = state
         self.countdownRemainingSeconds = countdownRemainingSeconds
         self.cancelReason = cancelReason
+        self.reason = reason
     }
 
     /// The status of a Core alert record.
@@ -245,7 +249,8 @@ public struct AlertStatus: Hashable, Sendable, Codable {
             kind: record.kind,
             state: record.state,
             countdownRemainingSeconds: countdownRemainingSeconds,
-            cancelReason: record.cancelReason
+            cancelReason: record.cancelReason,
+            reason: record.reason
         )
     }
 

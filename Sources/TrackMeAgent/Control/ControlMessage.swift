@@ -16,6 +16,8 @@ public struct ControlRequest: Hashable, Sendable, Codable {
     public var command: Command
     /// Required for `safe`.
     public var reason: CancelReason?
+    /// For `sos`: raise it discreetly (no countdown, nothing shown on the device).
+    public var discreet: Bool?
     /// Required for `taxi`.
     public var taxi: TaxiStateMachine.Event?
     /// Required for `run_join`: the run's code, and whether to be shown to spectators.
@@ -29,6 +31,11 @@ public struct ControlRequest: Hashable, Sendable, Codable {
 
     public static let status = ControlRequest(command: .status)
     public static let sos = ControlRequest(command: .sos)
+    public static var discreetSOS: ControlRequest {
+        var request = ControlRequest(command: .sos)
+        request.discreet = true
+        return request
+    }
     public static let pause = ControlRequest(command: .pause)
     public static let resume = ControlRequest(command: .resume)
     public static func safe(_ reason: CancelReason) -> ControlRequest { ControlRequest(command: .safe, reason: reason) }

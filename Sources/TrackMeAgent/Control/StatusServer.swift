@@ -134,7 +134,7 @@ public final class StatusServer: Service, Sendable {
             case .status:
                 response = ControlResponse(ok: true, status: try await control.status())
             case .sos:
-                response = ControlResponse(ok: true, alert: try await control.triggerSOS())
+                response = ControlResponse(ok: true, alert: try await control.triggerSOS(discreet: request.discreet ?? false))
             case .safe:
                 guard let reason = request.reason else {
                     response = .failure(

@@ -23,7 +23,9 @@ public enum FeedbackState: String, Hashable, Sendable, CaseIterable, Codable {
 /// escalation step asks to remind the wearer that nobody has acknowledged yet), else nil.
 ///
 /// The alert's phase wins over the battery warning; a resolved alert is shown for
-/// `resolvedShownFor`, then the device goes back to idle (or the battery warning).
+/// `resolvedShownFor`, then the device goes back to idle (or the battery warning). A discreet
+/// alert is never shown, from its raise to its end: the device goes on showing what it showed
+/// before, so whoever threatens the wearer sees nothing change.
 public struct FeedbackMachine: Sendable {
     public enum Event: Hashable, Sendable {
         /// An action of the SOS engine (countdown started, raised, delivered, acknowledged,
@@ -55,6 +57,8 @@ public struct FeedbackMachine: Sendable {
 
     public let resolvedShownFor: Duration
     private var phase: Phase = .none
+    /// The open discreet alert, whose events change nothing shown.
+    private var discreetAlertID: String?
     private var batteryLow = false
     private var deviceBatteryLow = false
     public private(set) var shown: FeedbackState = .idle
@@ -65,6 +69,10 @@ public struct FeedbackMachine: Sendable {
 
     public mutating func receive(_ event: Event, now: Duration) -> FeedbackState? {
         var remind = false
+        if let id = discreetAlertID ?? event.discreetRaise, id == event.alertID {
+            discreetAlertID = event.endsAlert ? nil : id
+            return receive(.tick, now: now)
+        }
         switch event {
         case .engine(let action):
             switch action {
@@ -152,6 +160,38 @@ extension FeedbackMachine.Phase {
         case .sent: .sent
         case .acknowledged: .acknowledged
         case .resolved: .resolved
+        }
+    }
+}
+
+extension FeedbackMachine.Event {
+    /// The alert this event is about, if any.
+    var alertID: String? {
+        switch self {
+        case .engine(let action):
+            switch action {
+            case .startCountdown(let record, _), .raise(let record), .update(let record), .cancelled(let record), .withdrawn(let record),
+                .positionUpdate(let record), .kindChanged(let record):
+                record.id
+            case .logMonitoringPaused, .logMonitoringResumed: nil
+            }
+        case .sent(let update): update.alert.id
+        case .acknowledgement(let id, _), .resolved(let id): id
+        case .batteryLow, .deviceBatteryLow, .tick: nil
+        }
+    }
+
+    /// The id of a discreet alert this event raises.
+    var discreetRaise: String? {
+        if case .engine(.raise(let record)) = self, record.isDiscreet { record.id } else { nil }
+    }
+
+    /// Whether the alert ends with this event (cancelled, withdrawn, resolved).
+    var endsAlert: Bool {
+        switch self {
+        case .engine(.cancelled), .engine(.withdrawn), .resolved: true
+        case .engine(.update(let record)): !record.state.isOpen
+        default: false
         }
     }
 }

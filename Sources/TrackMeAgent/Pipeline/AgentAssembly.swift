@@ -230,7 +230,11 @@ public enum AgentAssembly {
             services.append(
                 ButtonService(
                     reader: reader,
-                    longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)),
+                    machine: ButtonMachine(
+                        longPress: .milliseconds(Int64(configuration.button.longPressSeconds * 1000)),
+                        discreetPresses: configuration.button.discreetPresses,
+                        discreetLongPress: configuration.button.discreetLongPress
+                    ),
                     control: control,
                     clock: ContinuousClock(),
                     logger: logger

@@ -155,8 +155,8 @@ public actor PipelineControl: AgentControl {
         return status
     }
 
-    public func triggerSOS() async throws -> AlertStatus {
-        let actions = await pipeline.receive(.manualSOS, at: timestamps.now())
+    public func triggerSOS(discreet: Bool) async throws -> AlertStatus {
+        let actions = await pipeline.receive(discreet ? .discreetSOS : .manualSOS, at: timestamps.now())
         observe(actions)
         guard let open = await pipeline.current.openAlert else {
             throw AgentControlError(code: .internal, message: "the SOS engine opened no alert")
