@@ -12,9 +12,11 @@ Usage: console_test.py --server .build/debug/trackme-server --agent .build/debug
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -75,6 +77,63 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
+
+
+class SilentCutProxy:
+    """A TCP proxy between the browser and the server that, on `cut()`, stops forwarding in both
+    directions without closing either socket: a network that dies without telling anyone (a Wi-Fi
+    or VPN change). Bytes sent meanwhile, and connections opened meanwhile, wait in the kernel's
+    buffers and go through after `restore()`."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                return
+            self.sockets += [client, upstream]
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    def _pump(self, source, target):
+        try:
+            while True:
+                self.flowing.wait()
+                data = source.recv(65536)
+                # Read just before a cut: held back with the rest.
+                self.flowing.wait()
+                if not data:
+                    target.shutdown(socket.SHUT_WR)
+                    return
+                target.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self):
+        self.flowing.clear()
+
+    def restore(self):
+        self.flowing.set()
+
+    def close(self):
+        self.flowing.set()
+        self.listener.close()
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 class Device:
@@ -235,6 +294,15 @@ class ConsoleTest(CheckRun):
         finally:
             browser.quit()
             contact.stop()
+        cut = Server(self.binary, self.workdir, "--feed-heartbeat-seconds", "2")
+        proxy = SilentCutProxy(cut.port)
+        browser = Chromium()
+        try:
+            self.cut_flow(cut, proxy, browser)
+        finally:
+            browser.quit()
+            proxy.close()
+            cut.stop()
         care = Server(self.binary, self.workdir)
         browser = Chromium()
         try:
@@ -471,6 +539,43 @@ class ConsoleTest(CheckRun):
             status, _ = http(server.base, "GET", "/contact/" + "x" * 40 + "." + "0" * 64)
             assert status == 403, status
         self.check("a forged contact link is refused", forged_refused)
+
+    def cut_flow(self, server, proxy, browser):
+        """The dispatcher's network dies without the browser being told, while a device raises an
+        alert: the page must say it is not connected, and show the alert once the network is back."""
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "ivy", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        device = Device(server, "pi-0300", {"name": "Ines Ek", "age": 79})
+        banner = lambda: browser.find("#feed-banner")  # noqa: E731
+
+        def live_through_proxy():
+            self.sign_in(browser, proxy.base, "ivy", "correct horse battery")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            wait_for(lambda: browser.find("#feed-status").text == "live", what="the live feed")
+            assert not banner().displayed()
+        self.check("the console through a proxy that can cut the network silently is live", live_through_proxy)
+
+        def silent_cut():
+            proxy.cut()
+            device.alert("alert-cut", 0)  # straight to the server: the device's network is fine
+            wait_for(lambda: banner().displayed() and banner().text.startswith("Not connected since"), timeout=15,
+                     what="the not-connected banner within 15 s of a silent cut")
+            assert banner().text.endswith("alerts may be missing"), banner().text
+            assert banner().attribute("role") == "alert"
+            assert browser.find("#feed-status").text == "not connected", browser.find("#feed-status").text
+            assert self.card(browser, "alert-cut") is None
+            self.shot(browser, "08-not-connected")
+        self.check("a silent cut: the page says 'not connected since …', never 'live'", silent_cut)
+        self.look(browser, "console-not-connected", "the console with the not-connected banner")
+
+        def back():
+            # The page may be waiting out a reconnect attempt: it still sees the alert at once.
+            wait_for(lambda: browser.script("return document.body.dataset.feed") == "not connected", what="the page down")
+            proxy.restore()
+            wait_for(lambda: self.card(browser, "alert-cut"), timeout=2, interval=0.02, what="the alert within 2 s of the network's return")
+            wait_for(lambda: browser.find("#feed-status").text == "live" and not banner().displayed(), what="live again, banner gone")
+            wait_for(lambda: self.card(browser, "alert-cut").find(".person-name").text == "Ines Ek", what="the wearer's name on the card")
+        self.check("the network returns: the alert raised meanwhile is on the board within 2 s, and the page is live", back)
 
     def agent_flow(self, server, browser, agent):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "gus", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)

@@ -8,6 +8,9 @@ const state = {
   csrf: null, account: null, config: { tile_url: null, leaflet: false },
   alerts: new Map(), details: new Map(), pending: new Map(), known: new Set(),
   lastEventId: 0, seenEventIds: [], source: null, reconnectTimer: null,
+  // The feed is trusted only while the server is heard: an event, or the heartbeat it sends
+  // every `heartbeatMs`. `downSince` is when it was last heard once that stopped.
+  heartbeatMs: 5000, lastHeard: 0, downSince: null, streamOpenedAt: 0, opens: 0,
   devices: [], history: [], maps: new Map(), cards: new Map(), audio: null, started: false,
 };
 
@@ -111,6 +114,8 @@ async function start(session) {
   $('whoami').textContent = session.account.display_name + ' (' + session.account.role + ')';
   $('accounts-tab').hidden = session.account.role !== 'admin';
   try { state.config = await api('GET', '/v1/console/config'); } catch (e) { /* defaults */ }
+  if (state.config.feed_heartbeat_ms) state.heartbeatMs = state.config.feed_heartbeat_ms;
+  state.lastHeard = Date.now(); state.downSince = null; state.opens = 0;
   loadLeaflet();
   await refreshBoard();
   openStream();
@@ -120,17 +125,31 @@ async function start(session) {
 }
 
 // ---- the feed ----
+// A connection can die without the browser being told (a Wi-Fi or VPN change): the stream then
+// stays open and silent. So the page counts only what it hears: when neither an event nor the
+// server's heartbeat came for two intervals it says so across the page, drops the stream and
+// opens another; every (re)open re-reads the open alerts.
+function silenceLimit() { return 2 * state.heartbeatMs + 1000; }
 function openStream() {
   stopStream();
   const url = '/v1/alerts/stream' + (state.lastEventId ? '?last_event_id=' + state.lastEventId : '');
   const source = new EventSource(url);
   state.source = source;
+  state.streamOpenedAt = Date.now();
   for (const kind of ['alert', 'alert_acknowledged', 'alert_resolved', 'alert_note', 'device_silent', 'device_returned', 'feed_reset']) {
-    source.addEventListener(kind, (event) => onEvent(kind, event));
+    source.addEventListener(kind, (event) => { heard(); onEvent(kind, event); });
   }
-  source.onopen = () => { $('feed-status').textContent = 'live'; $('feed-status').className = 'feed-status live'; };
+  source.addEventListener('heartbeat', (event) => {
+    try { const data = JSON.parse(event.data); if (data.interval_ms > 0) state.heartbeatMs = data.interval_ms; } catch (e) { /* the last interval stands */ }
+    heard();
+  });
+  source.onopen = () => {
+    heard();
+    // Whatever happened while the page could not hear is on the board, even past the replay window.
+    if (state.opens++ > 0) refreshBoard().catch(() => {});
+  };
   source.onerror = () => {
-    $('feed-status').textContent = 'reconnecting'; $('feed-status').className = 'feed-status';
+    showFeed();
     if (source.readyState === EventSource.CLOSED) {
       // The browser gave up (e.g. 401): check the session, then resume after the last id.
       stopStream();
@@ -139,12 +158,41 @@ function openStream() {
       }, 1000);
     }
   };
+  showFeed();
 }
 function stopStream() {
   if (state.reconnectTimer) { clearTimeout(state.reconnectTimer); state.reconnectTimer = null; }
   if (state.source) { state.source.close(); state.source = null; }
-  const status = $('feed-status');
-  if (status) { status.textContent = 'offline'; status.className = 'feed-status'; }
+  showFeed();
+}
+function heard() {
+  state.lastHeard = Date.now();
+  state.downSince = null;
+  showFeed();
+}
+// Once a second: silence past the limit shows the banner, and a stream that has had the whole
+// limit to say something is replaced by a new one.
+function watchFeed() {
+  if (!state.started) return;
+  const now = Date.now();
+  if (now - state.lastHeard > silenceLimit()) {
+    if (!state.downSince) state.downSince = state.lastHeard;
+    if (now - state.streamOpenedAt > silenceLimit()) openStream();
+  }
+  showFeed();
+}
+function showFeed() {
+  const status = $('feed-status'), banner = $('feed-banner');
+  if (!status || !banner) return;
+  const open = state.source && state.source.readyState === EventSource.OPEN;
+  const live = !!open && !state.downSince && Date.now() - state.lastHeard <= silenceLimit();
+  const word = !state.started ? 'offline' : live ? 'live' : state.downSince ? 'not connected' : state.source ? 'connecting' : 'offline';
+  if (status.textContent !== word) status.textContent = word;
+  status.className = 'feed-status' + (live ? ' live' : state.downSince ? ' down' : '');
+  document.body.dataset.feed = word;
+  const text = state.started && state.downSince ? 'Not connected since ' + clock(state.downSince) + ' — alerts may be missing' : '';
+  if (banner.textContent !== text) banner.textContent = text;
+  banner.hidden = !text;
 }
 function onEvent(kind, event) {
   const id = Number(event.lastEventId);
@@ -211,8 +259,13 @@ async function refreshBoard() {
   const list = await api('GET', '/v1/alerts?status=open');
   // The first time: follow the feed from where this list was read, not from its beginning.
   if (!state.lastEventId) state.lastEventId = list.feed_last_id || 0;
+  const listed = new Set(list.alerts.map((a) => a.alert_id));
+  // Read again: alerts the page shows that closed while it could not hear.
+  const gone = [...state.alerts.keys()].filter((id) => !listed.has(id));
+  const fresh = state.opens > 0 ? list.alerts.filter((a) => !state.known.has(a.alert_id)) : [];
   for (const alert of list.alerts) { state.alerts.set(alert.alert_id, alert); state.known.add(alert.alert_id); }
-  await Promise.all(list.alerts.map((a) => loadAlert(a.alert_id)));
+  await Promise.all([...list.alerts.map((a) => loadAlert(a.alert_id)), ...gone.map((id) => loadAlert(id))]);
+  for (const alert of fresh) announce(alert.alert_id, alert);
   renderBoard();
 }
 // One fetch per alert at a time; an event during a fetch fetches again after it.
@@ -537,6 +590,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('account-form').addEventListener('submit', createAccount);
   for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => showTab(tab.dataset.tab));
   document.addEventListener('click', unlockAudio, { once: true });
+  setInterval(watchFeed, 1000);
   setInterval(() => { for (const node of document.querySelectorAll('.age')) node.textContent = ago(Number(node.dataset.at) || null); }, 1000);
   setInterval(() => { if (state.started) refreshDevices(); }, 15000);
   const response = await fetch('/v1/session', { credentials: 'same-origin' });
