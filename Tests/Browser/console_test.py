@@ -613,6 +613,7 @@ class ConsoleTest(CheckRun):
             assert banner().attribute("role") == "alert"
             assert browser.find("#feed-status").text == "not connected", browser.find("#feed-status").text
             assert self.card(browser, "alert-cut") is None
+            assert browser.find("#board").text == "No open alerts known: not connected.", browser.find("#board").text
             self.shot(browser, "08-not-connected")
         self.check("a silent cut: the page says 'not connected since …', never 'live'", silent_cut)
         self.look(browser, "console-not-connected", "the console with the not-connected banner")

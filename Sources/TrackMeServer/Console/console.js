@@ -211,6 +211,10 @@ function showFeed() {
   const text = state.started && state.downSince ? 'Not connected since ' + clock(state.downSince) + ' — alerts may be missing' : '';
   if (banner.textContent !== text) banner.textContent = text;
   banner.hidden = !text;
+  // An empty board is only news while the page can hear.
+  const empty = $('board').querySelector('.empty');
+  const none = state.started && state.downSince ? 'No open alerts known: not connected.' : 'No open alerts.';
+  if (empty && empty.textContent !== none) empty.textContent = none;
 }
 function onEvent(kind, event) {
   const id = Number(event.lastEventId);
@@ -369,14 +373,16 @@ function renderBoard() {
     board.replaceChildren(...cards);
   }
   for (const alert of open) drawMap(alert.alert_id);
+  showFeed();
   updateTitle();
   document.body.dataset.alarm = waitingAlerts().length && state.started ? 'ringing' : 'quiet';
 }
 // Fills `node` only when `key` changed, so a link or field with the keyboard's focus is not
 // replaced under it by the 1 Hz position updates.
+const drawnKeys = new WeakMap();
 function fillOnChange(node, key, build) {
-  if (node.dataset.key === key) return;
-  node.dataset.key = key;
+  if (drawnKeys.get(node) === key) return;
+  drawnKeys.set(node, key);
   fill(node, build());
 }
 function updateCard(alert) {
