@@ -4,8 +4,9 @@ import Synchronization
 ///
 /// The store is the feed's source of truth; a wake-up only says "look again". Local changes wake
 /// at once; a periodic tick also wakes every stream, so that events appended by another server
-/// instance sharing the PostgreSQL database are found, and so that idle streams send a
-/// keep-alive comment (which is how a vanished client is noticed).
+/// instance sharing the PostgreSQL database are found, and so that idle streams send something:
+/// the alert feed's `heartbeat` event (how a page knows its connection is alive), a keep-alive
+/// comment on people's streams (which is how a vanished client is noticed).
 final class FeedNotifier: Sendable {
     enum Wake: Sendable {
         case changed

@@ -118,6 +118,11 @@ struct ServerAPI: Sendable {
             requested = value
         }
         let wallClock = configuration.wallClock
+        let heartbeatMilliseconds = configuration.console.feedHeartbeat.milliseconds
+        // No id: a heartbeat says the connection is alive and moves no one's Last-Event-ID.
+        let heartbeat: @Sendable () -> ByteBuffer = {
+            ByteBuffer(string: "event: \(FeedKind.heartbeat)\ndata: {\"at_ms\":\(wallClock()),\"interval_ms\":\(heartbeatMilliseconds)}\n\n")
+        }
         let (resumeAfter, reset) = try await FeedReplay.start(requested: requested, store: self.store, now: wallClock())
         let filter = FeedReplay(store: self.store, principal: principal)
         let store = self.store
@@ -137,6 +142,7 @@ struct ServerAPI: Sendable {
                 do {
                     try await withGracefulShutdownHandler {
                         try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                        try await writer.write(heartbeat())
                         // Older than the replay window: the page re-reads the board instead.
                         if reset { try await writer.write(ByteBuffer(string: "event: \(FeedKind.feedReset)\ndata: {\"after\":\(resumeAfter)}\n\n")) }
                         var last = resumeAfter
@@ -158,7 +164,7 @@ struct ServerAPI: Sendable {
                             }
                             guard let wake = await iterator.next() else { break }
                             guard await stillValid() else { break }
-                            if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
+                            if case .tick = wake { try await writer.write(heartbeat()) }
                         }
                     } onGracefulShutdown: {
                         notifier.unsubscribe(subscription)

@@ -87,7 +87,7 @@ public struct ServerConfiguration: Sendable {
     public var backlog: Int
     /// Schedules the periodic jobs (silence, retention); tests pass a `VirtualClock`.
     public var clock: any Clock<Duration>
-    /// Drives the feed's 5 s tick (keep-alives, and the fallback that finds other instances'
+    /// Drives the feed's tick (`console.feedHeartbeat`: heartbeats, and the fallback that finds other instances'
     /// events when notifications are lost): real time; a test that must tell which of the two
     /// delivered an event passes a `VirtualClock` it never moves.
     public var feedTickClock: any Clock<Duration> = ContinuousClock()

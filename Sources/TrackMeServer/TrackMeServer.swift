@@ -156,8 +156,8 @@ public final class TrackMeServer: Service, Sendable {
                 _ = try await applyRetention()
             },
             // A wall-clock tick, not a business schedule: finds feed events other instances
-            // appended and keeps idle streams alive.
-            PeriodicJob(interval: .seconds(5), clock: configuration.feedTickClock, logger: logger) {
+            // appended and sends each stream its heartbeat.
+            PeriodicJob(interval: configuration.console.feedHeartbeat, clock: configuration.feedTickClock, logger: logger) {
                 api.notifier.notify(.tick)
             },
         ]

@@ -100,6 +100,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Map tile URL template for the console (https://host/{z}/{x}/{y}.png); without it the track is drawn on a plain grid.")
     var tileURL: String?
 
+    @Option(help: "Seconds between heartbeat events on the dispatcher feed (1-60); the console says \"not connected\" after two are missed.")
+    var feedHeartbeatSeconds = 5
+
     @Option(help: "Executable run once per emergency contact to tell of an unacknowledged alert (an SMS gateway's CLI); see ConsoleConfiguration.")
     var contactNotifier: String?
 
@@ -237,6 +240,8 @@ struct Serve: AsyncParsableCommand {
             bcryptCost: UInt8(bcryptCost),
             tileURL: tileURL
         )
+        guard (1...60).contains(feedHeartbeatSeconds) else { throw ValidationError("--feed-heartbeat-seconds must be 1-60") }
+        configuration.console.feedHeartbeat = .seconds(feedHeartbeatSeconds)
         // Under TLS the session cookie is Secure whether or not the flag was given.
         configuration.console.secureCookies = secureCookies || configuration.tls != nil
         configuration.console.contactNotifierCommand = contactNotifier

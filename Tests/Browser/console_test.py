@@ -12,10 +12,14 @@ Usage: console_test.py --server .build/debug/trackme-server --agent .build/debug
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import urllib.error
 import urllib.request
 import uuid
@@ -77,6 +81,101 @@ class Server:
         self.log.close()
 
 
+class SilentCutProxy:
+    """A TCP proxy between the browser and the server that, on `cut()`, stops forwarding in both
+    directions without closing either socket: a network that dies without telling anyone (a Wi-Fi
+    or VPN change). Bytes sent meanwhile, and connections opened meanwhile, wait in the kernel's
+    buffers and go through after `restore()`."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.sockets = []
+        self.requests = []  # the request lines the browser sent through, as they were forwarded
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                return
+            self.sockets += [client, upstream]
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target, source is client), daemon=True).start()
+
+    def board_reads(self):
+        return sum(1 for line in self.requests if line.startswith("GET /v1/alerts?status=open "))
+
+    def _pump(self, source, target, from_browser):
+        try:
+            while True:
+                self.flowing.wait()
+                data = source.recv(65536)
+                # Read just before a cut: held back with the rest.
+                self.flowing.wait()
+                if not data:
+                    target.shutdown(socket.SHUT_WR)
+                    return
+                if from_browser:
+                    self.requests += [line.decode(errors="replace") for line in data.split(b"\r\n") if line.startswith((b"GET ", b"POST "))]
+                target.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self):
+        self.flowing.clear()
+
+    def restore(self):
+        self.flowing.set()
+
+    def close(self):
+        self.flowing.set()
+        self.listener.close()
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+class TileServer:
+    """Map tiles on loopback (one grey PNG for every z/x/y) for `--tile-url`, counting requests."""
+
+    def __init__(self):
+        def chunk(kind, data):
+            return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
+        raw = b"".join(b"\x00" + b"\x80" * 256 for _ in range(256))
+        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", (256).to_bytes(4, "big") * 2 + b"\x08\x00\x00\x00\x00") + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                outer.requests.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Content-Length", str(len(png)))
+                self.end_headers()
+                self.wfile.write(png)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/{{z}}/{{x}}/{{y}}.png"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 class Device:
     """A wearer's device over the real HTTP API: alert updates and batches, as the agent sends them."""
 
@@ -88,16 +187,19 @@ class Device:
         self.reading_seq = 0
         self.boot = str(uuid.uuid4())
 
-    def stamp(self, mono_s):
-        return {"boot_id": self.boot, "mono_ns": int(mono_s * 1e9), "wall_ms": int(time.time() * 1000), "wall_trusted": True}
+    def stamp(self, mono_s, trusted=True):
+        # A device without a set clock (no RTC, no NTP yet) reports 1970 and says so.
+        wall = int(time.time() * 1000) if trusted else int(mono_s * 1000)
+        return {"boot_id": self.boot, "mono_ns": int(mono_s * 1e9), "wall_ms": wall, "wall_trusted": trusted}
 
-    def alert(self, alert_id, seq, kind="no_pulse", kind_type="raised", lat=45.4642, lon=9.19, state="raised"):
-        t = self.stamp(100 + seq)
+    def alert(self, alert_id, seq, kind="no_pulse", kind_type="raised", lat=45.4642, lon=9.19, state="raised", trusted=True):
+        t = self.stamp(100 + seq, trusted)
         update = {
             "version": 1, "update_seq": seq, "type": kind_type, "sent": t,
             "alert": {
-                "alert_id": alert_id, "device_id": self.id, "kind": kind, "state": state, "first_critical": self.stamp(95), "raised": self.stamp(100),
-                "triggering_readings": [{"hr": {"bpm": 0, "contact": "detected", "rr": []}, "t": self.stamp(95)}],
+                "alert_id": alert_id, "device_id": self.id, "kind": kind, "state": state, "first_critical": self.stamp(95, trusted),
+                "raised": self.stamp(100, trusted),
+                "triggering_readings": [{"hr": {"bpm": 0, "contact": "detected", "rr": []}, "t": self.stamp(95, trusted)}],
                 "position": {"age_ms": 700, "fix": {"mode": 3, "lat": lat, "lon": lon}},
             },
         }
@@ -213,6 +315,12 @@ class ConsoleTest(CheckRun):
         return found[0] if found else None
 
     def run(self):
+        def bad_heartbeat():
+            for value in ("0", "61"):
+                result = subprocess.run([self.binary, "--plain-http", "--port", str(free_port()), "--db", os.path.join(self.workdir, "never.sqlite"),
+                                         "--feed-heartbeat-seconds", value], capture_output=True, text=True, timeout=60, env=dict(os.environ, TRACKME_ADMIN_TOKEN=ADMIN))
+                assert result.returncode != 0 and "--feed-heartbeat-seconds must be 1-60" in result.stderr, (value, result.returncode, result.stderr[-500:])
+        self.check("--feed-heartbeat-seconds outside 1-60 is refused with a clear error", bad_heartbeat)
         server = Server(self.binary, self.workdir)
         browser = Chromium()
         try:
@@ -235,6 +343,26 @@ class ConsoleTest(CheckRun):
         finally:
             browser.quit()
             contact.stop()
+        cut = Server(self.binary, self.workdir, "--feed-heartbeat-seconds", "2")
+        proxy = SilentCutProxy(cut.port)
+        browser = Chromium()
+        try:
+            self.cut_flow(cut, proxy, browser)
+        finally:
+            browser.quit()
+            proxy.close()
+            cut.stop()
+        tiles = TileServer()
+        desk = Server(self.binary, self.workdir, "--tile-url", tiles.url, "--contact-notifier", self.notifier_script(),
+                      "--contact-after-seconds", "1", "--contact-repeat-seconds", "600")
+        # The browser's own autoplay policy: no sound until the dispatcher clicks or presses a key.
+        browser = Chromium(autoplay=False)
+        try:
+            self.desk_flow(desk, tiles, browser)
+        finally:
+            browser.quit()
+            desk.stop()
+            tiles.close()
         care = Server(self.binary, self.workdir)
         browser = Chromium()
         try:
@@ -295,7 +423,7 @@ class ConsoleTest(CheckRun):
             assert "Ben (son) +39 555 0101" in card.find(".contacts").text
             assert card.find(".person-notes").text == "Door code 4711 <script>window.__pwned=3</script>"
             assert "[object" not in card.text and "undefined" not in card.text, card.text
-            assert browser.title.startswith("(1)"), browser.title
+            wait_for(lambda: browser.title == "SOS: " + HOSTILE_NAME + " — no pulse", what="the tab title naming the person and the kind")
             for seq in range(1, 4):
                 ada.alert("alert-ada", seq, kind_type="position", lat=45.4642 + seq * 0.0002, lon=9.19 + seq * 0.0001)
             wait_for(lambda: len(browser.find_all('article[data-alert-id="alert-ada"] .grid-map polyline')) == 1
@@ -319,7 +447,7 @@ class ConsoleTest(CheckRun):
         def acknowledge():
             self.card(browser, "alert-ada").find(".ack").click()
             wait_for(lambda: "acknowledged" in self.card(browser, "alert-ada").attribute("class"), what="the card acknowledged")
-            assert not browser.title.startswith("("), browser.title
+            assert not browser.title.startswith("SOS"), browser.title
             ack = ada.batch()
             assert ack["acknowledged_alerts"] == ["alert-ada"], ack
         self.check("acknowledge: the page shows it and the device's next batch reply carries it", acknowledge)
@@ -361,6 +489,7 @@ class ConsoleTest(CheckRun):
             card = self.card(browser, "alert-ada")
             card.find('.resolve-outcome option[value="help_arrived"]').click()
             card.find(".resolve").click()
+            browser.accept_dialog()
             wait_for(lambda: self.card(browser, "alert-ada") is None, what="the card to leave the board")
             ack = ada.batch()
             assert ack["resolved_alerts"] == ["alert-ada"], ack
@@ -373,7 +502,7 @@ class ConsoleTest(CheckRun):
             wait_for(lambda: "by Dana <i>D.</i>" in entry().text, what="who resolved it, by name, as text")
 
             def expanded():
-                if "resolved — help_arrived" in entry().find(".history-detail").text:
+                if "resolved — help arrived" in entry().find(".history-detail").text:
                     return True
                 entry().find(".history-show").click()
                 return False
@@ -472,6 +601,169 @@ class ConsoleTest(CheckRun):
             assert status == 403, status
         self.check("a forged contact link is refused", forged_refused)
 
+    def cut_flow(self, server, proxy, browser):
+        """The dispatcher's network dies without the browser being told, while a device raises an
+        alert: the page must say it is not connected, and show the alert once the network is back."""
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "ivy", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        device = Device(server, "pi-0300", {"name": "Ines Ek", "age": 79})
+        banner = lambda: browser.find("#feed-banner")  # noqa: E731
+
+        def live_through_proxy():
+            self.sign_in(browser, proxy.base, "ivy", "correct horse battery")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            wait_for(lambda: browser.find("#feed-status").text == "live", what="the live feed")
+            assert not banner().displayed()
+        self.check("the console through a proxy that can cut the network silently is live", live_through_proxy)
+
+        def silent_cut():
+            proxy.cut()
+            device.alert("alert-cut", 0)  # straight to the server: the device's network is fine
+            wait_for(lambda: banner().displayed() and banner().text.startswith("Not connected since"), timeout=15,
+                     what="the not-connected banner within 15 s of a silent cut")
+            assert banner().text.endswith("alerts may be missing"), banner().text
+            assert banner().attribute("role") == "alert"
+            assert browser.find("#feed-status").text == "not connected", browser.find("#feed-status").text
+            assert self.card(browser, "alert-cut") is None
+            assert browser.find("#board").text == "No open alerts known: not connected.", browser.find("#board").text
+            self.shot(browser, "08-not-connected")
+        self.check("a silent cut: the page says 'not connected since …', never 'live'", silent_cut)
+        self.look(browser, "console-not-connected", "the console with the not-connected banner")
+
+        def back():
+            # The page may be waiting out a reconnect attempt: it still sees the alert at once.
+            wait_for(lambda: browser.script("return document.body.dataset.feed") == "not connected", what="the page down")
+            reads = proxy.board_reads()
+            proxy.restore()
+            wait_for(lambda: self.card(browser, "alert-cut"), timeout=2, interval=0.02, what="the alert within 2 s of the network's return")
+            wait_for(lambda: browser.find("#feed-status").text == "live" and not banner().displayed(), what="live again, banner gone")
+            wait_for(lambda: self.card(browser, "alert-cut").find(".person-name").text == "Ines Ek", what="the wearer's name on the card")
+            # Not only the feed's replay: the board itself is read again on the reconnect.
+            wait_for(lambda: proxy.board_reads() > reads, what="the open alerts read again after the reconnect")
+        self.check("the network returns: the alert raised meanwhile is on the board within 2 s, and the page is live", back)
+
+    def desk_flow(self, server, tiles, browser):
+        """The card as a dispatcher works it: an alarm that repeats until acknowledged and says when
+        the browser muted it, desktop notifications, a title naming who and what, the position with a
+        maps link and on tiles, contacts to call, what they were told in words, untrusted device times
+        said as such, Enter adds a note, Resolve asks for an outcome and a yes, all at 390 px."""
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "jo", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
+        assert status == 201
+        anna = Device(server, "pi-0400", {"name": "Anna Berg", "age": 80, "contacts": [{"name": "Ben", "relation": "son", "phone": "+39 555 0101"}]})
+        body = lambda name: browser.script(f"return document.body.dataset.{name} || null")  # noqa: E731
+        prompt = lambda: browser.find("#sound-prompt")  # noqa: E731
+
+        def alarm_repeats():
+            self.sign_in(browser, server.base, "jo", "correct horse battery")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console")
+            wait_for(lambda: browser.find("#feed-status").text == "live", what="the live feed")
+            # Signing in was a click: the browser lets the page sound.
+            wait_for(lambda: body("sound") == "on", what="sound on after the sign-in click")
+            assert not prompt().displayed()
+            browser.grant(server.base, "notifications")
+            anna.alert("alert-anna", 0, kind="heart_rate_high", lat=45.4642, lon=9.19)
+            wait_for(lambda: self.card(browser, "alert-anna"), what="the alert card")
+            wait_for(lambda: browser.title == "SOS: Anna Berg — heart rate high", what="the title naming the person and the kind")
+            assert body("alarm") == "ringing"
+            wait_for(lambda: int(body("alarmsPlayed") or 0) >= 2, timeout=20, what="the alarm sounding again while nobody acknowledged")
+            wait_for(lambda: int(body("notified") or 0) >= 1, what="a desktop notification")
+        self.check("an unacknowledged alert: the alarm repeats, a desktop notification, the title names who and what", alarm_repeats)
+
+        def sound_after_reload():
+            browser.get(server.base + "/")
+            wait_for(lambda: browser.find("#console").displayed(), what="the console after a reload")
+            wait_for(lambda: prompt().displayed() and body("sound") == "blocked", what="the 'Enable sound' prompt after a reload")
+            wait_for(lambda: body("alarm") == "ringing", what="the alarm due for the unacknowledged alert after the reload")
+            assert body("alarmsPlayed") is None, f"the page says it played {body('alarmsPlayed')} alarms while muted"
+            self.shot(browser, "09-enable-sound")
+            # A keyboard-only dispatcher: Enter on the button.
+            browser.find("#sound-enable").send_keys("\ue007")
+            wait_for(lambda: body("sound") == "on" and not prompt().displayed(), what="sound on after Enter on 'Enable sound'")
+            wait_for(lambda: int(body("alarmsPlayed") or 0) >= 1, timeout=20, what="the alarm sounding after sound was enabled")
+        self.check("after a reload the browser mutes the page: 'Enable sound' shows, and Enter on it brings the alarm back", sound_after_reload)
+        self.look(browser, "console-card", "an open alert's card with its alarm")
+
+        def position():
+            card = self.card(browser, "alert-anna")
+            link = card.find(".alert-position a.open-map")
+            assert link.attribute("href") == "https://www.openstreetmap.org/?mlat=45.46420&mlon=9.19000#map=17/45.46420/9.19000", link.attribute("href")
+            assert link.text == "Open in maps"
+            wait_for(lambda: browser.script(
+                "return Array.from(document.querySelectorAll('#map-alert-anna img.leaflet-tile')).filter((i) => i.complete && i.naturalWidth > 0).length") > 0,
+                what="map tiles from --tile-url under the card's track")
+            assert tiles.requests, "no tile was asked for"
+            assert browser.find_all("#map-alert-anna path.leaflet-interactive"), "no track or position marker on the map"
+        self.check("the position as coordinates with an 'Open in maps' link, and on the map with --tile-url", position)
+
+        def contacts_and_timeline():
+            card = self.card(browser, "alert-anna")
+            call = card.find(".contacts a.contact-call")
+            assert call.attribute("href") == "tel:+395550101" and call.text == "+39 555 0101", (call.attribute("href"), call.text)
+            # The notifier runs for Ben a second after the alert opened unacknowledged.
+            wait_for(lambda: "contact told" in self.card(browser, "alert-anna").find(".timeline").text, timeout=30, what="the contact's notification on the timeline")
+            card = self.card(browser, "alert-anna")
+            assert "contact told" in card.find(".contacts").text, card.find(".contacts").text
+            for code in ("contact_notified", "contact_notifying", "first_critical", "heart_rate_high"):
+                assert code not in card.text, f"{code} shown as a code: {card.text}"
+            anna.boot = str(uuid.uuid4())
+            anna.alert("alert-anna-2", 0, kind="manual", trusted=False)
+            second = wait_for(lambda: self.card(browser, "alert-anna-2"), what="the alert of a device without a set clock")
+            wait_for(lambda: "device clock not set" in second.find('.timeline li[data-event="raised"]').text, what="the untrusted time said as such")
+            assert "1970" not in self.card(browser, "alert-anna-2").text
+        self.check("contacts to call (tel:), what they were told in words, a device time without a set clock said as such", contacts_and_timeline)
+
+        def note_with_enter():
+            card = self.card(browser, "alert-anna")
+            card.find(".note-text").send_keys("Called Ben, he is on his way\ue007")
+            wait_for(lambda: [n.text for n in self.card(browser, "alert-anna").find_all(".note-body")] == ["Called Ben, he is on his way"], what="the note added by Enter")
+            assert self.card(browser, "alert-anna").find(".note-text").property("value") == ""
+        self.check("Enter in the note field adds the note", note_with_enter)
+
+        def narrow():
+            browser.viewport(390, 844, True)
+            try:
+                browser.settle()
+                browser.script("window.scrollTo(0, 0)")
+                card = 'article.alert-card[data-alert-id="alert-anna"]'
+                browser.script("document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", card)
+                for button in (".ack", ".resolve"):
+                    box = browser.script("const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]", card + " " + button)
+                    assert box[0] >= 0 and box[2] <= 390 and box[1] >= 0 and box[3] <= 844, f"{button} is off the 390x844 screen at {box}"
+                overflow = browser.script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                assert overflow <= 1, f"the page scrolls sideways by {overflow} px at 390 px"
+                self.shot(browser, "10-card-390")
+            finally:
+                browser.reset_viewport()
+        self.check("at 390x844 the card's Acknowledge and Resolve are on screen, with no sideways scrolling", narrow)
+
+        def acknowledge_stops_alarm():
+            self.card(browser, "alert-anna").find(".ack").click()
+            self.card(browser, "alert-anna-2").find(".ack").click()
+            wait_for(lambda: body("alarm") == "quiet", what="the alarm to stop once every open alert is acknowledged")
+            assert not browser.title.startswith("SOS"), browser.title
+        self.check("acknowledging every open alert stops the alarm", acknowledge_stops_alarm)
+
+        def resolve_needs_outcome_and_yes():
+            card = self.card(browser, "alert-anna")
+            card.find(".resolve").click()
+            wait_for(lambda: self.card(browser, "alert-anna").find(".resolve-message").text == "Choose the outcome first.", what="the outcome asked for")
+            assert browser.script("return document.activeElement.classList.contains('resolve-outcome')")
+            status, detail = http(server.base, "GET", "/v1/alerts/alert-anna", token=dispatcher_token(server))
+            assert status == 200 and detail["alert"]["open"], detail
+            card.find('.resolve-outcome option[value="wearer_safe"]').click()
+            card.find(".resolve").click()
+            text = browser.dialog_text()
+            assert "Anna Berg" in text and "Wearer safe" in text, text
+            browser.dismiss_dialog()
+            status, detail = http(server.base, "GET", "/v1/alerts/alert-anna", token=dispatcher_token(server))
+            assert detail["alert"]["open"], "a dismissed confirmation resolved the alert"
+            self.card(browser, "alert-anna").find(".resolve").click()
+            browser.accept_dialog()
+            wait_for(lambda: self.card(browser, "alert-anna") is None, what="the card to leave the board")
+            status, detail = http(server.base, "GET", "/v1/alerts/alert-anna", token=dispatcher_token(server))
+            assert detail["alert"]["outcome"] == "wearer_safe", detail["alert"]
+        self.check("Resolve has no default outcome, asks for one, and confirms before closing", resolve_needs_outcome_and_yes)
+
     def agent_flow(self, server, browser, agent):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "gus", "password": "correct horse battery", "role": "dispatcher"}, token=ADMIN)
         assert status == 201
@@ -513,6 +805,7 @@ class ConsoleTest(CheckRun):
             card = self.card(browser, state["alert"])
             card.find('.resolve-outcome option[value="help_arrived"]').click()
             card.find(".resolve").click()
+            browser.accept_dialog()
             wait_for(lambda: self.card(browser, state["alert"]) is None, what="the card to leave the board")
 
             def closed_on_device():

@@ -125,15 +125,16 @@ class Element:
 
 
 class Chromium:
-    """chromium-driver on a free port with headless chromium; one session."""
+    """chromium-driver on a free port with headless chromium; one session. `autoplay=False` keeps
+    the browser's own autoplay policy (no sound until the person clicks or presses a key)."""
 
-    def __init__(self, window=(1500, 1100)):
+    def __init__(self, window=(1500, 1100), autoplay=True):
         self.port = free_port()
         self.process = subprocess.Popen(["chromedriver", f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.base = f"http://127.0.0.1:{self.port}"
         wait_for(self._ready, timeout=20, what="chromedriver")
         args = ["--headless=new", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}",
-                "--autoplay-policy=no-user-gesture-required"]
+                "--autoplay-policy=" + ("no-user-gesture-required" if autoplay else "document-user-activation-required")]
         binary = "/usr/bin/chromium"
         options = {"args": args}
         if os.path.exists(binary):
@@ -196,6 +197,20 @@ class Chromium:
         """Types into the open `window.prompt` and accepts it."""
         self._call("POST", "/alert/text", {"text": text})
         self._call("POST", "/alert/accept", {})
+
+    def dialog_text(self):
+        """The text of the open `window.confirm` or `alert`."""
+        return self._call("GET", "/alert/text")
+
+    def accept_dialog(self):
+        self._call("POST", "/alert/accept", {})
+
+    def dismiss_dialog(self):
+        self._call("POST", "/alert/dismiss", {})
+
+    def grant(self, origin, *permissions):
+        """Grants `origin` browser permissions (e.g. "notifications") as if the person had allowed them."""
+        self._call("POST", "/goog/cdp/execute", {"cmd": "Browser.grantPermissions", "params": {"origin": origin, "permissions": list(permissions)}})
 
     def screenshot(self, path):
         os.makedirs(os.path.dirname(path), exist_ok=True)

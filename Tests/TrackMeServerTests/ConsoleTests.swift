@@ -369,4 +369,36 @@ struct ConsoleTests {
             #expect(try await s.client.send("GET", "/assets/leaflet/../../../../etc/passwd").status == 404)
         }
     }
+
+    @Test("the feed sends a heartbeat when it opens and every configured interval after, on the feed's clock", arguments: Backend.enabled)
+    func heartbeat(backend: Backend) async throws {
+        let tick = VirtualClock()
+        let twoSeconds: (inout ConsoleConfiguration) -> Void = { $0.feedHeartbeat = .seconds(2) }
+        let tickClock: (inout ServerConfiguration) -> Void = { $0.feedTickClock = tick }
+        try await TestServer.with(backend, console: twoSeconds, configure: tickClock) { s in
+            let dispatcher = try await s.dispatcher()
+            let feed = try SSETestClient(port: s.port, token: dispatcher, heartbeats: true)
+            defer { feed.close() }
+            let first = try await feed.nextEvents(1)
+            #expect(first.map(\.event) == ["heartbeat"])
+            // Without an id: a heartbeat must not move the page's Last-Event-ID.
+            #expect(first.first?.id == nil)
+            let data = try #require(try JSONSerialization.jsonObject(with: Data(first[0].data.utf8)) as? [String: Any])
+            #expect((data["interval_ms"] as? NSNumber)?.int64Value == 2000)
+            #expect((data["at_ms"] as? NSNumber)?.int64Value == TestServer.startWall)
+
+            // The tick sleeps on its clock; one configured interval later the stream hears again.
+            try await eventually("the feed's tick waits on its clock", within: .seconds(30)) { tick.sleeperCount == 1 }
+            s.wall.advance(milliseconds: 2000)
+            tick.advance(by: .seconds(2))
+            let next = try await feed.nextEvents(1)
+            #expect(next.map(\.event) == ["heartbeat"])
+            let nextData = try #require(try JSONSerialization.jsonObject(with: Data(next[0].data.utf8)) as? [String: Any])
+            #expect((nextData["at_ms"] as? NSNumber)?.int64Value == TestServer.startWall + 2000)
+
+            // The page reads the interval before its first heartbeat arrives.
+            let config = try await s.client.send("GET", "/v1/console/config")
+            #expect((config.object["feed_heartbeat_ms"] as? NSNumber)?.int64Value == 2000)
+        }
+    }
 }

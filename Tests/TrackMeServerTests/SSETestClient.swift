@@ -34,7 +34,16 @@ final class SSETestClient: @unchecked Sendable {
     private let closed = Mutex(false)
 
     /// `path` and `cookie` let the people's streams (`/v1/people/:id/stream`, signed in) use it too.
-    init(port: Int, token: String, lastEventID: String? = nil, path: String = "/v1/alerts/stream", cookie: String? = nil) throws {
+    /// `heartbeats`: yield the feed's `heartbeat` events too; without it they are skipped, so a
+    /// test counting events does not depend on how long it ran.
+    init(
+        port: Int,
+        token: String,
+        lastEventID: String? = nil,
+        path: String = "/v1/alerts/stream",
+        cookie: String? = nil,
+        heartbeats: Bool = false
+    ) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var address = sockaddr_in()
@@ -68,7 +77,7 @@ final class SSETestClient: @unchecked Sendable {
         items = stream
         let finished = self.finished
         let thread = Thread {
-            Self.read(fd: fd, into: continuation)
+            Self.read(fd: fd, heartbeats: heartbeats, into: continuation)
             finished.signal()
         }
         thread.start()
@@ -108,7 +117,7 @@ final class SSETestClient: @unchecked Sendable {
         }
     }
 
-    private static func read(fd: Int32, into continuation: AsyncStream<Item>.Continuation) {
+    private static func read(fd: Int32, heartbeats: Bool, into continuation: AsyncStream<Item>.Continuation) {
         defer { continuation.finish() }
         var raw: [UInt8] = []
         var headerDone = false
@@ -165,7 +174,7 @@ final class SSETestClient: @unchecked Sendable {
                         hasField = true
                     }
                 }
-                if hasField { continuation.yield(.event(event)) }
+                if hasField, heartbeats || event.event != "heartbeat" { continuation.yield(.event(event)) }
             }
             if lastChunk {
                 continuation.yield(.ended("last chunk"))

@@ -130,4 +130,7 @@ extension FeedKind {
     /// Sent first when a stream was asked to resume from before the replay window: what
     /// happened in between is on the board (`GET /v1/alerts`), not replayed.
     static let feedReset = "feed_reset"
+    /// Sent when a stream opens and every `ConsoleConfiguration.feedHeartbeat` after (data:
+    /// `at_ms`, `interval_ms`), so a page can tell a quiet feed from a dead connection.
+    static let heartbeat = "heartbeat"
 }

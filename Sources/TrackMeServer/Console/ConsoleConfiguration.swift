@@ -13,6 +13,10 @@ public struct ConsoleConfiguration: Sendable {
     public var tileURL: String?
     /// Where Debian's `libjs-leaflet` installs Leaflet; served under `/assets/leaflet/`.
     public var leafletDirectory: String
+    /// How often the dispatcher feed sends a `heartbeat` event (and looks for other instances'
+    /// events). The console says "not connected" when two of them are missed, so this bounds how
+    /// long a silently dead connection can pass for live.
+    public var feedHeartbeat: Duration = .seconds(5)
     /// An executable run once per contact to tell (an SMS gateway's CLI, a mailer). Its
     /// environment holds only `PATH`, `LANG` and `TRACKME_CONTACT_NAME`, `TRACKME_CONTACT_PHONE`,
     /// `TRACKME_CONTACT_EMAIL`, `TRACKME_PERSON`, `TRACKME_ALERT_ID`, `TRACKME_ALERT_KIND`,

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TrackMeCore
 
 /// The dispatcher console: one page at `/`, its script, the pages' stylesheet, Leaflet from Debian's
 /// `libjs-leaflet` when installed, and the page's settings. Everything is served by this server;
@@ -18,7 +19,10 @@ struct ConsoleRoutes: Sendable {
         router.get("/assets/trackme.css") { request, _ in serve(WebPages.stylesheet, request) }
         router.get("/assets/leaflet/**") { _, context in try leaflet(context.parameters.getCatchAll().joined(separator: "/")) }
         router.get("/v1/console/config") { _, _ in
-            try json(.ok, ConsoleSettings(tileURL: console.tileURL, leaflet: leafletAvailable))
+            try json(
+                .ok,
+                ConsoleSettings(tileURL: console.tileURL, leaflet: leafletAvailable, feedHeartbeatMilliseconds: console.feedHeartbeat.milliseconds)
+            )
         }
     }
 
@@ -81,10 +85,13 @@ struct ConsoleRoutes: Sendable {
 struct ConsoleSettings: Codable, Sendable {
     var tileURL: String?
     var leaflet: Bool
+    /// How often the feed sends a heartbeat: the page's measure of a dead connection.
+    var feedHeartbeatMilliseconds: Int64
 
     enum CodingKeys: String, CodingKey {
         case tileURL = "tile_url"
         case leaflet
+        case feedHeartbeatMilliseconds = "feed_heartbeat_ms"
     }
 }
 

@@ -3,11 +3,16 @@
 'use strict';
 (() => {
 const SEVERE = 4;
+// The alarm sounds again this often while an open alert waits for someone to acknowledge it.
+const ALARM_EVERY_MS = 4000;
 const OUTCOMES = [['help_arrived', 'Help arrived'], ['false_alarm', 'False alarm'], ['wearer_safe', 'Wearer safe'], ['unreachable', 'Could not be reached']];
 const state = {
   csrf: null, account: null, config: { tile_url: null, leaflet: false },
   alerts: new Map(), details: new Map(), pending: new Map(), known: new Set(),
   lastEventId: 0, seenEventIds: [], source: null, reconnectTimer: null,
+  // The feed is trusted only while the server is heard: an event, or the heartbeat it sends
+  // every `heartbeatMs`. `downSince` is when it was last heard once that stopped.
+  heartbeatMs: 5000, lastHeard: 0, downSince: null, streamOpenedAt: 0, opens: 0,
   devices: [], history: [], maps: new Map(), cards: new Map(), audio: null, started: false,
 };
 
@@ -50,8 +55,23 @@ function ago(ms) {
 }
 const clock = (ms) => new Date(ms).toLocaleTimeString();
 const label = (kind) => (kind || 'unknown').replace(/_/g, ' ');
-// A timeline entry's detail: kinds (first critical, raised, kind changed) read as words, the rest as given.
-const detailText = (t) => (!t.detail ? '' : ' — ' + (t.event === 'first_critical' || t.event === 'raised' || t.event === 'kind_changed' ? t.detail.replace(/_/g, ' ') : t.detail));
+// The timeline's events in plain words; an event this page does not know reads as its name.
+const EVENT_WORDS = {
+  first_critical: 'first critical reading', raised: 'raised on the device', delivered: 'delivered to the server',
+  kind_changed: 'kind changed', acknowledged: 'acknowledged', note: 'note by', cancelled: 'cancelled on the device',
+  closed_on_device: 'closed on the device', resolved: 'resolved',
+  contact_notifying: 'telling contact', contact_notified: 'contact told', contact_failed: 'contact not reached',
+};
+const eventText = (event) => EVENT_WORDS[event] || label(event);
+// A timeline entry's detail: kinds and outcomes read as words, the rest (names, notes) as given.
+const CODED = new Set(['first_critical', 'raised', 'kind_changed', 'resolved']);
+const detailText = (t) => (!t.detail ? '' : ' — ' + (CODED.has(t.event) ? t.detail.replace(/_/g, ' ') : t.detail));
+// One timeline entry: its time, what happened, and when the device's clock could not be trusted, why the time is the server's.
+const timelineItem = (t) => el('li', { dataset: { event: t.event } }, clock(t.at_ms), ' ', eventText(t.event), detailText(t),
+  t.time_note ? el('span', { class: 'time-note' }, ' (', t.time_note, ')') : null);
+// The position in OpenStreetMap, for a dispatcher whose console has no map tiles.
+const mapsLink = (lat, lon) => { const a = Number(lat).toFixed(5), o = Number(lon).toFixed(5); return 'https://www.openstreetmap.org/?mlat=' + a + '&mlon=' + o + '#map=17/' + a + '/' + o; };
+const telLink = (phone) => 'tel:' + String(phone).replace(/[^+0-9]/g, '');
 
 // ---- HTTP ----
 async function api(method, path, body) {
@@ -88,7 +108,7 @@ async function signIn(event) {
     const data = await response.json().catch(() => null);
     if (!response.ok) { $('signin-message').textContent = (data && data.error && data.error.message) || 'Sign-in failed'; return; }
     $('password').value = '';
-    unlockAudio();
+    enableSound();
     start(data);
   } catch (e) { $('signin-message').textContent = String(e.message || e); }
 }
@@ -111,7 +131,10 @@ async function start(session) {
   $('whoami').textContent = session.account.display_name + ' (' + session.account.role + ')';
   $('accounts-tab').hidden = session.account.role !== 'admin';
   try { state.config = await api('GET', '/v1/console/config'); } catch (e) { /* defaults */ }
+  if (state.config.feed_heartbeat_ms) state.heartbeatMs = state.config.feed_heartbeat_ms;
+  state.lastHeard = Date.now(); state.downSince = null; state.opens = 0;
   loadLeaflet();
+  prepareSound();
   await refreshBoard();
   openStream();
   refreshDevices();
@@ -120,17 +143,31 @@ async function start(session) {
 }
 
 // ---- the feed ----
+// A connection can die without the browser being told (a Wi-Fi or VPN change): the stream then
+// stays open and silent. So the page counts only what it hears: when neither an event nor the
+// server's heartbeat came for two intervals it says so across the page, drops the stream and
+// opens another; every (re)open re-reads the open alerts.
+function silenceLimit() { return 2 * state.heartbeatMs + 1000; }
 function openStream() {
   stopStream();
   const url = '/v1/alerts/stream' + (state.lastEventId ? '?last_event_id=' + state.lastEventId : '');
   const source = new EventSource(url);
   state.source = source;
+  state.streamOpenedAt = Date.now();
   for (const kind of ['alert', 'alert_acknowledged', 'alert_resolved', 'alert_note', 'device_silent', 'device_returned', 'feed_reset']) {
-    source.addEventListener(kind, (event) => onEvent(kind, event));
+    source.addEventListener(kind, (event) => { heard(); onEvent(kind, event); });
   }
-  source.onopen = () => { $('feed-status').textContent = 'live'; $('feed-status').className = 'feed-status live'; };
+  source.addEventListener('heartbeat', (event) => {
+    try { const data = JSON.parse(event.data); if (data.interval_ms > 0) state.heartbeatMs = data.interval_ms; } catch (e) { /* the last interval stands */ }
+    heard();
+  });
+  source.onopen = () => {
+    heard();
+    // Whatever happened while the page could not hear is on the board, even past the replay window.
+    if (state.opens++ > 0) refreshBoard().catch(() => {});
+  };
   source.onerror = () => {
-    $('feed-status').textContent = 'reconnecting'; $('feed-status').className = 'feed-status';
+    showFeed();
     if (source.readyState === EventSource.CLOSED) {
       // The browser gave up (e.g. 401): check the session, then resume after the last id.
       stopStream();
@@ -139,12 +176,45 @@ function openStream() {
       }, 1000);
     }
   };
+  showFeed();
 }
 function stopStream() {
   if (state.reconnectTimer) { clearTimeout(state.reconnectTimer); state.reconnectTimer = null; }
   if (state.source) { state.source.close(); state.source = null; }
-  const status = $('feed-status');
-  if (status) { status.textContent = 'offline'; status.className = 'feed-status'; }
+  showFeed();
+}
+function heard() {
+  state.lastHeard = Date.now();
+  state.downSince = null;
+  showFeed();
+}
+// Once a second: silence past the limit shows the banner, and a stream that has had the whole
+// limit to say something is replaced by a new one.
+function watchFeed() {
+  if (!state.started) return;
+  const now = Date.now();
+  if (now - state.lastHeard > silenceLimit()) {
+    if (!state.downSince) state.downSince = state.lastHeard;
+    if (now - state.streamOpenedAt > silenceLimit()) openStream();
+  }
+  showFeed();
+}
+function showFeed() {
+  const status = $('feed-status'), banner = $('feed-banner');
+  if (!status || !banner) return;
+  const open = state.source && state.source.readyState === EventSource.OPEN;
+  const live = !!open && !state.downSince && Date.now() - state.lastHeard <= silenceLimit();
+  const word = !state.started ? 'offline' : live ? 'live' : state.downSince ? 'not connected' : state.source ? 'connecting' : 'offline';
+  if (status.textContent !== word) status.textContent = word;
+  status.className = 'feed-status' + (live ? ' live' : state.downSince ? ' down' : '');
+  document.body.dataset.feed = word;
+  const text = state.started && state.downSince ? 'Not connected since ' + clock(state.downSince) + ' — alerts may be missing' : '';
+  if (banner.textContent !== text) banner.textContent = text;
+  banner.hidden = !text;
+  // An empty board is only news while the page can hear.
+  const empty = $('board').querySelector('.empty');
+  const none = state.started && state.downSince ? 'No open alerts known: not connected.' : 'No open alerts.';
+  if (empty && empty.textContent !== none) empty.textContent = none;
 }
 function onEvent(kind, event) {
   const id = Number(event.lastEventId);
@@ -172,30 +242,80 @@ function onEvent(kind, event) {
     refreshDevices();
   }
 }
+function nameOf(alert) {
+  const detail = state.details.get(alert.alert_id);
+  const person = (detail && detail.alert && detail.alert.person) || alert.person;
+  return person && person.name ? person.name : alert.device_id;
+}
+// A new alert: the alarm at once (it repeats until acknowledged), a desktop notification when
+// the dispatcher allowed them, and words for screen readers (the title alone is not announced).
 function announce(alertID, reference) {
-  beep();
-  const detail = state.details.get(alertID);
-  const person = detail && detail.alert && detail.alert.person;
-  const name = person && person.name ? person.name : reference.device_id;
+  const alert = state.alerts.get(alertID) || reference;
+  const text = 'SOS: ' + nameOf(alert) + ' — ' + label(alert.kind || reference.kind);
   document.body.dataset.lastAnnounced = alertID;
-  flashTitle = 'New alert: ' + label(reference.kind) + ' — ' + name;
-  // Read out by screen readers (an assertive live region): the title alone is not announced.
-  $('announcer').textContent = flashTitle + ', ' + clock(Date.now());
+  $('announcer').textContent = text + ', ' + clock(Date.now());
+  notify(alertID, text);
+  ringAlarm();
   updateTitle();
 }
-let flashTitle = null;
-function updateTitle() {
-  const waiting = [...state.alerts.values()].filter((a) => a.open && !a.acknowledged_ms).length;
-  const base = (waiting ? '(' + waiting + ') ' : '') + 'TrackMe console';
-  document.title = flashTitle && waiting ? '(' + waiting + ') ' + flashTitle : base;
-  if (!waiting) flashTitle = null;
+function notify(alertID, text) {
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  try {
+    const note = new Notification(text, { body: 'Open alert on the TrackMe console', tag: alertID, requireInteraction: true });
+    note.onclick = () => { window.focus(); note.close(); };
+    document.body.dataset.notified = String(Number(document.body.dataset.notified || 0) + 1);
+  } catch (e) { /* notifications unavailable here */ }
 }
-function unlockAudio() {
-  try { state.audio = state.audio || new AudioContext(); state.audio.resume(); } catch (e) { state.audio = null; }
+function waitingAlerts() {
+  return [...state.alerts.values()].filter((a) => a.open && !a.acknowledged_ms).sort(boardOrder);
+}
+// The tab names who and what: the gravest alert nobody has acknowledged yet.
+function updateTitle() {
+  const waiting = waitingAlerts();
+  const open = [...state.alerts.values()].filter((a) => a.open).length;
+  if (!waiting.length) { document.title = (open ? '(' + open + ' open) ' : '') + 'TrackMe console'; return; }
+  const first = waiting[0];
+  document.title = 'SOS: ' + nameOf(first) + ' — ' + label(first.kind) + (waiting.length > 1 ? ' (+' + (waiting.length - 1) + ' more)' : '');
+}
+
+// ---- sound ----
+// Browsers start a page's audio suspended until the person clicks or presses a key on it (after
+// a reload too). The page makes its audio at once, and while the browser holds it back shows an
+// "Enable sound" button, so a dispatcher knows the alarm would be silent. `data-sound` on the
+// body says which: on, blocked or unavailable.
+function prepareSound() {
+  if (!state.audio) {
+    try {
+      state.audio = new AudioContext();
+      state.audio.addEventListener('statechange', showSound);
+    } catch (e) { state.audio = null; }
+  }
+  showSound();
+}
+function enableSound() {
+  prepareSound();
+  if (state.audio && state.audio.state !== 'running') state.audio.resume().then(showSound, showSound);
+  if ('Notification' in window && Notification.permission === 'default') {
+    try { Notification.requestPermission().then(showSound, () => {}); } catch (e) { /* old API */ }
+  }
+}
+function showSound() {
+  const ctx = state.audio;
+  const sound = !ctx ? 'unavailable' : ctx.state === 'running' ? 'on' : 'blocked';
+  document.body.dataset.sound = sound;
+  $('sound-prompt').hidden = sound !== 'blocked' || !state.started;
+  $('sound-unavailable').hidden = sound !== 'unavailable' || !state.started;
+}
+// Every ALARM_EVERY_MS, and at once for a new alert: rings while any open alert waits.
+function ringAlarm() {
+  const waiting = waitingAlerts().length;
+  document.body.dataset.alarm = waiting && state.started ? 'ringing' : 'quiet';
+  if (!waiting || !state.started) return;
+  if (beep()) document.body.dataset.alarmsPlayed = String(Number(document.body.dataset.alarmsPlayed || 0) + 1);
 }
 function beep() {
   const ctx = state.audio;
-  if (!ctx) return;
+  if (!ctx || ctx.state !== 'running') { showSound(); return false; }
   try {
     for (const [offset, freq] of [[0, 880], [0.25, 660], [0.5, 880]]) {
       const osc = ctx.createOscillator(); const gain = ctx.createGain();
@@ -203,7 +323,8 @@ function beep() {
       osc.connect(gain); gain.connect(ctx.destination);
       osc.start(ctx.currentTime + offset); osc.stop(ctx.currentTime + offset + 0.18);
     }
-  } catch (e) { /* no sound device */ }
+    return true;
+  } catch (e) { return false; }
 }
 
 // ---- the board ----
@@ -211,8 +332,13 @@ async function refreshBoard() {
   const list = await api('GET', '/v1/alerts?status=open');
   // The first time: follow the feed from where this list was read, not from its beginning.
   if (!state.lastEventId) state.lastEventId = list.feed_last_id || 0;
+  const listed = new Set(list.alerts.map((a) => a.alert_id));
+  // Read again: alerts the page shows that closed while it could not hear.
+  const gone = [...state.alerts.keys()].filter((id) => !listed.has(id));
+  const fresh = state.opens > 0 ? list.alerts.filter((a) => !state.known.has(a.alert_id)) : [];
   for (const alert of list.alerts) { state.alerts.set(alert.alert_id, alert); state.known.add(alert.alert_id); }
-  await Promise.all(list.alerts.map((a) => loadAlert(a.alert_id)));
+  await Promise.all([...list.alerts.map((a) => loadAlert(a.alert_id)), ...gone.map((id) => loadAlert(id))]);
+  for (const alert of fresh) announce(alert.alert_id, alert);
   renderBoard();
 }
 // One fetch per alert at a time; an event during a fetch fetches again after it.
@@ -247,26 +373,46 @@ function renderBoard() {
     board.replaceChildren(...cards);
   }
   for (const alert of open) drawMap(alert.alert_id);
+  showFeed();
   updateTitle();
+  document.body.dataset.alarm = waitingAlerts().length && state.started ? 'ringing' : 'quiet';
+}
+// Fills `node` only when `key` changed, so a link or field with the keyboard's focus is not
+// replaced under it by the 1 Hz position updates.
+const drawnKeys = new WeakMap();
+function fillOnChange(node, key, build) {
+  if (drawnKeys.get(node) === key) return;
+  drawnKeys.set(node, key);
+  fill(node, build());
 }
 function updateCard(alert) {
   let card = state.cards.get(alert.alert_id);
   if (!card) {
-    const outcome = el('select', { class: 'resolve-outcome', 'aria-label': 'Outcome' }, OUTCOMES.map(([value, text]) => el('option', { value }, text)));
-    const noteText = el('input', { class: 'note-text', placeholder: 'Add a note', maxlength: 2000 });
+    // No outcome is chosen for the dispatcher: Resolve asks for one.
+    const outcome = el('select', { class: 'resolve-outcome', 'aria-label': 'Outcome', required: true },
+      el('option', { value: '' }, 'Choose the outcome…'), OUTCOMES.map(([value, text]) => el('option', { value }, text)));
+    const noteText = el('input', { class: 'note-text', placeholder: 'Add a note', 'aria-label': 'Note', maxlength: 2000 });
     const parts = {
+      head: el('div', { class: 'card-head' }),
+      position: el('div', { class: 'alert-position' }),
       info: el('div', { class: 'info' }),
       map: el('div', { class: 'map', id: 'map-' + alert.alert_id }),
       chart: el('div', { class: 'chart' }),
       story: el('div', { class: 'story' }),
       ack: el('button', { class: 'ack primary', type: 'button', onclick: () => act(alert.alert_id, 'ack') }, 'Acknowledge'),
+      outcome,
+      resolveMessage: el('span', { class: 'resolve-message', role: 'alert' }),
     };
     const node = el('article', { class: 'alert-card', dataset: { alertId: alert.alert_id } },
+      el('div', { class: 'card-top' }, parts.head, parts.position,
+        el('div', { class: 'actions card-actions' }, parts.ack, outcome,
+          el('button', { class: 'resolve', type: 'button', onclick: () => resolve(alert.alert_id, outcome, parts.resolveMessage) }, 'Resolve'),
+          parts.resolveMessage)),
       parts.info,
       el('div', {}, el('h3', {}, 'Track since the alert opened'), parts.map, el('h3', {}, 'Heart rate, last 10 min'), parts.chart),
       el('div', {}, parts.story,
-        el('div', { class: 'actions' }, parts.ack, noteText, el('button', { class: 'note-add', type: 'button', onclick: () => addNote(alert.alert_id, noteText) }, 'Add note')),
-        el('div', { class: 'actions' }, outcome, el('button', { class: 'resolve', type: 'button', onclick: () => resolve(alert.alert_id, outcome.value) }, 'Resolve'))));
+        el('form', { class: 'actions note-form', onsubmit: (event) => { event.preventDefault(); addNote(alert.alert_id, noteText); } },
+          noteText, el('button', { class: 'note-add', type: 'submit' }, 'Add note'))));
     card = { node, parts };
     state.cards.set(alert.alert_id, card);
   }
@@ -286,29 +432,40 @@ function updateCard(alert) {
   if (person.max_hr) thresholds.push('max ' + person.max_hr);
   const health = detail.device;
   const hb = health && health.heartbeat;
-  fill(card.parts.info, 
+  const timeline = detail.timeline || [];
+  fillOnChange(card.parts.head, JSON.stringify([person.name, person.age, alert.kind, alert.state, alert.acknowledged_ms, alert.created_ms, alert.device_id]), () => [
     el('div', { class: 'title' }, el('span', { class: 'person-name' }, person.name || alert.device_id), ', ', el('span', { class: 'person-age' }, person.age !== undefined ? String(person.age) : '?')),
     el('div', {}, el('span', { class: 'kind alert-kind' }, label(alert.kind)), ' ', el('span', { class: 'alert-state muted' }, alert.acknowledged_ms ? 'acknowledged' : alert.state)),
-    el('div', { class: 'muted' }, 'opened ', el('span', { class: 'age', dataset: { at: alert.created_ms } }, ago(alert.created_ms)), ' · device ', alert.device_id),
-    el('div', { class: 'alert-position' }, position && position.lat !== undefined
-      ? ['Position ', Number(position.lat).toFixed(5), ', ', Number(position.lon).toFixed(5), ' · fix ', el('span', { class: 'age', dataset: { at: fixAt } }, ago(fixAt))]
-      : 'No position known'),
+    el('div', { class: 'muted' }, 'opened ', el('span', { class: 'age', dataset: { at: alert.created_ms } }, ago(alert.created_ms)), ' · device ', alert.device_id)]);
+  fillOnChange(card.parts.position, JSON.stringify(position ? [position.lat, position.lon, fixAt] : null), () => (position && position.lat !== undefined
+    ? ['Position ', Number(position.lat).toFixed(5), ', ', Number(position.lon).toFixed(5), ' · fix ', el('span', { class: 'age', dataset: { at: fixAt } }, ago(fixAt)), ' · ',
+      el('a', { class: 'open-map', href: mapsLink(position.lat, position.lon), target: '_blank', rel: 'noopener noreferrer' }, 'Open in maps')]
+    : 'No position known'));
+  // What the contacts were told, from the notifier's runs on the timeline (their details start with the contact's name).
+  const told = (c) => {
+    const runs = timeline.filter((t) => t.event.startsWith('contact_') && t.detail && (t.detail.startsWith(c.name + ',') || t.detail.startsWith(c.name + ' (')));
+    const last = runs[runs.length - 1];
+    return last ? el('span', { class: 'contact-status muted' }, ' · ', eventText(last.event), ' ', clock(last.at_ms)) : null;
+  };
+  fillOnChange(card.parts.info, JSON.stringify([person, health, timeline.filter((t) => t.event.startsWith('contact_'))]), () => [
     el('h3', {}, 'Thresholds'), el('div', {}, thresholds.length ? thresholds.join(' · ') + ' bpm' : 'derived from age'),
     el('h3', {}, 'Emergency contacts'),
-    el('ul', { class: 'plain contacts' }, (person.contacts || []).map((c) => el('li', {}, c.name, c.relation ? ' (' + c.relation + ')' : '', c.phone ? ' ' + c.phone : '', c.email ? ' ' + c.email : ''))),
+    el('ul', { class: 'plain contacts' }, (person.contacts || []).map((c) => el('li', {}, c.name, c.relation ? ' (' + c.relation + ')' : '',
+      c.phone ? [' ', el('a', { class: 'contact-call', href: telLink(c.phone) }, c.phone)] : '',
+      c.email ? [' ', el('a', { href: 'mailto:' + c.email }, c.email)] : '', told(c)))),
     person.notes ? [el('h3', {}, 'Carer notes'), el('div', { class: 'person-notes' }, person.notes)] : null,
     el('h3', {}, 'Device'),
     el('div', { class: 'device-health' }, hb ? ['strap ', hb.strap, hb.battery_pct !== undefined && hb.battery_pct !== null ? ' · battery ' + hb.battery_pct + '%' : '', ' · GPS ', hb.gpsd] : 'no heartbeat yet',
       hb && hb.device_power ? ' · device ' + devicePower(hb) : null,
       health ? [' · last seen ', el('span', { class: 'age', dataset: { at: health.last_seen_ms } }, ago(health.last_seen_ms))] : null,
       health && health.silent ? [' ', el('span', { class: 'badge' }, 'SILENT')] : null,
-      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null));
+      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null)]);
   fill(card.parts.chart, hrChart(detail.heart_rate || []));
-  fill(card.parts.story, 
+  fillOnChange(card.parts.story, JSON.stringify([timeline, detail.notes]), () => [
     el('h3', {}, 'Timeline'),
-    el('ol', { class: 'timeline' }, (detail.timeline || []).map((t) => el('li', { dataset: { event: t.event } }, clock(t.at_ms), ' ', label(t.event), detailText(t)))),
+    el('ol', { class: 'timeline' }, timeline.map(timelineItem)),
     el('h3', {}, 'Notes'),
-    el('ul', { class: 'plain notes' }, (detail.notes || []).map((n) => el('li', {}, el('span', { class: 'muted' }, n.author + ', ' + clock(n.created_ms) + ': '), el('span', { class: 'note-body' }, n.text)))));
+    el('ul', { class: 'plain notes' }, (detail.notes || []).map((n) => el('li', {}, el('span', { class: 'muted' }, n.author + ', ' + clock(n.created_ms) + ': '), el('span', { class: 'note-body' }, n.text))))]);
   return card.node;
 }
 async function act(alertID, verb) {
@@ -321,7 +478,15 @@ async function addNote(alertID, input) {
   try { await api('POST', '/v1/alerts/' + encodeURIComponent(alertID) + '/notes', { text }); input.value = ''; } catch (e) { report(e); }
   loadAlert(alertID);
 }
-async function resolve(alertID, outcome) {
+// Closing an alert tells the device and ends the contacts' following: it needs a chosen outcome
+// and a second yes.
+async function resolve(alertID, select, message) {
+  const outcome = select.value;
+  const chosen = OUTCOMES.find(([value]) => value === outcome);
+  if (!chosen) { message.textContent = 'Choose the outcome first.'; select.focus(); return; }
+  message.textContent = '';
+  const alert = state.alerts.get(alertID);
+  if (!window.confirm('Resolve the alert of ' + (alert ? nameOf(alert) : alertID) + ' as "' + chosen[1] + '"? It leaves the board and the device is told.')) return;
   try { await api('POST', '/v1/alerts/' + encodeURIComponent(alertID) + '/resolve', { outcome }); } catch (e) { report(e); }
   await loadAlert(alertID);
   refreshHistory();
@@ -492,7 +657,7 @@ function renderHistoryItem(alert) {
     try {
       const d = await api('GET', '/v1/alerts/' + encodeURIComponent(alert.alert_id));
       fill(body,
-        el('ol', { class: 'timeline' }, d.timeline.map((t) => el('li', {}, clock(t.at_ms), ' ', label(t.event), detailText(t)))),
+        el('ol', { class: 'timeline' }, d.timeline.map(timelineItem)),
         el('ul', { class: 'plain notes' }, d.notes.map((n) => el('li', {}, n.author + ': ', el('span', { class: 'note-body' }, n.text)))));
     } catch (e) { body.textContent = String(e.message || e); }
   } }, 'Timeline');
@@ -536,7 +701,13 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('signout').addEventListener('click', signOut);
   $('account-form').addEventListener('submit', createAccount);
   for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => showTab(tab.dataset.tab));
-  document.addEventListener('click', unlockAudio, { once: true });
+  // Any click or key on the page lets the browser play sound; the button says so explicitly.
+  for (const kind of ['click', 'keydown']) {
+    document.addEventListener(kind, () => { if (state.started && state.audio && state.audio.state !== 'running') state.audio.resume().then(showSound, showSound); });
+  }
+  $('sound-enable').addEventListener('click', enableSound);
+  setInterval(ringAlarm, ALARM_EVERY_MS);
+  setInterval(watchFeed, 1000);
   setInterval(() => { for (const node of document.querySelectorAll('.age')) node.textContent = ago(Number(node.dataset.at) || null); }, 1000);
   setInterval(() => { if (state.started) refreshDevices(); }, 15000);
   const response = await fetch('/v1/session', { credentials: 'same-origin' });
