@@ -113,9 +113,9 @@
   // Without tiles: the course on a plain grid (equirectangular around its middle).
   function drawGrid(d) {
     const W = 600, H = 400, box = $('map');
+    const placed = d.runners.filter((r) => typeof r.lat === 'number' && typeof r.lon === 'number');
     const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map', role: 'img',
       'aria-label': 'The course with ' + placed.length + ' runners' + (placed.length ? '; the leader in orange' : '') });
-    const placed = d.runners.filter((r) => typeof r.lat === 'number' && typeof r.lon === 'number');
     const all = d.path.concat(placed.map((r) => [r.lat, r.lon]));
     const lat0 = all.reduce((s, p) => s + p[0], 0) / all.length;
     const k = Math.cos(lat0 * Math.PI / 180) * 111320;
