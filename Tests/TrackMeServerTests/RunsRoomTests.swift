@@ -331,4 +331,44 @@ struct RunsRoomTests {
             #expect(try await s.page("POST", "/v1/runs", olga, json: ["name": "Route", "start_ms": start, "gpx": route]).status == 201)
         }
     }
+
+    @Test("the room's doors are its declaration: open routes for anyone, the organiser's for organisers (and the admin) only")
+    func doors() async throws {
+        try await TestServer.with(.sqlite) { s in
+            try await s.createAccount("olga", role: "organiser")
+            let olga = try await s.signIn("olga")
+            let runID = try await Self.createRun(s, olga, name: "Doors", place: "Turin", code: "DOORS", start: s.wall.now + 3_600_000)
+            let dispatcher = try await s.dispatcher()
+            let device = try await s.enrol("r-door", name: "Door Runner")
+            let (_, _) = try await s.wearer("walter", device: "pi-walter")
+            let walter = try await s.signIn("walter")
+            var guarded = 0
+            for (route, requirement) in RunsRoom.access.sorted(by: { $0.key < $1.key }) {
+                let method = String(route.prefix { $0 != " " })
+                let path = String(route.dropFirst(method.count + 1)).replacingOccurrences(of: "{id}", with: runID)
+                if path.hasSuffix("/stream") { continue }
+                func ask(token: String?) async throws -> Int {
+                    try await (method == "GET" ? s.client.send(method, path, token: token) : s.client.send(method, path, token: token, json: [:]))
+                        .status
+                }
+                switch requirement {
+                case .open:
+                    #expect(try await ask(token: nil) == 200, "\(route) without credentials")
+                case .roles(let roles), .personData(let roles):
+                    #expect(roles == [.organiser, .admin], "\(route)")
+                    #expect(try await ask(token: nil) == 401, "\(route) without credentials")
+                    #expect(try await ask(token: dispatcher) == 403, "\(route) as a dispatcher")
+                    #expect(try await ask(token: device) == 403, "\(route) as a device")
+                    let asWearer = try await (method == "GET" ? s.page(method, path, walter) : s.page(method, path, walter, json: [:])).status
+                    #expect(asWearer == 403, "\(route) as a wearer")
+                    let asOrganiser = try await (method == "GET" ? s.page(method, path, olga) : s.page(method, path, olga, json: [:])).status
+                    #expect(![401, 403].contains(asOrganiser), "\(route) as its organiser: \(asOrganiser)")
+                    guarded += 1
+                case .device:
+                    Issue.record("\(route): the runs room has no device door")
+                }
+            }
+            #expect(guarded == 8)
+        }
+    }
 }
