@@ -236,6 +236,8 @@ targets += [
             .embedInCode("People/people.html"), .embedInCode("People/people.js"),
             .embedInCode("Fleet/fleet.html"), .embedInCode("Fleet/fleet.js"),
             .embedInCode("Races/race.html"), .embedInCode("Races/race.js"),
+            .embedInCode("Races/runs.html"), .embedInCode("Races/runs.js"),
+            .embedInCode("Races/organise.html"), .embedInCode("Races/organise.js"),
             .embedInCode("Accounts/account.html"), .embedInCode("Accounts/account.js"),
         ],
         swiftSettings: strictSettings

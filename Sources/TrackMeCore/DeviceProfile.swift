@@ -129,16 +129,29 @@ public struct TaxiStateMachine: Hashable, Sendable {
 }
 
 /// A runner's part in a run, sent with every report: the run's code, whether they agreed to be
-/// shown to spectators, and when they checked in at the start (wall ms; nil: not yet).
+/// shown to spectators, whether their organiser may follow their health data (heart rate)
+/// during the run, and when they checked in at the start (wall ms; nil: not yet).
 public struct RunParticipation: Hashable, Sendable, Codable {
     public var code: String
     public var showToSpectators: Bool
+    /// Consent given at enrolment for the organiser to read the runner's heart rate during the
+    /// run; without it (and from devices that never send it) the organiser sees none.
+    public var shareHealth: Bool
     public var checkedInMilliseconds: Int64?
 
-    public init(code: String, showToSpectators: Bool, checkedInMilliseconds: Int64? = nil) {
+    public init(code: String, showToSpectators: Bool, shareHealth: Bool = false, checkedInMilliseconds: Int64? = nil) {
         self.code = code
         self.showToSpectators = showToSpectators
+        self.shareHealth = shareHealth
         self.checkedInMilliseconds = checkedInMilliseconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        code = try c.decode(String.self, forKey: .code)
+        showToSpectators = try c.decode(Bool.self, forKey: .showToSpectators)
+        shareHealth = try c.decodeIfPresent(Bool.self, forKey: .shareHealth) ?? false
+        checkedInMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .checkedInMilliseconds)
     }
 
     /// 4-32 of `A-Z 0-9 -`, as organisers hand them out.
@@ -155,6 +168,7 @@ public struct RunParticipation: Hashable, Sendable, Codable {
     enum CodingKeys: String, CodingKey {
         case code
         case showToSpectators = "show"
+        case shareHealth = "health"
         case checkedInMilliseconds = "checked_in_ms"
     }
 }

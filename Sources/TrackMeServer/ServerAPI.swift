@@ -23,6 +23,8 @@ struct ServerAPI: Sendable {
     let logger: Logger
     /// Device intake: a room with a store of its own, mounted at `IngestRoom.path`.
     let ingest: IngestRoom
+    /// Runs (Track4Run): a room with a store of its own, its routes at their full paths.
+    let runs: RunsRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -54,7 +56,8 @@ struct ServerAPI: Sendable {
         CareRoutes(api: self).register(on: router)
         PeopleRoutes(api: self).register(on: router)
         PeoplePages(api: self).register(on: router)
-        RaceRoutes(api: self).register(on: router)
+        let pages = ConsoleRoutes(api: self)
+        router.addRoutes(runs.routes { file, request in pages.serve(file, request) })
         FleetRoutes(api: self).register(on: router)
         return router
     }

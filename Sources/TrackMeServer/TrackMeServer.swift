@@ -23,6 +23,8 @@ public final class TrackMeServer: Service, Sendable {
     let store: any ServerStore
     /// Device intake's store: only the ingest room (and the inspection helpers) hold it.
     let ingestStore: any IngestStore
+    /// The runs room's store (and `RaceIngest`'s, which follows runners from intake).
+    let runStore: any RunStore
     let api: ServerAPI
     let logger: Logger
     private let announcement = PortAnnouncement()
@@ -97,6 +99,8 @@ public final class TrackMeServer: Service, Sendable {
         let notifier = FeedNotifier()
         let metrics = ServerMetrics(also: configuration.metricsFactory)
         let databaseHealth = DatabaseHealth()
+        let runStore = try Self.runStore(for: store)
+        self.runStore = runStore
         api = ServerAPI(
             store: store,
             configuration: configuration,
@@ -123,8 +127,9 @@ public final class TrackMeServer: Service, Sendable {
                 metrics: metrics,
                 logger: logger,
                 databaseHealth: databaseHealth,
-                runs: RaceIngest(store: store, logger: logger)
+                runs: RaceIngest(runs: runStore, store: store, logger: logger)
             ),
+            runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):
@@ -291,6 +296,15 @@ public final class TrackMeServer: Service, Sendable {
 
     static func openStore(_ location: StorageLocation, durability: CommitDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {
         try await openStores(location, durability: durability, logger: logger).hall
+    }
+
+    /// The runs room's store over the hall's database connection.
+    static func runStore(for hall: any ServerStore) throws -> any RunStore {
+        if let sqlite = hall as? SQLiteServerStore { return SQLiteRunStore(sqlite) }
+        #if PostgreSQL
+        if let postgres = hall as? PostgresServerStore { return PostgresRunStore(postgres) }
+        #endif
+        throw StoreError(code: .badConfiguration, message: "no runs store for \(hall.displayName)")
     }
 
     /// The hall's store and device intake's, on one database connection (SQLite pool or

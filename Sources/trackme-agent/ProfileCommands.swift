@@ -37,7 +37,8 @@ struct TaxiCommand: AsyncParsableCommand {
     }
 }
 
-/// `trackme-agent run-join CODE [--show]`: a runner joins the run the organiser gave the code of.
+/// `trackme-agent run-join CODE [--show] [--share-health]`: a runner joins the run the organiser
+/// gave the code of.
 struct RunJoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run-join",
@@ -51,6 +52,9 @@ struct RunJoinCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Agree to be shown, with your name, on the run's public spectator page.")
     var show = false
 
+    @Flag(name: .customLong("share-health"), help: "Let the run's organiser follow your heart rate during the run (given now or never).")
+    var shareHealth = false
+
     @OptionGroup var socket: SocketOptions
 
     func validate() throws {
@@ -58,8 +62,11 @@ struct RunJoinCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let response = try await ControlCall.perform(.runJoin(code: code, show: show), socket: socket.socket)
-        print("joined run \(response.profile?.run?.code ?? code)" + (show ? ", shown to spectators" : ", not shown to spectators"))
+        let response = try await ControlCall.perform(.runJoin(code: code, show: show, shareHealth: shareHealth), socket: socket.socket)
+        print(
+            "joined run \(response.profile?.run?.code ?? code)" + (show ? ", shown to spectators" : ", not shown to spectators")
+                + (shareHealth ? ", heart rate shared with the organiser" : "")
+        )
     }
 }
 

@@ -37,21 +37,26 @@ class Device:
         self.server, self.id, self.token, self.seq = server, device_id, body["token"], 0
         self.boot = str(uuid.uuid4())
 
-    def report(self, lat, lon, heartbeat, at_ms=None):
+    def report(self, lat, lon, heartbeat, at_ms=None, bpm=None):
         self.seq += 1
         beat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, **heartbeat}
         stamp = {"boot_id": self.boot, "mono_ns": self.seq * 10**9, "wall_ms": at_ms or int(time.time() * 1000), "wall_trusted": True}
+        readings = [{"seq": self.seq * 2, "kind": "fix", "t": stamp, "fix": {"mode": 3, "lat": lat, "lon": lon}}]
+        if bpm is not None:
+            readings.append({"seq": self.seq * 2 + 1, "kind": "hr", "t": stamp, "hr": {"bpm": bpm, "contact": "detected", "rr": []}})
         body = {
             "version": 1, "device_id": self.id, "batch_seq": self.seq, "idempotency_key": f"{self.id}:{self.seq}", "dropped_by_budget": 0,
-            "heartbeat": beat, "readings": [{"seq": self.seq, "kind": "fix", "t": stamp, "fix": {"mode": 3, "lat": lat, "lon": lon}}],
+            "heartbeat": beat, "readings": readings,
         }
         status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
         assert status == 200, (status, ack)
 
-    def run(self, code, metres, show, at_ms=None):
-        """A fix `metres` up the course, taken at `at_ms` (now if None); distances are counted
-        along each runner's own fixes, so a runner's track starts at the start line."""
-        self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": {"code": code, "show": show, "checked_in_ms": int(time.time() * 1000) - 180000}}, at_ms)
+    def run(self, code, metres, show, at_ms=None, health=False, checked_in=True, bpm=None):
+        """A fix `metres` up the course, taken at `at_ms` (now if None), with a heart rate when
+        `bpm` is given; `health` is the consent to let the organiser follow it. Distances are
+        counted along each runner's own fixes, so a runner's track starts at the start line."""
+        run = {"code": code, "show": show, "health": health, "checked_in_ms": int(time.time() * 1000) - 180000 if checked_in else None}
+        self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": run}, at_ms, bpm)
 
     def taxi(self, state, lat, lon):
         self.report(lat, lon, {"profile": "taxi", "taxi_state": state})
@@ -143,6 +148,110 @@ class RaceTest(CheckRun):
             self.shot(browser, "race-02-leader-changed")
         self.check("the page follows the race live; a withdrawn consent removes the runner", live_update)
 
+    def organiser_flow(self, server, browser):
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "olga", "password": "correct horse battery", "role": "organiser", "display_name": "Olga Organiser"}, token=ADMIN)
+        assert status == 201
+        gpx = os.path.join(self.workdir, "lakeside.gpx")
+        with open(gpx, "w", encoding="utf-8") as f:
+            f.write(course_gpx())
+        name = "Lakeside <10K> & co"
+        ann, bob, cat = Device(server, "o-ann", "Ann Consenting"), Device(server, "o-bob", "Bob Private"), Device(server, "o-cat", "Cat Absent")
+
+        def create_from_gpx():
+            browser.get(server.base + "/organise")
+            wait_for(lambda: browser.find("#signin").displayed(), what="the organiser's sign-in form")
+            browser.find("#username").send_keys("olga")
+            browser.find("#password").send_keys("correct horse battery")
+            browser.find("#signin-button").click()
+            wait_for(lambda: browser.find("#desk").displayed(), what="the organiser's desk")
+            browser.find("#run-name").send_keys(name)
+            browser.find("#run-place").send_keys("Lago Maggiore")
+            browser.script("const d = new Date(Date.now() - 120000); const p = (n) => String(n).padStart(2, '0');"
+                           "document.getElementById('run-start').value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()); return true;")
+            browser.find("#run-cap").send_keys("10")
+            browser.find("#run-code").send_keys("LAKE-10K")
+            browser.find("#run-gpx").send_keys(gpx)
+            browser.find("#create-button").click()
+            wait_for(lambda: browser.find("#run-title").text == name, timeout=10, what="the new run opened")
+            assert "code LAKE-10K" in browser.find("#run-facts").text and "1.00 km" in browser.find("#run-facts").text, browser.find("#run-facts").text
+            assert "Lago Maggiore" in browser.find("#run-facts").text
+            browser.find("#enrolment-button").click()
+            wait_for(lambda: browser.find("#enrolment-button").text == "Close enrolment", what="enrolment open")
+            self.shot(browser, "organise-01-created")
+        self.check("the organiser signs in and creates a run from a GPX file, then opens enrolment", create_from_gpx)
+
+        def enrol_and_check_in():
+            # The first fixes a minute and a half after the gun; the next ones now: a runner's pace.
+            early = int(time.time() * 1000) - 90000
+            ann.run("LAKE-10K", 0, True, at_ms=early, health=True, bpm=120)
+            bob.run("LAKE-10K", 0, True, at_ms=early, health=False, bpm=121)
+            cat.run("LAKE-10K", 0, True, checked_in=False)
+            wait_for(lambda: len(browser.find_all("#entries tbody tr")) == 3, timeout=10, what="three runners enrolled")
+            rows = {r.attribute("data-device"): r for r in browser.find_all("#entries tbody tr")}
+            assert rows["o-cat"].find("td.checked-in").text == "no"
+            assert rows["o-ann"].find("td.checked-in").text != "no"
+            removable = [r.attribute("data-device") for r in browser.find_all("#entries tbody tr") if r.find_all("button")]
+            assert removable == ["o-cat"], removable
+            rows["o-cat"].find("button").click()
+            wait_for(lambda: len(browser.find_all("#entries tbody tr")) == 2, timeout=10, what="Cat removed")
+            cat.run("LAKE-10K", 50, True, checked_in=False)
+            assert "o-cat" not in [r.attribute("data-device") for r in browser.find_all("#entries tbody tr")]
+        self.check("runners enrol with and without health consent; the one who did not check in is removed", enrol_and_check_in)
+
+        def follow_live():
+            ann.run("LAKE-10K", 400, True, health=True, bpm=162)
+            bob.run("LAKE-10K", 300, True, health=False, bpm=171)
+
+            def health():
+                return {r.attribute("data-device"): r.find("td.health").text for r in browser.find_all("#entries tbody tr")}
+            wait_for(lambda: health().get("o-ann") == "162 bpm", timeout=10, what="Ann's heart rate on the organiser's page")
+            assert health()["o-bob"] == "not shared", health()
+            assert "171" not in browser.script("return document.documentElement.outerHTML"), "Bob's heart rate reached the page"
+            names = [r.find("td.name").text for r in browser.find_all("#entries tbody tr")]
+            assert names == ["Ann Consenting", "Bob Private"], names
+            self.shot(browser, "organise-02-live")
+        self.check("the organiser follows live: heart rate for the consenting runner only", follow_live)
+        self.look(browser, "organise", "the organiser's page following a run")
+
+        def close_with_standings():
+            browser.find("#close-button").click()
+            wait_for(lambda: browser.find("#run-message").text == "Closed: final standings", timeout=10, what="the run closed")
+            rows = browser.find_all("#entries tbody tr")
+            assert [r.find("td.name").text for r in rows] == ["Ann Consenting", "Bob Private"]
+            first = rows[0]
+            assert first.find("td.km").text == "0.40", first.find("td.km").text
+            assert first.find("td.time").text and first.find("td.pace").text, (first.find("td.time").text, first.find("td.pace").text)
+            assert browser.find("#close-button").property("disabled")
+            assert all(r.find("td.health").text != "162 bpm" for r in rows), "health shown after the run"
+            self.shot(browser, "organise-03-closed")
+        self.check("the organiser closes the run: final standings with time, distance and pace", close_with_standings)
+
+        def public_list():
+            browser.get(server.base + "/runs")
+            wait_for(lambda: len(browser.find_all("#runs tbody tr")) >= 2, what="the runs listed")
+            for query in ("maggiore", "LAKESIDE"):
+                field = browser.find("#run-search")
+                field.clear()
+                field.send_keys(query)
+                browser.find("#find-form button").click()
+                wait_for(lambda: [r.find("td a").text for r in browser.find_all("#runs tbody tr")] == [name], timeout=5, what=f"the run found by {query}")
+            row = browser.find("#runs tbody tr")
+            assert row.find("td.run-status").text == "Finished", row.find("td.run-status").text
+            assert browser.script("return window.__pwned === undefined")
+            self.shot(browser, "runs-01-found")
+            row.find("td a").click()
+            wait_for(lambda: browser.find("#run-status").text == "finished: final standings", timeout=10, what="the closed run's page")
+            assert [r.find("td.name").text for r in browser.find_all("#standings tbody tr")] == ["Ann Consenting", "Bob Private"]
+            assert not browser.find_all("svg.grid-map circle.runner"), "positions shown after the run"
+        self.check("the public list finds the run by place and by name; its page has standings and no positions", public_list)
+        browser.get(server.base + "/runs?q=maggiore")
+        wait_for(lambda: len(browser.find_all("#runs tbody tr")) == 1, what="the list for the look")
+        self.look(browser, "runs", "the public list of runs")
+        browser.get(server.base + "/organise")
+        wait_for(lambda: browser.find("#sign-out").displayed(), what="the sign-out button")
+        browser.find("#sign-out").click()
+        wait_for(lambda: not any(c["name"] == "trackme_session" for c in browser.cookies()), what="signed out")
+
     def fleet_flow(self, server, browser):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "fred", "password": "correct horse battery", "role": "fleet_operator"}, token=ADMIN)
         assert status == 201
@@ -193,6 +302,7 @@ class RaceTest(CheckRun):
         browser = Chromium()
         try:
             self.spectator_flow(server, browser)
+            self.organiser_flow(server, browser)
             self.fleet_flow(server, browser)
         finally:
             browser.quit()

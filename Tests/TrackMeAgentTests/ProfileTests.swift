@@ -66,5 +66,15 @@ struct ProfileTests {
         #expect(parts.heartbeat.heartbeat().run?.checkedInMilliseconds == checked.run?.checkedInMilliseconds)
         #expect(StatusReport.render(await parts.control.status()).contains("run CITY-10K, shown to spectators, checked in"))
         #expect(parts.control.pipeline.configuration.positionSampling.configuration.stationaryInterval == .seconds(1))
+        // Health shared with the organiser only when the runner says so, over the socket too.
+        #expect(parts.heartbeat.heartbeat().run?.shareHealth == false)
+        let sharing = try ControlCodec.decode(
+            ControlRequest.self,
+            from: Array(#"{"command":"run_join","code":"CITY-10K","show":false,"health":true}"#.utf8)
+        )
+        #expect(sharing == .runJoin(code: "CITY-10K", show: false, shareHealth: true))
+        _ = try await parts.control.joinRun(code: "CITY-10K", show: false, shareHealth: true)
+        #expect(parts.heartbeat.heartbeat().run == RunParticipation(code: "CITY-10K", showToSpectators: false, shareHealth: true))
+        #expect(StatusReport.render(await parts.control.status()).contains("heart rate shared with the organiser"))
     }
 }

@@ -222,8 +222,8 @@ struct ConsentPathTests {
                 path: path,
                 createdMilliseconds: s.wall.now - Self.day
             )
-            #expect(try await store.insertRun(run))
-            try await store.saveRunEntry(
+            #expect(try await s.server.runStore.insertRun(run))
+            try await s.server.runStore.saveRunEntry(
                 RunEntry(
                     runID: "run-1",
                     deviceID: "pi-0001",

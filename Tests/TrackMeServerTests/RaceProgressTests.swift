@@ -239,7 +239,9 @@ struct RaceProgressTests {
 
             let results = try await s.client.send("GET", "/v1/runs/\(runID)/results.csv", token: TestServer.adminToken)
             let lines = results.text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
-            #expect(lines.first == ["rank", "name", "distance_m", "checked_in_ms", "last_fix_ms", "finish_ms", "elapsed_s"])
+            #expect(
+                lines.first == ["rank", "name", "distance_m", "checked_in_ms", "last_fix_ms", "finish_ms", "elapsed_s", "time_s", "pace_s_per_km"]
+            )
             #expect(lines.dropFirst().map { $0[1] } == ["Ann Finisher", "Bob Out", "Cat Out"])
             #expect(abs((Double(lines[1][6]) ?? 0) - 220) <= 2)
             #expect(lines[2][5] == "" && lines[2][6] == "")

@@ -211,8 +211,8 @@ struct RetentionErasureTests {
                 path: try RunPath(points: [[44.07, -121.31], [44.08, -121.31]]),
                 createdMilliseconds: TestServer.startWall
             )
-            #expect(try await s.server.store.insertRun(run))
-            try await s.server.store.saveRunEntry(
+            #expect(try await s.server.runStore.insertRun(run))
+            try await s.server.runStore.saveRunEntry(
                 RunEntry(
                     runID: "run-z",
                     deviceID: "pi-erase-me",

@@ -368,9 +368,13 @@ public struct RunConfiguration: Hashable, Sendable {
     public var code: String
     /// Whether the runner agrees to be shown on the public spectator page.
     public var showToSpectators: Bool
+    /// Whether the runner lets the organiser follow their heart rate during the run (given
+    /// when the runner enrols; turning it off later withdraws it).
+    public var shareHealth: Bool
 
-    public init(code: String, showToSpectators: Bool = false) {
+    public init(code: String, showToSpectators: Bool = false, shareHealth: Bool = false) {
         self.code = code
         self.showToSpectators = showToSpectators
+        self.shareHealth = shareHealth
     }
 }

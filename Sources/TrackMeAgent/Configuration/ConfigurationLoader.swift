@@ -407,16 +407,21 @@ private struct Reader {
         return power
     }
 
-    /// `run: {code: CITY10K, show_to_spectators: true}`; nil when the section is absent.
+    /// `run: {code: CITY10K, show_to_spectators: true, share_health_with_organiser: false}`;
+    /// nil when the section is absent.
     func run(_ s: YAMLSection) -> RunConfiguration? {
-        defer { s.finish(known: ["code", "show_to_spectators"]) }
+        defer { s.finish(known: ["code", "show_to_spectators", "share_health_with_organiser"]) }
         guard s.node("code") != nil || s.node("show_to_spectators") != nil else { return nil }
         guard let code = s.requiredString("code") else { return nil }
         guard RunParticipation.isValidCode(code) else {
             s.report(s.node("code"), "code", "a run code is 4-32 of A-Z 0-9 -, as the organiser gave it")
             return nil
         }
-        return RunConfiguration(code: code, showToSpectators: s.bool("show_to_spectators") ?? false)
+        return RunConfiguration(
+            code: code,
+            showToSpectators: s.bool("show_to_spectators") ?? false,
+            shareHealth: s.bool("share_health_with_organiser") ?? false
+        )
     }
 
     func status(_ s: YAMLSection) -> StatusConfiguration {

@@ -20,8 +20,9 @@ public protocol AgentControl: Sendable {
     func resumeMonitoring() async throws -> MonitoringState
     /// A taxi's availability command; refused on other profiles.
     func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState
-    /// A runner joins a run by its code; refused on other profiles.
-    func joinRun(code: String, show: Bool) async throws -> ProfileState
+    /// A runner joins a run by its code, saying whether to be shown to spectators and whether
+    /// the organiser may follow their heart rate; refused on other profiles.
+    func joinRun(code: String, show: Bool, shareHealth: Bool) async throws -> ProfileState
     /// A runner checks in at the start of the run they joined.
     func checkInToRun() async throws -> ProfileState
 }
@@ -32,8 +33,12 @@ extension AgentControl {
     public func taxi(_ event: TaxiStateMachine.Event) async throws -> ProfileState {
         throw AgentControlError(code: .unavailable, message: "this agent has no taxi profile")
     }
-    public func joinRun(code: String, show: Bool) async throws -> ProfileState {
+    public func joinRun(code: String, show: Bool, shareHealth: Bool) async throws -> ProfileState {
         throw AgentControlError(code: .unavailable, message: "this agent has no runner profile")
+    }
+    /// Joins without sharing health data with the organiser.
+    public func joinRun(code: String, show: Bool) async throws -> ProfileState {
+        try await joinRun(code: code, show: show, shareHealth: false)
     }
     public func checkInToRun() async throws -> ProfileState {
         throw AgentControlError(code: .unavailable, message: "this agent has no runner profile")

@@ -23,6 +23,8 @@ public struct ControlRequest: Hashable, Sendable, Codable {
     /// Required for `run_join`: the run's code, and whether to be shown to spectators.
     public var code: String?
     public var show: Bool?
+    /// For `run_join`: whether the organiser may follow the runner's heart rate during the run.
+    public var health: Bool?
 
     public init(command: Command, reason: CancelReason? = nil) {
         self.command = command
@@ -44,10 +46,11 @@ public struct ControlRequest: Hashable, Sendable, Codable {
         request.taxi = event
         return request
     }
-    public static func runJoin(code: String, show: Bool) -> ControlRequest {
+    public static func runJoin(code: String, show: Bool, shareHealth: Bool = false) -> ControlRequest {
         var request = ControlRequest(command: .runJoin)
         request.code = code
         request.show = show
+        request.health = shareHealth ? true : nil
         return request
     }
     public static let runCheckIn = ControlRequest(command: .runCheckIn)

@@ -19,6 +19,7 @@ public enum StatusReport {
                 let run =
                     profile.run.map { run in
                         "run \(run.code), \(run.showToSpectators ? "shown to spectators" : "not shown to spectators"), "
+                            + (run.shareHealth ? "heart rate shared with the organiser, " : "")
                             + (run.checkedInMilliseconds == nil ? "not checked in" : "checked in")
                     } ?? "no run joined (trackme-agent run-join CODE)"
                 rows.append(("profile", "runner", run + "; position at 1 Hz"))

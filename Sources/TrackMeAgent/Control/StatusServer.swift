@@ -166,7 +166,10 @@ public final class StatusServer: Service, Sendable {
                     response = .failure(AgentControlError(code: .badRequest, message: "run_join needs a code of 4-32 A-Z 0-9 -"))
                     break
                 }
-                response = ControlResponse(ok: true, profile: try await control.joinRun(code: code, show: request.show ?? false))
+                response = ControlResponse(
+                    ok: true,
+                    profile: try await control.joinRun(code: code, show: request.show ?? false, shareHealth: request.health ?? false)
+                )
             case .runCheckIn:
                 response = ControlResponse(ok: true, profile: try await control.checkInToRun())
             }

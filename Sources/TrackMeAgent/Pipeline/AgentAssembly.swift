@@ -160,7 +160,7 @@ public enum AgentAssembly {
             feedback: feedback,
             heartbeat: heartbeat,
             profile: configuration.profile,
-            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators) }
+            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators, shareHealth: $0.shareHealth) }
         )
         let wipe = WipeSignal()
         let replyOrders = SyncReplyOrders(

@@ -211,11 +211,11 @@ public actor PipelineControl: AgentControl {
         return profileState
     }
 
-    public func joinRun(code: String, show: Bool) async throws -> ProfileState {
+    public func joinRun(code: String, show: Bool, shareHealth: Bool) async throws -> ProfileState {
         guard profile == .runner else {
             throw AgentControlError(code: .unavailable, message: "this agent's profile is \(profile.rawValue), not runner")
         }
-        run = RunParticipation(code: code, showToSpectators: show)
+        run = RunParticipation(code: code, showToSpectators: show, shareHealth: shareHealth)
         heartbeat?.run(run)
         return profileState
     }

@@ -50,6 +50,9 @@ struct AccessPolicy: Hashable, Sendable {
         var organiserAccountID: String
         var startMilliseconds: Int64
         var endMilliseconds: Int64
+        /// What the runner let the organiser read at enrolment: their position always, their
+        /// heart rate only with the runner's consent.
+        var kinds: Set<PersonDataKind> = [.position]
     }
 
     /// The answer, with the reason (for the audit log and for tests).

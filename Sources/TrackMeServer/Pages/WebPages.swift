@@ -55,6 +55,10 @@ enum WebPages {
     static let fleetScript = script(PackageResources.fleet_js)
     static let race = page(title: "Live race", script: "race", body: PackageResources.race_html)
     static let raceScript = script(PackageResources.race_js)
+    static let runs = page(title: "Runs", script: "runs", body: PackageResources.runs_html)
+    static let runsScript = script(PackageResources.runs_js)
+    static let organise = page(title: "Organise a run", script: "organise", body: PackageResources.organise_html)
+    static let organiseScript = script(PackageResources.organise_js)
     static let account = page(title: "TrackMe account", script: "account", body: PackageResources.account_html)
     static let accountScript = script(PackageResources.account_js)
 

@@ -67,7 +67,9 @@ extension AccessPolicy {
             case .joinedRun:
                 guard let account = principal.accountID else { return [] }
                 return subject.runs.filter { $0.organiserAccountID == account && $0.startMilliseconds <= now && now <= $0.endMilliseconds }
-                    .map { Grant(reason: .joinedRun, fromMilliseconds: $0.startMilliseconds, untilMilliseconds: $0.endMilliseconds + 1, kinds: nil) }
+                    .map {
+                        Grant(reason: .joinedRun, fromMilliseconds: $0.startMilliseconds, untilMilliseconds: $0.endMilliseconds + 1, kinds: $0.kinds)
+                    }
             }
         }
     }

@@ -6,6 +6,9 @@ import TrackMeCore
 /// Runs after the batch is durably stored; a failure here is logged and never refuses the batch
 /// (its readings are stored either way, and the next batch brings the state again).
 struct RaceIngest: Sendable {
+    /// The runs room's store: a runner's entry and progress.
+    let runs: any RunStore
+    /// The hall's: the fleet's taxis and zones.
     let store: any ServerStore
     let logger: Logger
 
@@ -51,24 +54,38 @@ struct RaceIngest: Sendable {
     }
 
     func observeRunner(_ participation: RunParticipation, fixes: [Fix], device: DeviceRow, now: Int64) async throws {
-        guard let run = try await store.run(code: participation.code) else { return }
+        guard let run = try await runs.run(code: participation.code) else { return }
         var entry: RunEntry
-        if let existing = try await store.runEntry(runID: run.id, deviceID: device.deviceID) {
+        if let existing = try await runs.runEntry(runID: run.id, deviceID: device.deviceID) {
             entry = existing
         } else {
-            // Enrolment only while the organiser keeps it open.
-            guard run.enrolmentOpen else { return }
-            entry = RunEntry(
+            // Enrolment only while the organiser keeps it open, and only up to the cap.
+            guard run.enrolmentOpen, run.closedMilliseconds == nil else { return }
+            let enrolment = RunEntry(
                 runID: run.id,
                 deviceID: device.deviceID,
                 name: device.person.name,
                 showToSpectators: participation.showToSpectators,
-                enrolledMilliseconds: now
+                enrolledMilliseconds: now,
+                shareHealth: participation.shareHealth
             )
+            switch try await runs.enrol(enrolment) {
+            case .full:
+                logger.info("run full: runner not entered", metadata: ["server.device": "\(device.deviceID)", "server.run": "\(run.id)"])
+                return
+            case .enrolled, .alreadyEntered:
+                guard let stored = try await runs.runEntry(runID: run.id, deviceID: device.deviceID) else { return }
+                entry = stored
+            }
         }
+        // A runner the organiser took off the run stays off it; a closed run takes no more fixes.
+        guard entry.removedMilliseconds == nil, run.closedMilliseconds == nil else { return }
         let before = entry
-        // Consent can be given or withdrawn at any time; the device's word is the latest.
+        // Consent can be given or withdrawn at any time; the device's word is the latest. The
+        // organiser's reading of health data is given at enrolment only: later it may be
+        // withdrawn, not given.
         entry.showToSpectators = participation.showToSpectators
+        entry.shareHealth = entry.shareHealth && participation.shareHealth
         if entry.checkedInMilliseconds == nil, let checkedIn = participation.checkedInMilliseconds {
             entry.checkedInMilliseconds = min(checkedIn, now)
         }
@@ -88,7 +105,8 @@ struct RaceIngest: Sendable {
             if progress.fix != entry.progress.fix { entry.receivedMilliseconds = now }
             entry.progress = progress
         }
-        if entry != before { try await store.saveRunEntry(entry) }
+        // The ingest room wakes the feeds (the spectators' among them) after this.
+        if entry != before { try await runs.saveRunEntry(entry) }
     }
 
     func observeTaxi(_ state: TaxiAvailability, newest: Fix?, device: DeviceRow, now: Int64) async throws {

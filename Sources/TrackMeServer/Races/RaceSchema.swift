@@ -67,6 +67,19 @@ enum RaceSchema {
                     """
             )
         }
+        // Where a run is, its participant cap and its close; a runner's health consent and
+        // their removal by the organiser.
+        migrator.registerMigration("race-3") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE runs ADD COLUMN place TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE runs ADD COLUMN cap INTEGER;
+                    ALTER TABLE runs ADD COLUMN closed_ms INTEGER;
+                    ALTER TABLE run_entries ADD COLUMN health INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE run_entries ADD COLUMN removed_ms INTEGER;
+                    """
+            )
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -103,6 +116,13 @@ enum RaceSchema {
                 ALTER TABLE run_entries ADD COLUMN finish_ms BIGINT, ADD COLUMN held_lat DOUBLE PRECISION, ADD COLUMN held_lon DOUBLE PRECISION,
                     ADD COLUMN held_ms BIGINT
                 """,
+            ]
+        ),
+        (
+            "race-3",
+            [
+                "ALTER TABLE runs ADD COLUMN place TEXT NOT NULL DEFAULT '', ADD COLUMN cap BIGINT, ADD COLUMN closed_ms BIGINT",
+                "ALTER TABLE run_entries ADD COLUMN health BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN removed_ms BIGINT",
             ]
         ),
     ]

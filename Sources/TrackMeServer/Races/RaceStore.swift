@@ -1,5 +1,5 @@
-/// Runs (Track4Run) and the taxi fleet (003), as stored; both backends (SQLite, PostgreSQL)
-/// implement `RaceStore`, and RaceStoreTests run against each.
+/// Runs (Track4Run) and the taxi fleet (003), as stored: runs behind `RunStore` (the runs
+/// room's own), the fleet behind `RaceStore` (the hall's).
 struct Run: Hashable, Sendable {
     var id: String
     /// What runners type to join (`RunParticipation.isValidCode`); unique.
@@ -13,9 +13,29 @@ struct Run: Hashable, Sendable {
     var createdMilliseconds: Int64
     /// The race distance the organiser set; nil for the course's length.
     var distanceMetres: Double? = nil
+    /// Where the run is (a town, a park), as the public list finds it; empty when not given.
+    var place: String = ""
+    /// How many runners may enrol; nil for no limit.
+    var participantCap: Int? = nil
+    /// When the organiser closed the run (its standings final); nil while open.
+    var closedMilliseconds: Int64? = nil
 
     /// A runner finishes when the distance counted along their own fixes reaches this.
     var raceDistanceMetres: Double { distanceMetres ?? path.length }
+
+    enum Status: String, Codable, Hashable, Sendable, CaseIterable {
+        case upcoming, live, finished
+    }
+
+    /// Upcoming before the gun, live until its end time or until its organiser closes it,
+    /// finished after.
+    func status(now: Int64) -> Status {
+        if closedMilliseconds != nil || now > endMilliseconds { return .finished }
+        return now < startMilliseconds ? .upcoming : .live
+    }
+
+    /// When the run stopped taking fixes: its close, or its end time.
+    var finishedMilliseconds: Int64 { min(closedMilliseconds ?? .max, endMilliseconds) }
 }
 
 /// One runner in one run: their device, the name shown, consent, check-in, and where they are.
@@ -26,6 +46,12 @@ struct RunEntry: Hashable, Sendable {
     /// The runner agreed to be shown on the public spectator page. Without it they never
     /// appear there, not even in the page's JSON.
     var showToSpectators: Bool
+    /// The runner let the organiser read their heart rate during the run (given at enrolment;
+    /// the runner may withdraw it, never the organiser give it).
+    var shareHealth: Bool = false
+    /// When the organiser took the runner off the run (not checked in); nil while entered.
+    /// A removed runner is not entered again by their device's next report.
+    var removedMilliseconds: Int64? = nil
     var enrolledMilliseconds: Int64
     var checkedInMilliseconds: Int64?
     var latitude: Double?
@@ -54,8 +80,12 @@ struct RunEntry: Hashable, Sendable {
         distanceMetres: Double? = nil,
         receivedMilliseconds: Int64? = nil,
         finishMilliseconds: Int64? = nil,
-        held: RaceIngest.Fix? = nil
+        held: RaceIngest.Fix? = nil,
+        shareHealth: Bool = false,
+        removedMilliseconds: Int64? = nil
     ) {
+        self.shareHealth = shareHealth
+        self.removedMilliseconds = removedMilliseconds
         self.finishMilliseconds = finishMilliseconds
         self.held = held
         self.runID = runID
@@ -167,23 +197,8 @@ struct FleetTaxi: Hashable, Sendable {
     }
 }
 
+/// What the fleet keeps in the hall's store: zones and taxis.
 protocol RaceStore: Sendable {
-    /// False if the code is taken.
-    func insertRun(_ run: Run) async throws -> Bool
-    func run(id: String) async throws -> Run?
-    func run(code: String) async throws -> Run?
-    /// The runs of one organiser (all runs for nil), newest start first.
-    func runs(organiserAccountID: String?) async throws -> [Run]
-    /// False if there is no such run.
-    func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool
-
-    func runEntry(runID: String, deviceID: String) async throws -> RunEntry?
-    /// Inserts or replaces the entry of `(run_id, device_id)`.
-    func saveRunEntry(_ entry: RunEntry) async throws
-    func runEntries(runID: String) async throws -> [RunEntry]
-    /// The runs a device has an entry in (for the ingest path: which run a fix belongs to).
-    func runEntries(deviceID: String) async throws -> [RunEntry]
-
     func insertZone(_ zone: FleetZone) async throws
     func zones() async throws -> [FleetZone]
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi?

@@ -1,6 +1,7 @@
-// The public spectator page of a run: no account, no cookie needed. It reads only
-// /v1/public/runs/ID (consenting runners, no device ids) once a second and puts every name on
-// the page as text, never as markup.
+// The public spectator page of a run: no account, no cookie needed. It follows the run's live
+// feed, /v1/public/runs/ID/stream (consenting runners, no device ids), and puts every name on
+// the page as text, never as markup. Once the run is finished the feed's last message has the
+// standings without positions, and the page stops following.
 'use strict';
 (() => {
   const runID = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
@@ -22,15 +23,31 @@
     return '';
   }
 
-  async function load() {
-    try {
-      const response = await fetch('/v1/public/runs/' + encodeURIComponent(runID), { cache: 'no-store' });
-      if (!response.ok) { $('run-status').textContent = response.status === 404 ? 'no such run' : 'unavailable'; return; }
-      state.data = await response.json();
-      state.readAt = Date.now();
-      render();
-      $('run-status').textContent = 'live';
-    } catch (e) { $('run-status').textContent = 'reconnecting'; }
+  const statusText = { upcoming: 'not started yet', live: 'live', finished: 'finished: final standings' };
+  function receive(data) {
+    state.data = data;
+    state.readAt = Date.now();
+    render();
+    $('run-status').textContent = statusText[data.status] || data.status;
+  }
+
+  // The live feed; EventSource reconnects by itself after a drop. A run that does not exist
+  // answers 404, which EventSource gives up on: the page then says so.
+  function follow() {
+    const feed = new EventSource('/v1/public/runs/' + encodeURIComponent(runID) + '/stream');
+    state.feed = feed;
+    feed.addEventListener('standings', (event) => receive(JSON.parse(event.data)));
+    feed.addEventListener('finished', (event) => { feed.close(); receive(JSON.parse(event.data)); });
+    feed.addEventListener('error', async () => {
+      if (state.data && state.data.status === 'finished') return;
+      if (feed.readyState !== EventSource.CLOSED) { $('run-status').textContent = 'reconnecting'; return; }
+      try {
+        const response = await fetch('/v1/public/runs/' + encodeURIComponent(runID), { cache: 'no-store' });
+        if (response.status === 404) { $('run-status').textContent = 'no such run'; return; }
+      } catch (e) { /* offline: try again below */ }
+      $('run-status').textContent = 'reconnecting';
+      setTimeout(follow, 3000);
+    });
   }
 
   // How long ago the runner's shown fix was taken, counted on from the last read.
@@ -86,7 +103,7 @@
   }
 
   function tick() {
-    if (!state.data) return;
+    if (!state.data || state.data.status === 'finished') return;
     for (const r of state.data.runners) {
       const row = state.rows.get(r.id);
       if (row && row.cells[4].textContent !== seen(r)) row.cells[4].textContent = seen(r);
@@ -96,9 +113,10 @@
   // Without tiles: the course on a plain grid (equirectangular around its middle).
   function drawGrid(d) {
     const W = 600, H = 400, box = $('map');
+    const placed = d.runners.filter((r) => typeof r.lat === 'number' && typeof r.lon === 'number');
     const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, width: '100%', height: '100%', class: 'grid-map', role: 'img',
-      'aria-label': 'The course with ' + d.runners.length + ' runners' + (d.runners.length ? '; the leader in orange' : '') });
-    const all = d.path.concat(d.runners.map((r) => [r.lat, r.lon]));
+      'aria-label': 'The course with ' + placed.length + ' runners' + (placed.length ? '; the leader in orange' : '') });
+    const all = d.path.concat(placed.map((r) => [r.lat, r.lon]));
     const lat0 = all.reduce((s, p) => s + p[0], 0) / all.length;
     const k = Math.cos(lat0 * Math.PI / 180) * 111320;
     const xs = all.map((p) => p[1] * k), ys = all.map((p) => p[0] * 110540);
@@ -107,7 +125,7 @@
     const cx = (minX + maxX) / 2, cy = (minY + maxY) / 2, scale = W / span;
     const px = (lon) => W / 2 + (lon * k - cx) * scale, py = (lat) => H / 2 - (lat * 110540 - cy) * scale;
     plot.append(svg('polyline', { points: d.path.map((p) => px(p[1]).toFixed(1) + ',' + py(p[0]).toFixed(1)).join(' '), fill: 'none', stroke: '#3e8ef7', 'stroke-width': 3 }));
-    for (const r of d.runners.slice().reverse()) {
+    for (const r of placed.slice().reverse()) {
       const colour = r.id === d.leader ? '#f5a623' : '#e5484d';
       const found = state.query && matches(r);
       const dot = svg('circle', { cx: px(r.lon).toFixed(1), cy: py(r.lat).toFixed(1), r: found ? 9 : r.id === d.leader ? 7 : 4, fill: r.stale && !finished(r) ? 'none' : colour, stroke: found ? '#ffffff' : colour, 'stroke-width': found ? 3 : 1, class: 'runner' + (r.stale && !finished(r) ? ' stale' : '') + (found ? ' found' : '') });
@@ -130,6 +148,7 @@
     }
     const seen = new Set();
     for (const r of d.runners) {
+      if (typeof r.lat !== 'number' || typeof r.lon !== 'number') continue;
       seen.add(r.id);
       let m = state.map.markers.get(r.id);
       if (!m) { m = L.circleMarker([r.lat, r.lon], { radius: 5, color: '#e5484d' }).addTo(state.map.map); m.bindTooltip(''); state.map.markers.set(r.id, m); }
@@ -144,15 +163,14 @@
     try { state.config = await (await fetch('/v1/console/config')).json(); } catch (e) { /* grid */ }
     if (state.config.leaflet && state.config.tile_url && !window.L) {
       const css = document.createElement('link'); css.rel = 'stylesheet'; css.href = '/assets/leaflet/leaflet.css'; document.head.append(css);
-      const js = document.createElement('script'); js.src = '/assets/leaflet/leaflet.js'; js.addEventListener('load', load); document.head.append(js);
+      const js = document.createElement('script'); js.src = '/assets/leaflet/leaflet.js'; js.addEventListener('load', () => { if (state.data) render(); }); document.head.append(js);
     }
     $('search-form').addEventListener('submit', (event) => event.preventDefault());
     $('runner-search').addEventListener('input', () => {
       state.query = $('runner-search').value.trim().toLowerCase();
       if (state.data) render();
     });
-    await load();
-    setInterval(load, 1000);
+    follow();
     setInterval(tick, 1000);
   }
   start();

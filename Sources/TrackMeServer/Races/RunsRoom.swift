@@ -1,0 +1,464 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+import TrackMeCore
+
+/// Runs (Track4Run): organisers create a run from a GPX course or drawn points, open enrolment,
+/// see enrolments and check-ins, take off runners who did not check in, follow the race (each
+/// runner's heart rate only under the consent they gave at enrolment) and close it with the
+/// final standings; the public finds runs in a list and follows one on its spectator page, fed
+/// live. Runners enrol from their device (the run code and consents ride in its heartbeat,
+/// `RaceIngest`). Only this room and `RaceIngest` hold a `RunStore`.
+struct RunsRoom: Sendable {
+    private static let organisers: Set<Role> = [.organiser, .admin]
+
+    /// Who may enter each route, as `RouteAccess` holds the router to it; the room's doors are
+    /// built from this table (`routes()`), so a route is guarded as it is declared.
+    static let access: [String: RouteAccess.Requirement] = [
+        // The public: the list, the spectator page and its live feed, the pages.
+        "GET /runs": .open, "GET /runs/{id}": .open, "GET /organise": .open,
+        "GET /assets/race.js": .open, "GET /assets/runs.js": .open, "GET /assets/organise.js": .open,
+        "GET /v1/public/runs": .open, "GET /v1/public/runs/{id}": .open, "GET /v1/public/runs/{id}/stream": .open,
+        // The organiser.
+        "GET /v1/runs": .roles(organisers), "POST /v1/runs": .roles(organisers),
+        "POST /v1/runs/{id}/enrolment": .roles(organisers), "POST /v1/runs/{id}/removals": .roles(organisers),
+        "POST /v1/runs/{id}/close": .roles(organisers),
+        // The organiser reading runners' data: `AccessPolicy` per runner, and the access log.
+        "GET /v1/runs/{id}": .personData(organisers), "GET /v1/runs/{id}/results.csv": .personData(organisers),
+        "GET /v1/runs/{id}/tracks.gpx": .personData(organisers),
+    ]
+
+    /// After a run ends its organiser may still read its runners' tracks this long (results).
+    static let resultsWindowMilliseconds: Int64 = 30 * 24 * 3600 * 1000
+    /// The organiser's following reads a runner's data every few seconds; the runner's access
+    /// log gets one line per reader, runner and kind of read in this span, not one per refresh.
+    static let accessLogSpanMilliseconds: Int64 = 10 * 60 * 1000
+    /// The heart rate shown is at most this old.
+    static let healthFreshMilliseconds: Int64 = 5 * 60 * 1000
+
+    private let store: any RunStore
+    private let configuration: ServerConfiguration
+    private let authenticator: Authenticator
+    private let notifier: FeedNotifier
+    private let logger: Logger
+    private let logged: AccessLogSpans
+
+    init(store: any RunStore, configuration: ServerConfiguration, authenticator: Authenticator, notifier: FeedNotifier, logger: Logger) {
+        self.store = store
+        self.configuration = configuration
+        self.authenticator = authenticator
+        self.notifier = notifier
+        self.logger = logger
+        logged = AccessLogSpans()
+    }
+
+    var now: Int64 { configuration.wallClock() }
+
+    typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
+
+    /// The room's routes, each behind the door its declaration in `access` names. `page` serves
+    /// a page or script under the pages' policy.
+    func routes(page: @escaping @Sendable (EmbeddedFile, Request) -> Response) -> RouteCollection<ServerRequestContext> {
+        let routes = RouteCollection(context: ServerRequestContext.self)
+        let room = self
+        func on(_ method: HTTPRequest.Method, _ path: String, _ handler: @escaping Handler) {
+            let key =
+                "\(method) "
+                + path.split(separator: "/", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+            switch Self.access[key] {
+            case .open:
+                routes.on(RouterPath(path), method: method, use: handler)
+            case .roles(let roles), .personData(let roles):
+                routes.group().add(middleware: RoleAuthentication(authenticator: room.authenticator, roles: roles))
+                    .on(RouterPath(path), method: method, use: handler)
+            case .device, nil:
+                // Undeclared: nobody but the administrator (the route-enumeration test names it).
+                routes.group().add(middleware: RoleAuthentication(authenticator: room.authenticator, roles: [.admin]))
+                    .on(RouterPath(path), method: method, use: handler)
+            }
+        }
+        on(.get, "/runs") { request, _ in page(WebPages.runs, request) }
+        on(.get, "/runs/:id") { request, _ in page(WebPages.race, request) }
+        on(.get, "/organise") { request, _ in page(WebPages.organise, request) }
+        on(.get, "/assets/race.js") { request, _ in page(WebPages.raceScript, request) }
+        on(.get, "/assets/runs.js") { request, _ in page(WebPages.runsScript, request) }
+        on(.get, "/assets/organise.js") { request, _ in page(WebPages.organiseScript, request) }
+        on(.get, "/v1/public/runs") { request, _ in try await room.publicList(request) }
+        on(.get, "/v1/public/runs/:id") { _, context in try await room.spectatorData(id: try context.pathID("id")) }
+        on(.get, "/v1/public/runs/:id/stream") { _, context in try await room.spectatorStream(id: try context.pathID("id")) }
+        on(.post, "/v1/runs") { request, context in try await room.createRun(request, principal: try context.signedIn()) }
+        on(.get, "/v1/runs") { _, context in try await room.listRuns(principal: try context.signedIn()) }
+        on(.get, "/v1/runs/:id") { _, context in
+            try await room.showRun(id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        on(.post, "/v1/runs/:id/enrolment") { request, context in
+            try await room.setEnrolment(request, id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        on(.post, "/v1/runs/:id/removals") { request, context in
+            try await room.removeRunner(request, id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        on(.post, "/v1/runs/:id/close") { _, context in
+            try await room.closeRun(id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        on(.get, "/v1/runs/:id/results.csv") { _, context in
+            try await room.results(id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        on(.get, "/v1/runs/:id/tracks.gpx") { _, context in
+            try await room.tracks(id: try context.pathID("id"), principal: try context.signedIn())
+        }
+        return routes
+    }
+
+    // MARK: - The organiser
+
+    func createRun(_ request: Request, principal: Principal) async throws -> Response {
+        let body = try RequestBody.decode(CreateRunRequest.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+        let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...100).contains(name.count) else { throw APIError.invalid("name", "must be 1-100 characters") }
+        let place = (body.place ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard place.count <= 100 else { throw APIError.invalid("place", "must be at most 100 characters") }
+        let end = body.endMilliseconds ?? body.startMilliseconds + 6 * 3600 * 1000
+        guard end > body.startMilliseconds else { throw APIError.invalid("end_ms", "must be after start_ms") }
+        if let cap = body.participantCap, !(1...100_000).contains(cap) { throw APIError.invalid("cap", "must be 1-100000 runners") }
+        let path: RunPath
+        switch (body.gpx, body.points) {
+        case (let gpx?, nil):
+            do {
+                path = try RunPath.parseGPX(gpx)
+            } catch {
+                throw APIError.invalid("gpx", error.message)
+            }
+        case (nil, let points?):
+            do {
+                path = try RunPath(points: points)
+            } catch {
+                throw APIError.invalid("points", error.message)
+            }
+        default:
+            throw APIError.invalid("gpx", "give the course as a GPX document (gpx) or as drawn points (points), one of the two")
+        }
+        if let distance = body.distanceMetres {
+            guard distance.isFinite, (1...1_000_000).contains(distance) else { throw APIError.invalid("distance_m", "must be 1-1000000 metres") }
+        }
+        let code = body.code ?? Self.generateCode()
+        guard RunParticipation.isValidCode(code) else { throw APIError.invalid("code", "4-32 of A-Z 0-9 -") }
+        let run = Run(
+            id: BearerToken.generate().id,
+            code: code,
+            name: name,
+            organiserAccountID: Self.organiserID(principal),
+            startMilliseconds: body.startMilliseconds,
+            endMilliseconds: end,
+            enrolmentOpen: false,
+            path: path,
+            createdMilliseconds: now,
+            distanceMetres: body.distanceMetres,
+            place: place,
+            participantCap: body.participantCap
+        )
+        guard try await store.insertRun(run) else {
+            throw APIError(status: .conflict, code: .conflict, field: "code", message: "run code \(code) is taken")
+        }
+        return try json(.created, RunBody(run, entries: [], now: now))
+    }
+
+    func listRuns(principal: Principal) async throws -> Response {
+        let runs = try await store.runs(organiserAccountID: principal.role == .admin ? nil : Self.organiserID(principal))
+        let time = now
+        return try json(.ok, RunList(runs: runs.map { RunBody($0, entries: nil, now: time) }))
+    }
+
+    /// The run with every runner as its organiser sees them: check-ins, positions and, while
+    /// the run is live, the heart rate of those who consented at enrolment, each read decided
+    /// by the access policy and written to the runner's access log.
+    func showRun(id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        let time = now
+        let readable = try await readable(run, principal: principal)
+        var health: [String: RunnerHealth] = [:]
+        if run.status(now: time) == .live {
+            for (entry, grants) in readable where grants.contains(where: { $0.covers(.heartRate, at: time) }) {
+                let from = max(run.startMilliseconds - RaceIngest.beforeStartMilliseconds, time - Self.healthFreshMilliseconds)
+                if let (at, bpm) = try await store.newestHeartRate(deviceID: entry.deviceID, fromMilliseconds: from, toMilliseconds: time + 1) {
+                    health[entry.deviceID] = RunnerHealth(heartRate: bpm, atMilliseconds: at)
+                }
+            }
+        }
+        for (entry, _) in readable {
+            let what = health[entry.deviceID] == nil ? "position in the run \(run.name)" : "position and heart rate in the run \(run.name)"
+            try await log(principal, deviceID: entry.deviceID, what: what)
+        }
+        let ranked = RaceStanding.ranked(readable.map(\.0))
+        let entries = ranked.enumerated().map { RunEntryBody($1, rank: $0 + 1, run: run, now: time, health: health[$1.deviceID]) }
+        return try json(.ok, RunBody(run, entries: entries, now: time))
+    }
+
+    func setEnrolment(_ request: Request, id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        let body = try RequestBody.decode(EnrolmentRequest.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+        if body.open, run.closedMilliseconds != nil {
+            throw APIError(status: .conflict, code: .conflict, field: "open", message: "the run is closed: its enrolment cannot open again")
+        }
+        _ = try await store.setEnrolmentOpen(runID: id, open: body.open)
+        guard let changed = try await store.run(id: id) else { throw APIError.notFound("no run \(id)") }
+        return try json(.ok, RunBody(changed, entries: nil, now: now))
+    }
+
+    /// Takes a runner who did not check in off the run; their device's next report does not
+    /// enter them again.
+    func removeRunner(_ request: Request, id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        let body = try RequestBody.decode(RemovalRequest.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+        switch try await store.removeRunEntry(runID: run.id, deviceID: body.deviceID, atMilliseconds: now) {
+        case .notFound:
+            throw APIError.notFound("no runner \(body.deviceID) in this run")
+        case .checkedIn:
+            throw APIError(
+                status: .conflict,
+                code: .conflict,
+                field: "device_id",
+                message: "this runner checked in: only runners who did not are removed"
+            )
+        case .removed:
+            notifier.notify()
+            return try json(.ok, RemovalRequest(deviceID: body.deviceID))
+        }
+    }
+
+    /// Closes the run: enrolment shut, no more fixes counted, the public positions gone, and the
+    /// final standings with each runner's time, distance and pace.
+    func closeRun(id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        _ = try await store.closeRun(runID: run.id, atMilliseconds: now)
+        notifier.notify()
+        return try await showRun(id: id, principal: principal)
+    }
+
+    func results(id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        let readable = try await readable(run, principal: principal)
+        for (entry, _) in readable { try await log(principal, deviceID: entry.deviceID, what: "result in the run \(run.name)") }
+        let ranked = RaceStanding.ranked(readable.map(\.0))
+        var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms,finish_ms,elapsed_s,time_s,pace_s_per_km\n"
+        for (index, entry) in ranked.enumerated() {
+            let distance = entry.distanceMetres.map { String(format: "%.1f", $0) } ?? ""
+            let elapsed = entry.finishElapsedSeconds(run).map { String(format: "%.1f", $0) } ?? ""
+            let statistics = RunnerStatistics(entry, run: run)
+            csv += "\(index + 1),\(Downloads.csvField(entry.name)),\(distance),\(entry.checkedInMilliseconds.map(String.init) ?? ""),"
+            csv += "\(entry.fixMilliseconds.map(String.init) ?? ""),\(entry.finishMilliseconds.map(String.init) ?? ""),\(elapsed),"
+            csv += "\(statistics.elapsedSeconds.map { String(format: "%.1f", $0) } ?? ""),"
+            csv += "\(statistics.paceSecondsPerKilometre.map { String(format: "%.1f", $0) } ?? "")\n"
+        }
+        return download(csv, type: "text/csv; charset=utf-8", filename: "\(run.code)-results.csv")
+    }
+
+    func tracks(id: String, principal: Principal) async throws -> Response {
+        let run = try await ownRun(id: id, principal: principal)
+        var tracks: [GPXWriter.Track] = []
+        for (entry, grants) in try await readable(run, principal: principal) {
+            var points: [(Int64, Double, Double)] = []
+            var after: Int64 = 0
+            while true {
+                let page = try await store.readings(
+                    ReadingQuery(
+                        deviceID: entry.deviceID,
+                        fromMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        toMilliseconds: run.finishedMilliseconds,
+                        kind: .position,
+                        afterSequence: after,
+                        limit: 5000
+                    )
+                )
+                for row in page where grants.contains(where: { $0.covers(.position, at: row.placedMilliseconds) }) {
+                    if let reading = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = reading.payload,
+                        let latitude = fix.latitude, let longitude = fix.longitude
+                    {
+                        points.append((row.placedMilliseconds, latitude, longitude))
+                    }
+                }
+                guard let last = page.last, page.count == 5000 else { break }
+                after = last.sequence
+            }
+            try await log(principal, deviceID: entry.deviceID, what: "track in the run \(run.name)")
+            tracks.append(GPXWriter.Track(name: entry.name, points: points.sorted { $0.0 < $1.0 }))
+        }
+        return download(GPXWriter.document(name: run.name, tracks: tracks), type: "application/gpx+xml", filename: "\(run.code)-tracks.gpx")
+    }
+
+    // MARK: - The public
+
+    /// Runs by name or place, newest first, optionally of one status.
+    func publicList(_ request: Request) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let text = parameters.get("q")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        guard text.count <= 100 else { throw APIError.invalid("q", "at most 100 characters") }
+        var status: Run.Status?
+        if let wanted = parameters.get("status"), !wanted.isEmpty {
+            guard let parsed = Run.Status(rawValue: wanted) else { throw APIError.invalid("status", "upcoming, live or finished") }
+            status = parsed
+        }
+        let time = now
+        let runs = try await store.runs(matching: text.isEmpty ? nil : text, limit: 500)
+            .filter { status == nil || $0.status(now: time) == status }
+            .prefix(200)
+        var response = try json(.ok, PublicRunList(runs: runs.map { PublicRunBody($0, now: time) }))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// The public page's data: consenting runners only, with no device id, nothing else.
+    func spectatorData(id: String) async throws -> Response {
+        var response = try json(.ok, try await spectatorView(id: id))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    func spectatorView(id: String) async throws -> SpectatorView {
+        guard let run = try await store.run(id: id) else { throw APIError.notFound("no run \(id)") }
+        return SpectatorView(run: run, entries: try await store.runEntries(runID: run.id), now: now)
+    }
+
+    /// The spectator page's live feed: a `standings` event whenever a runner moves (and with each
+    /// keep-alive tick), then, once the run is finished, a last `finished` event without
+    /// positions, and the stream ends.
+    func spectatorStream(id: String) async throws -> Response {
+        let first = try await spectatorView(id: id)
+        let room = self
+        let notifier = self.notifier
+        let logger = self.logger
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-cache"
+        return Response(
+            status: .ok,
+            headers: headers,
+            body: ResponseBody { writer in
+                let (subscription, wakes) = notifier.subscribe()
+                defer { notifier.unsubscribe(subscription) }
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                        var view = first
+                        var sent: [String]?
+                        var iterator = wakes.makeAsyncIterator()
+                        while !Task.isCancelled {
+                            if view.status == .finished {
+                                try await writer.write(ByteBuffer(string: "event: finished\ndata: \(try Self.jsonText(view))\n\n"))
+                                break
+                            }
+                            if sent != view.signature {
+                                try await writer.write(ByteBuffer(string: "event: standings\ndata: \(try Self.jsonText(view))\n\n"))
+                                sent = view.signature
+                            }
+                            guard let wake = await iterator.next() else { break }
+                            if case .tick = wake { sent = nil }
+                            view = try await room.spectatorView(id: id)
+                        }
+                    } onGracefulShutdown: {
+                        notifier.unsubscribe(subscription)
+                    }
+                } catch {
+                    logger.debug("spectator stream ended", metadata: ["error": "\(error)"])
+                    throw error
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+
+    // MARK: - Helpers
+
+    static func jsonText(_ value: some Encodable) throws -> String {
+        String(decoding: try WireCodec.encode(value), as: UTF8.self)
+    }
+
+    /// Who owns a run: the organiser's account, or the token that created it.
+    static func organiserID(_ principal: Principal) -> String { principal.accountID ?? principal.tokenID }
+
+    /// The run, if the principal organises it (or is the admin).
+    func ownRun(id: String, principal: Principal) async throws -> Run {
+        guard let run = try await store.run(id: id), principal.role == .admin || run.organiserAccountID == Self.organiserID(principal) else {
+            throw APIError.notFound("no run \(id)")
+        }
+        return run
+    }
+
+    /// The entries the access policy lets the principal read now (reason `joined_run`), each
+    /// with its grants: positions for every runner, heart rate only for those who consented.
+    func readable(_ run: Run, principal: Principal) async throws -> [(RunEntry, [AccessPolicy.Grant])] {
+        let policy = AccessPolicy()
+        let time = now
+        var asked = principal
+        if asked.accountID == nil { asked.accountID = asked.tokenID }
+        return try await store.runEntries(runID: run.id).compactMap { entry in
+            let subject = AccessPolicy.Subject(
+                personID: entry.deviceID,
+                deviceIDs: [entry.deviceID],
+                runs: [
+                    AccessPolicy.RunMembership(
+                        organiserAccountID: run.organiserAccountID,
+                        startMilliseconds: run.startMilliseconds - RaceIngest.beforeStartMilliseconds,
+                        endMilliseconds: run.finishedMilliseconds + Self.resultsWindowMilliseconds,
+                        kinds: entry.shareHealth ? [.position, .heartRate] : [.position]
+                    )
+                ]
+            )
+            let grants = policy.grants(asked, subject: subject, now: time)
+            return grants.isEmpty ? nil : (entry, grants)
+        }
+    }
+
+    /// Writes the read to the runner's access log (`device:ID`), once per reader, runner and
+    /// kind of read within `accessLogSpanMilliseconds`; the administrator's reads too.
+    func log(_ principal: Principal, deviceID: String, what: String) async throws {
+        let time = now
+        guard logged.admit(key: "\(principal.actor)|\(deviceID)|\(what)", now: time, span: Self.accessLogSpanMilliseconds) else { return }
+        var name = PersonData.readerName(principal.role)
+        if let accountID = principal.accountID, let accountName = try await store.accountName(id: accountID) { name = accountName }
+        try await store.appendAccessLog(
+            AccessLogEntry(
+                id: 0,
+                subject: "device:\(deviceID)",
+                readerID: principal.actor,
+                readerName: name,
+                readerRole: principal.role.rawValue,
+                reason: principal.role == .admin ? AccessPolicy.Reason.administrator.rawValue : AccessPolicy.Reason.joinedRun.rawValue,
+                what: what,
+                atMilliseconds: time
+            )
+        )
+    }
+
+    func download(_ text: String, type: String, filename: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func generateCode() -> String {
+        let letters = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var rng = SystemRandomNumberGenerator()
+        return String((0..<8).map { _ in letters[Int.random(in: 0..<letters.count, using: &rng)] })
+    }
+}
+
+/// When each (reader, runner, kind of read) was last written to the access log, so that a
+/// page refreshing every few seconds leaves one line per span, not hundreds.
+final class AccessLogSpans: Sendable {
+    private let last = Mutex<[String: Int64]>([:])
+
+    func admit(key: String, now: Int64, span: Int64) -> Bool {
+        last.withLock { last in
+            if let previous = last[key], now - previous < span, now >= previous { return false }
+            if last.count > 100_000 { last = last.filter { now - $0.value < span } }
+            last[key] = now
+            return true
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import GRDB
+
+/// The runs room's store on the SQLite file: the hall store's `DatabasePool` (one writer for
+/// the file), and the hall's own answers for what runs share with other rooms (a device's
+/// readings, an account's name, the access log).
+final class SQLiteRunStore: RunStore {
+    private let store: SQLiteServerStore
+    private let pool: DatabasePool
+
+    init(_ store: SQLiteServerStore) {
+        self.store = store
+        pool = store.pool
+    }
+
+    func insertRun(_ run: Run) async throws -> Bool {
+        let path = try StoreJSON.encode(run.path.points)
+        return try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO runs (id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms, distance_m, place, cap,
+                        closed_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [
+                    run.id, run.code, run.name, run.organiserAccountID, run.startMilliseconds, run.endMilliseconds, run.enrolmentOpen, path,
+                    run.createdMilliseconds, run.distanceMetres, run.place, run.participantCap, run.closedMilliseconds,
+                ]
+            )
+            return db.changesCount == 1
+        }
+    }
+
+    func run(id: String) async throws -> Run? {
+        // The mapping inside the closure: chained after it, the synchronous `read` would be
+        // chosen and block a thread of the cooperative pool.
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).flatMap(Self.run(from:)) }
+    }
+
+    func run(code: String) async throws -> Run? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE code = ?", arguments: [code]).flatMap(Self.run(from:)) }
+    }
+
+    func runs(organiserAccountID: String?) async throws -> [Run] {
+        try await pool.read { db in
+            if let organiserAccountID {
+                return try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE organiser_id = ? ORDER BY start_ms DESC", arguments: [organiserAccountID])
+                    .compactMap(Self.run(from:))
+            }
+            return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC").compactMap(Self.run(from:))
+        }
+    }
+
+    func runs(matching text: String?, limit: Int) async throws -> [Run] {
+        try await pool.read { db in
+            guard let text, !text.isEmpty else {
+                return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC LIMIT ?", arguments: [limit]).compactMap(Self.run(from:))
+            }
+            // instr on lowered text: a `%` or `_` typed in the search box is a character, not a wildcard.
+            return try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM runs WHERE instr(lower(name), ?) > 0 OR instr(lower(place), ?) > 0 ORDER BY start_ms DESC LIMIT ?",
+                arguments: [text.lowercased(), text.lowercased(), limit]
+            ).compactMap(Self.run(from:))
+        }
+    }
+
+    func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE runs SET enrolment_open = ? WHERE id = ?", arguments: [open, runID])
+            return db.changesCount == 1
+        }
+    }
+
+    func closeRun(runID: String, atMilliseconds: Int64) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE runs SET closed_ms = coalesce(closed_ms, ?), enrolment_open = 0 WHERE id = ?",
+                arguments: [atMilliseconds, runID]
+            )
+            return db.changesCount == 1
+        }
+    }
+
+    func enrol(_ entry: RunEntry) async throws -> EnrolmentOutcome {
+        try await pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [entry.runID, entry.deviceID])
+                != nil
+            {
+                return .alreadyEntered
+            }
+            let cap = try Int?.fetchOne(db, sql: "SELECT cap FROM runs WHERE id = ?", arguments: [entry.runID]) ?? nil
+            if let cap {
+                let entered =
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM run_entries WHERE run_id = ? AND removed_ms IS NULL", arguments: [entry.runID])
+                    ?? 0
+                if entered >= cap { return .full }
+            }
+            try Self.upsert(entry, db)
+            return .enrolled
+        }
+    }
+
+    func runEntry(runID: String, deviceID: String) async throws -> RunEntry? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM run_entries WHERE run_id = ? AND device_id = ?", arguments: [runID, deviceID]).map(
+                Self.entry(from:)
+            )
+        }
+    }
+
+    func saveRunEntry(_ entry: RunEntry) async throws {
+        try await pool.write { db in try Self.upsert(entry, db) }
+    }
+
+    func runEntries(runID: String) async throws -> [RunEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM run_entries WHERE run_id = ? AND removed_ms IS NULL ORDER BY enrolled_ms, device_id",
+                arguments: [runID]
+            ).map(Self.entry(from:))
+        }
+    }
+
+    func runEntries(deviceID: String) async throws -> [RunEntry] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM run_entries WHERE device_id = ?", arguments: [deviceID]).map(Self.entry(from:))
+        }
+    }
+
+    func removeRunEntry(runID: String, deviceID: String, atMilliseconds: Int64) async throws -> RemovalOutcome {
+        try await pool.write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT checked_in_ms FROM run_entries WHERE run_id = ? AND device_id = ? AND removed_ms IS NULL",
+                    arguments: [runID, deviceID]
+                )
+            else { return .notFound }
+            let checkedIn: Int64? = try row.decode(forColumn: "checked_in_ms")
+            guard checkedIn == nil else { return .checkedIn }
+            try db.execute(
+                sql: "UPDATE run_entries SET removed_ms = ? WHERE run_id = ? AND device_id = ?",
+                arguments: [atMilliseconds, runID, deviceID]
+            )
+            return .removed
+        }
+    }
+
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
+        try await store.readings(query)
+    }
+
+    func newestHeartRate(deviceID: String, fromMilliseconds: Int64, toMilliseconds: Int64) async throws -> (Int64, Int)? {
+        let row = try await pool.read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT placed_ms, body FROM readings WHERE device_id = ? AND kind = 'hr' AND placed_ms >= ? AND placed_ms < ?
+                    ORDER BY placed_ms DESC, seq DESC LIMIT 1
+                    """,
+                arguments: [deviceID, fromMilliseconds, toMilliseconds]
+            ).map { row -> (Int64, String) in (try row.decode(forColumn: "placed_ms"), try row.decode(forColumn: "body")) }
+        }
+        guard let (placed, body) = row, let bpm = Self.bpm(ofBody: body) else { return nil }
+        return (placed, bpm)
+    }
+
+    func accountName(id: String) async throws -> String? {
+        try await store.account(id: id)?.displayName
+    }
+
+    func appendAccessLog(_ entry: AccessLogEntry) async throws {
+        try await store.appendAccessLog(entry)
+    }
+
+    private static func upsert(_ entry: RunEntry, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms,
+                    finish_ms, held_lat, held_lon, held_ms, health, removed_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
+                    checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
+                    distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
+                    held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms, health = excluded.health,
+                    removed_ms = excluded.removed_ms
+                """,
+            arguments: [
+                entry.runID, entry.deviceID, entry.name, entry.showToSpectators, entry.enrolledMilliseconds, entry.checkedInMilliseconds,
+                entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds,
+                entry.finishMilliseconds, entry.held?.latitude, entry.held?.longitude, entry.held?.milliseconds, entry.shareHealth,
+                entry.removedMilliseconds,
+            ]
+        )
+    }
+
+    private static func run(from row: Row) throws -> Run? {
+        guard let points: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "path")),
+            let path = try? RunPath(points: points)
+        else { return nil }
+        return Run(
+            id: try row.decode(forColumn: "id"),
+            code: try row.decode(forColumn: "code"),
+            name: try row.decode(forColumn: "name"),
+            organiserAccountID: try row.decode(forColumn: "organiser_id"),
+            startMilliseconds: try row.decode(forColumn: "start_ms"),
+            endMilliseconds: try row.decode(forColumn: "end_ms"),
+            enrolmentOpen: try row.decode(forColumn: "enrolment_open"),
+            path: path,
+            createdMilliseconds: try row.decode(forColumn: "created_ms"),
+            distanceMetres: try row.decode(forColumn: "distance_m"),
+            place: try row.decode(forColumn: "place"),
+            participantCap: try row.decode(forColumn: "cap"),
+            closedMilliseconds: try row.decode(forColumn: "closed_ms")
+        )
+    }
+
+    private static func entry(from row: Row) throws -> RunEntry {
+        RunEntry(
+            runID: try row.decode(forColumn: "run_id"),
+            deviceID: try row.decode(forColumn: "device_id"),
+            name: try row.decode(forColumn: "name"),
+            showToSpectators: try row.decode(forColumn: "show"),
+            enrolledMilliseconds: try row.decode(forColumn: "enrolled_ms"),
+            checkedInMilliseconds: try row.decode(forColumn: "checked_in_ms"),
+            latitude: try row.decode(forColumn: "lat"),
+            longitude: try row.decode(forColumn: "lon"),
+            fixMilliseconds: try row.decode(forColumn: "fix_ms"),
+            distanceMetres: try row.decode(forColumn: "distance_m"),
+            receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+            finishMilliseconds: try row.decode(forColumn: "finish_ms"),
+            held: RaceIngest.Fix.stored(
+                milliseconds: try row.decode(forColumn: "held_ms"),
+                latitude: try row.decode(forColumn: "held_lat"),
+                longitude: try row.decode(forColumn: "held_lon")
+            ),
+            shareHealth: try row.decode(forColumn: "health"),
+            removedMilliseconds: try row.decode(forColumn: "removed_ms")
+        )
+    }
+}
