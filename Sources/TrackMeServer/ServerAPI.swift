@@ -23,6 +23,8 @@ struct ServerAPI: Sendable {
     let logger: Logger
     /// Device intake: a room with a store of its own, mounted at `IngestRoom.path`.
     let ingest: IngestRoom
+    /// The taxi fleet and its rides: a room with a store of its own, mounted at `FleetRoom.path`.
+    let fleet: FleetRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -55,7 +57,8 @@ struct ServerAPI: Sendable {
         PeopleRoutes(api: self).register(on: router)
         PeoplePages(api: self).register(on: router)
         RaceRoutes(api: self).register(on: router)
-        FleetRoutes(api: self).register(on: router)
+        router.addRoutes(fleet.routes(), atPath: FleetRoom.path)
+        router.addRoutes(fleet.pages(ConsoleRoutes(api: self).serve))
         return router
     }
 

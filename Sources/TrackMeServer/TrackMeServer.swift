@@ -97,6 +97,12 @@ public final class TrackMeServer: Service, Sendable {
         let notifier = FeedNotifier()
         let metrics = ServerMetrics(also: configuration.metricsFactory)
         let databaseHealth = DatabaseHealth()
+        let fleetStore = try Self.fleetStore(store)
+        let rides = RideDesk(
+            store: fleetStore,
+            settings: RideDispatch.Settings(answerWindowMilliseconds: configuration.rideAnswerWindow.milliseconds),
+            wallClock: configuration.wallClock
+        )
         api = ServerAPI(
             store: store,
             configuration: configuration,
@@ -123,8 +129,10 @@ public final class TrackMeServer: Service, Sendable {
                 metrics: metrics,
                 logger: logger,
                 databaseHealth: databaseHealth,
-                runs: RaceIngest(store: store, logger: logger)
+                runs: RaceIngest(store: store, logger: logger),
+                rides: rides
             ),
+            fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):
@@ -287,6 +295,15 @@ public final class TrackMeServer: Service, Sendable {
     /// How many readings the store holds now (for the simulation's and benchmarks' checks).
     public func storedReadingCount() async throws -> Int64 {
         try await store.counts().readings
+    }
+
+    /// The fleet room's store over the hall's database connection.
+    static func fleetStore(_ hall: any ServerStore) throws -> any FleetStore {
+        if let sqlite = hall as? SQLiteServerStore { return SQLiteFleetStore(sqlite) }
+        #if PostgreSQL
+        if let postgres = hall as? PostgresServerStore { return PostgresFleetStore(postgres) }
+        #endif
+        throw StoreError(code: .badConfiguration, message: "no fleet store for \(hall.displayName)")
     }
 
     static func openStore(_ location: StorageLocation, durability: CommitDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {

@@ -23,7 +23,7 @@ enum RouteAccess {
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
     /// route declared by two rooms is a mistake the route-enumeration test catches.
-    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access]
+    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, FleetRoom.access]
 
     /// Every route's requirement.
     static let table: [String: Requirement] = rooms.reduce(into: [:]) { table, room in table.merge(room) { first, _ in first } }
@@ -31,8 +31,8 @@ enum RouteAccess {
     /// The routes the hall still serves itself, until each moves into a room of its own.
     private static let hall: [String: Requirement] = [
         // Pages, assets and plumbing.
-        "GET /": .open, "GET /people": .open, "GET /fleet": .open, "GET /runs/{id}": .open,
-        "GET /assets/trackme.css": .open, "GET /assets/console.js": .open, "GET /assets/fleet.js": .open,
+        "GET /": .open, "GET /people": .open, "GET /runs/{id}": .open,
+        "GET /assets/trackme.css": .open, "GET /assets/console.js": .open,
         "GET /assets/people.js": .open, "GET /assets/race.js": .open,
         "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
         // Counts, no person: open to loopback peers, the admin token from elsewhere.
@@ -81,7 +81,5 @@ enum RouteAccess {
         "GET /v1/runs": .roles([.organiser]), "POST /v1/runs": .roles([.organiser]), "GET /v1/runs/{id}": .personData([.organiser]),
         "GET /v1/runs/{id}/results.csv": .personData([.organiser]), "GET /v1/runs/{id}/tracks.gpx": .personData([.organiser]),
         "POST /v1/runs/{id}/enrolment": .roles([.organiser]), "GET /v1/public/runs/{id}": .open,
-        "GET /v1/fleet": .personData([.fleetOperator]), "GET /v1/fleet/zones/{id}/next": .personData([.fleetOperator]),
-        "POST /v1/fleet/zones": .roles([.fleetOperator]), "POST /v1/fleet/tokens": .roles([.fleetOperator]),
     ]
 }
