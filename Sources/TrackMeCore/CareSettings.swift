@@ -97,17 +97,20 @@ public struct WipeOrder: Hashable, Sendable, Codable {
 public struct SyncOrders: Hashable, Sendable, Codable {
     public var careSettings: CareSettings?
     public var wipe: WipeOrder?
+    /// A taxi's ride: offered to it, accepted or under way (`RideNotice`).
+    public var ride: RideNotice?
 
-    public init(careSettings: CareSettings? = nil, wipe: WipeOrder? = nil) {
+    public init(careSettings: CareSettings? = nil, wipe: WipeOrder? = nil, ride: RideNotice? = nil) {
         self.careSettings = careSettings
         self.wipe = wipe
+        self.ride = ride
     }
 
-    public var isEmpty: Bool { careSettings == nil && wipe == nil }
+    public var isEmpty: Bool { careSettings == nil && wipe == nil && ride == nil }
 
     enum CodingKeys: String, CodingKey {
         case careSettings = "care_settings"
-        case wipe
+        case wipe, ride
     }
 
     /// The `orders` of a reply body (an acknowledgement, or the 410 answer to an erased

@@ -38,6 +38,18 @@ public enum DeviceProfile: String, Hashable, Sendable, Codable, CaseIterable {
         }
     }
 
+    /// How often a batch goes even when no reading waits (`SyncConfiguration.heartbeatInterval`):
+    /// 30 s, and 1 s for a taxi. A taxi hears of a ride offer only in a batch reply (WIRE.md,
+    /// "Ride offers"), and its reports come every 30 s; the empty batch each second brings the
+    /// offer within 3 s of the server making it (003), with no second connection or long poll
+    /// the agent would have to hold open.
+    public var heartbeatInterval: Duration {
+        switch self {
+        case .wearer, .runner: .seconds(30)
+        case .taxi: .seconds(1)
+        }
+    }
+
     /// The SOS settings and limits for this profile, from the wearer's ones.
     ///
     /// - runner: the heart-rate rules stay on with exercise-aware limits: the high limit is the

@@ -53,7 +53,7 @@ final class PostgresServerStore: ServerStore {
             // Append-only: a landed migration is never edited, a change is a new one.
             let all =
                 Self.migrations + ConsoleSchema.postgres + CareSchema.postgres + PeopleSchema.postgres + RaceSchema.postgres + AlertsSchema.postgres
-                + AccountSchema.postgres
+                + AccountSchema.postgres + FleetSchema.postgres
             for (name, statements) in all where !applied.contains(name) {
                 for statement in statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)

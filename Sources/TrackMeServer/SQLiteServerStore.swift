@@ -141,6 +141,7 @@ final class SQLiteServerStore: ServerStore {
         RaceSchema.register(in: &migrator)
         AlertsSchema.register(in: &migrator)
         AccountSchema.register(in: &migrator)
+        FleetSchema.register(in: &migrator)
         try migrator.migrate(pool)
     }
 

@@ -25,6 +25,8 @@ struct ServerAPI: Sendable {
     let ingest: IngestRoom
     /// Runs (Track4Run): a room with a store of its own, its routes at their full paths.
     let runs: RunsRoom
+    /// The taxi fleet and its rides: a room with a store of its own, mounted at `FleetRoom.path`.
+    let fleet: FleetRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -58,7 +60,8 @@ struct ServerAPI: Sendable {
         PeoplePages(api: self).register(on: router)
         let pages = ConsoleRoutes(api: self)
         router.addRoutes(runs.routes { file, request in pages.serve(file, request) })
-        FleetRoutes(api: self).register(on: router)
+        router.addRoutes(fleet.routes(), atPath: FleetRoom.path)
+        router.addRoutes(fleet.pages(pages.serve))
         return router
     }
 

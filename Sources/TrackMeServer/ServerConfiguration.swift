@@ -106,6 +106,8 @@ public struct ServerConfiguration: Sendable {
     /// revoked. Device tokens never expire (a device cannot be re-enrolled unattended).
     public var dispatcherTokenLifetime: Duration? = ServerConfiguration.defaultDispatcherTokenLifetime
     public static let defaultDispatcherTokenLifetime: Duration = .seconds(90 * 24 * 3600)
+    /// How long a taxi driver has to answer a ride offer (10-15 s, 003); silence is a refusal.
+    public var rideAnswerWindow: Duration = .seconds(12)
     /// Below this many free bytes on the SQLite database's file system `/health` says
     /// `degraded`: a group commit of batches and its WAL growth need room before SQLite says full.
     public var minimumFreeBytes: Int64 = 16 << 20

@@ -101,6 +101,12 @@ public final class TrackMeServer: Service, Sendable {
         let databaseHealth = DatabaseHealth()
         let runStore = try Self.runStore(for: store)
         self.runStore = runStore
+        let fleetStore = try Self.fleetStore(store)
+        let rides = RideDesk(
+            store: fleetStore,
+            settings: RideDispatch.Settings(answerWindowMilliseconds: configuration.rideAnswerWindow.milliseconds),
+            wallClock: configuration.wallClock
+        )
         api = ServerAPI(
             store: store,
             configuration: configuration,
@@ -127,9 +133,11 @@ public final class TrackMeServer: Service, Sendable {
                 metrics: metrics,
                 logger: logger,
                 databaseHealth: databaseHealth,
-                runs: RaceIngest(runs: runStore, store: store, logger: logger)
+                runs: RaceIngest(runs: runStore, store: store, logger: logger),
+                rides: rides
             ),
             runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
+            fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):
@@ -292,6 +300,15 @@ public final class TrackMeServer: Service, Sendable {
     /// How many readings the store holds now (for the simulation's and benchmarks' checks).
     public func storedReadingCount() async throws -> Int64 {
         try await store.counts().readings
+    }
+
+    /// The fleet room's store over the hall's database connection.
+    static func fleetStore(_ hall: any ServerStore) throws -> any FleetStore {
+        if let sqlite = hall as? SQLiteServerStore { return SQLiteFleetStore(sqlite) }
+        #if PostgreSQL
+        if let postgres = hall as? PostgresServerStore { return PostgresFleetStore(postgres) }
+        #endif
+        throw StoreError(code: .badConfiguration, message: "no fleet store for \(hall.displayName)")
     }
 
     static func openStore(_ location: StorageLocation, durability: CommitDurability = .powerLoss, logger: Logger) async throws -> any ServerStore {

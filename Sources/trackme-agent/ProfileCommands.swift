@@ -1,13 +1,17 @@
 import ArgumentParser
+import Foundation
 import TrackMeAgent
 import TrackMeCore
 
 /// `trackme-agent taxi available|unavailable|ride-start|ride-end`: a taxi's availability.
 /// `ride-start` makes the taxi unavailable at once; the state goes with every report.
+/// `trackme-agent taxi offer|accept|refuse|pickup|complete|missing-client`: the ride the server
+/// offered this taxi (shown, answered within its window), and how the ride went.
 struct TaxiCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "taxi",
-        abstract: "Set a taxi terminal's availability: available, unavailable, ride-start, ride-end.",
+        abstract:
+            "A taxi terminal: availability (available, unavailable, ride-start, ride-end) and ride offers (offer, accept, refuse, pickup, complete, missing-client).",
         discussion: ControlCall.exitStatusHelp
     )
 
@@ -15,25 +19,48 @@ struct TaxiCommand: AsyncParsableCommand {
         case available, unavailable
         case rideStart = "ride-start"
         case rideEnd = "ride-end"
+        case offer, accept, refuse, pickup, complete
+        case missingClient = "missing-client"
     }
 
-    @Argument(help: "available, unavailable, ride-start or ride-end.")
+    @Argument(help: "available, unavailable, ride-start, ride-end, offer, accept, refuse, pickup, complete or missing-client.")
     var choice: Choice
 
-    var event: TaxiStateMachine.Event {
+    /// The availability command, or nil for a ride command.
+    var event: TaxiStateMachine.Event? {
         switch choice {
         case .available: .available
         case .unavailable: .unavailable
         case .rideStart: .rideStart
         case .rideEnd: .rideEnd
+        case .offer, .accept, .refuse, .pickup, .complete, .missingClient: nil
         }
     }
 
     @OptionGroup var socket: SocketOptions
 
     func run() async throws {
-        let response = try await ControlCall.perform(.taxi(event), socket: socket.socket)
-        print("taxi \(response.profile?.taxi?.rawValue ?? "unknown")")
+        if let event {
+            let response = try await ControlCall.perform(.taxi(event), socket: socket.socket)
+            print("taxi \(response.profile?.taxi?.rawValue ?? "unknown")")
+            return
+        }
+        guard let action = ControlRequest.RideAction(rawValue: choice.rawValue) else { return }
+        let response = try await ControlCall.perform(.ride(action), socket: socket.socket)
+        print(Self.describe(response.ride, after: action))
+    }
+
+    /// One line for the driver: the offer and its time left, or the ride as it stands.
+    static func describe(_ ride: RideNotice?, after action: ControlRequest.RideAction) -> String {
+        guard let ride else { return action == .offer ? "no ride offer" : "done: no ride offer or ride now" }
+        var parts = ["ride \(ride.rideID) \(ride.stage.rawValue)", "zone \(ride.zone)"]
+        if let pickup = ride.pickup { parts.append("pickup \(pickup)") }
+        if let reserved = ride.reservedMilliseconds {
+            parts.append("reserved for \(Date(timeIntervalSince1970: Double(reserved) / 1000).formatted(.iso8601))")
+        }
+        if let within = ride.answerWithinMilliseconds { parts.append("answer within \(within / 1000) s (taxi accept | taxi refuse)") }
+        parts.append("offer \(ride.offerID)")
+        return parts.joined(separator: ", ")
     }
 }
 

@@ -133,6 +133,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Days a dispatcher's bearer token works after it is made or rotated (0: until revoked).")
     var dispatcherTokenDays = 90
 
+    @Option(help: "Seconds a taxi driver has to answer a ride offer (10-15); silence is a refusal.")
+    var rideAnswerSeconds: Int64 = 12
+
     @Option(help: "Seconds after an alert opened, unacknowledged, that its first emergency contact is told.")
     var contactAfterSeconds: Int = 180
 
@@ -254,6 +257,8 @@ struct Serve: AsyncParsableCommand {
         }
         guard dispatcherTokenDays >= 0 else { throw ValidationError("--dispatcher-token-days must not be negative") }
         configuration.dispatcherTokenLifetime = dispatcherTokenDays == 0 ? nil : .seconds(dispatcherTokenDays * 24 * 3600)
+        guard (10...15).contains(rideAnswerSeconds) else { throw ValidationError("--ride-answer-seconds must be 10-15 (003)") }
+        configuration.rideAnswerWindow = .seconds(rideAnswerSeconds)
         configuration.console.scheduleContacts(first: .seconds(contactAfterSeconds), repeatEvery: .seconds(contactRepeatSeconds))
         configuration.console.contactLinkKeyFile = contactLinkKeyFile
         configuration.console.credentialsDirectory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]

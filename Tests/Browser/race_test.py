@@ -50,6 +50,7 @@ class Device:
         }
         status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
         assert status == 200, (status, ack)
+        return ack
 
     def run(self, code, metres, show, at_ms=None, health=False, checked_in=True, bpm=None):
         """A fix `metres` up the course, taken at `at_ms` (now if None), with a heart rate when
@@ -59,7 +60,12 @@ class Device:
         self.report(START[0] + metres * DEG_PER_M, START[1], {"profile": "runner", "run": run}, at_ms, bpm)
 
     def taxi(self, state, lat, lon):
-        self.report(lat, lon, {"profile": "taxi", "taxi_state": state})
+        """Reports as a taxi; returns the ride offer or ride its batch reply carries, or None."""
+        return (self.report(lat, lon, {"profile": "taxi", "taxi_state": state}).get("orders") or {}).get("ride")
+
+    def answer(self, offer_id, event):
+        status, body = http(self.server.base, "POST", "/v1/fleet/ride-answers", {"offer_id": offer_id, "event": event}, token=self.token)
+        assert status == 200, (status, body)
 
 
 class RaceTest(CheckRun):
@@ -295,6 +301,26 @@ class RaceTest(CheckRun):
             wait_for(lambda: [li.attribute("data-device") for li in browser.find_all("ol.queue li")] == ["taxi-1"], timeout=6, what="the queue after a ride starts")
             self.shot(browser, "fleet-02-ride")
         self.check("the fleet page: the zone's queue in arrival order, states, names as text", fleet_page)
+
+        def rides():
+            def state(ride_id):
+                rows = [tr for tr in browser.find_all("#rides tbody tr") if tr.attribute("data-ride") == ride_id]
+                return rows[0].attribute("data-state") if rows else None
+            status, ride = http(server.base, "POST", "/v1/fleet/rides", {"zone_id": zone["id"], "pickup": "Via Po 1"}, token=ADMIN)
+            assert status == 201 and ride["state"] == "offered", (status, ride)
+            wait_for(lambda: state(ride["id"]) == "offered", timeout=6, what="the ride offered")
+            offer = first.taxi("available", 45.006, 7.004)
+            assert offer and offer["stage"] == "offered", offer
+            first.answer(offer["offer_id"], "accept")
+            wait_for(lambda: state(ride["id"]) == "accepted", timeout=6, what="the ride accepted")
+            first.answer(offer["offer_id"], "pickup")
+            wait_for(lambda: state(ride["id"]) == "on_ride", timeout=6, what="the ride under way")
+            self.shot(browser, "fleet-03-on-ride")
+            first.answer(offer["offer_id"], "complete")
+            wait_for(lambda: state(ride["id"]) == "completed", timeout=6, what="the ride completed")
+            assert "1 completed" in browser.find("#ride-counts").text, browser.find("#ride-counts").text
+            self.shot(browser, "fleet-04-completed")
+        self.check("the fleet page shows a ride offered, accepted, on the ride and completed", rides)
         self.look(browser, "fleet", "the fleet page as a fleet operator")
 
     def run(self):

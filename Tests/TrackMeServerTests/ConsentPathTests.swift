@@ -342,7 +342,7 @@ struct ConsentPathTests {
                 #expect(answer.status == 403, "\(route) with a dispatcher token: \(answer.status)")
                 doors += 1
             }
-            #expect(doors == 3)
+            #expect(doors == 4)
         }
     }
 }

@@ -199,6 +199,26 @@ struct RetentionErasureTests {
             try await s.server.store.saveFleetTaxi(
                 FleetTaxi(deviceID: "pi-erase-me", name: "Zelda Quixote", state: "available", lastReportMilliseconds: TestServer.startWall)
             )
+            // A ride she drove.
+            var ride = Ride(
+                id: "ride-z",
+                zoneID: "zone-z",
+                pickup: "Via Roma 1",
+                reservedMilliseconds: nil,
+                createdMilliseconds: TestServer.startWall
+            )
+            ride.state = .completed
+            ride.deviceID = "pi-erase-me"
+            ride.offers = [
+                RideOffer(
+                    offerID: "ride-z.1",
+                    deviceID: "pi-erase-me",
+                    offeredMilliseconds: TestServer.startWall,
+                    expiresMilliseconds: TestServer.startWall + 12_000,
+                    outcome: .accepted
+                )
+            ]
+            try await TrackMeServer.fleetStore(s.server.store).insertRide(ride)
             // A race she ran (her entry and last public position) and the contact told of her alert.
             let run = Run(
                 id: "run-z",

@@ -25,6 +25,9 @@ public protocol AgentControl: Sendable {
     func joinRun(code: String, show: Bool, shareHealth: Bool) async throws -> ProfileState
     /// A runner checks in at the start of the run they joined.
     func checkInToRun() async throws -> ProfileState
+    /// A taxi's ride: shows the offer, or sends the driver's answer to the server and returns
+    /// the offer or ride as it now stands (nil when none is left).
+    func ride(_ action: ControlRequest.RideAction) async throws -> RideNotice?
 }
 
 extension AgentControl {
@@ -42,6 +45,9 @@ extension AgentControl {
     }
     public func checkInToRun() async throws -> ProfileState {
         throw AgentControlError(code: .unavailable, message: "this agent has no runner profile")
+    }
+    public func ride(_ action: ControlRequest.RideAction) async throws -> RideNotice? {
+        throw AgentControlError(code: .unavailable, message: "this agent has no taxi profile")
     }
 }
 

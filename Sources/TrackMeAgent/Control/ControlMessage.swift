@@ -11,6 +11,28 @@ public struct ControlRequest: Hashable, Sendable, Codable {
         /// A runner joins a run by its code (`code`, `show`), and checks in at the start.
         case runJoin = "run_join"
         case runCheckIn = "run_check_in"
+        /// A taxi's ride offer: show it, answer it, and say how the ride went (`ride`).
+        case ride
+    }
+
+    /// What `trackme-agent taxi offer|accept|refuse|pickup|complete|missing-client` asks.
+    public enum RideAction: String, Hashable, Sendable, Codable, CaseIterable {
+        /// Show the offer waiting (or the ride accepted) without answering.
+        case offer
+        case accept, refuse, pickup, complete
+        case missingClient = "missing-client"
+
+        /// The answer the server is sent; nil for `offer`.
+        public var event: RideAnswer.Event? {
+            switch self {
+            case .offer: nil
+            case .accept: .accept
+            case .refuse: .refuse
+            case .pickup: .pickup
+            case .complete: .complete
+            case .missingClient: .missingClient
+            }
+        }
     }
 
     public var command: Command
@@ -25,6 +47,8 @@ public struct ControlRequest: Hashable, Sendable, Codable {
     public var show: Bool?
     /// For `run_join`: whether the organiser may follow the runner's heart rate during the run.
     public var health: Bool?
+    /// Required for `ride`.
+    public var ride: RideAction?
 
     public init(command: Command, reason: CancelReason? = nil) {
         self.command = command
@@ -54,6 +78,11 @@ public struct ControlRequest: Hashable, Sendable, Codable {
         return request
     }
     public static let runCheckIn = ControlRequest(command: .runCheckIn)
+    public static func ride(_ action: RideAction) -> ControlRequest {
+        var request = ControlRequest(command: .ride)
+        request.ride = action
+        return request
+    }
 }
 
 /// The answer to one request, on one line: `{"ok":true,"status":{...}}` or
@@ -66,6 +95,8 @@ public struct ControlResponse: Hashable, Sendable, Codable {
     public var error: AgentControlError?
     /// The answer to `taxi`, `run_join` and `run_check_in`.
     public var profile: ProfileState?
+    /// The answer to `ride`: the offer waiting or the ride under way, nil when none.
+    public var ride: RideNotice?
 
     public init(
         ok: Bool,

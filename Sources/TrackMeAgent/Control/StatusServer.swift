@@ -172,6 +172,19 @@ public final class StatusServer: Service, Sendable {
                 )
             case .runCheckIn:
                 response = ControlResponse(ok: true, profile: try await control.checkInToRun())
+            case .ride:
+                guard let action = request.ride else {
+                    response = .failure(
+                        AgentControlError(
+                            code: .badRequest,
+                            message: "ride needs one of \(ControlRequest.RideAction.allCases.map(\.rawValue).joined(separator: ", "))"
+                        )
+                    )
+                    break
+                }
+                var answer = ControlResponse(ok: true)
+                answer.ride = try await control.ride(action)
+                response = answer
             }
         } catch let error as AgentControlError {
             response = .failure(error)

@@ -16,16 +16,19 @@ public enum FeedbackState: String, Hashable, Sendable, CaseIterable, Codable {
     case resolved
     /// No alert, but the strap's battery, or the device's own, is below its warning level.
     case batteryLow = "battery_low"
+    /// No alert; a ride is offered to this taxi and waits for the driver's answer
+    /// (`trackme-agent taxi accept|refuse`).
+    case rideOffer = "ride_offer"
 }
 
 /// Turns the pipeline's events into the one `FeedbackState` the outputs show. Pure: time is the
 /// caller's clock offset `now`; `receive` returns the state to show when it changed (or when an
 /// escalation step asks to remind the wearer that nobody has acknowledged yet), else nil.
 ///
-/// The alert's phase wins over the battery warning; a resolved alert is shown for
-/// `resolvedShownFor`, then the device goes back to idle (or the battery warning). A discreet
-/// alert is never shown, from its raise to its end: the device goes on showing what it showed
-/// before, so whoever threatens the wearer sees nothing change.
+/// The alert's phase wins over a ride offer, and that over the battery warning; a resolved alert
+/// is shown for `resolvedShownFor`, then the device goes back to idle (or the battery warning). A
+/// discreet alert is never shown, from its raise to its end: the device goes on showing what it
+/// showed before, so whoever threatens the wearer sees nothing change.
 public struct FeedbackMachine: Sendable {
     public enum Event: Hashable, Sendable {
         /// An action of the SOS engine (countdown started, raised, delivered, acknowledged,
@@ -42,6 +45,8 @@ public struct FeedbackMachine: Sendable {
         case batteryLow(Bool)
         /// The device's own battery is low or critical (`PowerWatch`), or no longer.
         case deviceBatteryLow(Bool)
+        /// A ride offer waits for the driver's answer, or no longer (answered or lapsed).
+        case rideOffer(Bool)
         /// Time passed.
         case tick
     }
@@ -61,6 +66,7 @@ public struct FeedbackMachine: Sendable {
     private var discreetAlertID: String?
     private var batteryLow = false
     private var deviceBatteryLow = false
+    private var rideOffered = false
     public private(set) var shown: FeedbackState = .idle
 
     public init(resolvedShownFor: Duration = .seconds(30)) {
@@ -103,11 +109,15 @@ public struct FeedbackMachine: Sendable {
             batteryLow = low
         case .deviceBatteryLow(let low):
             deviceBatteryLow = low
+        case .rideOffer(let offered):
+            rideOffered = offered
         case .tick:
             break
         }
         if case .resolved(_, let until) = phase, now >= until { phase = .none }
-        let state = phase.state ?? (batteryLow || deviceBatteryLow ? .batteryLow : .idle)
+        // An alert wins over a ride offer (the driver's SOS is shown as it goes), and an offer,
+        // which lapses within seconds, over a battery warning.
+        let state = phase.state ?? (rideOffered ? .rideOffer : batteryLow || deviceBatteryLow ? .batteryLow : .idle)
         guard state != shown || remind else { return nil }
         shown = state
         return state

@@ -12,7 +12,8 @@ public enum LEDPattern: Hashable, Sendable {
 
     /// The embedded defaults: fast blink while the wearer can still cancel, a quicker slow blink
     /// while the alert is on its way, a slow one once the server has it, steady when a person
-    /// acknowledged, a long-on blink when resolved, and a short blip every 3 s for a low strap battery.
+    /// acknowledged, a long-on blink when resolved, a short blip every 3 s for a low strap battery,
+    /// and a long-on, short-off blink while a ride offer waits for the taxi driver's answer.
     public static let defaults: [FeedbackState: LEDPattern] = [
         .idle: .off,
         .countdown: .blink(onMilliseconds: 100, offMilliseconds: 100),
@@ -21,6 +22,7 @@ public enum LEDPattern: Hashable, Sendable {
         .acknowledged: .on,
         .resolved: .blink(onMilliseconds: 1500, offMilliseconds: 500),
         .batteryLow: .blink(onMilliseconds: 50, offMilliseconds: 2950),
+        .rideOffer: .blink(onMilliseconds: 500, offMilliseconds: 100),
     ]
 
     /// `off`, `on` or `blink ON_MS OFF_MS` (the configuration's spelling); nil if it is none of those.

@@ -117,7 +117,12 @@ public enum AgentAssembly {
         // virtual clock.
         var inputs = AgentCore.Inputs(
             store: store,
-            sync: SyncConfiguration(deviceID: deviceID, token: token, sendInterval: configuration.profile.sendInterval),
+            sync: SyncConfiguration(
+                deviceID: deviceID,
+                token: token,
+                heartbeatInterval: configuration.profile.heartbeatInterval,
+                sendInterval: configuration.profile.sendInterval
+            ),
             profile: profile,
             settings: settings,
             positionSampling: PositionSamplingPolicy(configuration: configuration.profile.sampling),
@@ -160,7 +165,8 @@ public enum AgentAssembly {
             feedback: feedback,
             heartbeat: heartbeat,
             profile: configuration.profile,
-            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators, shareHealth: $0.shareHealth) }
+            run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators, shareHealth: $0.shareHealth) },
+            rideAnswers: RideAnswerSender(transport: http, token: token)
         )
         let wipe = WipeSignal()
         let replyOrders = SyncReplyOrders(

@@ -21,6 +21,12 @@ public actor PipelineControl: AgentControl {
     private let profile: DeviceProfile
     private var taxiMachine = TaxiStateMachine()
     private var run: RunParticipation?
+    /// A taxi's ride offer or ride, and the way its driver's answers go to the server (nil
+    /// where nothing can be answered: other profiles, tests of the control alone).
+    private var rideTerminal = RideTerminal()
+    private var rideAnswers: RideAnswerSender?
+    /// Told when a new offer is shown (the simulation's offer-to-terminal figure).
+    private var onRideOffer: (@Sendable (RideNotice) -> Void)?
 
     public init(pipeline: AgentPipeline, deviceID: String, storeBudgetBytes: Int, timestamps: AgentTimestamps) {
         self.init(pipeline: pipeline, deviceID: deviceID, storeBudgetBytes: storeBudgetBytes, timestamps: timestamps, feedback: nil, heartbeat: nil)
@@ -33,7 +39,9 @@ public actor PipelineControl: AgentControl {
         storeBudgetBytes: Int,
         timestamps: AgentTimestamps,
         heartbeat: HeartbeatState,
-        profile: DeviceProfile
+        profile: DeviceProfile,
+        rideAnswers: RideAnswerSender? = nil,
+        onRideOffer: (@Sendable (RideNotice) -> Void)? = nil
     ) {
         self.init(
             pipeline: pipeline,
@@ -42,7 +50,9 @@ public actor PipelineControl: AgentControl {
             timestamps: timestamps,
             feedback: nil,
             heartbeat: heartbeat,
-            profile: profile
+            profile: profile,
+            rideAnswers: rideAnswers,
+            onRideOffer: onRideOffer
         )
     }
 
@@ -54,8 +64,12 @@ public actor PipelineControl: AgentControl {
         feedback: FeedbackDriver?,
         heartbeat: HeartbeatState?,
         profile: DeviceProfile = .wearer,
-        run: RunParticipation? = nil
+        run: RunParticipation? = nil,
+        rideAnswers: RideAnswerSender? = nil,
+        onRideOffer: (@Sendable (RideNotice) -> Void)? = nil
     ) {
+        self.rideAnswers = profile == .taxi ? rideAnswers : nil
+        self.onRideOffer = onRideOffer
         let joined = profile == .runner ? run : nil
         self.profile = profile
         self.run = joined
@@ -188,6 +202,57 @@ public actor PipelineControl: AgentControl {
         board.monitoringPaused = false
         return MonitoringState(paused: false)
     }
+
+    // MARK: Taxi rides
+
+    /// The ride notice of a batch reply: a new offer is shown on the feedback outputs at once.
+    package func rideNotice(_ notice: RideNotice) {
+        guard profile == .taxi else { return }
+        if rideTerminal.receive(notice, now: monotonicNow()) { onRideOffer?(notice) }
+        feedback?.receive(.rideOffer(rideTerminal.offerWaiting))
+    }
+
+    /// An offer whose window passed unanswered is no longer shown (the server counts the
+    /// silence as a refusal).
+    package func rideTick() {
+        if rideTerminal.tick(now: monotonicNow()) { feedback?.receive(.rideOffer(false)) }
+    }
+
+    public func ride(_ action: ControlRequest.RideAction) async throws -> RideNotice? {
+        guard profile == .taxi else {
+            throw AgentControlError(code: .unavailable, message: "this agent's profile is \(profile.rawValue), not taxi")
+        }
+        rideTick()
+        guard let event = action.event else { return rideTerminal.view(now: monotonicNow()) }
+        guard let notice = rideTerminal.current else {
+            throw AgentControlError(code: .refused, message: "no ride offer or ride to \(action.rawValue)")
+        }
+        guard let rideAnswers else { throw AgentControlError(code: .unavailable, message: "this agent does not talk to a server") }
+        if let refusal = await rideAnswers.send(RideAnswer(offerID: notice.offerID, event: event)) {
+            // An offer that lapsed or went to another taxi is gone from the server: no longer
+            // shown here either (an accepted ride stays whatever a stray answer was told).
+            if notice.stage == .offered, refusal.message.hasPrefix("offer_expired") || refusal.message.hasPrefix("offer_closed") {
+                rideTerminal.answered(.refuse)
+                feedback?.receive(.rideOffer(false))
+            }
+            throw refusal
+        }
+        // The answer may have waited on the network: the terminal may have moved on meanwhile.
+        guard rideTerminal.current?.offerID == notice.offerID else { return rideTerminal.view(now: monotonicNow()) }
+        rideTerminal.answered(event)
+        feedback?.receive(.rideOffer(rideTerminal.offerWaiting))
+        switch event {
+        case .accept:
+            _ = try? await taxi(.rideStart)
+        case .complete, .missingClient:
+            _ = try? await taxi(.rideEnd)
+        case .refuse, .pickup:
+            break
+        }
+        return rideTerminal.view(now: monotonicNow())
+    }
+
+    private func monotonicNow() -> Duration { .nanoseconds(Int64(clamping: timestamps.now().monotonicNanoseconds)) }
 
     // MARK: Profiles
 

@@ -281,6 +281,7 @@ public struct TickerService: Service {
                 deadline = deadline.advanced(by: .milliseconds(250))
                 do { try await clock.sleep(until: deadline, tolerance: .milliseconds(20)) } catch { return }
                 await control.observe(await pipeline.receive(.tick, at: timestamps.now()))
+                await control.rideTick()
                 count += 1
                 if count % 4 == 0 {
                     await control.refreshStore(pipeline.store.statistics())
@@ -363,6 +364,7 @@ public struct SyncService: Service {
                         break
                     case .orders(let orders):
                         await replyOrders.handle(orders)
+                        if let ride = orders.ride { await control.rideNotice(ride) }
                     }
                     if Task.isCancelled { break }
                 }

@@ -1,6 +1,7 @@
-// The fleet page: taxis by zone and state, each zone's queue in arrival order, silent taxis
-// marked. Signed-in fleet operators (the console's sign-in); refreshed every 2 s. Every name goes
-// on the page as text, never as markup.
+// The fleet page: rides (offered, accepted, on ride, completed, missing client) with the taxi
+// and every offer's outcome, then taxis by zone and state, each zone's queue in arrival order,
+// silent taxis marked. Signed-in fleet operators (the console's sign-in); refreshed every 2 s.
+// Every name goes on the page as text, never as markup.
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -47,6 +48,33 @@
     }));
     $('outside').replaceChildren(...board.outside.map(taxiItem));
     drawMap(board);
+    await loadRides(board);
+  }
+  const STATES = { waiting: 'waiting', offered: 'offered', accepted: 'accepted', on_ride: 'on ride', completed: 'completed', missing_client: 'missing client' };
+  function clock(ms) { return ms ? new Date(ms).toLocaleTimeString() : ''; }
+  // Rides newest first: what each offer came to (accepted, refused, silent: refused by silence).
+  async function loadRides(board) {
+    let response;
+    try { response = await fetch('/v1/fleet/rides', { credentials: 'same-origin', cache: 'no-store' }); } catch (e) { return; }
+    if (!response.ok) return;
+    const rides = (await response.json()).rides;
+    const zones = new Map(board.zones.map((z) => [z.id, z.name]));
+    const taxis = new Map(board.zones.flatMap((z) => z.taxis).concat(board.outside).map((t) => [t.device_id, t.name]));
+    const counts = {};
+    $('rides').tBodies[0].replaceChildren(...rides.map((r) => {
+      counts[r.state] = (counts[r.state] || 0) + 1;
+      const tr = document.createElement('tr');
+      tr.className = 'ride ' + r.state;
+      tr.dataset.ride = r.id;
+      tr.dataset.state = r.state;
+      const live = r.offers.length ? r.offers[r.offers.length - 1] : null;
+      const taxi = r.device_id || (r.state === 'offered' && live ? live.device_id : '');
+      const offers = r.offers.map((o) => (taxis.get(o.device_id) || o.device_id) + ': ' + (o.outcome || 'waiting')).join(', ');
+      tr.append(text('td', STATES[r.state] || r.state), text('td', zones.get(r.zone_id) || r.zone_id), text('td', r.pickup || ''),
+        text('td', taxi ? (taxis.get(taxi) || taxi) : ''), text('td', offers), text('td', clock(r.created_ms)), text('td', clock(r.reserved_ms)));
+      return tr;
+    }));
+    $('ride-counts').textContent = Object.keys(STATES).filter((s) => counts[s]).map((s) => counts[s] + ' ' + STATES[s]).join(' · ') || 'no rides';
   }
   // The zones and taxis on a plain grid (equirectangular around their middle) with a scale bar
   // and north up: queued taxis green, others amber, silent ones hollow.

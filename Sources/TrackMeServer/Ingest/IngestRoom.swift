@@ -30,6 +30,8 @@ struct IngestRoom: Sendable {
     private let runs: RaceIngest
     /// New alerts per device (`ServerLimits.alertRaisesPerDevice`); nil for no limit.
     private let alertFloods: AlertFloodGuard?
+    /// A taxi hears of its ride offer in its batch replies; nil where there is no fleet.
+    private let rides: RideDesk?
 
     init(
         store: any IngestStore,
@@ -39,8 +41,10 @@ struct IngestRoom: Sendable {
         metrics: ServerMetrics,
         logger: Logger,
         databaseHealth: DatabaseHealth,
-        runs: RaceIngest
+        runs: RaceIngest,
+        rides: RideDesk? = nil
     ) {
+        self.rides = rides
         self.store = store
         devices = DeviceDirectory(store: store)
         self.configuration = configuration
@@ -128,13 +132,18 @@ struct IngestRoom: Sendable {
         if !result.replayed { await runs.observe(batch, rows: rows, device: device, now: now) }
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
+        var orders = try Self.careOrders(result.news, heartbeat: batch.heartbeat)
+        if batch.heartbeat?.profile == .taxi, let ride = try await rideNotice(deviceID: batch.deviceID) {
+            orders = orders ?? SyncOrders()
+            orders?.ride = ride
+        }
         let ack = BatchAcknowledgement(
             idempotencyKey: batch.idempotencyKey,
             stored: result.stored,
             duplicates: result.duplicates,
             acknowledgedAlerts: result.acknowledgedAlerts,
             resolvedAlerts: result.news.resolvedAlerts,
-            orders: try Self.careOrders(result.news, heartbeat: batch.heartbeat)
+            orders: orders
         )
         return try json(.ok, ack)
     }
@@ -190,6 +199,18 @@ struct IngestRoom: Sendable {
                     resolved: resolved
                 )
             )
+        }
+    }
+
+    /// The taxi's ride offer or ride for its batch reply. The batch is stored whatever happens
+    /// here: a failure is logged and the next batch asks again.
+    private func rideNotice(deviceID: String) async throws -> RideNotice? {
+        guard let rides else { return nil }
+        do {
+            return try await rides.notice(for: deviceID)
+        } catch {
+            logger.warning("ride offer not read for a batch reply", metadata: ["server.device": "\(deviceID)", "error": "\(error)"])
+            return nil
         }
     }
 

@@ -49,7 +49,7 @@ enum PersonalTables {
     static var rooms: [(room: String, tables: [PersonalTable])] {
         [
             ("contacts", contacts), ("people", people), ("races", races), ("care", care), ("accounts", accounts), ("alerts", alerts),
-            ("ingest", ingest),
+            ("fleet", fleet), ("ingest", ingest),
         ]
     }
 

@@ -23,7 +23,7 @@ enum RouteAccess {
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
     /// route declared by two rooms is a mistake the route-enumeration test catches.
-    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, RunsRoom.access]
+    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, RunsRoom.access, FleetRoom.access]
 
     /// Every route's requirement.
     static let table: [String: Requirement] = rooms.reduce(into: [:]) { table, room in table.merge(room) { first, _ in first } }
@@ -31,8 +31,8 @@ enum RouteAccess {
     /// The routes the hall still serves itself, until each moves into a room of its own.
     private static let hall: [String: Requirement] = [
         // Pages, assets and plumbing.
-        "GET /": .open, "GET /people": .open, "GET /fleet": .open,
-        "GET /assets/trackme.css": .open, "GET /assets/console.js": .open, "GET /assets/fleet.js": .open,
+        "GET /": .open, "GET /people": .open,
+        "GET /assets/trackme.css": .open, "GET /assets/console.js": .open,
         "GET /assets/people.js": .open,
         "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
         // Counts, no person: open to loopback peers, the admin token from elsewhere.
@@ -77,8 +77,5 @@ enum RouteAccess {
         "POST /v1/access-requests/{id}/refuse": .personData([.wearer, .carer]),
         "POST /v1/access-requests/{id}/revoke": .personData([.wearer, .carer, .thirdParty, .fleetOperator]),
         "POST /v1/group-figures": .roles([.thirdParty]),
-        // The fleet.
-        "GET /v1/fleet": .personData([.fleetOperator]), "GET /v1/fleet/zones/{id}/next": .personData([.fleetOperator]),
-        "POST /v1/fleet/zones": .roles([.fleetOperator]), "POST /v1/fleet/tokens": .roles([.fleetOperator]),
     ]
 }

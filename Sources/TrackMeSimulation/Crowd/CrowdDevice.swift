@@ -3,6 +3,7 @@ import EdgeStore
 import EdgeSync
 import Foundation
 import Logging
+import Synchronization
 import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
@@ -29,6 +30,9 @@ actor CrowdDevice {
     /// Alerts raised on this device, with the trace ms the dispatch lane delivered each.
     private(set) var raised: [String: AlertKind] = [:]
     private(set) var delivered: [String: Int64] = [:]
+    /// Ride notices of the batch replies, handed to the terminal (`PipelineControl`) after each
+    /// readings visit, as the daemon's sync service does with every reply's orders.
+    private let rideNotices = RideNoticeInbox()
 
     init(
         deviceID: String,
@@ -41,6 +45,7 @@ actor CrowdDevice {
         seed: UInt64,
         clock: VirtualClock,
         wearsStrap: Bool = false,
+        onRideOffer: (@Sendable (RideNotice) -> Void)? = nil,
         logger: Logger
     ) throws {
         self.deviceID = deviceID
@@ -57,7 +62,13 @@ actor CrowdDevice {
         if !wearsStrap { settings.disableStrapRules() }
         var inputs = AgentCore.Inputs(
             store: store,
-            sync: SyncConfiguration(deviceID: deviceID, token: token, maxBatchReadings: 500, sendInterval: profile.sendInterval),
+            sync: SyncConfiguration(
+                deviceID: deviceID,
+                token: token,
+                maxBatchReadings: 500,
+                heartbeatInterval: profile.heartbeatInterval,
+                sendInterval: profile.sendInterval
+            ),
             profile: person,
             settings: settings,
             positionSampling: PositionSamplingPolicy(configuration: profile.sampling),
@@ -73,6 +84,10 @@ actor CrowdDevice {
         inputs.seed = seed
         let inbox = inbox
         inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
+        let rideNotices = rideNotices
+        inputs.onSyncEvent = { event in
+            if case .orders(let orders) = event, let ride = orders.ride { rideNotices.notices.withLock { $0.append(ride) } }
+        }
         core = AgentCore(inputs)
         // The runner's and driver's commands (check-in, taxi state) are stamped on the crowd's
         // virtual clock, as everything else the device does: the system clock would put a
@@ -84,7 +99,9 @@ actor CrowdDevice {
             storeBudgetBytes: 10_000_000,
             timestamps: timestamps,
             heartbeat: heartbeat,
-            profile: profile
+            profile: profile,
+            rideAnswers: RideAnswerSender(transport: FaultInjectingTransport(base: transport, faults: faults), token: token),
+            onRideOffer: onRideOffer
         )
         nextVisit = startMilliseconds
     }
@@ -124,6 +141,12 @@ actor CrowdDevice {
         let wait = await core.sync.readingsVisit()
         if await core.sync.readingsSent > before { batchesSent += 1 }
         nextVisit = ms + max(1, Int64(ScenarioRunner.milliseconds(wait).rounded(.up)))
+        for notice in rideNotices.notices.withLock({ notices in
+            defer { notices.removeAll() }
+            return notices
+        }) {
+            await control.rideNotice(notice)
+        }
     }
 
     private func dispatchStep(at ms: Int64) async {
@@ -148,4 +171,9 @@ actor CrowdDevice {
     func close() {
         core.store.close()
     }
+}
+
+/// The ride notices a device's batch replies carried, until its terminal takes them.
+final class RideNoticeInbox: Sendable {
+    let notices = Mutex<[RideNotice]>([])
 }

@@ -106,6 +106,9 @@ public struct CrowdRunner: Sendable {
             if let fleet = scenario.crowd.fleet {
                 try await runFleet(fleet, scenario: scenario, context: context, into: &outcome)
             }
+            if let rides = scenario.crowd.rides {
+                try await runRides(rides, scenario: scenario, context: context, into: &outcome)
+            }
         } catch {
             try? await http.shutdown()
             throw error

@@ -79,6 +79,36 @@ public struct CrowdScenario: Codable, Sendable {
         }
     }
 
+    /// Taxis parked at stands, available, and rides booked for their zones over the run: each
+    /// driver answers each offer as the seed draws (accept, refuse, or silence for the window),
+    /// and an accepted ride ends as completed or with the client missing.
+    public struct Rides: Codable, Sendable {
+        public var taxis: Int
+        public var zones: [Zone]
+        public var durationSeconds: Int
+        /// Rides booked at once, spread evenly over the first half of the run.
+        public var bookings: Int
+        /// Rides booked for 11 minutes ahead (offered 10 minutes before their time).
+        public var reservations: Int
+        public var refuseFraction: Double
+        public var silentFraction: Double
+        public var missingClientFraction: Double
+        /// Seconds a driver takes to answer (min, max), within the window.
+        public var answerSeconds: [Int]
+        /// Seconds from acceptance to pickup, and from pickup to the end (min, max).
+        public var rideSeconds: [Int]
+
+        enum CodingKeys: String, CodingKey {
+            case taxis, zones, bookings, reservations
+            case durationSeconds = "duration_s"
+            case refuseFraction = "refuse_fraction"
+            case silentFraction = "silent_fraction"
+            case missingClientFraction = "missing_client_fraction"
+            case answerSeconds = "answer_s"
+            case rideSeconds = "ride_s"
+        }
+    }
+
     public struct Thresholds: Codable, Sendable {
         /// Every consenting runner's fix visible to spectators within this long (p99, online).
         public var spectatorLagP99Seconds: Double?
@@ -88,18 +118,22 @@ public struct CrowdScenario: Codable, Sendable {
         public var leavesQueueWithinSeconds: Double?
         /// The collapsed runner's alert on the dispatcher's board within this long of the onset.
         public var alertWithinSeconds: Double?
+        /// Every ride offer on its taxi's feedback output within this long of the server making it.
+        public var offerToTerminalSeconds: Double?
 
         enum CodingKeys: String, CodingKey {
             case alertWithinSeconds = "alert_within_s"
             case spectatorLagP99Seconds = "spectator_lag_p99_s"
             case queuedWithinSeconds = "queued_within_s"
             case leavesQueueWithinSeconds = "leaves_queue_within_s"
+            case offerToTerminalSeconds = "offer_to_terminal_s"
         }
     }
 
     public struct Crowd: Codable, Sendable {
         public var race: Race?
         public var fleet: Fleet?
+        public var rides: Rides?
     }
 
     public var name: String

@@ -1,0 +1,32 @@
+import GRDB
+
+/// The fleet room's own table: rides, each stored whole as JSON (`Ride`) beside the columns the
+/// room selects by. Append-only like the rest: a change is a new migration.
+enum FleetSchema {
+    static func register(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("fleet-1-rides") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE fleet_rides (
+                        id TEXT PRIMARY KEY, open INTEGER NOT NULL, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+                        ended_ms INTEGER, body TEXT NOT NULL);
+                    CREATE INDEX fleet_rides_open ON fleet_rides (open, created_ms);
+                    """
+            )
+        }
+    }
+
+    static let postgres: [(String, [String])] = [
+        (
+            "fleet-1-rides",
+            [
+                """
+                CREATE TABLE fleet_rides (
+                    id TEXT PRIMARY KEY, open BOOLEAN NOT NULL, version BIGINT NOT NULL, created_ms BIGINT NOT NULL,
+                    ended_ms BIGINT, body TEXT NOT NULL)
+                """,
+                "CREATE INDEX fleet_rides_open ON fleet_rides (open, created_ms)",
+            ]
+        )
+    ]
+}
