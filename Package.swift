@@ -217,6 +217,7 @@ targets += [
             .embedInCode("Fleet/fleet.html"), .embedInCode("Fleet/fleet.js"),
             .embedInCode("Races/race.html"), .embedInCode("Races/race.js"),
             .embedInCode("Accounts/account.html"), .embedInCode("Accounts/account.js"),
+            .embedInCode("Contacts/contact.html"), .embedInCode("Contacts/contact.js"),
         ],
         swiftSettings: strictSettings
     ),

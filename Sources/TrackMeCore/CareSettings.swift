@@ -16,6 +16,10 @@ public struct CareSettings: Hashable, Sendable, Codable {
     public var contacts: [EmergencyContact]?
     /// The rules' settings as a whole (`wearable` when not set): `bedside` for a person in bed.
     public var careProfile: CareProfile?
+    /// Whether the emergency contacts are told as soon as an alert is raised, not only when it
+    /// goes unacknowledged (SafeRoute's SOS). Nil: the default (`PersonProfile.tellsContactsAtRaise`).
+    /// The server acts on it; the device does not.
+    public var tellContactsAtRaise: Bool?
 
     public init(
         version: Int64 = 0,
@@ -24,7 +28,8 @@ public struct CareSettings: Hashable, Sendable, Codable {
         restingHeartRate: Int? = nil,
         rules: [String: Bool]? = nil,
         contacts: [EmergencyContact]? = nil,
-        careProfile: CareProfile? = nil
+        careProfile: CareProfile? = nil,
+        tellContactsAtRaise: Bool? = nil
     ) {
         self.version = version
         self.minimumHeartRate = minimumHeartRate
@@ -33,6 +38,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         self.rules = rules
         self.contacts = contacts
         self.careProfile = careProfile
+        self.tellContactsAtRaise = tellContactsAtRaise
     }
 
     enum CodingKeys: String, CodingKey {
@@ -42,6 +48,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         case restingHeartRate = "resting_hr"
         case rules, contacts
         case careProfile = "care_profile"
+        case tellContactsAtRaise = "tell_contacts_at_raise"
     }
 
     /// `version` may be left out (a person or carer sending new settings does not number them).
@@ -54,6 +61,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         rules = try c.decodeIfPresent([String: Bool].self, forKey: .rules)
         contacts = try c.decodeIfPresent([EmergencyContact].self, forKey: .contacts)
         careProfile = try c.decodeIfPresent(CareProfile.self, forKey: .careProfile)
+        tellContactsAtRaise = try c.decodeIfPresent(Bool.self, forKey: .tellContactsAtRaise)
     }
 
     /// The rule switch for `kind`, if the settings name it.

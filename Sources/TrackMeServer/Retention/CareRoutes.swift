@@ -176,20 +176,21 @@ enum CareAccess {
         if let value = settings.maximumHeartRate { person.maximumHeartRate = value }
         if let value = settings.restingHeartRate { person.restingHeartRate = value }
         if let contacts = settings.contacts { person.contacts = contacts }
+        person.tellContactsAtRaise = settings.tellContactsAtRaise
         return person
     }
 
     /// The care settings an enrolment's profile implies (thresholds and contacts), or nil when
     /// it sets none.
     static func settings(enrolled person: PersonProfile) -> CareSettings? {
-        guard person.minimumHeartRate != nil || person.maximumHeartRate != nil || person.restingHeartRate != nil || person.contacts != nil else {
-            return nil
-        }
+        let thresholds = person.minimumHeartRate != nil || person.maximumHeartRate != nil || person.restingHeartRate != nil
+        guard thresholds || person.contacts != nil || person.tellContactsAtRaise != nil else { return nil }
         return CareSettings(
             minimumHeartRate: person.minimumHeartRate,
             maximumHeartRate: person.maximumHeartRate,
             restingHeartRate: person.restingHeartRate,
-            contacts: person.contacts
+            contacts: person.contacts,
+            tellContactsAtRaise: person.tellContactsAtRaise
         )
     }
 }
