@@ -37,6 +37,8 @@ public struct PersonProfile: Hashable, Sendable, Codable {
     public var notes: String?
     /// The care setting `tell_contacts_at_raise` (`CareSettings`); nil: the default.
     public var tellContactsAtRaise: Bool?
+    /// The care setting `automated_sos` (`CareSettings`); nil: on, provided by the operator.
+    public var automatedSOS: AutomatedSOSService?
 
     public init(
         name: String,
@@ -46,7 +48,8 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         maximumHeartRate: Int? = nil,
         contacts: [EmergencyContact]? = nil,
         notes: String? = nil,
-        tellContactsAtRaise: Bool? = nil
+        tellContactsAtRaise: Bool? = nil,
+        automatedSOS: AutomatedSOSService? = nil
     ) {
         self.name = name
         self.age = age
@@ -56,6 +59,7 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         self.contacts = contacts
         self.notes = notes
         self.tellContactsAtRaise = tellContactsAtRaise
+        self.automatedSOS = automatedSOS
     }
 
     enum CodingKeys: String, CodingKey {
@@ -65,6 +69,13 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         case maximumHeartRate = "max_hr"
         case contacts, notes
         case tellContactsAtRaise = "tell_contacts_at_raise"
+        case automatedSOS = "automated_sos"
+    }
+
+    /// Whether the server puts an alert of `kind` in front of a dispatcher: always for the SOS
+    /// button (a wearer can always call for help); for a rule's alert while AutomatedSOS is on.
+    public func dispatchesAlert(kind: AlertKind) -> Bool {
+        kind == .manual || (automatedSOS?.active ?? true)
     }
 
     /// Whether the emergency contacts hear of an alert of `kind` as soon as it is raised, and not

@@ -501,8 +501,44 @@
     });
   }
 
+  // AutomatedSOS, the service the person is enrolled in: whether the rules' alerts go to a
+  // dispatcher and who provides it. The person switches it here; a carer reads it.
+  async function automatedSOS(personID) {
+    const box = el("section", null, "automated-sos");
+    box.appendChild(el("h3", "AutomatedSOS"));
+    let view;
+    try { view = await api("GET", "/v1/people/" + encodeURIComponent(personID) + "/automated-sos"); } catch (e) {
+      box.appendChild(el("p", e.message, "automated-sos-message"));
+      return box;
+    }
+    const s = view.service;
+    const text = s.active
+      ? "On: alerts the rules raise go to a dispatcher. Provided by " + s.provider + "."
+      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact.";
+    box.appendChild(el("p", text, "automated-sos-state " + (s.active ? "care-current" : "care-pending")));
+    const pending = view.devices.filter((d) => d.settings_version && d.device_version !== d.settings_version);
+    if (pending.length) box.appendChild(el("p", "The device " + pending.map((d) => d.device_id).join(", ") + " learns it at its next sync.", "muted"));
+    if (personID === "me") {
+      const button = el("button", s.active ? "Turn AutomatedSOS off" : "Turn AutomatedSOS on", "automated-sos-switch");
+      button.type = "button";
+      const message = el("p", null, "automated-sos-message");
+      message.setAttribute("role", "status");
+      button.addEventListener("click", async () => {
+        try {
+          await api("PUT", "/v1/people/me/automated-sos", { active: !s.active });
+          box.replaceWith(await automatedSOS(personID));
+        } catch (e) {
+          message.textContent = e.message;
+        }
+      });
+      box.append(button, message);
+    }
+    return box;
+  }
+
   async function careForms(container, personID) {
     container.replaceChildren();
+    container.appendChild(await automatedSOS(personID));
     const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
     if (profile.devices.length === 0) container.appendChild(el("p", "No device is linked yet.", "muted"));
     for (const device of profile.devices) await careForm(container, device.device_id);
