@@ -170,6 +170,8 @@ class CarerTest(PeopleTest):
             browser.click("#care-forms .automated-sos-switch")
             wait_for(lambda: browser.find("#care-forms .automated-sos-state").text.startswith("Off:"), what="AutomatedSOS off")
             assert "the SOS button still reaches a dispatcher" in browser.find("#care-forms .automated-sos-state").text
+            version = browser.find("#care-forms " + FORM + " .care-server-version").text
+            assert "version 3, set by Ada Lovelace" in version, version
             status, view = http(server.base, "GET", f"/v1/people/{ada['id']}/automated-sos", token=ADMIN)
             assert status == 200 and view["service"]["active"] is False and view["service"]["changed_by"] == "person", (status, view)
             self.shot(browser, "06-automated-sos-off")

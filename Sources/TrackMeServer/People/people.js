@@ -503,7 +503,7 @@
 
   // AutomatedSOS, the service the person is enrolled in: whether the rules' alerts go to a
   // dispatcher and who provides it. The person switches it here; a carer reads it.
-  async function automatedSOS(personID) {
+  async function automatedSOS(personID, refresh) {
     const box = el("section", null, "automated-sos");
     box.appendChild(el("h3", "AutomatedSOS"));
     let view;
@@ -526,7 +526,8 @@
       button.addEventListener("click", async () => {
         try {
           await api("PUT", "/v1/people/me/automated-sos", { active: !s.active });
-          box.replaceWith(await automatedSOS(personID));
+          // The switch is the next care settings version of each device: the forms show it too.
+          await refresh();
         } catch (e) {
           message.textContent = e.message;
         }
@@ -538,7 +539,7 @@
 
   async function careForms(container, personID) {
     container.replaceChildren();
-    container.appendChild(await automatedSOS(personID));
+    container.appendChild(await automatedSOS(personID, () => careForms(container, personID)));
     const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
     if (profile.devices.length === 0) container.appendChild(el("p", "No device is linked yet.", "muted"));
     for (const device of profile.devices) await careForm(container, device.device_id);
