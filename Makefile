@@ -154,6 +154,7 @@ browser-tests: deps $(BROWSER_VENV)/.installed
 	python3 Tests/Browser/carer_test.py --server .build/debug/trackme-server --out simulations/out/browser
 	python3 Tests/Browser/race_test.py --server .build/debug/trackme-server --out simulations/out/browser
 	python3 Tests/Browser/account_test.py --server .build/debug/trackme-server --out simulations/out/browser
+	python3 Tests/Browser/contact_test.py --server .build/debug/trackme-server --out simulations/out/browser
 
 # The BLE path against a real BlueZ stack: the agent's static binary in a QEMU VM with two virtual
 # LE controllers and BlueZ's btgatt-server as the strap (needs root, qemu-system-x86 and

@@ -239,6 +239,7 @@ targets += [
             .embedInCode("Races/runs.html"), .embedInCode("Races/runs.js"),
             .embedInCode("Races/organise.html"), .embedInCode("Races/organise.js"),
             .embedInCode("Accounts/account.html"), .embedInCode("Accounts/account.js"),
+            .embedInCode("Contacts/contact.html"), .embedInCode("Contacts/contact.js"),
         ],
         swiftSettings: strictSettings
     ),

@@ -16,6 +16,14 @@ public struct CareSettings: Hashable, Sendable, Codable {
     public var contacts: [EmergencyContact]?
     /// The rules' settings as a whole (`wearable` when not set): `bedside` for a person in bed.
     public var careProfile: CareProfile?
+    /// Whether the emergency contacts are told as soon as an alert is raised, not only when it
+    /// goes unacknowledged (SafeRoute's SOS). Nil: the default (`PersonProfile.tellsContactsAtRaise`).
+    /// The server acts on it; the device does not.
+    public var tellContactsAtRaise: Bool?
+    /// The person's enrolment in AutomatedSOS; nil: on, provided by the operator. Switched
+    /// through its own endpoint (the person, or an organisation with their consent), never by a
+    /// change of the other settings.
+    public var automatedSOS: AutomatedSOSService?
 
     public init(
         version: Int64 = 0,
@@ -24,7 +32,9 @@ public struct CareSettings: Hashable, Sendable, Codable {
         restingHeartRate: Int? = nil,
         rules: [String: Bool]? = nil,
         contacts: [EmergencyContact]? = nil,
-        careProfile: CareProfile? = nil
+        careProfile: CareProfile? = nil,
+        tellContactsAtRaise: Bool? = nil,
+        automatedSOS: AutomatedSOSService? = nil
     ) {
         self.version = version
         self.minimumHeartRate = minimumHeartRate
@@ -33,6 +43,8 @@ public struct CareSettings: Hashable, Sendable, Codable {
         self.rules = rules
         self.contacts = contacts
         self.careProfile = careProfile
+        self.tellContactsAtRaise = tellContactsAtRaise
+        self.automatedSOS = automatedSOS
     }
 
     enum CodingKeys: String, CodingKey {
@@ -42,6 +54,8 @@ public struct CareSettings: Hashable, Sendable, Codable {
         case restingHeartRate = "resting_hr"
         case rules, contacts
         case careProfile = "care_profile"
+        case tellContactsAtRaise = "tell_contacts_at_raise"
+        case automatedSOS = "automated_sos"
     }
 
     /// `version` may be left out (a person or carer sending new settings does not number them).
@@ -54,6 +68,8 @@ public struct CareSettings: Hashable, Sendable, Codable {
         rules = try c.decodeIfPresent([String: Bool].self, forKey: .rules)
         contacts = try c.decodeIfPresent([EmergencyContact].self, forKey: .contacts)
         careProfile = try c.decodeIfPresent(CareProfile.self, forKey: .careProfile)
+        tellContactsAtRaise = try c.decodeIfPresent(Bool.self, forKey: .tellContactsAtRaise)
+        automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS)
     }
 
     /// The rule switch for `kind`, if the settings name it.
@@ -122,5 +138,44 @@ public struct SyncOrders: Hashable, Sendable, Codable {
         guard body.first == UInt8(ascii: "{") else { return nil }
         guard let orders = (try? WireCodec.decode(Reply.self, from: Data(body)))?.orders, !orders.isEmpty else { return nil }
         return orders
+    }
+}
+
+/// AutomatedSOS as a service the person is enrolled in (000 G7, 002 R33-R34): whether the rules'
+/// alerts go to a dispatcher, and who provides that. Off, the device still records (readings, the
+/// rules, its own journal and feedback) and the SOS button still reaches a dispatcher; the server
+/// puts the rules' alerts in front of no dispatcher and tells no contact of them. Not set: on,
+/// provided by the operator. Switched by the person, or by an organisation with their consent.
+public struct AutomatedSOSService: Hashable, Sendable, Codable {
+    public static let operatorProvider = "the operator's dispatch centre"
+
+    public var active: Bool
+    /// Who provides it, as people read it: the organisation's name, or the operator's centre.
+    public var provider: String
+    /// The providing organisation's account, nil for the operator.
+    public var providerID: String?
+    /// `person`, `organisation` or `admin`; nil when never switched.
+    public var changedBy: String?
+    public var changedMilliseconds: Int64?
+
+    public init(
+        active: Bool = true,
+        provider: String = AutomatedSOSService.operatorProvider,
+        providerID: String? = nil,
+        changedBy: String? = nil,
+        changedMilliseconds: Int64? = nil
+    ) {
+        self.active = active
+        self.provider = provider
+        self.providerID = providerID
+        self.changedBy = changedBy
+        self.changedMilliseconds = changedMilliseconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case active, provider
+        case providerID = "provider_id"
+        case changedBy = "changed_by"
+        case changedMilliseconds = "changed_ms"
     }
 }

@@ -35,6 +35,10 @@ public struct PersonProfile: Hashable, Sendable, Codable {
     public var contacts: [EmergencyContact]?
     /// What the carer wants a dispatcher to know (medication, door code, ...).
     public var notes: String?
+    /// The care setting `tell_contacts_at_raise` (`CareSettings`); nil: the default.
+    public var tellContactsAtRaise: Bool?
+    /// The care setting `automated_sos` (`CareSettings`); nil: on, provided by the operator.
+    public var automatedSOS: AutomatedSOSService?
 
     public init(
         name: String,
@@ -43,7 +47,9 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         minimumHeartRate: Int? = nil,
         maximumHeartRate: Int? = nil,
         contacts: [EmergencyContact]? = nil,
-        notes: String? = nil
+        notes: String? = nil,
+        tellContactsAtRaise: Bool? = nil,
+        automatedSOS: AutomatedSOSService? = nil
     ) {
         self.name = name
         self.age = age
@@ -52,6 +58,8 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         self.maximumHeartRate = maximumHeartRate
         self.contacts = contacts
         self.notes = notes
+        self.tellContactsAtRaise = tellContactsAtRaise
+        self.automatedSOS = automatedSOS
     }
 
     enum CodingKeys: String, CodingKey {
@@ -60,6 +68,22 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         case minimumHeartRate = "min_hr"
         case maximumHeartRate = "max_hr"
         case contacts, notes
+        case tellContactsAtRaise = "tell_contacts_at_raise"
+        case automatedSOS = "automated_sos"
+    }
+
+    /// Whether the server puts an alert of `kind` in front of a dispatcher: always for the SOS
+    /// button (a wearer can always call for help); for a rule's alert while AutomatedSOS is on.
+    public func dispatchesAlert(kind: AlertKind) -> Bool {
+        kind == .manual || (automatedSOS?.active ?? true)
+    }
+
+    /// Whether the emergency contacts hear of an alert of `kind` as soon as it is raised, and not
+    /// only once it goes unacknowledged. As set; by default for the manual SOS only: the wearer
+    /// asked for help themself (SafeRoute's SOS: contacts told when it is sent), whereas a rule's
+    /// alert is first checked by a dispatcher, so a false alarm does not frighten the family.
+    public func tellsContactsAtRaise(kind: AlertKind) -> Bool {
+        tellContactsAtRaise ?? (kind == .manual)
     }
 }
 

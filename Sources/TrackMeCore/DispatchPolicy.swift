@@ -5,7 +5,8 @@ public enum EscalationAction: String, Hashable, Sendable, Codable, CaseIterable 
     case resend
     /// Run the local fallback again (siren, SMS modem, phone call: whatever the site wired).
     case runFallback = "run_fallback"
-    /// Notify the next emergency contact (through the local fallback).
+    /// Notify the next emergency contact (through the local fallback), while the server does
+    /// not have the alert; once it does, the server's contact escalation tells them.
     case notifyNextContact = "notify_next_contact"
 }
 
@@ -334,8 +335,13 @@ public struct DispatchPolicy: Sendable {
                 case .runFallback:
                     actions.append(.runFallback(entry.record, reason: .escalation, contactIndex: nil))
                 case .notifyNextContact:
-                    actions.append(.runFallback(entry.record, reason: .notifyContact, contactIndex: entry.contactsNotified))
-                    entry.contactsNotified += 1
+                    // Once the server has the alert its contact escalation tells the contacts (with
+                    // a link that acknowledges): the device does so only while the server lacks it,
+                    // so that no contact hears from both.
+                    if !entry.delivered {
+                        actions.append(.runFallback(entry.record, reason: .notifyContact, contactIndex: entry.contactsNotified))
+                        entry.contactsNotified += 1
+                    }
                 }
                 actions.append(.showAcknowledgement(alertID: id, acknowledged: false))
                 entry.nextStep += 1

@@ -162,6 +162,23 @@ class CarerTest(PeopleTest):
             assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/heart-rate?from=0") == 403
         self.check("after removal the carer sees and reads nothing of the person", carer_sees_nothing)
 
+        def wearer_switches_automated_sos():
+            self.sign_in(browser, server.base, "ada")
+            self.tab(browser, "wearer-care")
+            state = wait_for(lambda: next(iter(browser.find_all("#care-forms .automated-sos-state")), None), what="the AutomatedSOS state")
+            assert state.text.startswith("On:") and "the operator's dispatch centre" in state.text, state.text
+            browser.click("#care-forms .automated-sos-switch")
+            wait_for(lambda: browser.find("#care-forms .automated-sos-state").text.startswith("Off:"), what="AutomatedSOS off")
+            assert "the SOS button still reaches a dispatcher" in browser.find("#care-forms .automated-sos-state").text
+            version = browser.find("#care-forms " + FORM + " .care-server-version").text
+            assert "version 3, set by Ada Lovelace" in version, version
+            status, view = http(server.base, "GET", f"/v1/people/{ada['id']}/automated-sos", token=ADMIN)
+            assert status == 200 and view["service"]["active"] is False and view["service"]["changed_by"] == "person", (status, view)
+            self.shot(browser, "06-automated-sos-off")
+            browser.click("#care-forms .automated-sos-switch")
+            wait_for(lambda: browser.find("#care-forms .automated-sos-state").text.startswith("On:"), what="AutomatedSOS on again")
+        self.check("the wearer sees AutomatedSOS on and who provides it, turns it off and on again", wearer_switches_automated_sos)
+
 
 if __name__ == "__main__":
     sys.exit(CarerTest.main())

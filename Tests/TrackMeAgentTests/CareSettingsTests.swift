@@ -78,6 +78,21 @@ struct CareSettingsTests {
         #expect(text.contains("LOCAL OVERRIDE differs from the server: contact_lost.enabled, heart_rate_low.threshold_bpm"))
     }
 
+    @Test("status says whether AutomatedSOS is active and who provides it, from the server's care settings")
+    func automatedSOSInStatus() {
+        var status = AgentStatus(deviceID: "pi-0001", uptimeSeconds: 1)
+        status.care = CareSettingsResolution(configured: Self.person, overrides: SOSRuleOverrides(), server: nil).status
+        #expect(StatusReport.render(status).contains("provided by \(AutomatedSOSService.operatorProvider)"), "on by default")
+        let off = CareSettings(version: 3, automatedSOS: AutomatedSOSService(active: false, provider: "Care & Co", changedBy: "person"))
+        status.care = CareSettingsResolution(configured: Self.person, overrides: SOSRuleOverrides(), server: off).status
+        let text = StatusReport.render(status)
+        #expect(text.contains("OFF") && text.contains("rule alerts reach no dispatcher"), "\(text)")
+        #expect(status.care?.automatedSOS.active == false)
+        let on = CareSettings(version: 4, automatedSOS: AutomatedSOSService(active: true, provider: "Care & Co", changedBy: "organisation"))
+        status.care = CareSettingsResolution(configured: Self.person, overrides: SOSRuleOverrides(), server: on).status
+        #expect(StatusReport.render(status).contains("provided by Care & Co"))
+    }
+
     @Test("settings a device must not take: thresholds out of range, minimum not below maximum, unknown rules, manual SOS off")
     func refusedSettings() {
         #expect(CareSettings(minimumHeartRate: 10).problem()?.field == "min_hr")

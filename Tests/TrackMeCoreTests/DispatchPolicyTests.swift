@@ -125,15 +125,39 @@ import TrackMeCore
         }
         let resends = d.sends.filter { $0.type == .raised && $0.updateSequence > 0 }
         #expect(resends.count == 1)
-        #expect(d.fallbacks.map(\.0) == [.seconds(120), .seconds(180), .seconds(300)])
-        #expect(d.fallbacks.map(\.1) == [.escalation, .notifyContact, .notifyContact])
-        #expect(d.fallbacks.map(\.2) == [nil, 0, 1])
+        // The server has the alert: its contact escalation tells the contacts, the device none.
+        #expect(d.fallbacks.map(\.0) == [.seconds(120)])
+        #expect(d.fallbacks.map(\.1) == [.escalation])
         let reminders = d.log.filter { $0.1 == .showAcknowledgement(alertID: "a-1", acknowledged: false) }.map(\.0)
         #expect(reminders == [.zero, .seconds(60), .seconds(120), .seconds(180), .seconds(300)])
         d.at(401, .engine(.update(Self.record(state: .acknowledged))))
         let before = d.log.count
         for second in 402...1000 { d.at(Double(second), .tick) }
         #expect(d.log.count == before, "nothing escalates once acknowledged")
+    }
+
+    @Test func contactsAreTheDevicesToTellOnlyWhileTheServerLacksTheAlert() {
+        var d = Driver()
+        d.at(0, .engine(.raise(Self.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        for second in 1...200 {
+            d.at(Double(second), .tick)
+            if case .send(let update)? = d.log.last?.1 {
+                d.at(Double(second) + 0.1, .sendFailed(alertID: "a-1", updateSequence: update.updateSequence))
+            }
+        }
+        #expect(d.fallbacks.filter { $0.1 == .notifyContact }.map(\.2) == [0], "offline at 180 s: the device tells the first contact")
+        // The network is back: every send from now on succeeds.
+        for second in 201...700 {
+            d.at(Double(second), .tick)
+            if case .send(let update)? = d.log.last?.1 {
+                d.at(Double(second) + 0.1, .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence))
+            }
+        }
+        #expect(d.log.contains { $0.1 == .delivered(alertID: "a-1") })
+        #expect(d.fallbacks.filter { $0.1 == .notifyContact }.map(\.2) == [0], "delivered: the next contacts are the server's")
+        let reminders = d.log.filter { $0.1 == .showAcknowledgement(alertID: "a-1", acknowledged: false) }.map(\.0)
+        #expect(reminders.contains(.seconds(300)), "the wearer is still shown the alert is unacknowledged")
     }
 
     @Test func acknowledgementFromTheEngineStopsEscalation() {

@@ -67,10 +67,27 @@ public struct CareStatus: Hashable, Sendable, Codable {
     /// The server's care settings version applied; nil: the configuration file's values alone.
     public var version: Int64?
     public var conflicts: [String]
+    /// Whether AutomatedSOS is active for the person and who provides it, as the server's care
+    /// settings say (on, by the operator, when they say nothing).
+    public var automatedSOS: AutomatedSOSService
 
-    public init(version: Int64?, conflicts: [String]) {
+    public init(version: Int64?, conflicts: [String], automatedSOS: AutomatedSOSService = AutomatedSOSService()) {
         self.version = version
         self.conflicts = conflicts
+        self.automatedSOS = automatedSOS
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, conflicts
+        case automatedSOS = "automated_sos"
+    }
+
+    /// `automated_sos` may be absent (a status from an older agent).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decodeIfPresent(Int64.self, forKey: .version)
+        conflicts = try c.decode([String].self, forKey: .conflicts)
+        automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS) ?? AutomatedSOSService()
     }
 }
 

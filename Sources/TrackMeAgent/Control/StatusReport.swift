@@ -88,6 +88,13 @@ public enum StatusReport {
             let source = care.version.map { "server v\($0)" } ?? "config file"
             let detail = care.conflicts.isEmpty ? "" : "LOCAL OVERRIDE differs from the server: " + care.conflicts.joined(separator: ", ")
             rows.append(("care", source, detail))
+            let service = care.automatedSOS
+            rows.append(
+                (
+                    "automated sos", service.active ? "on" : "OFF",
+                    service.active ? "provided by \(service.provider)" : "rule alerts reach no dispatcher; the SOS button does"
+                )
+            )
         }
 
         let first = rows.map(\.0.count).max() ?? 0

@@ -16,6 +16,8 @@ public struct CareSettingsResolution: Hashable, Sendable {
     /// The server's version in force; nil when none.
     public var version: Int64?
     public var conflicts: [String]
+    /// The person's AutomatedSOS enrolment as the server's settings carry it.
+    public var automatedSOS: AutomatedSOSService
 
     /// `device` is the device profile, applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
@@ -47,7 +49,8 @@ public struct CareSettingsResolution: Hashable, Sendable {
         self.profile = applied.profile
         version = server?.version
         self.conflicts = conflicts.sorted()
+        automatedSOS = server?.automatedSOS ?? AutomatedSOSService()
     }
 
-    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts) }
+    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, automatedSOS: automatedSOS) }
 }

@@ -20,38 +20,82 @@ struct ContactEscalation: Sendable {
 
     /// One pass: runs every attempt now due, one after another (each bounded by its time limit).
     /// Returns how many contacts were told now (a run that exited 0).
+    ///
+    /// An open alert of a person who is told at once (`PersonProfile.tellsContactsAtRaise`) reaches
+    /// every contact now, acknowledged or not (purpose `raised`); an unacknowledged one reaches
+    /// them in order on the schedule (`escalation`), skipping a contact the raise already reached:
+    /// they hold the same link.
     func run(baseURL: String) async throws -> Int {
         guard let command = console.contactNotifierCommand else { return 0 }
         var told = 0
-        for row in try await store.alertRows(open: true, limit: 1000) where row.acknowledgedMilliseconds == nil {
+        for row in try await store.alertRows(open: true, limit: 1000) {
             guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
-            let now = wallClock()
+            let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind
+            var attempts = try await store.contactAttempts(alertID: row.alertID)
+            if let kind, person.tellsContactsAtRaise(kind: kind) {
+                for index in contacts.indices {
+                    let result = try await tell(
+                        index,
+                        purpose: .raised,
+                        command: command,
+                        row: row,
+                        person: person,
+                        attempts: attempts,
+                        baseURL: baseURL
+                    )
+                    if result == .told { told += 1 }
+                }
+                attempts = try await store.contactAttempts(alertID: row.alertID)
+            }
+            guard row.acknowledgedMilliseconds == nil else { continue }
             let due = ContactSchedule.due(
                 settings: console.contactSchedule,
                 openedMilliseconds: row.createdMilliseconds,
-                nowMilliseconds: now,
+                nowMilliseconds: wallClock(),
                 contacts: contacts.count
             )
-            guard due > 0 else { continue }
-            let attempts = try await store.contactAttempts(alertID: row.alertID)
             for index in 0..<due {
-                let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == .escalation }
-                guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()) else { continue }
-                guard let notification = try await notification(alertID: row.alertID, contactIndex: index) else { continue }
-                let result = try await attempt(
-                    number,
+                let reachedAtRaise = attempts.contains { $0.contactIndex == index && $0.purpose == .raised && $0.result == .told }
+                guard !reachedAtRaise else { continue }
+                let result = try await tell(
+                    index,
                     purpose: .escalation,
                     command: command,
                     row: row,
                     person: person,
-                    contact: contacts[index],
-                    notification: notification,
+                    attempts: attempts,
                     baseURL: baseURL
                 )
                 if result == .told { told += 1 }
             }
         }
         return told + (try await tellClosed(command: command, baseURL: baseURL))
+    }
+
+    /// Runs the next attempt for contact `index` and `purpose` if one is due (`ContactRetry`).
+    func tell(
+        _ index: Int,
+        purpose: ContactPurpose,
+        command: String,
+        row: AlertDeskRow,
+        person: PersonProfile,
+        attempts: [ContactAttempt],
+        baseURL: String
+    ) async throws -> ContactAttemptResult? {
+        guard let contacts = person.contacts, contacts.indices.contains(index) else { return nil }
+        let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == purpose }
+        guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()) else { return nil }
+        guard let notification = try await notification(alertID: row.alertID, contactIndex: index) else { return nil }
+        return try await attempt(
+            number,
+            purpose: purpose,
+            command: command,
+            row: row,
+            person: person,
+            contact: contacts[index],
+            notification: notification,
+            baseURL: baseURL
+        )
     }
 
     /// Tells each contact who was told of an alert that closed in the last hour that it closed
@@ -176,6 +220,32 @@ struct ContactEscalation: Sendable {
         case forged
         case expired
         case used
+    }
+
+    enum Following {
+        /// The link's alert, open or closed within `ContactFollow.grace`, confirmed or not.
+        case live(ContactNotification, AlertDeskRow, EmergencyContact?)
+        case forged
+        case expired
+        /// The alert closed longer than `ContactFollow.grace` ago.
+        case over
+    }
+
+    /// What a link lets its contact follow now: its own alert only (the signed alert id, and the
+    /// nonce stored for that alert and contact).
+    func follow(token: String) async throws -> Following {
+        guard let link = ContactLink(token: token, key: console.contactLinkKey) else { return .forged }
+        let now = wallClock()
+        guard let stored = try await store.contactNotification(alertID: link.alertID, contactIndex: link.contactIndex),
+            BearerToken.digestsEqual(ServerDigest.sha256Hex(stored.nonce), ServerDigest.sha256Hex(link.nonce)),
+            let row = try await store.alertRow(id: link.alertID)
+        else { return .forged }
+        // An alert long over says so, whether or not the link has also expired since.
+        if let closed = ContactFollow.closedMilliseconds(row), now - closed > ContactFollow.grace { return .over }
+        guard link.expiresMilliseconds > now else { return .expired }
+        let person: PersonProfile? = try? StoreJSON.decode(row.person)
+        let contacts = person?.contacts ?? []
+        return .live(stored, row, contacts.indices.contains(link.contactIndex) ? contacts[link.contactIndex] : nil)
     }
 
     /// What a link is worth now, without using it.

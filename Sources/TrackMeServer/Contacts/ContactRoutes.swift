@@ -5,8 +5,16 @@ import Hummingbird
 import NIOCore
 import TrackMeCore
 
-/// The contact's page: `GET /contact/{token}` shows the alert, `POST` confirms receipt once
-/// (which acknowledges the alert). Server-rendered, every value HTML-escaped, no script.
+/// The contact's page and what it reads, the link's signed key the only credential:
+///
+/// - `GET /contact/{token}`: the page (`contact.html`, `contact.js`), 403 for a forged link,
+///   410 for an expired one or an alert over for longer than `ContactFollow.grace`.
+/// - `GET /contact/{token}/live`: that link's alert only (`ContactLiveView`): its state, the
+///   person's name and the alert's kind, and while it is open the position and a short track.
+///   Nothing else of the person; no position once the alert closed. Each read that returned a
+///   position is in the person's access log. The page reads it every few seconds until the
+///   alert closes.
+/// - `POST /contact/{token}`: confirms receipt, once (which acknowledges the alert); 410 after.
 struct ContactRoutes: Sendable {
     let api: ServerAPI
 
@@ -21,33 +29,72 @@ struct ContactRoutes: Sendable {
     }
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("/contact/:token") { _, context in try await show(context.parameters.get("token") ?? "") }
+        let console = ConsoleRoutes(api: api)
+        router.get("/assets/contact.js") { request, _ in console.serve(WebPages.contactScript, request) }
+        router.get("/contact/:token") { request, context in try await show(request, context.parameters.get("token") ?? "") }
+        router.get("/contact/:token/live") { _, context in try await live(context.parameters.get("token") ?? "") }
         router.post("/contact/:token") { _, context in try await confirm(context.parameters.get("token") ?? "") }
     }
 
-    func show(_ token: String) async throws -> Response {
-        switch try await escalation.check(token: token) {
-        case .forged: return page(.forbidden, "This link is not valid.", body: "")
-        case .expired: return page(.gone, "This link has expired.", body: "<p>Call the emergency number if help is still needed.</p>")
-        case .used: return page(.gone, "Receipt already confirmed.", body: "<p>This link has been used.</p>")
-        case .valid(_, let row, let contact):
-            let person: PersonProfile? = try? StoreJSON.decode(row.person)
-            let record = try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8))
-            var body = "<p>\(escape(contact?.name ?? "")), \(escape(person?.name ?? row.deviceID)) needs help: "
-            body += "<strong>\(escape((record?.kind.rawValue ?? "alert").replacingOccurrences(of: "_", with: " ")))</strong>.</p>"
-            if let fix = record?.position?.fix, let lat = fix.latitude, let lon = fix.longitude {
-                body += "<p>Last known position: \(String(format: "%.5f, %.5f", lat, lon))</p>"
-            }
-            body += "<form method=\"post\"><button type=\"submit\" id=\"confirm\">I received this alert</button></form>"
-            return page(.ok, "TrackMe alert", body: body)
+    /// The page, with the status the link has now; the page itself holds nothing of the alert
+    /// (its script reads `live`), so a browser revalidating it gets its 304 whatever the link.
+    func show(_ request: Request, _ token: String) async throws -> Response {
+        var response = ConsoleRoutes(api: api).serve(WebPages.contact, request)
+        guard response.status == .ok else { return response }
+        switch try await escalation.follow(token: token) {
+        case .forged: response.status = .forbidden
+        case .expired, .over: response.status = .gone
+        case .live: break
         }
+        return response
+    }
+
+    func live(_ token: String) async throws -> Response {
+        let now = api.configuration.wallClock()
+        switch try await escalation.follow(token: token) {
+        case .forged: throw ContactFollow.notValid
+        case .expired: throw ContactFollow.expired
+        case .over: throw ContactFollow.over
+        case .live(let notification, let row, let contact):
+            let updates = row.isOpen ? try await api.store.alertUpdates(alertID: row.alertID) : []
+            let view = ContactFollow.view(
+                row: row,
+                updates: updates,
+                contact: contact,
+                confirmed: notification.confirmedMilliseconds != nil,
+                nowMilliseconds: now
+            )
+            if view.position != nil {
+                try await log(row: row, contactIndex: notification.contactIndex, contact: contact, at: now)
+            }
+            var response = try json(.ok, view)
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+    }
+
+    /// The read in the person's access log (the device's when no wearer account is linked).
+    func log(row: AlertDeskRow, contactIndex: Int, contact: EmergencyContact?, at now: Int64) async throws {
+        let subject = try await api.store.wearerAccount(deviceID: row.deviceID).map { "person:\($0)" } ?? "device:\(row.deviceID)"
+        try await api.store.appendAccessLog(
+            AccessLogEntry(
+                id: 0,
+                subject: subject,
+                readerID: "contact:\(row.alertID):\(contactIndex)",
+                readerName: contact?.name ?? "Emergency contact \(contactIndex + 1)",
+                readerRole: ContactFollow.readerRole,
+                reason: ContactFollow.reason,
+                what: "live position during alert \(row.alertID)",
+                atMilliseconds: now
+            )
+        )
     }
 
     func confirm(_ token: String) async throws -> Response {
         switch try await escalation.check(token: token) {
-        case .forged: return page(.forbidden, "This link is not valid.", body: "")
-        case .expired: return page(.gone, "This link has expired.", body: "")
-        case .used: return page(.gone, "Receipt already confirmed.", body: "<p>This link has been used.</p>")
+        case .forged: throw ContactFollow.notValid
+        case .expired: throw ContactFollow.expired
+        case .used: throw ContactFollow.used
         case .valid(let notification, let row, let contact):
             let now = api.configuration.wallClock()
             guard
@@ -57,29 +104,137 @@ struct ContactRoutes: Sendable {
                     nonce: notification.nonce,
                     atMilliseconds: now
                 )
-            else { return page(.gone, "Receipt already confirmed.", body: "<p>This link has been used.</p>") }
+            else { throw ContactFollow.used }
             // A contact's confirmation counts as an acknowledgement.
             let actor = "contact:\(contact?.name ?? "\(notification.contactIndex)")"
             if case .acknowledged = try await api.store.acknowledgeAlert(id: row.alertID, by: actor, atMilliseconds: now) {
                 api.metrics.alertsAcknowledged.increment()
             }
             api.notifier.notify()
-            return page(.ok, "Thank you.", body: "<p id=\"confirmed\">Your confirmation has been recorded; the dispatcher sees it.</p>")
+            return try json(.ok, ContactConfirmation(confirmed: true, confirmedMilliseconds: now))
+        }
+    }
+}
+
+struct ContactConfirmation: Codable, Sendable {
+    var confirmed: Bool
+    var confirmedMilliseconds: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case confirmed
+        case confirmedMilliseconds = "confirmed_ms"
+    }
+}
+
+/// What a contact's link shows of its alert, and for how long. Pure.
+enum ContactFollow {
+    /// How long after the alert closed its link still answers (with how it ended, never a
+    /// position); after that, 410.
+    static let grace: Int64 = 3_600_000
+    /// The positions of the track on the contact's page: the last few minutes at 1 Hz.
+    static let trackPoints = 300
+    static let readerRole = "emergency_contact"
+    static let reason = "alert_link"
+
+    static let notValid = APIError(status: .forbidden, code: .init(rawValue: "link_not_valid"), message: "this link is not valid")
+    static let expired = APIError(status: .gone, code: .init(rawValue: "link_expired"), message: "this link has expired")
+    static let used = APIError(status: .gone, code: .init(rawValue: "link_used"), message: "receipt was already confirmed with this link")
+    static let over = APIError(status: .gone, code: .init(rawValue: "alert_over"), message: "this alert is over")
+
+    /// When the alert closed (a dispatcher resolved it, or the device closed it), nil while open.
+    static func closedMilliseconds(_ row: AlertDeskRow) -> Int64? {
+        row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds)
+    }
+
+    static func view(
+        row: AlertDeskRow,
+        updates: [AlertUpdateRow],
+        contact: EmergencyContact?,
+        confirmed: Bool,
+        nowMilliseconds now: Int64
+    )
+        -> ContactLiveView
+    {
+        let person: PersonProfile? = try? StoreJSON.decode(row.person)
+        let record = try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8))
+        let closed = closedMilliseconds(row)
+        let state: ContactLiveView.State = closed != nil ? .closed : (row.acknowledgedMilliseconds != nil ? .acknowledged : .open)
+        var view = ContactLiveView(
+            state: state,
+            person: person?.name ?? "",
+            contact: contact?.name ?? "",
+            kind: record?.kind.rawValue ?? "",
+            openedMilliseconds: row.createdMilliseconds,
+            acknowledgedMilliseconds: row.acknowledgedMilliseconds,
+            acknowledgedBy: row.acknowledgedBy.map { $0.hasPrefix("contact:") ? "contact" : "dispatcher" },
+            closedMilliseconds: closed,
+            outcome: closed == nil ? nil : (row.outcome?.rawValue ?? row.state),
+            confirmed: confirmed,
+            position: nil,
+            track: [],
+            nowMilliseconds: now
+        )
+        guard closed == nil else { return view }
+        let track = AlertTimeline.track(updates)
+        view.track = Array(track.suffix(trackPoints))
+        if let last = track.last {
+            view.position = ContactLiveView.Position(latitude: last.latitude, longitude: last.longitude, atMilliseconds: last.atMilliseconds)
+        } else if let fix = record?.position?.fix, let latitude = fix.latitude, let longitude = fix.longitude {
+            view.position = ContactLiveView.Position(latitude: latitude, longitude: longitude, atMilliseconds: row.createdMilliseconds)
+        }
+        return view
+    }
+}
+
+/// `GET /contact/{token}/live`.
+struct ContactLiveView: Codable, Sendable {
+    enum State: String, Codable, Sendable {
+        case open
+        /// A dispatcher (or a contact, through their link) acknowledged it: help is being handled.
+        case acknowledged
+        case closed
+    }
+
+    struct Position: Codable, Sendable {
+        var latitude: Double
+        var longitude: Double
+        /// When the server received it.
+        var atMilliseconds: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case latitude = "lat"
+            case longitude = "lon"
+            case atMilliseconds = "at_ms"
         }
     }
 
-    func page(_ status: HTTPResponse.Status, _ title: String, body: String) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        headers[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-        headers[.referrerPolicy] = "no-referrer"
-        let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title))</title><style>body{font:17px system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem}
-            button{font-size:1.1rem;padding:.6rem 1.2rem}</style></head><body><h1>\(escape(title))</h1>\(body)</body></html>
-            """
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    var state: State
+    var person: String
+    var contact: String
+    var kind: String
+    var openedMilliseconds: Int64
+    var acknowledgedMilliseconds: Int64?
+    /// `dispatcher` or `contact`: never who.
+    var acknowledgedBy: String?
+    var closedMilliseconds: Int64?
+    /// How it ended: a dispatcher's outcome, or `resolved`/`cancelled` on the device.
+    var outcome: String?
+    /// Whether this contact confirmed receipt.
+    var confirmed: Bool
+    /// The newest position while the alert is open; nil once it closed.
+    var position: Position?
+    /// The positions since the alert opened (the last `ContactFollow.trackPoints`), oldest first.
+    var track: [TrackPoint]
+    var nowMilliseconds: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case state, person, contact, kind
+        case openedMilliseconds = "opened_ms"
+        case acknowledgedMilliseconds = "acknowledged_ms"
+        case acknowledgedBy = "acknowledged_by"
+        case closedMilliseconds = "closed_ms"
+        case outcome, confirmed, position, track
+        case nowMilliseconds = "now_ms"
     }
 }
 

@@ -176,6 +176,23 @@ struct IngestRoom: Sendable {
         guard Int64(clamping: update.updateSequence) <= SyncBatch.largestNumber else {
             throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
         }
+        if update.alert.kind != .manual, let device = try await store.device(id: update.alert.deviceID),
+            !device.person.dispatchesAlert(kind: update.alert.kind)
+        {
+            // The person is not enrolled in AutomatedSOS (read fresh, not from the directory's
+            // cache): the rule's alert stays on the device, which still records; answered so that
+            // it does not send it again, and put in front of no dispatcher.
+            return try json(
+                .ok,
+                AlertIntakeResponse(
+                    alertID: update.alert.id,
+                    updateSequence: update.updateSequence,
+                    duplicate: false,
+                    acknowledged: false,
+                    resolved: false
+                )
+            )
+        }
         if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
         let canonical = try StoreJSON.encode(update)
         let received = configuration.wallClock()

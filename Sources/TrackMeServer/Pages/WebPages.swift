@@ -61,6 +61,8 @@ enum WebPages {
     static let organiseScript = script(PackageResources.organise_js)
     static let account = page(title: "TrackMe account", script: "account", body: PackageResources.account_html)
     static let accountScript = script(PackageResources.account_js)
+    static let contact = page(title: "TrackMe alert", script: "contact", body: PackageResources.contact_html)
+    static let contactScript = script(PackageResources.contact_js)
 
     /// The shared head with `title` and `script` (an asset name under /assets/) filled in, then `body`.
     static func page(title: String, script: String, body: [UInt8]) -> EmbeddedFile {

@@ -38,6 +38,7 @@ struct PeopleRoutes: Sendable {
         router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: try context.pathID("id")) }
         router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
         CarerRoutes(api: api).register(on: router)
+        AutomatedSOSRoutes(api: api).register(on: router)
     }
 
     // MARK: - Accounts

@@ -159,10 +159,11 @@
   const KIND_WORDS = { heart_rate: "heart rate", position: "positions", alerts: "alerts" };
   const words = (table, code) => (code ? table[code] || code.replace(/_/g, " ") : "");
   const kindList = (kinds) => kinds.map((k) => words(KIND_WORDS, k)).join(", ");
-  const ROLES = { third_party: "organisation", fleet_operator: "fleet operator", organiser: "race organiser" };
+  const ROLES = { third_party: "organisation", fleet_operator: "fleet operator", organiser: "race organiser", emergency_contact: "emergency contact" };
   const REASONS = {
     consent: "you approved it", carer: "your carer", open_alert: "an open alert", recently_closed_alert: "an alert closed in the last day",
     administrator: "administration", own_device: "the device itself", joined_run: "a run you joined",
+    alert_link: "the link of an alert sent to them",
   };
   // "heart_rate 2026-... to 2026-..." as "heart rate from <local time> to <local time>".
   function whatText(what) {
@@ -462,6 +463,18 @@
     contacts.value = (s.contacts || []).map((c) => [c.name, c.relation || "", c.phone || ""].join("; ")).join("\n");
     contactsLabel.appendChild(contacts);
     form.appendChild(contactsLabel);
+    // tell_contacts_at_raise: unset is the server's default (at once for the SOS button only).
+    const atRaiseLabel = el("label", "Tell the contacts ", "wide");
+    const atRaise = el("select", null, "care-at-raise");
+    for (const [value, text] of [["", "at once for the SOS button, otherwise if nobody acknowledges (default)"],
+      ["true", "as soon as any alert is raised"], ["false", "only if nobody acknowledges the alert"]]) {
+      const option = el("option", text);
+      option.value = value;
+      option.selected = (s.tell_contacts_at_raise === undefined || s.tell_contacts_at_raise === null ? "" : String(s.tell_contacts_at_raise)) === value;
+      atRaise.appendChild(option);
+    }
+    atRaiseLabel.appendChild(atRaise);
+    form.appendChild(atRaiseLabel);
     const save = el("button", "Save", "care-save");
     save.type = "submit";
     form.appendChild(save);
@@ -476,6 +489,7 @@
         min_hr: value(min), max_hr: value(max), resting_hr: value(resting), care_profile: profile.value, rules: {},
         contacts: contacts.value.split("\n").map((line) => line.split(";").map((x) => x.trim())).filter((p) => p[0])
           .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
+        tell_contacts_at_raise: atRaise.value === "" ? null : atRaise.value === "true",
       };
       for (const input of form.querySelectorAll(".care-rule")) if (input.dataset.rule !== "manual") body.rules[input.dataset.rule] = input.checked;
       try {
@@ -487,8 +501,45 @@
     });
   }
 
+  // AutomatedSOS, the service the person is enrolled in: whether the rules' alerts go to a
+  // dispatcher and who provides it. The person switches it here; a carer reads it.
+  async function automatedSOS(personID, refresh) {
+    const box = el("section", null, "automated-sos");
+    box.appendChild(el("h3", "AutomatedSOS"));
+    let view;
+    try { view = await api("GET", "/v1/people/" + encodeURIComponent(personID) + "/automated-sos"); } catch (e) {
+      box.appendChild(el("p", e.message, "automated-sos-message"));
+      return box;
+    }
+    const s = view.service;
+    const text = s.active
+      ? "On: alerts the rules raise go to a dispatcher. Provided by " + s.provider + "."
+      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact.";
+    box.appendChild(el("p", text, "automated-sos-state " + (s.active ? "care-current" : "care-pending")));
+    const pending = view.devices.filter((d) => d.settings_version && d.device_version !== d.settings_version);
+    if (pending.length) box.appendChild(el("p", "The device " + pending.map((d) => d.device_id).join(", ") + " learns it at its next sync.", "muted"));
+    if (personID === "me") {
+      const button = el("button", s.active ? "Turn AutomatedSOS off" : "Turn AutomatedSOS on", "automated-sos-switch");
+      button.type = "button";
+      const message = el("p", null, "automated-sos-message");
+      message.setAttribute("role", "status");
+      button.addEventListener("click", async () => {
+        try {
+          await api("PUT", "/v1/people/me/automated-sos", { active: !s.active });
+          // The switch is the next care settings version of each device: the forms show it too.
+          await refresh();
+        } catch (e) {
+          message.textContent = e.message;
+        }
+      });
+      box.append(button, message);
+    }
+    return box;
+  }
+
   async function careForms(container, personID) {
     container.replaceChildren();
+    container.appendChild(await automatedSOS(personID, () => careForms(container, personID)));
     const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
     if (profile.devices.length === 0) container.appendChild(el("p", "No device is linked yet.", "muted"));
     for (const device of profile.devices) await careForm(container, device.device_id);

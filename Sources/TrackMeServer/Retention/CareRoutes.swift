@@ -72,9 +72,11 @@ struct CareRoutes: Sendable {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
         let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
         let body = try await api.readBody(request)
-        let settings = try api.decode(CareSettings.self, body)
+        var settings = try api.decode(CareSettings.self, body)
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
         guard let device = try await api.store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
+        // The AutomatedSOS enrolment is switched only through its own endpoint (`AutomatedSOSRoutes`).
+        settings.automatedSOS = try await api.store.careSettings(deviceID: deviceID)?.settings.automatedSOS
         let stored = try await api.store.putCareSettings(
             deviceID: deviceID,
             settings: settings,
@@ -176,20 +178,22 @@ enum CareAccess {
         if let value = settings.maximumHeartRate { person.maximumHeartRate = value }
         if let value = settings.restingHeartRate { person.restingHeartRate = value }
         if let contacts = settings.contacts { person.contacts = contacts }
+        person.tellContactsAtRaise = settings.tellContactsAtRaise
+        person.automatedSOS = settings.automatedSOS
         return person
     }
 
     /// The care settings an enrolment's profile implies (thresholds and contacts), or nil when
     /// it sets none.
     static func settings(enrolled person: PersonProfile) -> CareSettings? {
-        guard person.minimumHeartRate != nil || person.maximumHeartRate != nil || person.restingHeartRate != nil || person.contacts != nil else {
-            return nil
-        }
+        let thresholds = person.minimumHeartRate != nil || person.maximumHeartRate != nil || person.restingHeartRate != nil
+        guard thresholds || person.contacts != nil || person.tellContactsAtRaise != nil else { return nil }
         return CareSettings(
             minimumHeartRate: person.minimumHeartRate,
             maximumHeartRate: person.maximumHeartRate,
             restingHeartRate: person.restingHeartRate,
-            contacts: person.contacts
+            contacts: person.contacts,
+            tellContactsAtRaise: person.tellContactsAtRaise
         )
     }
 }
