@@ -187,7 +187,7 @@ extension FeedbackMachine.Event {
             }
         case .sent(let update): update.alert.id
         case .acknowledgement(let id, _), .resolved(let id): id
-        case .batteryLow, .deviceBatteryLow, .tick: nil
+        case .batteryLow, .deviceBatteryLow, .rideOffer, .tick: nil
         }
     }
 
