@@ -4,9 +4,6 @@ import Hummingbird
 import TrackMeCore
 
 extension ServerAPI {
-    /// The probe's wait when the caller has no configuration at hand (`ServerConfiguration.healthProbeTimeout`).
-    static let healthProbeTimeout = ServerConfiguration.defaultHealthProbeTimeout
-
     /// `/health`: 200 `ok` only when the database answers and a write would succeed now; 503
     /// `degraded` with the reasons otherwise, or `database_damaged` with what to do.
     func healthResponse() async throws -> Response {
@@ -35,7 +32,7 @@ extension ServerAPI {
         return try json(.ok, HealthBody(status: "ok", retention: retention))
     }
 
-    /// The store's readiness within `healthProbeTimeout`, kept for `/metrics`.
+    /// The store's readiness within the configuration's `healthProbeTimeout`, kept for `/metrics`.
     func probeReadiness() async -> StoreReadiness {
         let store = self.store
         let minimumFreeBytes = configuration.minimumFreeBytes
@@ -49,7 +46,7 @@ extension ServerAPI {
 
     /// `work`'s result, or nil when it takes longer than `timeout` (it is cancelled).
     static func withinProbeTimeout<T: Sendable>(
-        _ timeout: Duration = healthProbeTimeout,
+        _ timeout: Duration,
         _ work: @escaping @Sendable () async -> T
     ) async -> T? {
         await withTaskGroup(of: T?.self) { group in
