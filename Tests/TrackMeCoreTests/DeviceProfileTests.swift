@@ -73,7 +73,7 @@ struct DeviceProfileTests {
         beat.run = RunParticipation(code: "CITY-10K", showToSpectators: true, checkedInMilliseconds: 5)
         let text = String(decoding: try WireCodec.encode(beat), as: UTF8.self)
         #expect(text.contains("\"taxi_state\":\"on_ride\""))
-        #expect(text.contains("\"run\":{\"checked_in_ms\":5,\"code\":\"CITY-10K\",\"show\":true}"))
+        #expect(text.contains("\"run\":{\"checked_in_ms\":5,\"code\":\"CITY-10K\",\"health\":false,\"show\":true}"))
         #expect(try WireCodec.decode(DeviceHeartbeat.self, from: Data(text.utf8)) == beat)
         let old = try WireCodec.decode(
             DeviceHeartbeat.self,

@@ -61,6 +61,8 @@ enum RouteAccess {
         "POST /v1/alerts/{id}/ack": .roles([.dispatcher]), "POST /v1/alerts/{id}/resolve": .roles(desk),
         "POST /v1/alerts/{id}/notes": .roles(desk),
         "GET /contact/{token}": .open, "POST /contact/{token}": .open,
+        // The contact's live page: the signed link is the credential, scoped to its one alert.
+        "GET /contact/{token}/live": .open, "GET /assets/contact.js": .open,
         // People's data (Data4Help).
         "POST /v1/people/{id}/devices": .roles([.admin]),
         "GET /v1/people/{id}": .personData(people), "GET /v1/people/{id}/heart-rate": .personData(people),
@@ -72,6 +74,8 @@ enum RouteAccess {
         "GET /v1/people/{id}/carers": .personData([.admin, .wearer, .carer]), "POST /v1/people/{id}/carers": .personData([.admin, .wearer]),
         "DELETE /v1/people/{id}/carers/{carer}": .personData([.admin, .wearer, .carer]),
         "GET /v1/cared-for": .personData([.carer]),
+        "GET /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .carer, .thirdParty]),
+        "PUT /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .thirdParty]),
         "GET /v1/access-requests": .roles([.thirdParty, .fleetOperator]), "POST /v1/access-requests": .roles([.thirdParty, .fleetOperator]),
         "POST /v1/access-requests/{id}/approve": .personData([.wearer, .carer]),
         "POST /v1/access-requests/{id}/refuse": .personData([.wearer, .carer]),
