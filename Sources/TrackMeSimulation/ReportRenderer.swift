@@ -110,8 +110,16 @@ public struct ReportRenderer: Sendable {
             let position = a.position.map { "\($0.lat), \($0.lon) (\(ExpectationEvaluator.seconds($0.ageMilliseconds)) old)" } ?? "unknown"
             let latency = a.decisionLatencyMilliseconds.map { String(format3($0)) + " ms" } ?? "-"
             let delivered = a.deliveredMilliseconds.map { ExpectationEvaluator.seconds($0) } ?? "never"
+            // Both ways the seeds count it: from the first critical observation, and from the
+            // reading that completed the rule (the raise).
+            let timing =
+                a.deliveredMilliseconds.map { at in
+                    let fromFirst = ExpectationEvaluator.seconds(at - a.firstCriticalMilliseconds)
+                    let fromRule = a.raisedMilliseconds.map { ExpectationEvaluator.seconds(at - $0) } ?? "-"
+                    return " (\(fromFirst) after the first critical reading, \(fromRule) after the reading that completed the rule)"
+                } ?? ""
             lines.append(
-                "alert \(a.kind.rawValue): first critical \(ExpectationEvaluator.seconds(a.firstCriticalMilliseconds)), raised \(a.raisedMilliseconds.map { ExpectationEvaluator.seconds($0) } ?? "-"), decision \(latency), delivered \(delivered), state \(a.state.rawValue), position \(position)"
+                "alert \(a.kind.rawValue): first critical \(ExpectationEvaluator.seconds(a.firstCriticalMilliseconds)), raised \(a.raisedMilliseconds.map { ExpectationEvaluator.seconds($0) } ?? "-"), decision \(latency), delivered \(delivered)\(timing), state \(a.state.rawValue), position \(position)"
             )
         }
         for e in report.expectations {

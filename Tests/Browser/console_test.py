@@ -11,6 +11,7 @@ under gpsfake): its alert reaches the board, the dispatcher's clicks reach the a
 Usage: console_test.py --server .build/debug/trackme-server --agent .build/debug/trackme-agent [--out simulations/out/browser]
 """
 import json
+import re
 import os
 import socket
 import subprocess
@@ -429,6 +430,9 @@ class ConsoleTest(CheckRun):
             wait_for(lambda: len(browser.find_all('article[data-alert-id="alert-ada"] .grid-map polyline')) == 1
                      and "45.46480" in self.card(browser, "alert-ada").find(".alert-position").text, what="the track")
             wait_for(lambda: "delivered" in self.card(browser, "alert-ada").find(".timeline").text, what="the timeline")
+            wait_for(lambda: re.fullmatch(r"Reached the server -?\d+\.\d s after the first critical reading, -?\d+\.\d s after the "
+                                          r"reading that completed the rule\.", self.card(browser, "alert-ada").find(".timing").text),
+                     what="both timing figures on the card")
             self.shot(browser, "01-board-new-alert")
         self.check("a device's alert appears with the person's name, position, track and timeline", alert_appears)
         self.look(browser, "console-board", "the console's board as a dispatcher")
@@ -712,6 +716,11 @@ class ConsoleTest(CheckRun):
             second = wait_for(lambda: self.card(browser, "alert-anna-2"), what="the alert of a device without a set clock")
             wait_for(lambda: "device clock not set" in second.find('.timeline li[data-event="raised"]').text, what="the untrusted time said as such")
             assert "1970" not in self.card(browser, "alert-anna-2").text
+            # Placed by the device's uptime: first critical 5 s before the raise, sent at the raise.
+            wait_for(lambda: self.card(browser, "alert-anna-2").find(".timing").text ==
+                     "Reached the server 5.0 s after the first critical reading, 0.0 s after the reading that completed the rule "
+                     "(device clock not set: see the timeline).",
+                     what="both timing figures from a device whose clock was not set, placed by its uptime")
         self.check("contacts to call (tel:), what they were told in words, a device time without a set clock said as such", contacts_and_timeline)
 
         def note_with_enter():

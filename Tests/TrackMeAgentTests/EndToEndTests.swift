@@ -86,17 +86,22 @@ struct EndToEndTests {
             return try JSONDecoder().decode(AgentStatus.self, from: Data(result.output.utf8))
         }
 
-        /// Polls `status --json` until `done` holds (or the overall limit passes: then the last status).
+        /// Polls `status --json` until `done` holds, the agent exits, or the overall limit passes
+        /// (then the last status, for the caller's message).
         func poll(_ process: Process, until done: (AgentStatus) -> Bool) async throws -> AgentStatus? {
-            let clock = ContinuousClock()
-            let deadline = clock.now.advanced(by: EndToEndTests.overallLimit)
             var last: AgentStatus?
-            while clock.now < deadline, process.isRunning {
-                if let status = try await status() {
-                    last = status
-                    if done(status) { return status }
+            var met = false
+            do {
+                try await eventually("the agent's status holds", within: EndToEndTests.overallLimit, every: .milliseconds(300)) {
+                    guard process.isRunning else { return true }
+                    if let status = try await status() {
+                        last = status
+                        met = done(status)
+                    }
+                    return met
                 }
-                try await Task.sleep(for: .milliseconds(300))
+            } catch is ConditionTimeout {
+                // The caller's #require names what never came, with the last status.
             }
             return last
         }

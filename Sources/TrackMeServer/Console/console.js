@@ -66,6 +66,22 @@ const eventText = (event) => EVENT_WORDS[event] || label(event);
 // A timeline entry's detail: kinds and outcomes read as words, the rest (names, notes) as given.
 const CODED = new Set(['first_critical', 'raised', 'kind_changed', 'resolved']);
 const detailText = (t) => (!t.detail ? '' : ' — ' + (CODED.has(t.event) ? t.detail.replace(/_/g, ' ') : t.detail));
+// How long the alert took to reach the server, counted both ways the service promises it: from the
+// first critical reading, and from the reading that completed the rule (the device's raise). A
+// device without a set clock has its times placed by the server (see the timeline's note).
+function timingText(timeline) {
+  const at = (event) => timeline.find((t) => t.event === event);
+  const delivered = at('delivered');
+  if (!delivered) return 'Not yet at the server.';
+  const since = (event) => {
+    const t = at(event);
+    return t ? ((delivered.at_ms - t.at_ms) / 1000).toFixed(1) + ' s' : 'unknown';
+  };
+  const placed = ['first_critical', 'raised'].some((e) => at(e) && at(e).time_note);
+  return 'Reached the server ' + since('first_critical') + ' after the first critical reading, ' +
+    since('raised') + ' after the reading that completed the rule' + (placed ? ' (device clock not set: see the timeline).' : '.');
+}
+
 // One timeline entry: its time, what happened, and when the device's clock could not be trusted, why the time is the server's.
 const timelineItem = (t) => el('li', { dataset: { event: t.event } }, clock(t.at_ms), ' ', eventText(t.event), detailText(t),
   t.time_note ? el('span', { class: 'time-note' }, ' (', t.time_note, ')') : null);
@@ -462,6 +478,7 @@ function updateCard(alert) {
       hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null)]);
   fill(card.parts.chart, hrChart(detail.heart_rate || []));
   fillOnChange(card.parts.story, JSON.stringify([timeline, detail.notes]), () => [
+    el('p', { class: 'timing' }, timingText(timeline)),
     el('h3', {}, 'Timeline'),
     el('ol', { class: 'timeline' }, timeline.map(timelineItem)),
     el('h3', {}, 'Notes'),
