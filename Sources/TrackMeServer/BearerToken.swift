@@ -44,8 +44,10 @@ struct BearerToken: Hashable, Sendable {
 
     private static func randomText(bytes: Int, using rng: inout SystemRandomNumberGenerator) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-        var text = ""
-        // 6 bits per character, so ceil(bytes * 8 / 6) characters carry at least `bytes` of entropy.
+        // The first character is a letter or digit: an id that began with "-" would read as an
+        // option to `trackme-server token revoke ID` (a usage error, once in 64 tokens). One more
+        // character than 6 bits each needs keeps at least `bytes` of entropy with that one at 5.95.
+        var text = String(alphabet[Int(rng.next() % 62)])
         for _ in 0..<((bytes * 8 + 5) / 6) {
             text.append(alphabet[Int(rng.next() % 64)])
         }

@@ -32,6 +32,16 @@ struct TokenTests {
         )
     }
 
+    @Test("a token id never begins with a character a command line reads as an option")
+    func idsStartWithALetterOrDigit() {
+        // One in 64 began with "-" (or "_") and `trackme-server token revoke ID` refused it as a usage error.
+        for _ in 0..<5_000 {
+            let token = BearerToken.generate()
+            #expect(token.id.first.map { $0.isLetter || $0.isNumber } == true, "\(token.id)")
+            #expect(token.id.count == 12)
+        }
+    }
+
     @Test("generated tokens parse back, differ, and compare only when equal")
     func tokens() throws {
         let a = BearerToken.generate()
