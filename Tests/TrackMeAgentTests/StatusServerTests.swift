@@ -162,14 +162,14 @@ struct AgentStatusFormatTests {
     @Test("the status JSON uses snake_case keys and round-trips")
     func json() throws {
         var status = FakeControl.sampleStatus
-        status.alert = AlertStatus(id: "A-9", kind: .heartRateHigh, state: .raised)
+        status.alert = AlertStatus(id: "A-9", kind: .heartRateHigh, state: .raised, reason: "sudden_onset")
         let line = try ControlCodec.encodeLine(ControlResponse(ok: true, status: status))
         let text = String(decoding: line, as: UTF8.self)
         #expect(text.hasSuffix("}\n"))
         #expect(!text.dropLast().contains("\n"))
         for key in [
             "\"device_id\"", "\"last_hr\"", "\"age_ms\"", "\"fix_age_ms\"", "\"battery_pct\"", "\"budget_bytes\"",
-            "\"last_success_age_ms\"", "\"monitoring_paused\"", "\"alert_id\"", "\"heart_rate_high\"",
+            "\"last_success_age_ms\"", "\"monitoring_paused\"", "\"alert_id\"", "\"heart_rate_high\"", "\"reason\":\"sudden_onset\"",
         ] {
             #expect(text.contains(key), "missing \(key)")
         }

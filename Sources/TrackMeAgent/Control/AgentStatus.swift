@@ -276,6 +276,7 @@ public struct AlertStatus: Hashable, Sendable, Codable {
         case kind, state
         case countdownRemainingSeconds = "countdown_remaining_s"
         case cancelReason = "cancel_reason"
+        case reason
     }
 }
 
