@@ -1,7 +1,5 @@
 public import Foundation
-import SystemPackage
 public import TrackMeCore
-import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -45,7 +43,7 @@ public struct LocalFallbackError: Error, Hashable, Sendable, CustomStringConvert
 /// counts as failed, so a stuck modem script does not pile up processes.
 /// The child starts with no signal blocked and leads its own process group, which the time
 /// limit kills whole (a modem script's `sleep` or `chat` dies with it).
-public struct ExecutableFallback: LocalFallback {
+public struct ExecutableFallback: Sendable {
     public var executable: URL
     public var arguments: [String]
     /// Added to the agent's own environment.
@@ -70,47 +68,4 @@ public struct ExecutableFallback: LocalFallback {
     /// The JSON fits in a pipe's buffer (64 KiB on Linux), so it is written before the process
     /// starts: the write never blocks and never meets a reader that has already gone.
     static let maximumInputBytes = 60_000
-
-    public func run(_ alert: AlertRecord, reason: FallbackReason, contactIndex: Int?) async throws {
-        let input: Data
-        do {
-            input = try WireCodec.encode(alert)
-        } catch {
-            throw LocalFallbackError(code: .encodingFailed, executable: executable.path, status: nil, message: "\(error)")
-        }
-        guard input.count <= Self.maximumInputBytes else {
-            throw LocalFallbackError(
-                code: .encodingFailed,
-                executable: executable.path,
-                status: nil,
-                message: "alert JSON is \(input.count) bytes"
-            )
-        }
-        let child = ChildProcess(
-            FilePath(executable.path),
-            arguments: arguments,
-            environment: .inherited(
-                adding: environment.merging([
-                    "TRACKME_FALLBACK_REASON": reason.rawValue, "TRACKME_CONTACT_INDEX": contactIndex.map(String.init) ?? "",
-                    "TRACKME_DISCREET": alert.isDiscreet ? "1" : "0",
-                ]) { _, new in new }
-            ),
-            input: .bytes(Array(input)),
-            output: .discarded
-        )
-        switch await ProcessRunner.run(child, timeLimit: timeLimit, clock: clock).outcome {
-        case .exited(0):
-            return
-        case .exited(let status):
-            throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: status, message: "fallback failed")
-        case .signalled(let signal):
-            throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: signal, message: "killed by signal \(signal)")
-        case .timedOut:
-            throw LocalFallbackError(code: .timedOut, executable: executable.path, status: nil, message: "over \(timeLimit)")
-        case .stopped:
-            throw LocalFallbackError(code: .exitStatus, executable: executable.path, status: nil, message: "killed: the agent is stopping")
-        case .notStarted(let reason):
-            throw LocalFallbackError(code: .launchFailed, executable: executable.path, status: nil, message: reason)
-        }
-    }
 }
