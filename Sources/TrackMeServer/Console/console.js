@@ -176,6 +176,9 @@ function openStream() {
   source.addEventListener('heartbeat', (event) => {
     try { const data = JSON.parse(event.data); if (data.interval_ms > 0) state.heartbeatMs = data.interval_ms; } catch (e) { /* the last interval stands */ }
     heard();
+    // The contact notifier's runs reach an alert's timeline with no feed event of their own:
+    // each heartbeat reads the open alerts again, so "contact told" shows within one interval.
+    for (const id of state.alerts.keys()) loadAlert(id);
   });
   source.onopen = () => {
     heard();
