@@ -18,20 +18,8 @@ struct FeedbackEndToEndTests {
     @Test("countdown, sent and acknowledged drive the LED through the dispatch lane and the sync engine")
     func ledFollowsTheAlert() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await TrackMeServer(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1",
-                port: 0,
-                storage: .sqlite(path: directory.file("server.sqlite")),
-                adminToken: "fb-admin"
-            ),
-            logger: quietLogger
-        )
-        let serverTask = Task { try await server.run() }
+        let (server, serverTask, port) = try await Self.serverWithDevice("pi-feedback", PersonProfile(name: "Ada", age: 67), in: directory)
         defer { serverTask.cancel() }
-        let port = try await server.boundPort()
-        let credentials = try await server.enrolDevice(deviceID: "pi-feedback", person: PersonProfile(name: "Ada", age: 67))
-        try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
         let led = try FeedbackTests.fakeLED(in: directory)
         let configuration = try ConfigurationLoader.parse(
             yaml: """
@@ -80,20 +68,8 @@ struct FeedbackEndToEndTests {
     @Test("a discreet SOS reaches the server as any alert does, and the LED and the hook never change")
     func discreetSOSShowsNothing() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await TrackMeServer(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1",
-                port: 0,
-                storage: .sqlite(path: directory.file("server.sqlite")),
-                adminToken: "fb-admin"
-            ),
-            logger: quietLogger
-        )
-        let serverTask = Task { try await server.run() }
+        let (server, serverTask, port) = try await Self.serverWithDevice("pi-discreet", PersonProfile(name: "Bea", age: 34), in: directory)
         defer { serverTask.cancel() }
-        let port = try await server.boundPort()
-        let credentials = try await server.enrolDevice(deviceID: "pi-discreet", person: PersonProfile(name: "Bea", age: 34))
-        try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
         let led = try FeedbackTests.fakeLED(in: directory)
         // Not what idle writes, so the service's first write (what the device shows before) is seen.
         try "9\n".write(toFile: led + "/brightness", atomically: false, encoding: .utf8)
@@ -146,6 +122,33 @@ struct FeedbackEndToEndTests {
             return found != nil
         }
         return found
+    }
+
+    /// A server on loopback with the device enrolled and its token in `directory/token`.
+    static func serverWithDevice(
+        _ deviceID: String,
+        _ person: PersonProfile,
+        in directory: borrowing TemporaryDirectory
+    ) async throws -> (TrackMeServer, Task<Void, any Error>, Int) {
+        let server = try await TrackMeServer(
+            configuration: ServerConfiguration(
+                host: "127.0.0.1",
+                port: 0,
+                storage: .sqlite(path: directory.file("server.sqlite")),
+                adminToken: "fb-admin"
+            ),
+            logger: quietLogger
+        )
+        let serverTask = Task { try await server.run() }
+        do {
+            let port = try await server.boundPort()
+            let credentials = try await server.enrolDevice(deviceID: deviceID, person: person)
+            try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
+            return (server, serverTask, port)
+        } catch {
+            serverTask.cancel()
+            throw error
+        }
     }
 
     /// The LED is written by the feedback service's own task, a moment after the state changes:
