@@ -13,7 +13,9 @@ extension ExecutableFallback: LocalFallback {
         } catch {
             throw LocalFallbackError(code: .encodingFailed, executable: executable.path, status: nil, message: "\(error)")
         }
-        guard input.count <= Self.maximumInputBytes else {
+        // The runner's limit (what a pipe holds before the child starts), checked here so that an
+        // oversized alert is reported as the encoding problem it is.
+        guard input.count <= ChildProcess.maximumInputBytes else {
             throw LocalFallbackError(
                 code: .encodingFailed,
                 executable: executable.path,

@@ -64,8 +64,4 @@ public struct ExecutableFallback: Sendable {
         self.timeLimit = timeLimit
         self.clock = clock
     }
-
-    /// The JSON fits in a pipe's buffer (64 KiB on Linux), so it is written before the process
-    /// starts: the write never blocks and never meets a reader that has already gone.
-    static let maximumInputBytes = 60_000
 }
