@@ -90,6 +90,9 @@ TEST_TARGETS = TrackMeCoreTests TrackMeSystemTests SystemLibraryTests BlueZHeart
 # the rest of TrackMeServerTests, whose 100-odd tests otherwise run beside them on 2 cores.
 TIMED_SERVER_SUITES = ^TrackMeServerTests\.(ConnectionLimitTests|MultiInstanceTests|TokenLifecycleTests|ReverseProxyTests)/
 
+# A suite's `.timeLimit` is a hang guard (10 minutes, 15 for the agent's end-to-end suites), never
+# a speed check: the tests of a target run side by side on two cores, so a test's wall time holds
+# its neighbours' work and, on a busy machine, everything else. `timeout 900` guards the target.
 unit-tests:
 	$(SWIFT) build $(TRAITS) --build-tests
 	@failed=""; for t in $(TEST_TARGETS) TimedServerSuites; do \

@@ -328,7 +328,7 @@ targets += [
             "TrackMeSystem",
             .product(name: "SystemPackage", package: "swift-system"),
             // The end-to-end test: a real gpsd, a loopback server, and the store reopened after.
-            "TrackMeServer", "GPSDTestSupport", "EdgeStore", "EdgeSync", "EdgeBenchmarks",
+            "TrackMeServer", "ServerTestSupport", "GPSDTestSupport", "EdgeStore", "EdgeSync", "EdgeBenchmarks",
             // The button test writes real `struct input_event`s into a FIFO.
             "CInputShim",
             .product(name: "Logging", package: "swift-log"),

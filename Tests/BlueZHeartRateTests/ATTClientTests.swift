@@ -4,7 +4,7 @@ import Testing
 import TrackMeCore
 
 /// The ATT client against a scripted server on the other end of a real SOCK_SEQPACKET socket pair.
-@Suite(.timeLimit(.minutes(1))) struct ATTClientTests {
+@Suite(.timeLimit(.minutes(10))) struct ATTClientTests {
     let logger = Logger(label: "test.att")
 
     @Test func transactionTimesOutAfterThirtySecondsOnTheInjectedClock() async throws {

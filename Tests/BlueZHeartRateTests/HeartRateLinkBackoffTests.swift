@@ -6,7 +6,7 @@ import TrackMeCore
 
 /// The supervisor retries a strap it cannot reach with exponential backoff and jitter on its
 /// injected clock, and never before the clock says so.
-@Suite(.timeLimit(.minutes(1))) struct HeartRateLinkBackoffTests {
+@Suite(.timeLimit(.minutes(10))) struct HeartRateLinkBackoffTests {
     struct Absent: Error, CustomStringConvertible {
         var description: String { "strap absent" }
     }

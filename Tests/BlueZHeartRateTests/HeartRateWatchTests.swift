@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TrackMeCore
 
-@Suite(.timeLimit(.minutes(1))) struct HeartRateWatchTests {
+@Suite(.timeLimit(.minutes(10))) struct HeartRateWatchTests {
     @Test func readingJSONHasTheDocumentedShape() {
         let reading = HeartRateReading(bpm: 60, contact: .detected, energyExpendedKilojoules: nil, rrIntervals: [1041])
         #expect(JSONLines.reading(reading) == #"{"bpm":60,"contact":"detected","energy_kj":null,"rr":[1041],"rr_ms":[1017]}"#)

@@ -7,7 +7,7 @@ import TrackMeCore
 /// The real link supervisor and ATT client against the simulated strap over a socket pair. The
 /// strap plays its trace on a VirtualClock the test moves one row at a time; the link's own clock
 /// is the real one with millisecond backoff, so reconnects need no clock driving.
-@Suite(.timeLimit(.minutes(1))) struct StrapEndToEndTests {
+@Suite(.timeLimit(.minutes(10))) struct StrapEndToEndTests {
     struct Harness {
         let strap: SimulatedStrap
         let strapClock = VirtualClock()

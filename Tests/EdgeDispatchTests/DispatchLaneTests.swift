@@ -125,7 +125,7 @@ struct FallbackScript {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct DispatchLaneTests {
+@Suite(.timeLimit(.minutes(10))) struct DispatchLaneTests {
     static let alert = AlertRecord(
         id: "6b0f7a43-1f2e-4c55-9a61-0d3e8f2b7c10",
         deviceID: "pi-0042",
@@ -240,7 +240,7 @@ struct FallbackScript {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ExecutableFallbackTests {
+@Suite(.timeLimit(.minutes(10))) struct ExecutableFallbackTests {
     @Test func stuckFallbackIsTerminatedAtItsTimeLimit() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-stuck-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -6,7 +6,7 @@ import TrackMeCore
 
 /// One line from gpsd through libgps's parser and the shim (`GPSDConnection.report(line:)`, the
 /// same code a read runs), without a connection.
-@Suite("gpsd lines", .timeLimit(.minutes(1)))
+@Suite("gpsd lines", .timeLimit(.minutes(10)))
 struct GPSDLineTests {
     /// Parses on a thread of its own and gives up after `limit`: libgps 3.22 never returns on
     /// some lines, and a regression must fail here rather than hang the test run.

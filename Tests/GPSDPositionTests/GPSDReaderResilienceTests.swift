@@ -6,7 +6,7 @@ import TrackMeCore
 
 /// The reader against the real gpsd when things go wrong. Reconnect delays run on a VirtualClock:
 /// each test waits for the reader to report the failure and to sleep, then advances the clock.
-@Suite("GPSDReader against a failing gpsd", .timeLimit(.minutes(1)))
+@Suite("GPSDReader against a failing gpsd", .timeLimit(.minutes(10)))
 struct GPSDReaderResilienceTests {
     static let log = "bu353s4.log"
 
@@ -123,7 +123,7 @@ extension GPSDEvent {
     }
 }
 
-@Suite("gps dump against the real gpsd", .timeLimit(.minutes(1)))
+@Suite("gps dump against the real gpsd", .timeLimit(.minutes(10)))
 struct GPSDDumpTests {
     @Test("prints N lines and stops; exits when gpsd closes; a closed port throws")
     func dumpCountsAndEnds() async throws {
@@ -154,7 +154,7 @@ struct GPSDDumpTests {
     }
 }
 
-@Suite("GPSDReader cancellation", .timeLimit(.minutes(1)))
+@Suite("GPSDReader cancellation", .timeLimit(.minutes(10)))
 struct GPSDReaderCancellationTests {
     @Test("ending iteration stops the reader thread and closes the connection to gpsd")
     func endingIterationDisconnects() async throws {
@@ -173,7 +173,7 @@ struct GPSDReaderCancellationTests {
     }
 }
 
-@Suite("GPSDReader under a flood", .timeLimit(.minutes(1)))
+@Suite("GPSDReader under a flood", .timeLimit(.minutes(10)))
 struct GPSDReaderFloodTests {
     @Test("a consumer that does not keep up loses the oldest events, never the latest fix")
     func slowConsumerKeepsNewest() async throws {

@@ -7,7 +7,7 @@ import TrackMeCore
 /// Every recorded log through the real gpsd and our reader, against the TPVs gpsd itself wrote in
 /// the `.chk` files. Each log gets its own gpsd on a free port; Swift Testing runs them in
 /// parallel.
-@Suite("gpsd traces through the real gpsd", .timeLimit(.minutes(1)))
+@Suite("gpsd traces through the real gpsd", .timeLimit(.minutes(10)))
 struct GPSDTraceTests {
     @Test("every log yields exactly the chk file's fixes", arguments: TraceFixtures.logNames)
     func logMatchesCheckFile(name: String) async throws {

@@ -7,7 +7,7 @@ import TrackMeCore
 /// The field-trial way of running gpsd: gpsd's own gpsfake paces the log like a receiver, then
 /// exits. gpsfake may miss leading fixes under load (GPSD-NOTES.md), so this checks that what
 /// arrives is the chk file's fixes in order, and that the reader sees the receiver go away at the end.
-@Suite("GPSDReader under gpsfake", .timeLimit(.minutes(1)))
+@Suite("GPSDReader under gpsfake", .timeLimit(.minutes(10)))
 struct GPSFakeTests {
     @Test("gpsfake replay: fixes match the chk file in order and the log end is seen")
     func gpsfakeReplay() async throws {

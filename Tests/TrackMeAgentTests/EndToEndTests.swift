@@ -1,6 +1,7 @@
 import EdgeStore
 import Foundation
 import GPSDTestSupport
+import ServerTestSupport
 import Testing
 import TrackMeAgent
 import TrackMeCore
@@ -17,8 +18,8 @@ struct EndToEndTests {
 
     final class Rig {
         let directory: TemporaryDirectory
-        let server: TrackMeServer
-        let serverTask: Task<Void, any Error>
+        let running: InProcessServer
+        var server: TrackMeServer { running.server }
         let gpsd: GPSDFeed
         let config: String
         let socket: String
@@ -29,18 +30,13 @@ struct EndToEndTests {
         init(trace: String = Repository.path("simulations/traces/hr/mitdb100_normal_sinus.csv")) async throws {
             self.directory = try TemporaryDirectory()
             let directory = self.directory.path + "/"
-            let server = try await TrackMeServer(
-                configuration: ServerConfiguration(
-                    host: "127.0.0.1",
-                    port: 0,
-                    storage: .sqlite(path: directory + ("server.sqlite")),
-                    adminToken: "e2e-admin"
-                ),
-                logger: quietLogger
-            )
-            self.server = server
-            serverTask = Task { try await server.run() }
-            let port = try await server.boundPort()
+            // Real time on the server too: the agent beside it is a real process.
+            running = try await InProcessServer.start {
+                $0.adminToken = "e2e-admin"
+                $0.clock = ContinuousClock()
+            }
+            let server = running.server
+            let port = running.port
             let credentials = try await server.enrolDevice(deviceID: EndToEndTests.deviceID, person: PersonProfile(name: "Ada", age: 67))
             try credentials.token.write(toFile: directory + ("token"), atomically: true, encoding: .utf8)
             gpsd = try await GPSDFeed.start(log: URL(fileURLWithPath: Repository.path("simulations/traces/gpsd/neo-m8n.log")))
@@ -138,7 +134,8 @@ struct EndToEndTests {
         }
 
         deinit {
-            serverTask.cancel()
+            let running = self.running
+            Task { await running.stop() }
             gpsd.stop()
         }
     }

@@ -1,7 +1,7 @@
 import EdgeStore
 import EdgeSync
 import Foundation
-import Logging
+import ServerTestSupport
 import Testing
 import TrackMeCore
 import TrackMeServer
@@ -92,101 +92,97 @@ struct RideTerminalTests {
     )
     func againstServer() async throws {
         let directory = try TemporaryDirectory()
-        var logger = Logger(label: "test.ride-terminal")
-        logger.logLevel = .critical
-        let server = try await TrackMeServer(
-            configuration: ServerConfiguration(
-                host: "127.0.0.1",
-                port: 0,
-                storage: .sqlite(path: directory.file("server.sqlite")),
-                adminToken: "ride-admin",
-                limits: .withoutRateLimits
-            ),
-            logger: logger
-        )
-        let running = Task { try await server.run() }
-        defer { running.cancel() }
-        let port = try await server.boundPort()
-        func call(_ method: String, _ path: String, token: String = "ride-admin", json: Data? = nil) async throws -> (Int, Data) {
-            var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)\(path)")))
-            request.httpMethod = method
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = json
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
-        }
-        let zone = try await call(
-            "POST",
-            "/v1/fleet/zones",
-            json: Data(#"{"name":"Centre","polygon":[[45,7],[45,7.01],[45.01,7.01],[45.01,7]]}"#.utf8)
-        )
-        #expect(zone.0 == 201)
-        let zoneID = try #require((try JSONSerialization.jsonObject(with: zone.1) as? [String: Any])?["id"] as? String)
-        let credentials = try await server.enrolDevice(deviceID: "cab-1", person: PersonProfile(name: "Driver One", age: 40))
-        try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
-        let parts = try AgentAssembly.make(
-            configuration: try ConfigurationLoader.parse(
-                yaml: """
-                    person: {name: Driver One, age: 40}
-                    server: {url: "http://127.0.0.1:\(port)", device_id: cab-1, token_file: token}
-                    profile: taxi
-                    store: {path: data/agent.sqlite}
-                    status: {socket: agent.sock}
-                    """,
-                baseDirectory: directory.path
-            ),
-            logger: logger
-        )
-        let control = parts.control
-        #expect(try await control.taxi(.available).taxi == .available)
-        // The taxi's report, as the readings lane sends it: its heartbeat and a fix in the zone.
-        var sequence: Int64 = 0
-        func report() async throws -> RideNotice? {
-            sequence += 1
-            let reading = WireReading(
-                sequence: sequence,
-                timestamp: ReadingTimestamp(
-                    monotonicNanoseconds: UInt64(sequence) * 1_000_000_000,
-                    bootID: "boot",
-                    wallClockMilliseconds: nil,
-                    wallClockTrusted: false
-                ),
-                payload: .position(PositionFix(mode: .threeDimensional, latitude: 45.005, longitude: 7.005))
-            )
-            let batch = SyncBatch(deviceID: "cab-1", batchSequence: sequence, heartbeat: parts.heartbeat.heartbeat(), readings: [reading])
-            let (status, body) = try await call("POST", "/v1/batches", token: credentials.token, json: try WireCodec.encode(batch))
-            try #require(status == 200, "\(String(decoding: body, as: UTF8.self))")
-            guard let ride = SyncOrders.inReply(Array(body))?.ride else { return nil }
-            await control.rideNotice(ride)
-            return ride
-        }
-        #expect(try await report() == nil)
-        #expect(try await control.ride(.offer) == nil)
-        let booked = try await call("POST", "/v1/fleet/rides", json: Data(#"{"zone_id":"\#(zoneID)","pickup":"Via Po 1"}"#.utf8))
-        #expect(booked.0 == 201)
-        let offer = try #require(try await report())
-        #expect(offer.stage == .offered && offer.pickup == "Via Po 1")
-        #expect(await control.status().feedback == .rideOffer)
-        let shown = try #require(try await control.ride(.offer))
-        #expect(shown.offerID == offer.offerID && (1...12_000).contains(shown.answerWithinMilliseconds ?? 0))
+        // The server keeps real time here: ride offers lapse on its clock, as on a real fleet.
+        try await InProcessServer.with(
+            configure: {
+                $0.adminToken = "ride-admin"
+                $0.clock = ContinuousClock()
+            },
+            { running in
+                let server = running.server
+                let port = running.port
+                func call(_ method: String, _ path: String, token: String = "ride-admin", json: Data? = nil) async throws -> (Int, Data) {
+                    var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)\(path)")))
+                    request.httpMethod = method
+                    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                    request.httpBody = json
+                    let (data, response) = try await URLSession.shared.data(for: request)
+                    return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+                }
+                let zone = try await call(
+                    "POST",
+                    "/v1/fleet/zones",
+                    json: Data(#"{"name":"Centre","polygon":[[45,7],[45,7.01],[45.01,7.01],[45.01,7]]}"#.utf8)
+                )
+                #expect(zone.0 == 201)
+                let zoneID = try #require((try JSONSerialization.jsonObject(with: zone.1) as? [String: Any])?["id"] as? String)
+                let credentials = try await server.enrolDevice(deviceID: "cab-1", person: PersonProfile(name: "Driver One", age: 40))
+                try credentials.token.write(toFile: directory.file("token"), atomically: true, encoding: .utf8)
+                let parts = try AgentAssembly.make(
+                    configuration: try ConfigurationLoader.parse(
+                        yaml: """
+                            person: {name: Driver One, age: 40}
+                            server: {url: "http://127.0.0.1:\(port)", device_id: cab-1, token_file: token}
+                            profile: taxi
+                            store: {path: data/agent.sqlite}
+                            status: {socket: agent.sock}
+                            """,
+                        baseDirectory: directory.path
+                    ),
+                    logger: quietLogger
+                )
+                let control = parts.control
+                #expect(try await control.taxi(.available).taxi == .available)
+                // The taxi's report, as the readings lane sends it: its heartbeat and a fix in the zone.
+                var sequence: Int64 = 0
+                func report() async throws -> RideNotice? {
+                    sequence += 1
+                    let reading = WireReading(
+                        sequence: sequence,
+                        timestamp: ReadingTimestamp(
+                            monotonicNanoseconds: UInt64(sequence) * 1_000_000_000,
+                            bootID: "boot",
+                            wallClockMilliseconds: nil,
+                            wallClockTrusted: false
+                        ),
+                        payload: .position(PositionFix(mode: .threeDimensional, latitude: 45.005, longitude: 7.005))
+                    )
+                    let batch = SyncBatch(deviceID: "cab-1", batchSequence: sequence, heartbeat: parts.heartbeat.heartbeat(), readings: [reading])
+                    let (status, body) = try await call("POST", "/v1/batches", token: credentials.token, json: try WireCodec.encode(batch))
+                    try #require(status == 200, "\(String(decoding: body, as: UTF8.self))")
+                    guard let ride = SyncOrders.inReply(Array(body))?.ride else { return nil }
+                    await control.rideNotice(ride)
+                    return ride
+                }
+                #expect(try await report() == nil)
+                #expect(try await control.ride(.offer) == nil)
+                let booked = try await call("POST", "/v1/fleet/rides", json: Data(#"{"zone_id":"\#(zoneID)","pickup":"Via Po 1"}"#.utf8))
+                #expect(booked.0 == 201)
+                let offer = try #require(try await report())
+                #expect(offer.stage == .offered && offer.pickup == "Via Po 1")
+                #expect(await control.status().feedback == .rideOffer)
+                let shown = try #require(try await control.ride(.offer))
+                #expect(shown.offerID == offer.offerID && (1...12_000).contains(shown.answerWithinMilliseconds ?? 0))
 
-        #expect(try await control.ride(.accept)?.stage == .accepted)
-        #expect(await control.status().feedback == .idle)
-        #expect(parts.heartbeat.heartbeat().taxiState == .onRide)
-        // A stray refusal of the accepted offer: the server's reason, and the ride stays.
-        let stray = await #expect(throws: AgentControlError.self) { try await control.ride(.refuse) }
-        #expect(stray?.code == .refused && stray?.message.hasPrefix("offer_closed") == true, "\(String(describing: stray))")
-        #expect(try await control.ride(.offer)?.stage == .accepted)
-        #expect(try await report()?.stage == .accepted)
-        #expect(try await control.ride(.pickup)?.stage == .onRide)
-        #expect(try await control.ride(.complete) == nil)
-        #expect(parts.heartbeat.heartbeat().taxiState == .available)
-        let rides = try await call("GET", "/v1/fleet/rides")
-        let list = try #require((try JSONSerialization.jsonObject(with: rides.1) as? [String: Any])?["rides"] as? [[String: Any]])
-        #expect(list.first?["state"] as? String == "completed" && list.first?["device_id"] as? String == "cab-1")
-        // Nothing left to answer: refused here, before the network.
-        await #expect(throws: AgentControlError.self) { try await control.ride(.accept) }
-        parts.control.pipeline.store.close()
+                #expect(try await control.ride(.accept)?.stage == .accepted)
+                #expect(await control.status().feedback == .idle)
+                #expect(parts.heartbeat.heartbeat().taxiState == .onRide)
+                // A stray refusal of the accepted offer: the server's reason, and the ride stays.
+                let stray = await #expect(throws: AgentControlError.self) { try await control.ride(.refuse) }
+                #expect(stray?.code == .refused && stray?.message.hasPrefix("offer_closed") == true, "\(String(describing: stray))")
+                #expect(try await control.ride(.offer)?.stage == .accepted)
+                #expect(try await report()?.stage == .accepted)
+                #expect(try await control.ride(.pickup)?.stage == .onRide)
+                #expect(try await control.ride(.complete) == nil)
+                #expect(parts.heartbeat.heartbeat().taxiState == .available)
+                let rides = try await call("GET", "/v1/fleet/rides")
+                let list = try #require((try JSONSerialization.jsonObject(with: rides.1) as? [String: Any])?["rides"] as? [[String: Any]])
+                #expect(list.first?["state"] as? String == "completed" && list.first?["device_id"] as? String == "cab-1")
+                // Nothing left to answer: refused here, before the network.
+                await #expect(throws: AgentControlError.self) { try await control.ride(.accept) }
+                parts.control.pipeline.store.close()
+            }
+        )
     }
 }

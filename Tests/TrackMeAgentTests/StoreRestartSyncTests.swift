@@ -2,6 +2,8 @@ import EdgeBenchmarks
 import EdgeStore
 import EdgeSync
 import Foundation
+import Logging
+import ServerTestSupport
 import Testing
 import TrackMeCore
 import TrackMeServer
@@ -11,20 +13,19 @@ import TrackMeServer
 @Suite("Store restart and sync", .serialized)
 struct StoreRestartSyncTests {
     final class Rig {
-        let server: TrackMeServer
-        let task: Task<Void, any Error>
-        let port: Int
+        let running: InProcessServer
         let token: String
+        var server: TrackMeServer { running.server }
+        var port: Int { running.port }
 
-        init(directory: String) async throws {
-            server = try await TrackMeServer(
-                configuration: ServerConfiguration(host: "127.0.0.1", port: 0, storage: .sqlite(path: directory + "/server.sqlite"), adminToken: "a"),
-                logger: quietLogger
-            )
-            let server = self.server
-            task = Task { try await server.run() }
-            port = try await server.boundPort()
-            token = try await server.enrolDevice(deviceID: "pi-wipe", person: PersonProfile(name: "Ada", age: 70)).token
+        init() async throws {
+            running = try await InProcessServer.start(logLevel: .critical)
+            do {
+                token = try await running.server.enrolDevice(deviceID: "pi-wipe", person: PersonProfile(name: "Ada", age: 70)).token
+            } catch {
+                await running.stop()
+                throw error
+            }
         }
 
         func engine(_ store: ReadingStore) throws -> SyncEngine {
@@ -39,8 +40,7 @@ struct StoreRestartSyncTests {
         }
 
         func stop() async {
-            task.cancel()
-            _ = await task.result
+            await running.stop()
         }
     }
 
@@ -54,7 +54,7 @@ struct StoreRestartSyncTests {
     @Test("a wiped store numbering from 1 again: the server refuses with 409, the agent re-bases, every reading arrives once")
     func wipedStore() async throws {
         let directory = try TemporaryDirectory()
-        let rig = try await Rig(directory: directory.path)
+        let rig = try await Rig()
         let storePath = directory.file("data/store.sqlite")
         try FileManager.default.createDirectory(atPath: directory.file("data"), withIntermediateDirectories: true)
         do {
@@ -87,7 +87,7 @@ struct StoreRestartSyncTests {
     @Test("while the disk is full the heartbeat still reaches the server, saying what is wrong")
     func heartbeatOnFullDisk() async throws {
         let directory = try TemporaryDirectory()
-        let rig = try await Rig(directory: directory.path)
+        let rig = try await Rig()
         let store = try ReadingStore(configuration: StoreConfiguration(path: directory.file("store.sqlite")), logger: quietLogger)
         try store.append(Self.readings(0..<4))
         try store.simulate(.diskFull)

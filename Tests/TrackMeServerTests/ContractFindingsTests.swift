@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// What schemathesis (`make api-check`) found against the API document, kept as tests.
-@Suite("Found by the API contract check", .timeLimit(.minutes(2)))
+@Suite("Found by the API contract check", .timeLimit(.minutes(10)))
 struct ContractFindingsTests {
     /// Enrolment's heart rates become the person's first care settings, so they meet the bounds a
     /// later change of those settings must meet (schemathesis enrolled a minimum of -16322 bpm).

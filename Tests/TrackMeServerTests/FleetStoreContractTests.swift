@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Testing
 import TrackMeCore
 
@@ -11,28 +10,11 @@ import TrackMeCore
 struct FleetStoreContractTests {
     static let start: Int64 = 1_795_000_000_000
 
-    /// A freshly migrated database of `backend`, the hall's store and the fleet's over it, one
-    /// zone (`z1`) and two taxis queued in it (`taxi-a` first, then `taxi-b`) and one not queued.
+    /// A freshly migrated database of `backend` (the one intake's contract opens), the fleet's
+    /// store over it, one zone (`z1`) and two taxis queued in it (`taxi-a` first, then `taxi-b`)
+    /// and one not queued.
     static func withStores(_ backend: Backend, _ body: (any ServerStore, any FleetStore) async throws -> Void) async throws {
-        let location: StorageLocation
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-contract-\(UUID().uuidString)")
-        switch backend {
-        case .sqlite:
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            location = .sqlite(path: directory.appendingPathComponent("server.sqlite").path)
-        case .postgres:
-            #if PostgreSQL
-            location = .postgres(url: try await PostgresFixture.shared.createDatabase())
-            #else
-            Issue.record("PostgreSQL needs the PostgreSQL trait")
-            return
-            #endif
-        }
-        var logger = Logger(label: "test.fleet-contract")
-        logger.logLevel = .warning
-        let hall = try await TrackMeServer.openStore(location, logger: logger)
-        do {
-            try await hall.migrate()
+        try await IngestStoreContractTests.withStores(backend) { hall, _ in
             let fleet = try TrackMeServer.fleetStore(hall)
             try await fleet.insertZone(
                 FleetZone(id: "z1", name: "Centre", polygon: [[45, 7], [45, 7.01], [45.01, 7.01]], createdMilliseconds: start)
@@ -41,13 +23,7 @@ struct FleetStoreContractTests {
             try await hall.saveFleetTaxi(taxi("taxi-b", queued: start + 2))
             try await hall.saveFleetTaxi(taxi("taxi-c", queued: nil, state: "unavailable"))
             try await body(hall, fleet)
-        } catch {
-            try? await hall.close()
-            try? FileManager.default.removeItem(at: directory)
-            throw error
         }
-        try await hall.close()
-        try? FileManager.default.removeItem(at: directory)
     }
 
     static func taxi(_ id: String, queued: Int64?, state: String = "available") -> FleetTaxi {

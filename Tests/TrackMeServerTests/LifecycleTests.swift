@@ -6,7 +6,7 @@ import Testing
 
 @Suite("Lifecycle and configuration")
 struct LifecycleTests {
-    @Test("a graceful shutdown ends open feed streams instead of waiting for them", .timeLimit(.minutes(2)), arguments: Backend.enabled)
+    @Test("a graceful shutdown ends open feed streams instead of waiting for them", .timeLimit(.minutes(10)), arguments: Backend.enabled)
     func shutdownWithOpenStream(backend: Backend) async throws {
         let s = try await TestServer.start(backend)
         let dispatcher = try await s.dispatcher()

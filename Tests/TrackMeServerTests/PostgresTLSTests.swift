@@ -70,7 +70,7 @@ enum PostgresTLSCleanup {
     }
 }
 
-@Suite("PostgreSQL over TLS", .timeLimit(.minutes(5)))
+@Suite("PostgreSQL over TLS", .timeLimit(.minutes(10)))
 struct PostgresTLSTests {
     @Test("sslmode=verify-full with the server's CA: the store works, and the session is encrypted")
     func verifyFull() async throws {

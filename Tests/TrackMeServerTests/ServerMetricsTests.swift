@@ -8,7 +8,7 @@ import TrackMeCore
 /// The server's metrics go through swift-metrics into a swift-prometheus registry of each
 /// server's own: the names, types and help dashboards rely on, the values MetricsTestKit sees,
 /// and two servers in one process that do not share a count.
-@Suite("Server metrics", .timeLimit(.minutes(2)))
+@Suite("Server metrics", .timeLimit(.minutes(10)))
 struct ServerMetricsTests {
     /// The names dashboards query, each with its type. Written out, not taken from
     /// `ServerMetrics.Name`, so that renaming a case there fails here.

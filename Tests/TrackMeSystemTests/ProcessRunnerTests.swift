@@ -8,7 +8,7 @@ import TrackMeSystem
 import Glibc
 #endif
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct ProcessRunnerTests {
     private func shell(
         _ script: String,
