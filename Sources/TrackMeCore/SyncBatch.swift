@@ -100,6 +100,9 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// Care settings the device's own configuration overrides (`sos:` in its file), as
     /// `rule.field` names (`heart_rate_low.threshold_bpm`); absent when none conflicts.
     public var careConflicts: [String]?
+    /// The device's own value of each conflicting threshold, the one in force, under the names
+    /// of `careConflicts` (`heart_rate_low.threshold_bpm`: 45); absent when no threshold conflicts.
+    public var careOverrides: [String: Int]?
     /// The wearable's own battery, 0...100 (`power_supply`); absent when the board reports none.
     public var deviceBatteryPercent: Int?
     /// `battery`, `charging`, `full` or `mains` (`DevicePower.Source`); absent when the board
@@ -145,6 +148,7 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case run
         case careVersion = "care_version"
         case careConflicts = "care_conflicts"
+        case careOverrides = "care_overrides"
         case deviceBatteryPercent = "device_battery_pct"
         case devicePower = "device_power"
         case devicePowerLevel = "device_power_level"

@@ -46,7 +46,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Keep the server up this many seconds for the dispatcher console: prints its URL and a sign-in, waits for a console to connect, then runs."
+            "Keep the server up this many seconds to watch the run: prints the page's URL and a sign-in; a single device's run waits for a console to connect, a crowd's (race, fleet) goes at real time at once."
     )
     var serve: Int?
 
@@ -110,9 +110,25 @@ struct RunCommand: AsyncParsableCommand {
         let loaded = try CrowdScenario.load(from: url)
         var logger = Logger(label: "trackme.sim")
         logger.logLevel = verbose ? .info : .critical
-        let outcome = try await CrowdRunner(
-            options: CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
-        ).run(loaded)
+        if fast || field { throw ValidationError("a crowd scenario runs its devices over loopback: leave out --fast and --field") }
+        var options = CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
+        options.port = port
+        if let serve {
+            guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }
+            options.serve = ScenarioRunner.Serve(seconds: serve) { url, username, password in
+                // Written at once (not buffered): whoever reads the output needs it now.
+                FileHandle.standardOutput.write(
+                    Data(
+                        """
+                        page:     \(url)  (sign in as \(username), password \(password))
+                                  the run goes at real time from now; the server stays up for \(serve) s
+
+                        """.utf8
+                    )
+                )
+            }
+        }
+        let outcome = try await CrowdRunner(options: options).run(loaded)
         print("\(loaded.name): \(outcome.passed ? "PASSED" : "FAILED")")
         for line in outcome.lines { print("  " + line) }
         if !outcome.passed { throw ExitCode(1) }

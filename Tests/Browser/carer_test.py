@@ -26,21 +26,6 @@ class CarerTest(PeopleTest):
     def shot(self, browser, name):
         browser.screenshot(os.path.join(self.out, f"carer-{name}.png"))
 
-    @staticmethod
-    def report(device, care_version, conflicts):
-        """A batch whose heartbeat says which care settings the device runs, as the agent sends it."""
-        device.batch_seq += 1
-        heartbeat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, "care_version": care_version}
-        if conflicts:
-            heartbeat["care_conflicts"] = conflicts
-        body = {
-            "version": 1, "device_id": device.id, "batch_seq": device.batch_seq, "idempotency_key": f"{device.id}:{device.batch_seq}",
-            "dropped_by_budget": 0, "heartbeat": heartbeat, "readings": [],
-        }
-        status, ack = http(device.server.base, "POST", "/v1/batches", body, token=device.token, headers={"Idempotency-Key": body["idempotency_key"]})
-        assert status == 200, (status, ack)
-        return ack
-
     def fetch_status(self, browser, method, path):
         return browser.async_script(
             "const done = arguments[arguments.length - 1];"
@@ -89,15 +74,15 @@ class CarerTest(PeopleTest):
         self.check("the wearer sets a threshold, a rule switch and a contact through the form; the page shows version 1 on the server, not yet on the device", wearer_sets_threshold)
 
         def device_reports_conflict():
-            ack = self.report(device, None, None)
+            ack = device.care_report(None)
             assert ack["orders"]["care_settings"]["version"] == 1 and ack["orders"]["care_settings"]["min_hr"] == 45, ack
-            self.report(device, 1, ["heart_rate_low.threshold_bpm"])
+            device.care_report(1, ["heart_rate_low.threshold_bpm"], {"heart_rate_low.threshold_bpm": 40})
             self.tab(browser, "wearer-data")
             self.tab(browser, "wearer-care")
             wait_for(lambda: "runs version 1" in browser.find(FORM + " .care-device-version").text, what="the device's version")
             conflict = wait_for(lambda: next(iter(browser.find_all(FORM + " .care-conflict")), None), what="the conflict")
             assert conflict.displayed()
-            assert "the low heart-rate limit" in conflict.text, conflict.text
+            assert "the low heart-rate limit: 40 bpm on the device" in conflict.text, conflict.text
             assert conflict.attribute("data-fields") == "heart_rate_low.threshold_bpm"
             assert browser.find(FORM + " .care-contacts").property("value") == "Yorick <b>Q</b>; son; +44 7700 900123"
             self.shot(browser, "02-device-conflict")
@@ -131,6 +116,9 @@ class CarerTest(PeopleTest):
             wait_for(lambda: browser.find(form_css + " .care-message").text.startswith("Saved version 2"), what="saved version 2")
             assert "set by " + HOSTILE_CARER in browser.find(form_css + " .care-server-version").text
             assert "takes version 2" in browser.find(form_css + " .care-device-version").text
+            # The person's chart draws the limit in force on the device, the device's own.
+            label = browser.find("#carer-hr-chart text.limit-label-low").text
+            assert label == "low limit 40 bpm (the device's own, in force)", label
             assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/export?format=csv") == 403
             assert self.fetch_status(browser, "POST", "/v1/devices/pi-0001/erase") == 403
             assert self.pwned(browser) is None
@@ -138,6 +126,25 @@ class CarerTest(PeopleTest):
             status, view = http(server.base, "GET", "/v1/devices/pi-0001/care-settings", token=ADMIN)
             assert view["settings"]["max_hr"] == 150 and view["settings"]["min_hr"] == 45, view
         self.check("the carer signs in, sees the person and changes a threshold; no download, no erasure", carer_changes_threshold)
+
+        def device_version_refreshes():
+            # A short poll (the page's default is 15 s); the device takes version 2 meanwhile and
+            # the carer's page says so without a reload.
+            browser.get(server.base + "/people?care_poll_ms=300")
+            row = wait_for(lambda: next(iter(browser.find_all("#cared-for tr[data-person]")), None), what="the person cared for")
+            row.find('button[data-action="open-person"]').click()
+            form_css = "#carer-care-forms " + FORM
+            wait_for(lambda: "takes version 2" in browser.find(form_css + " .care-device-version").text, what="version 2 pending")
+            browser.script("window.__samePage = 1")
+            device.care_report(2, ["heart_rate_low.threshold_bpm"], {"heart_rate_low.threshold_bpm": 40})
+            wait_for(lambda: "runs version 2" in browser.find(form_css + " .care-device-version").text, what="the device's new version, by itself")
+            line = browser.find(form_css + " .care-device-version")
+            assert "care-current" in line.attribute("class") and line.attribute("role") == "status", line.attribute("class")
+            assert browser.script("return window.__samePage === undefined ? null : window.__samePage") == 1, "the page was reloaded"
+            assert "the low heart-rate limit: 40 bpm on the device" in browser.find(form_css + " .care-conflict").text
+            assert "learns it at its next sync" not in browser.find("#carer-care-forms .automated-sos").text
+            self.shot(browser, "04b-device-version-refreshed")
+        self.check("the carer's page shows the device taking the new version by itself, with no reload", device_version_refreshes)
         self.look(browser, "people-carer", "the carer's people and a person's page")
 
         def wearer_sees_log_and_removes():

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import ADMIN, Device, Server, http  # noqa: E402
+from console_test import ADMIN, Device, Server, TileServer, http  # noqa: E402
 from webdriver import CheckRun, Chromium, wait_for  # noqa: E402
 
 HOSTILE_ORG = '<img src=x onerror="window.__pwned=1">Acme <b>Research</b>'
@@ -41,6 +41,23 @@ class WearerDevice(Device):
         }
         status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
         assert status == 200, (status, ack)
+
+    def care_report(self, care_version, conflicts=None, overrides=None):
+        """A batch whose heartbeat says which care settings the device runs, and what its own
+        configuration overrides with which value, as the agent sends it."""
+        self.batch_seq += 1
+        heartbeat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, "care_version": care_version}
+        if conflicts:
+            heartbeat["care_conflicts"] = conflicts
+        if overrides:
+            heartbeat["care_overrides"] = overrides
+        body = {
+            "version": 1, "device_id": self.id, "batch_seq": self.batch_seq, "idempotency_key": f"{self.id}:{self.batch_seq}",
+            "dropped_by_budget": 0, "heartbeat": heartbeat, "readings": [],
+        }
+        status, ack = http(self.server.base, "POST", "/v1/batches", body, token=self.token, headers={"Idempotency-Key": body["idempotency_key"]})
+        assert status == 200, (status, ack)
+        return ack
 
 
 class PeopleTest(CheckRun):
@@ -79,7 +96,47 @@ class PeopleTest(CheckRun):
         finally:
             browser.quit()
             server.stop()
+        self.tiled()
         return self.summary(self.out)
+
+    def tiled(self):
+        """With map tiles (`--tile-url`): the wearer's track on a Leaflet map, Leaflet being the
+        copy the server serves from Debian's libjs-leaflet."""
+        if type(self) is not PeopleTest:
+            return
+        tiles = TileServer()
+        server = Server(self.binary, self.workdir, "--tile-url", tiles.url)
+        browser = Chromium()
+        try:
+            status, ada = http(server.base, "POST", "/v1/accounts",
+                               {"username": "ada", "password": PASSWORD, "display_name": "Ada Lovelace", "role": "wearer"}, token=ADMIN)
+            assert status == 201, (status, ada)
+            device = WearerDevice(server, "pi-0001", {"name": "Ada Lovelace", "age": 70})
+            status, body = http(server.base, "POST", f"/v1/people/{ada['id']}/devices", {"device_id": "pi-0001"}, token=ADMIN)
+            assert status == 201, (status, body)
+            device.readings([("hr", 64), ("fix", (45.4642, 9.19)), ("fix", (45.4650, 9.1910)), ("fix", (45.4661, 9.1925))])
+
+            def track_on_tiles():
+                self.sign_in(browser, server.base, "ada")
+                wait_for(lambda: browser.find("#pos-summary").text.startswith("3 positions from "), what="the positions")
+                wait_for(lambda: browser.find("#pos-map").displayed(), what="the map")
+                assert not browser.find("#pos-box").displayed(), "the grid is not drawn under a map"
+                wait_for(lambda: browser.script(
+                    "return Array.from(document.querySelectorAll('#pos-map img.leaflet-tile')).filter((i) => i.complete && i.naturalWidth > 0).length") > 0,
+                    what="map tiles from --tile-url under the track")
+                assert tiles.requests, "no tile was asked for"
+                assert browser.find_all("#pos-map path.track-line"), "no track on the map"
+                assert browser.find_all("#pos-map path.track-last") and browser.find_all("#pos-map path.track-start")
+                scripts = browser.script("return Array.from(document.scripts).map((s) => s.src)")
+                assert any(src.endswith("/assets/leaflet/leaflet.js") for src in scripts), scripts
+                assert "mlat=45.46610" in browser.find("#pos-open").attribute("href")
+                self.shot(browser, "05-track-on-tiles")
+            self.check("with --tile-url the wearer's track is on a Leaflet map (the server's Leaflet), with an 'Open in maps' link", track_on_tiles)
+            self.look(browser, "people-wearer-map", "the wearer's track on map tiles")
+        finally:
+            browser.quit()
+            server.stop()
+            tiles.close()
 
     def flow(self, server, browser):
         status, ada = http(server.base, "POST", "/v1/accounts",
@@ -107,7 +164,12 @@ class PeopleTest(CheckRun):
             wait_for(lambda: browser.find("#hr-summary").text.startswith("4 readings"), what="the heart-rate summary")
             wait_for(lambda: browser.find("#pos-summary").text.startswith("2 positions from "), what="the positions")
             assert len(browser.find_all("#pos-chart polyline.track")) == 1 and browser.find("#pos-chart text.north-label").text == "N"
-            assert "mlat=45.465000" in browser.find("#pos-open").attribute("href")
+            # Without tiles: the track on the scaled grid, and the last position in OpenStreetMap
+            # as the console's card links it.
+            assert not browser.find("#pos-map").displayed()
+            assert len(browser.find_all("#pos-chart line.scale-bar")) == 1 and browser.find("#pos-chart path.north")
+            assert "mlat=45.46500&mlon=9.19100" in browser.find("#pos-open").attribute("href"), browser.find("#pos-open").attribute("href")
+            assert browser.find("#pos-open").text == "Open in maps"
             assert len(browser.find_all("#hr-chart path.data")) == 1
             rows = browser.find_all("#stats tr")
             assert len(rows) == 2, [r.text for r in rows]
@@ -149,6 +211,36 @@ class PeopleTest(CheckRun):
             assert chart.attribute("role") == "img" and browser.find("#hr-summary").text in browser.script(
                 "const c = document.getElementById('hr-chart'); return c.getAttribute('aria-labelledby').split(' ').map((id) => document.getElementById(id).textContent).join(' ')")
         self.check("the wearer's heart-rate chart: time and bpm axes labelled, the limits drawn, the alert marked", chart_reads)
+
+        def limits_in_force():
+            # Care settings say 50 bpm low; the device's own configuration overrides it with 45:
+            # the chart draws 45 as the limit in force and 50 as not in force, and says so.
+            # Set by Ada herself (an admin's change would be a row in her access log).
+            status = browser.async_script(
+                "const done = arguments[arguments.length - 1];"
+                "fetch('/v1/session', {credentials: 'same-origin'}).then((r) => r.json()).then((session) => fetch('/v1/devices/pi-0001/care-settings', {"
+                "method: 'PUT', credentials: 'same-origin', headers: {'Content-Type': 'application/json', 'X-CSRF-Token': session.csrf_token},"
+                "body: JSON.stringify({min_hr: 50, max_hr: 150})})).then((r) => done(r.status), (e) => done('error ' + e));")
+            assert status == 200, status
+            device.care_report(None)
+            device.care_report(1, ["heart_rate_low.threshold_bpm"], {"heart_rate_low.threshold_bpm": 45})
+            browser.find("#span-show").click()
+            chart = browser.find("#hr-chart")
+            wait_for(lambda: "(the device's own" in chart.find("text.limit-label-low").text, what="the device's limit on the chart")
+            assert chart.find("text.limit-label-low").text == "low limit 45 bpm (the device's own, in force)", chart.find("text.limit-label-low").text
+            assert chart.find("text.limit-label-high").text == "high limit 150 bpm"
+            assert chart.find("text.limit-label-overridden-low").text == "set here 50 bpm, not in force"
+            assert not chart.find_all("line.limit-overridden-high")
+            y_of = {t.text: float(t.attribute("y")) - 4 for t in chart.find_all("text.y-tick")}
+            values = sorted(int(v) for v in y_of)
+            per_bpm = (y_of[str(values[0])] - y_of[str(values[-1])]) / (values[-1] - values[0])
+            for css, bpm in (("line.limit-low", 45), ("line.limit-overridden-low", 50)):
+                expected = y_of[str(values[0])] - (bpm - values[0]) * per_bpm
+                assert abs(float(chart.find(css).attribute("y1")) - expected) < 1.5, (css, chart.find(css).attribute("y1"), expected)
+            summary = browser.find("#hr-summary").text
+            assert "limits 45 (the device's own, in force over 50 set here) to 150 bpm" in summary, summary
+            self.shot(browser, "01b-limits-in-force")
+        self.check("the chart's limits are those in force on the device: its own override drawn and named, the one set here marked not in force", limits_in_force)
         self.look(browser, "people-wearer-data", "the wearer's data")
 
         def downloads():

@@ -64,6 +64,9 @@ struct CareSettingsTests {
         #expect(resolution.settings.contactLost.enabled)
         #expect(!resolution.settings.strapSilent.enabled)
         #expect(resolution.conflicts == ["contact_lost.enabled", "heart_rate_low.threshold_bpm"])
+        // The value in force travels with the conflict, for the server's pages to draw.
+        #expect(resolution.overrides == ["heart_rate_low.threshold_bpm": 45])
+        #expect(resolution.status.overrides == ["heart_rate_low.threshold_bpm": 45])
         #expect(!Self.raisesLowAlert(resolution))
         let agreeing = CareSettingsResolution(
             configured: Self.person,
@@ -71,6 +74,7 @@ struct CareSettingsTests {
             server: server
         )
         #expect(agreeing.conflicts.isEmpty)
+        #expect(agreeing.overrides.isEmpty)
         var status = AgentStatus(deviceID: "pi-0001", uptimeSeconds: 1)
         status.care = resolution.status
         let text = StatusReport.render(status)

@@ -79,10 +79,23 @@ struct CarerTests {
             var report = Sample.batch("pi-ada", seq: 3, readings: [])
             report.heartbeat?.careVersion = 1
             report.heartbeat?.careConflicts = ["heart_rate_low.threshold_bpm"]
+            report.heartbeat?.careOverrides = ["heart_rate_low.threshold_bpm": 40]
             #expect(try await s.send(report, token: adaDevice).status == 200)
             let view = try await s.page("GET", "/v1/devices/pi-ada/care-settings", cara)
             #expect(view.object["device_version"] as? Int == 1)
             #expect(view.object["device_conflicts"] as? [String] == ["heart_rate_low.threshold_bpm"])
+            // The threshold in force on the device, for the pages to draw.
+            #expect(view.object["device_overrides"] as? [String: Int] == ["heart_rate_low.threshold_bpm": 40])
+            // The versions alone, which the page polls: nothing of the settings' values, and not a
+            // read of them, so not logged; refused to whoever may not read the settings.
+            let logged = try await Self.entries(s, adaSession).count
+            let versions = try await s.page("GET", "/v1/devices/pi-ada/care-version", cara)
+            #expect(versions.status == 200, "\(versions.text)")
+            #expect(versions.object["settings_version"] as? Int == 1 && versions.object["device_version"] as? Int == 1)
+            #expect(versions.object["device_conflicts"] as? [String] == ["heart_rate_low.threshold_bpm"])
+            #expect(versions.object["settings"] == nil && versions.object["device_overrides"] == nil)
+            #expect(try await Self.entries(s, adaSession).count == logged)
+            #expect(try await s.page("GET", "/v1/devices/pi-ada/care-version", carl).status == 403)
             #expect(view.object["updated_by_name"] as? String == "Cara Carer")
             // Ada's data, in her grants; her profile with the device.
             #expect(try await s.heartRates("/v1/people/\(ada)/heart-rate?from=\(Self.t0)", cara) == [61])

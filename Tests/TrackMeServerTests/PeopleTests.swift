@@ -247,6 +247,57 @@ struct PeopleTests {
         }
     }
 
+    @Test(
+        "a download (JSON, CSV, GPX) that returns none of the person's data leaves no access-log row; one that returns some leaves one",
+        arguments: Backend.enabled
+    )
+    func emptyDownloadsAreNotLogged(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let (ada, device) = try await s.wearer("ada", device: "pi-0001")
+            let acme = try await s.organisation("acme", name: "Acme Research")
+            let ask: [String: Any] = ["person": "ada", "kinds": ["heart_rate", "position"], "days": 2, "purpose": "sleep study"]
+            let requestID = try #require(try await s.page("POST", "/v1/access-requests", acme, json: ask).object["id"] as? String)
+            let person = try await s.signIn("ada")
+            #expect(try await s.page("POST", "/v1/access-requests/\(requestID)/approve", person).status == 200)
+            let downloads = ["export?format=json", "export?format=csv", "track.gpx"]
+
+            // Nothing recorded yet: every download answers, empty, and none is a read of her data.
+            s.at(10_000)
+            for path in downloads {
+                let empty = try await s.page("GET", "/v1/people/\(ada)/\(path)", acme)
+                #expect(empty.status == 200, "\(path): \(empty.text)")
+            }
+            #expect(try await CarerTests.entries(s, person).isEmpty)
+
+            // Heart rate only: the JSON and CSV downloads hold it and are logged; the GPX track has no position and is not.
+            #expect(
+                try await s.send(
+                    Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 61, wall: Self.t0 + 15_000)]),
+                    token: device
+                )
+                .status == 200
+            )
+            s.at(20_000)
+            for path in downloads { #expect(try await s.page("GET", "/v1/people/\(ada)/\(path)", acme).status == 200) }
+            var whats = try await CarerTests.entries(s, person).compactMap {
+                ($0["what"] as? String)?.split(separator: " ").prefix(2).joined(separator: " ")
+            }
+            #expect(whats.sorted() == ["export csv", "export json"], "\(whats)")
+
+            // A position: now the track is a read too.
+            #expect(
+                try await s.send(Sample.batch("pi-0001", seq: 2, readings: [Sample.fix(seq: 2, wall: Self.t0 + 21_000)]), token: device).status == 200
+            )
+            s.at(30_000)
+            let track = try await s.page("GET", "/v1/people/\(ada)/track.gpx", acme)
+            #expect(track.status == 200 && track.text.contains("<trkpt"), "\(track.text)")
+            whats = try await CarerTests.entries(s, person).compactMap {
+                ($0["what"] as? String)?.split(separator: " ").prefix(2).joined(separator: " ")
+            }
+            #expect(whats.sorted() == ["export csv", "export json", "track gpx"], "\(whats)")
+        }
+    }
+
     @Test("a third party subscribes to new data over SSE; the stream ends when the person revokes", arguments: Backend.enabled)
     func subscription(backend: Backend) async throws {
         try await TestServer.with(backend) { s in

@@ -67,26 +67,36 @@ public struct CareStatus: Hashable, Sendable, Codable {
     /// The server's care settings version applied; nil: the configuration file's values alone.
     public var version: Int64?
     public var conflicts: [String]
+    /// The local override's value of each conflicting threshold (in force), by the names in
+    /// `conflicts`.
+    public var overrides: [String: Int]
     /// Whether AutomatedSOS is active for the person and who provides it, as the server's care
     /// settings say (on, by the operator, when they say nothing).
     public var automatedSOS: AutomatedSOSService
 
-    public init(version: Int64?, conflicts: [String], automatedSOS: AutomatedSOSService = AutomatedSOSService()) {
+    public init(
+        version: Int64?,
+        conflicts: [String],
+        overrides: [String: Int] = [:],
+        automatedSOS: AutomatedSOSService = AutomatedSOSService()
+    ) {
         self.version = version
         self.conflicts = conflicts
+        self.overrides = overrides
         self.automatedSOS = automatedSOS
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, conflicts
+        case version, conflicts, overrides
         case automatedSOS = "automated_sos"
     }
 
-    /// `automated_sos` may be absent (a status from an older agent).
+    /// `automated_sos` and `overrides` may be absent (a status from an older agent).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         version = try c.decodeIfPresent(Int64.self, forKey: .version)
         conflicts = try c.decode([String].self, forKey: .conflicts)
+        overrides = try c.decodeIfPresent([String: Int].self, forKey: .overrides) ?? [:]
         automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS) ?? AutomatedSOSService()
     }
 }

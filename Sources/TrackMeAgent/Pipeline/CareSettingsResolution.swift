@@ -16,6 +16,9 @@ public struct CareSettingsResolution: Hashable, Sendable {
     /// The server's version in force; nil when none.
     public var version: Int64?
     public var conflicts: [String]
+    /// The local override's value of each conflicting threshold (the value in force), by the
+    /// names in `conflicts`.
+    public var overrides: [String: Int]
     /// The person's AutomatedSOS enrolment as the server's settings carry it.
     public var automatedSOS: AutomatedSOSService
 
@@ -24,6 +27,7 @@ public struct CareSettingsResolution: Hashable, Sendable {
     public init(configured person: PersonProfile, device: DeviceProfile = .wearer, overrides: SOSRuleOverrides, server: CareSettings?) {
         var (base, profile) = device.applied(to: SOSSettings(profile: server?.careProfile ?? .wearable), profile: person)
         var conflicts: [String] = []
+        var overrideValues: [String: Int] = [:]
         if let server {
             if let value = server.minimumHeartRate { profile.minimumHeartRate = value }
             if let value = server.maximumHeartRate { profile.maximumHeartRate = value }
@@ -39,9 +43,11 @@ public struct CareSettingsResolution: Hashable, Sendable {
             }
             if let local = overrides[.heartRateLow].thresholdBPM, let remote = server.minimumHeartRate, local != remote {
                 conflicts.append("heart_rate_low.threshold_bpm")
+                overrideValues["heart_rate_low.threshold_bpm"] = local
             }
             if let local = overrides[.heartRateHigh].thresholdBPM, let remote = server.maximumHeartRate, local != remote {
                 conflicts.append("heart_rate_high.threshold_bpm")
+                overrideValues["heart_rate_high.threshold_bpm"] = local
             }
         }
         let applied = overrides.applied(to: base, profile: profile)
@@ -49,8 +55,9 @@ public struct CareSettingsResolution: Hashable, Sendable {
         self.profile = applied.profile
         version = server?.version
         self.conflicts = conflicts.sorted()
+        self.overrides = overrideValues
         automatedSOS = server?.automatedSOS ?? AutomatedSOSService()
     }
 
-    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, automatedSOS: automatedSOS) }
+    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, overrides: overrides, automatedSOS: automatedSOS) }
 }

@@ -119,6 +119,7 @@ package final class HeartbeatState: Sendable {
             heartbeat.run = $0.run
             heartbeat.careVersion = $0.care.version
             heartbeat.careConflicts = $0.care.conflicts.isEmpty ? nil : $0.care.conflicts
+            heartbeat.careOverrides = $0.care.overrides.isEmpty ? nil : $0.care.overrides
             heartbeat.deviceBatteryPercent = $0.power?.percent
             heartbeat.devicePower = $0.power?.source
             heartbeat.devicePowerLevel = $0.powerLevel == .normal ? nil : $0.powerLevel

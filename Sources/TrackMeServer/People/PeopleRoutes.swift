@@ -210,7 +210,10 @@ struct PeopleRoutes: Sendable {
         return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
     }
 
-    /// The person's download, written as it is read (`PersonExport`); the read is logged first.
+    /// The person's download, written as it is read (`PersonExport`). Like every read, it is
+    /// logged only when it returns data: before the response when it holds alerts, otherwise
+    /// before the first reading leaves (`PersonExport.readLog`); a download of an empty span
+    /// leaves no row.
     func export(_ request: Request, id: String, format: PersonExport.Format) async throws -> Response {
         let (principal, person, allGrants) = try await open(request, id: id)
         // A carer downloads only when the person allowed it (`CarerLink.mayExport`).
@@ -219,13 +222,14 @@ struct PeopleRoutes: Sendable {
         let (from, to) = try span(request, defaultDays: 36_500)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
         let what = format == .gpx ? "track gpx" : "export \(format.rawValue)"
-        try await data.log(
-            principal,
-            subject: "person:\(person.account.id)",
-            grants: grants,
-            what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))"
-        )
-        return PersonExport(data: data, person: person, grants: grants, from: from, to: to, alerts: alerts).response(format)
+        let data = self.data
+        let subject = "person:\(person.account.id)"
+        let readLog = PersonExport.ReadLog {
+            try await data.log(principal, subject: subject, grants: grants, what: "\(what) \(Downloads.iso(from)) to \(Downloads.iso(to))")
+        }
+        // GPX carries positions only: alerts are not part of it.
+        if format != .gpx, !alerts.isEmpty { try await readLog.mark() }
+        return PersonExport(data: data, person: person, grants: grants, from: from, to: to, alerts: alerts, readLog: readLog).response(format)
     }
 
     func export(_ request: Request, id: String) async throws -> Response {

@@ -22,6 +22,22 @@ struct PersonExport: Sendable {
     let from: Int64?
     let to: Int64?
     let alerts: [PersonAlert]
+    /// Logs the download once, before the first of the person's data leaves.
+    let readLog: ReadLog
+
+    /// The download's row in the person's access log, written at most once, when the first of
+    /// their data is about to leave (only reads that returned data are logged).
+    actor ReadLog {
+        private var pending: (@Sendable () async throws -> Void)?
+
+        init(_ log: @escaping @Sendable () async throws -> Void) { pending = log }
+
+        func mark() async throws {
+            guard let log = pending else { return }
+            pending = nil
+            try await log()
+        }
+    }
 
     static let chunkBytes = 64 * 1024
     static let csvHeader =
@@ -66,9 +82,14 @@ struct PersonExport: Sendable {
     /// Heart rate page by page; each sample goes to `row` and into the day figures returned.
     private func heartRate(_ row: (HeartRateSample) async throws -> Void) async throws -> [DailyStatistics] {
         var days = DailyStatistics.Accumulator(limits: limits)
+        var logged = false
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
             for stored in page {
                 guard let sample = PersonData.heartRate(stored, deviceID: deviceID) else { continue }
+                if !logged {
+                    try await readLog.mark()
+                    logged = true
+                }
                 days.add(sample)
                 try await row(sample)
             }
@@ -77,9 +98,14 @@ struct PersonExport: Sendable {
     }
 
     private func positions(_ row: (PositionSample) async throws -> Void) async throws {
+        var logged = false
         try await data.forEachPage(person, kind: .position, from: from, to: to, grants: grants) { deviceID, page in
             for stored in page {
                 guard let sample = PersonData.position(stored, deviceID: deviceID) else { continue }
+                if !logged {
+                    try await readLog.mark()
+                    logged = true
+                }
                 try await row(sample)
             }
         }

@@ -212,8 +212,11 @@
     svg.replaceChildren();
     const from = opts.from, to = Math.max(opts.to, from + MINUTE);
     const limits = opts.limits || {};
-    const values = samples.map((s) => s.bpm).concat([limits.min, limits.max].filter((v) => typeof v === "number"));
-    const lo = Math.max(0, Math.floor((Math.min(...values, 60) - 10) / 10) * 10), hi = Math.ceil((Math.max(...values, 100) + 10) / 10) * 10;
+    const set = limits.set || {};
+    const values = samples.map((s) => s.bpm).concat([limits.min, limits.max, set.min, set.max].filter((v) => typeof v === "number"));
+    // Room beyond the outer lines for a label drawn on their far side (a device's own limit).
+    const pad = limits.onDevice && Object.keys(limits.onDevice).length ? 20 : 10;
+    const lo = Math.max(0, Math.floor((Math.min(...values, 60) - pad) / 10) * 10), hi = Math.ceil((Math.max(...values, 100) + pad) / 10) * 10;
     const x = (ms) => m.left + ((ms - from) / (to - from)) * (W - m.left - m.right);
     const y = (bpm) => H - m.bottom - ((bpm - lo) / (hi - lo)) * (H - m.top - m.bottom);
     const axes = svgEl("g", { class: "axes" });
@@ -233,11 +236,24 @@
     axes.append(svgEl("text", { x: (m.left + W - m.right) / 2, y: H - 6, "text-anchor": "middle", class: "axis-title x-title" }, "Time (" + zone + ")"));
     axes.append(svgEl("text", { x: 12, y: (m.top + H - m.bottom) / 2, transform: "rotate(-90 12 " + (m.top + H - m.bottom) / 2 + ")", "text-anchor": "middle", class: "axis-title y-title" }, "Heart rate (bpm)"));
     svg.append(axes);
-    for (const [value, name] of [[limits.min, "low"], [limits.max, "high"]]) {
+    // Where the device's own configuration overrides a limit, its value is the line in force and
+    // the value set here is drawn faintly as not in force.
+    for (const [key, name] of [["min", "low"], ["max", "high"]]) {
+      const value = limits[key];
       if (typeof value !== "number") continue;
-      svg.append(svgEl("line", { x1: m.left, y1: y(value), x2: W - m.right, y2: y(value), class: "limit limit-" + name }));
-      svg.append(svgEl("text", { x: W - m.right - 4, y: y(value) - 5, "text-anchor": "end", class: "limit-label limit-label-" + name },
-        (name === "low" ? "low limit " : "high limit ") + value + " bpm"));
+      const onDevice = limits.onDevice && limits.onDevice[key];
+      // Each label on the side of its line away from the other line.
+      let labelY = y(value) - 5;
+      if (onDevice && typeof set[key] === "number") {
+        const setAbove = set[key] > value;
+        if (setAbove) labelY = y(value) + 14;
+        svg.append(svgEl("line", { x1: m.left, y1: y(set[key]), x2: W - m.right, y2: y(set[key]), class: "limit-overridden limit-overridden-" + name }));
+        svg.append(svgEl("text", { x: m.left + 6, y: y(set[key]) + (setAbove ? -5 : 14), class: "limit-label-overridden limit-label-overridden-" + name },
+          "set here " + set[key] + " bpm, not in force"));
+      }
+      svg.append(svgEl("line", { x1: m.left, y1: y(value), x2: W - m.right, y2: y(value), class: "limit limit-" + name + (onDevice ? " limit-device" : "") }));
+      svg.append(svgEl("text", { x: W - m.right - 4, y: labelY, "text-anchor": "end", class: "limit-label limit-label-" + name },
+        (name === "low" ? "low limit " : "high limit ") + value + " bpm" + (onDevice ? " (the device's own, in force)" : "")));
     }
     let d = "", last = null;
     for (const s of samples) {
@@ -285,27 +301,94 @@
     svg.append(svgEl("text", { x: W - 16, y: 54, "text-anchor": "middle", class: "tick north-label" }, "N"));
   }
 
-  // The person's heart-rate limits in force: the care settings' when set, else the profile's.
+  // With map tiles configured (`--tile-url`, the console's settings) the track goes on a Leaflet
+  // map, Leaflet being Debian's copy this server serves; otherwise on the scaled grid above.
+  let leafletReady = null;
+  function leaflet() {
+    if (!leafletReady) {
+      leafletReady = (async () => {
+        let config;
+        try { config = await api("GET", "/v1/console/config"); } catch (e) { return null; }
+        if (!config.leaflet || !config.tile_url) return null;
+        if (!window.L) {
+          const css = el("link"); css.rel = "stylesheet"; css.href = "/assets/leaflet/leaflet.css"; document.head.append(css);
+          await new Promise((resolve) => {
+            const js = el("script"); js.src = "/assets/leaflet/leaflet.js";
+            js.addEventListener("load", resolve); js.addEventListener("error", resolve);
+            document.head.append(js);
+          });
+        }
+        return window.L ? config : null;
+      })();
+    }
+    return leafletReady;
+  }
+
+  let trackMapState = null;
+  function trackMap(config, positions) {
+    const L = window.L;
+    $("pos-box").hidden = true;
+    $("pos-map").hidden = false;
+    if (!trackMapState) {
+      const map = L.map($("pos-map"), { attributionControl: false });
+      L.tileLayer(config.tile_url, { maxZoom: 19 }).addTo(map);
+      L.control.scale().addTo(map);
+      trackMapState = { map, layer: L.layerGroup().addTo(map) };
+    }
+    const { map, layer } = trackMapState;
+    map.invalidateSize();
+    layer.clearLayers();
+    if (!positions.length) { map.setView([0, 0], 1); return; }
+    const points = positions.map((p) => [p.lat, p.lon]);
+    const line = L.polyline(points, { color: "#46a758", weight: 3, className: "track-line" }).addTo(layer);
+    L.circleMarker(points[0], { radius: 5, color: "#e8edf2", fill: false, className: "track-start" }).addTo(layer).bindTooltip("Start " + when(positions[0].at_ms));
+    L.circleMarker(points[points.length - 1], { radius: 6, color: "#ff6b6b", fillOpacity: 1, className: "track-last" }).addTo(layer)
+      .bindTooltip("Last " + when(positions[positions.length - 1].at_ms));
+    map.fitBounds(line.getBounds(), { maxZoom: 17, padding: [24, 24] });
+  }
+
+  // The position in OpenStreetMap, as the console's card links it.
+  const mapsLink = (lat, lon) => { const a = Number(lat).toFixed(5), o = Number(lon).toFixed(5); return "https://www.openstreetmap.org/?mlat=" + a + "&mlon=" + o + "#map=17/" + a + "/" + o; };
+
+  // The person's heart-rate limits in force on their device: the care settings' when set, else
+  // the profile's; where the device reports its own configuration overriding a threshold, the
+  // device's value (`onDevice`), with the one set here kept in `set`.
+  const OVERRIDES = { min: "heart_rate_low.threshold_bpm", max: "heart_rate_high.threshold_bpm" };
+  function inForce(limits, care) {
+    const s = (care && care.settings) || {};
+    if (typeof s.min_hr === "number") limits.min = s.min_hr;
+    if (typeof s.max_hr === "number") limits.max = s.max_hr;
+    limits.set = { min: limits.min, max: limits.max };
+    limits.onDevice = {};
+    const overrides = (care && care.device_overrides) || {};
+    for (const [key, field] of Object.entries(OVERRIDES)) {
+      if (typeof overrides[field] === "number") { limits[key] = overrides[field]; limits.onDevice[key] = true; }
+    }
+    return limits;
+  }
   async function limitsOf(personID) {
     const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
     const limits = { min: profile.limits ? profile.limits.min : null, max: profile.limits ? profile.limits.max : null };
+    let care = null;
     if (profile.devices.length) {
-      try {
-        const care = await api("GET", "/v1/devices/" + encodeURIComponent(profile.devices[0].device_id) + "/care-settings");
-        const s = care.settings || {};
-        if (typeof s.min_hr === "number") limits.min = s.min_hr;
-        if (typeof s.max_hr === "number") limits.max = s.max_hr;
-      } catch (e) { /* the profile's limits */ }
+      try { care = await api("GET", "/v1/devices/" + encodeURIComponent(profile.devices[0].device_id) + "/care-settings"); } catch (e) { /* the profile's limits */ }
     }
-    return limits;
+    return inForce(limits, care);
+  }
+  // "limits 50 to 120 bpm", saying which limit is the device's own.
+  function limitsText(limits) {
+    if (typeof limits.min !== "number" || typeof limits.max !== "number") return "";
+    const own = (key) => limits.onDevice && limits.onDevice[key]
+      ? " (the device's own, in force" + (typeof limits.set[key] === "number" ? " over " + limits.set[key] + " set here" : "") + ")" : "";
+    return "limits " + limits.min + own("min") + " to " + limits.max + own("max") + " bpm";
   }
 
   function hrSummary(samples, limits, alerts, truncated) {
     if (!samples.length) return "No heart-rate readings in this period.";
     const bpm = samples.map((s) => s.bpm);
-    return samples.length + " readings" + (truncated ? " (first part only)" : "") + " from " + when(samples[0].at_ms) + " to " + when(samples[samples.length - 1].at_ms)
+    return samples.length + (samples.length === 1 ? " reading" : " readings") + (truncated ? " (first part only)" : "") + " from " + when(samples[0].at_ms) + " to " + when(samples[samples.length - 1].at_ms)
       + ": lowest " + Math.min(...bpm) + ", highest " + Math.max(...bpm) + " bpm"
-      + (typeof limits.min === "number" && typeof limits.max === "number" ? "; your limits " + limits.min + " to " + limits.max + " bpm" : "")
+      + (limitsText(limits) ? "; " + limitsText(limits) : "")
       + (alerts.length ? "; " + alerts.length + " alert" + (alerts.length === 1 ? "" : "s") + " marked" : "") + ".";
   }
 
@@ -330,14 +413,16 @@
     $("pos-summary").textContent = positions.length
       ? positions.length + " positions from " + when(positions[0].at_ms) + " to " + when(positions[positions.length - 1].at_ms) + "; the start ringed, the last position filled."
       : "No position in this period.";
+    const tiles = await leaflet();
     charts.wearer = () => {
       heartChart($("hr-chart"), hr.heart_rate, { from, to, limits, alerts: inSpan });
-      trackChart($("pos-chart"), positions);
+      if (tiles) trackMap(tiles, positions); else trackChart($("pos-chart"), positions);
     };
     charts.wearer();
     const lastFix = positions[positions.length - 1];
     $("pos-open").hidden = !lastFix;
-    if (lastFix) $("pos-open").href = "https://www.openstreetmap.org/?mlat=" + lastFix.lat.toFixed(6) + "&mlon=" + lastFix.lon.toFixed(6) + "#map=16/" + lastFix.lat.toFixed(6) + "/" + lastFix.lon.toFixed(6);
+    $("pos-open-where").textContent = lastFix ? "the last position, " + lastFix.lat.toFixed(5) + ", " + lastFix.lon.toFixed(5) + " at " + when(lastFix.at_ms) : "";
+    if (lastFix) $("pos-open").href = mapsLink(lastFix.lat, lastFix.lon);
     table($("stats"), ["day", "readings", "lowest (bpm)", "mean (bpm)", "highest (bpm)", "resting (bpm)", "outside your limits"],
       stats.days.map((d) => [day(d.day_ms), d.readings, d.min, d.mean, d.max, d.resting_estimate, Math.round(d.seconds_out_of_range / 60) + " min"]));
     table($("alerts"), ["opened", "what", "state", "outcome", "closed"],
@@ -378,8 +463,9 @@
   const RULES = [["heart_rate_low", "Heart rate too low"], ["heart_rate_high", "Heart rate too high"], ["no_pulse", "No pulse"],
     ["lethal_rhythm", "Lethal rhythm (VF, VT)"], ["contact_lost", "Strap contact lost"], ["strap_silent", "Strap silent"], ["manual", "SOS button (always on)"]];
   const FIELDS = { "heart_rate_low.threshold_bpm": "the low heart-rate limit", "heart_rate_high.threshold_bpm": "the high heart-rate limit" };
-  function conflictText(field) {
-    if (FIELDS[field]) return FIELDS[field];
+  function conflictText(field, view) {
+    const own = view && view.device_overrides ? view.device_overrides[field] : undefined;
+    if (FIELDS[field]) return FIELDS[field] + (typeof own === "number" ? ": " + own + " bpm on the device" : "");
     const rule = RULES.find((r) => field === r[0] + ".enabled");
     return rule ? "whether \u201c" + rule[1] + "\u201d is on" : field;
   }
@@ -391,6 +477,51 @@
     await fillCare(box, deviceID, "");
   }
 
+  // What the device runs, kept on its box: the poll below compares the device's report with it.
+  function versionKey(settingsVersion, deviceVersion, conflicts) {
+    return [settingsVersion ?? "", deviceVersion ?? "", (conflicts || []).join(",")].join("|");
+  }
+  function runningText(settingsVersion, view) {
+    const reported = view.device_reported_ms ? " (reported " + when(view.device_reported_ms) + ")" : "";
+    if (view.device_version === null || view.device_version === undefined) {
+      return ["The device has not reported running any version from the server yet." + (settingsVersion ? " It takes version " + settingsVersion + " at its next sync." : ""),
+        settingsVersion ? "care-pending" : ""];
+    }
+    if (settingsVersion && view.device_version < settingsVersion) {
+      return ["The device runs version " + view.device_version + reported + "; it takes version " + settingsVersion + " at its next sync.", "care-pending"];
+    }
+    return ["The device runs version " + view.device_version + reported + ".", "care-current"];
+  }
+
+  // The device's report refreshes by itself: a light poll of the versions alone (not a read of
+  // the settings, so not logged); when they changed, the settings are read again, unless the
+  // form holds changes not yet saved: then only the version line changes. `?care_poll_ms=`
+  // shortens the period (the browser tests).
+  const carePollMs = Math.max(200, Number(new URLSearchParams(location.search).get("care_poll_ms")) || 15000);
+  async function pollCare() {
+    if (document.hidden) return;
+    for (const box of document.querySelectorAll(".care-device[data-device]")) {
+      if (!box.offsetParent || !box.dataset.versions) continue;
+      const deviceID = box.dataset.device;
+      let now;
+      try { now = await api("GET", "/v1/devices/" + encodeURIComponent(deviceID) + "/care-version"); } catch (e) { continue; }
+      if (versionKey(now.settings_version, now.device_version, now.device_conflicts) === box.dataset.versions) continue;
+      if (box.dataset.dirty === "true") {
+        const [text, cls] = runningText(now.settings_version, now);
+        const line = box.querySelector(".care-device-version");
+        if (line) { line.textContent = text; line.className = "care-device-version " + cls; }
+        box.dataset.versions = versionKey(now.settings_version, now.device_version, now.device_conflicts);
+      } else {
+        await fillCare(box, deviceID, "");
+        // The AutomatedSOS line says whether the device has learnt it yet: read it again too.
+        const container = box.parentElement, shown = container && container.querySelector(".automated-sos");
+        const personID = container && container.dataset.person;
+        if (shown && personID) shown.replaceWith(await automatedSOS(personID, () => careForms(container, personID)));
+      }
+    }
+  }
+  setInterval(() => { pollCare().catch(() => { /* the next round tries again */ }); }, carePollMs);
+
   async function fillCare(box, deviceID, note) {
     let view;
     try { view = await api("GET", "/v1/devices/" + encodeURIComponent(deviceID) + "/care-settings"); } catch (e) {
@@ -398,28 +529,22 @@
       return;
     }
     const s = view.settings || {};
+    box.dataset.versions = versionKey(s.version, view.device_version, view.device_conflicts);
+    box.dataset.dirty = "false";
     box.replaceChildren();
     box.appendChild(el("h3", "Device " + deviceID));
     const server = s.version
       ? "On the server: version " + s.version + ", set by " + (view.updated_by_name || view.updated_by) + " on " + when(view.updated_ms) + "."
       : "Nothing set on the server yet: the device uses its own configuration.";
     box.appendChild(el("p", server, "care-server-version"));
-    let running, runningClass = "care-device-version";
-    if (view.device_version === null || view.device_version === undefined) {
-      running = "The device has not reported running any version from the server yet.";
-      if (s.version) { running += " It takes version " + s.version + " at its next sync."; runningClass += " care-pending"; }
-    } else if (s.version && view.device_version < s.version) {
-      running = "The device runs version " + view.device_version + (view.device_reported_ms ? " (reported " + when(view.device_reported_ms) + ")" : "") + "; it takes version " + s.version + " at its next sync.";
-      runningClass += " care-pending";
-    } else {
-      running = "The device runs version " + view.device_version + (view.device_reported_ms ? " (reported " + when(view.device_reported_ms) + ")" : "") + ".";
-      runningClass += " care-current";
-    }
-    box.appendChild(el("p", running, runningClass));
+    const [running, runningClass] = runningText(s.version, view);
+    const runningLine = el("p", running, "care-device-version " + runningClass);
+    runningLine.setAttribute("role", "status");
+    box.appendChild(runningLine);
     if (view.device_conflicts && view.device_conflicts.length) {
       const conflict = el("div", null, "care-conflict");
       conflict.appendChild(el("strong", "Conflict: the device's own configuration overrides the server here, and its value is the one in force: "));
-      conflict.appendChild(el("span", view.device_conflicts.map(conflictText).join("; ") + "."));
+      conflict.appendChild(el("span", view.device_conflicts.map((f) => conflictText(f, view)).join("; ") + "."));
       conflict.dataset.fields = view.device_conflicts.join(",");
       box.appendChild(conflict);
     }
@@ -475,6 +600,7 @@
     }
     atRaiseLabel.appendChild(atRaise);
     form.appendChild(atRaiseLabel);
+    form.addEventListener("input", () => { box.dataset.dirty = "true"; });
     const save = el("button", "Save", "care-save");
     save.type = "submit";
     form.appendChild(save);
@@ -538,6 +664,7 @@
   }
 
   async function careForms(container, personID) {
+    container.dataset.person = personID;
     container.replaceChildren();
     container.appendChild(await automatedSOS(personID, () => careForms(container, personID)));
     const profile = await api("GET", "/v1/people/" + encodeURIComponent(personID));
@@ -629,7 +756,7 @@
       const from = now - 86400000, to = now + 60000;
       const inSpan = alerts.alerts.filter((a) => a.created_ms >= from && a.created_ms <= to);
       $("carer-hr-summary").textContent = hr.heart_rate.length + " readings" + (last ? "; last " + last.bpm + " bpm at " + when(last.at_ms) : "")
-        + (typeof limits.min === "number" ? "; limits " + limits.min + " to " + limits.max + " bpm" : "") + ".";
+        + (limitsText(limits) ? "; " + limitsText(limits) : "") + ".";
       charts.carer = () => heartChart($("carer-hr-chart"), hr.heart_rate, { from, to, limits, alerts: inSpan });
       charts.carer();
       table($("carer-alerts"), ["opened", "what", "state", "outcome"],

@@ -9,7 +9,12 @@ import TrackMeCore
 /// The person's side of retention and care (Data4Help):
 ///
 /// - `GET /v1/devices/{id}/care-settings`: the settings, their version, and the version the
-///   device reports running with the fields its own configuration overrides (conflicts).
+///   device reports running with the fields its own configuration overrides (conflicts) and
+///   the thresholds it runs on there.
+/// - `GET /v1/devices/{id}/care-version`: only the version on the server, the one the device
+///   runs and the names of the fields it overrides, for a page to poll: it reads the settings
+///   again (logged) when one of them changed, so a page left open does not fill the person's
+///   access log with the same read, and says nothing of the settings' values.
 /// - `PUT /v1/devices/{id}/care-settings`: the next version; it reaches the device in the
 ///   reply to its next batch (`orders.care_settings`), and the person's profile (console,
 ///   contact escalation) takes the thresholds and contacts at once.
@@ -28,6 +33,9 @@ struct CareRoutes: Sendable {
     func register(on router: Router<ServerRequestContext>) {
         router.get("/v1/devices/:id/care-settings") { request, context in
             try await show(request, deviceID: try context.pathID("id"))
+        }
+        router.get("/v1/devices/:id/care-version") { request, context in
+            try await version(request, deviceID: try context.pathID("id"))
         }
         router.put("/v1/devices/:id/care-settings") { request, context in
             try await change(request, deviceID: try context.pathID("id"))
@@ -63,7 +71,27 @@ struct CareRoutes: Sendable {
                 updatedByName: updatedByName,
                 deviceVersion: heartbeat?.careVersion,
                 deviceConflicts: heartbeat?.careConflicts ?? [],
+                deviceOverrides: heartbeat?.careOverrides ?? [:],
                 deviceReportedMilliseconds: contact.lastSeenMilliseconds
+            )
+        )
+    }
+
+    func version(_ request: Request, deviceID: String) async throws -> Response {
+        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
+        try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
+        guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
+        let stored = try await api.store.careSettings(deviceID: deviceID)
+        let heartbeat = try await api.store.deviceContact(id: deviceID).heartbeatJSON.flatMap {
+            try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8))
+        }
+        return try json(
+            .ok,
+            CareVersionView(
+                deviceID: deviceID,
+                settingsVersion: stored?.settings.version,
+                deviceVersion: heartbeat?.careVersion,
+                deviceConflicts: heartbeat?.careConflicts ?? []
             )
         )
     }
@@ -223,6 +251,8 @@ struct CareSettingsView: Codable, Sendable {
     var deviceVersion: Int64?
     /// Fields the device's own configuration overrides.
     var deviceConflicts: [String]
+    /// The device's own value of each conflicting threshold, the one in force there.
+    var deviceOverrides: [String: Int]
     var deviceReportedMilliseconds: Int64?
 
     enum CodingKeys: String, CodingKey {
@@ -233,6 +263,22 @@ struct CareSettingsView: Codable, Sendable {
         case updatedByName = "updated_by_name"
         case deviceVersion = "device_version"
         case deviceConflicts = "device_conflicts"
+        case deviceOverrides = "device_overrides"
         case deviceReportedMilliseconds = "device_reported_ms"
+    }
+}
+
+/// The versions of a device's care settings, and nothing of their values (`CareRoutes.version`).
+struct CareVersionView: Codable, Sendable {
+    var deviceID: String
+    var settingsVersion: Int64?
+    var deviceVersion: Int64?
+    var deviceConflicts: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case settingsVersion = "settings_version"
+        case deviceVersion = "device_version"
+        case deviceConflicts = "device_conflicts"
     }
 }

@@ -54,6 +54,7 @@ enum RouteAccess {
         "POST /v1/devices": .roles([.admin]),
         "GET /v1/devices": .personData(desk), "GET /v1/devices/{id}/readings": .personData(desk),
         "GET /v1/devices/{id}/care-settings": .personData([.admin, .dispatcher, .wearer, .carer]),
+        "GET /v1/devices/{id}/care-version": .personData([.admin, .dispatcher, .wearer, .carer]),
         "PUT /v1/devices/{id}/care-settings": .personData([.admin, .wearer, .carer]),
         "POST /v1/devices/{id}/erase": .personData([.admin, .wearer]),
         // The dispatcher's desk and feed.

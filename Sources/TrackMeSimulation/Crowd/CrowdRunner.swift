@@ -25,6 +25,12 @@ public struct CrowdRunner: Sendable {
         public var durationSeconds: Int?
         /// Measure the server's `GET /health` rate first, as the baseline of `bench race`.
         public var measureHealth = false
+        /// Keep the server up for people to watch (`trackme-sim run --serve`): the page and a
+        /// sign-in are announced, the run goes at real time, one trace second a second, and the
+        /// server stays up until `seconds` after the announcement.
+        public var serve: ScenarioRunner.Serve?
+        /// The server's port; 0 picks a free one.
+        public var port = 0
 
         public init(simulationsDirectory: URL, logger: Logger) {
             self.simulationsDirectory = simulationsDirectory
@@ -63,6 +69,60 @@ public struct CrowdRunner: Sendable {
         let clock: VirtualClock
         let work: URL
         let logger: Logger
+        /// Set when the run is served for people to watch.
+        let watch: Watch?
+    }
+
+    /// A run served for people to watch (`Options.serve`): when its page was first announced.
+    final class Watch: Sendable {
+        let serve: ScenarioRunner.Serve
+        private let announced = Mutex<ContinuousClock.Instant?>(nil)
+        /// The password of each role's account made for the watchers (one per role).
+        private let passwords = Mutex<[String: String]>([:])
+
+        init(_ serve: ScenarioRunner.Serve) { self.serve = serve }
+
+        /// The role's password, and whether the account still has to be created.
+        func password(_ role: String) -> (password: String, new: Bool) {
+            passwords.withLock {
+                if let known = $0[role] { return (known, false) }
+                let password = String(UUID().uuidString.prefix(18))
+                $0[role] = password
+                return (password, true)
+            }
+        }
+
+        /// The server stays up until then.
+        var until: ContinuousClock.Instant? { announced.withLock { $0.map { $0.advanced(by: .seconds(serve.seconds)) } } }
+
+        func announce(_ url: String, _ username: String, _ password: String) {
+            announced.withLock { $0 = $0 ?? ContinuousClock.now }
+            serve.announce(url, username, password)
+        }
+    }
+
+    /// For a served run: an account of `role` to sign in with, created over the API, and `page`
+    /// announced with it; returns the real instant of trace second 0 (nil when not served).
+    func watchFrom(_ context: Context, page: String, role: String, displayName: String) async throws -> ContinuousClock.Instant? {
+        guard let watch = context.watch else { return nil }
+        let username = "demo-" + role.replacingOccurrences(of: "_", with: "-")
+        let (password, new) = watch.password(role)
+        if new {
+            _ = try await request(
+                context,
+                "POST",
+                "/v1/accounts",
+                json: ["username": username, "password": password, "display_name": displayName, "role": role]
+            )
+        }
+        watch.announce(context.base + page, username, password)
+        return ContinuousClock.now
+    }
+
+    /// Waits for trace `second`'s real time when the run is watched.
+    static func pace(_ second: Int, from start: ContinuousClock.Instant?) async throws {
+        guard let start else { return }
+        try await Task.sleep(until: start.advanced(by: .seconds(second)), clock: .continuous)
     }
 
     public func run(_ scenario: CrowdScenario) async throws -> Outcome {
@@ -73,7 +133,7 @@ public struct CrowdRunner: Sendable {
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
                 host: "127.0.0.1",
-                port: 0,
+                port: options.port,
                 storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
                 durability: .processCrash,
                 adminToken: Self.admin,
@@ -96,7 +156,8 @@ public struct CrowdRunner: Sendable {
             wall: wall,
             clock: VirtualClock(),
             work: work,
-            logger: options.logger
+            logger: options.logger,
+            watch: options.serve.map(Watch.init)
         )
         var outcome = Outcome(passed: true, lines: [], figures: [:])
         do {
@@ -112,6 +173,10 @@ public struct CrowdRunner: Sendable {
         } catch {
             try? await http.shutdown()
             throw error
+        }
+        if let until = context.watch?.until, ContinuousClock.now < until {
+            // The run is over; the page stays up for whoever is watching.
+            try? await Task.sleep(until: until, clock: .continuous)
         }
         try? await http.shutdown()
         return outcome
@@ -171,6 +236,7 @@ public struct CrowdRunner: Sendable {
         )
         guard let runID = created["id"] as? String else { throw ScenarioError(message: "the server did not create the run: \(created)") }
         _ = try await request(context, "POST", "/v1/runs/\(runID)/enrolment", json: ["open": true])
+        let realStart = try await watchFrom(context, page: "/runs/\(runID)", role: "organiser", displayName: "Demo organiser")
 
         var runners: [Runner] = []
         for index in 0..<count {
@@ -233,6 +299,7 @@ public struct CrowdRunner: Sendable {
         let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
         let started = ContinuousClock.now
         for second in 0...duration {
+            try await Self.pace(second, from: realStart)
             let ms = Int64(second) * 1000
             context.wall.set(ms)
             if second > 0 { context.clock.advance(by: .seconds(1)) }
@@ -495,8 +562,10 @@ public struct CrowdRunner: Sendable {
         var queuedDelays: [Double] = []
         var leaveDelays: [Double] = []
         var cruised = 0
+        let realStart = try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
         let started = ContinuousClock.now
         for second in 0...fleet.durationSeconds {
+            try await Self.pace(second, from: realStart)
             let ms = Int64(second) * 1000
             context.wall.set(ms)
             if second > 0 { context.clock.advance(by: .seconds(1)) }
