@@ -22,8 +22,8 @@ public enum RhythmSignal: String, Hashable, Sendable, Codable, CaseIterable {
     /// Consecutive beat intervals longer than the minimum rate allows: extreme bradycardia
     /// counted in beats, before the strap's averaged bpm follows.
     case slowBeats = "slow_beats"
-    /// Consecutive beats whose median interval is faster than the maximum rate: extreme
-    /// tachycardia counted in beats, through the strap's missed and doubled detections.
+    /// Most of the last beats faster than the maximum rate: extreme tachycardia counted in
+    /// beats, through the strap's missed and doubled detections.
     case fastBeats = "fast_beats"
     /// The wearer, who was moving, stopped dead while one of the signals above was building up:
     /// the pattern of a collapse. It shortens the wait; it is never required.
@@ -107,10 +107,13 @@ public struct RhythmSettings: Hashable, Sendable {
     }
 
     public struct FastBeats: Hashable, Sendable {
-        /// The median of the last this many intervals is shorter than the maximum rate allows.
-        /// The median, because a strap that misses a beat reports one interval twice as long and
-        /// one that counts a T wave splits one in two; either moves a mean, not the median.
+        /// At least `fast` of the last `beats` intervals are shorter than the maximum rate
+        /// allows. Most, not all: a strap that misses a beat reports one interval twice as long,
+        /// and one that counts a T wave splits one in two, so a tachycardia seen through it still
+        /// has most of its intervals short; bigeminy at a normal rate (short, long, short, ...)
+        /// has half.
         public var beats = 17
+        public var fast = 12
     }
 
     /// Judges whether the recent beats can be trusted to time a rhythm: an interval shorter than
@@ -410,17 +413,17 @@ public struct RhythmWatch: Hashable, Sendable {
         return count >= s.beats
     }
 
-    private mutating func fastBeats(_ s: RhythmSettings.FastBeats, maximum: Int) -> Bool {
+    private func fastBeats(_ s: RhythmSettings.FastBeats, maximum: Int) -> Bool {
         guard maximum > 0, s.beats > 0 else { return false }
-        var intervals = takeScratch()
-        defer { scratch = intervals }
+        var count = 0
+        var fast = 0
         forEachBeat(after: Int64.min) { beat in
-            intervals.append(beat.milliseconds)
-            return intervals.count < s.beats
+            count += 1
+            // Faster than the maximum: interval < 60 000 / maximum ms, in integers.
+            if beat.milliseconds * maximum < 60_000 { fast += 1 }
+            return count < s.beats
         }
-        guard intervals.count >= s.beats else { return false }
-        // Faster than the maximum: median < 60 000 / maximum ms, in integers.
-        return Self.median(&intervals) * maximum < 60_000
+        return count >= s.beats && fast >= s.fast
     }
 
     private func noisy(_ gate: RhythmSettings.NoiseGate?, now: Int64) -> Bool {

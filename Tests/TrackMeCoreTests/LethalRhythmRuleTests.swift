@@ -347,7 +347,7 @@ import TrackMeCore
 
     /// A tachycardia of 146 bpm (410 ms) whose every fourth beat the strap's detector misses
     /// (one 820 ms interval): its 4-beat average reads 117 bpm, under the bedside maximum of 140,
-    /// while the median of the last 17 intervals is the rhythm's own 410 ms.
+    /// while 12 or 13 of any 17 intervals are the rhythm's own 410 ms.
     static let tachycardiaWithMissedBeats = laidOut(Array(repeating: [410, 410, 410, 820], count: 40).flatMap { $0 })
 
     @Test func bedsideCountsExtremeTachycardiaInBeatsThroughMissedDetections() throws {
@@ -367,6 +367,12 @@ import TrackMeCore
         var wearable = SOSHarness()
         Self.feed(&wearable, from: 0, seconds: 60, beats: { Self.tachycardiaWithMissedBeats[$0] ?? [] })
         #expect(wearable.all(\.raised).isEmpty, "off on the wearable: 146 bpm is exercise there (see exerciseOnsetRampStaysQuiet)")
+
+        // Bigeminy at 104 bpm (344, 808, ...): half its intervals are short, not most.
+        var bigeminy = SOSHarness(settings: SOSSettings(profile: .bedside))
+        let alternating = Self.laidOut(Array(repeating: [344, 808], count: 60).flatMap { $0 })
+        Self.feed(&bigeminy, from: 0, seconds: 60, beats: { alternating[$0] ?? [] })
+        #expect(bigeminy.all(\.raised).isEmpty, "\(bigeminy.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })")
     }
 
     /// Thirty seconds of sinus rhythm at 800 ms in which the detector once counted a T wave
