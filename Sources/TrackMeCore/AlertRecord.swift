@@ -93,7 +93,8 @@ public struct AlertRecord: Hashable, Sendable, Codable {
     public var position: AlertPosition?
     public var cancelReason: CancelReason?
     /// Which signal made the rule fire, where a rule has several: a `RhythmSignal` name for
-    /// `lethal_rhythm` (and `slow_beats` for `heart_rate_low`). Shown to the dispatcher.
+    /// `lethal_rhythm` (and `slow_beats` for `heart_rate_low`, `fast_beats` for
+    /// `heart_rate_high`). Shown to the dispatcher.
     public var reason: String?
     /// The `reason` of a manual alert the wearer raised discreetly (`SOSEvent.discreetSOS`): the
     /// wearer may be under threat, and the device shows nothing of it.

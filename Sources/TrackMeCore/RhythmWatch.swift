@@ -22,6 +22,9 @@ public enum RhythmSignal: String, Hashable, Sendable, Codable, CaseIterable {
     /// Consecutive beat intervals longer than the minimum rate allows: extreme bradycardia
     /// counted in beats, before the strap's averaged bpm follows.
     case slowBeats = "slow_beats"
+    /// Most of the last beats faster than the maximum rate: extreme tachycardia counted in
+    /// beats, through the strap's missed and doubled detections.
+    case fastBeats = "fast_beats"
     /// The wearer, who was moving, stopped dead while one of the signals above was building up:
     /// the pattern of a collapse. It shortens the wait; it is never required.
     case stoppedMoving = "stopped_moving"
@@ -103,6 +106,27 @@ public struct RhythmSettings: Hashable, Sendable {
         public var beats = 3
     }
 
+    public struct FastBeats: Hashable, Sendable {
+        /// At least `fast` of the last `beats` intervals are shorter than the maximum rate
+        /// allows. Most, not all: a strap that misses a beat reports one interval twice as long,
+        /// and one that counts a T wave splits one in two, so a tachycardia seen through it still
+        /// has most of its intervals short; bigeminy at a normal rate (short, long, short, ...)
+        /// has half.
+        public var beats = 17
+        public var fast = 12
+    }
+
+    /// Judges whether the recent beats can be trusted to time a rhythm: an interval shorter than
+    /// `shortestMilliseconds` (240 bpm) in `window` is faster than any organised rhythm a
+    /// ventricular burst or a tachycardia counted in beats is about, so the detector counted
+    /// something that was not a beat (a T wave, a spike, a wide complex twice). The signals it
+    /// gates (`ventricularBurst`, `fastBeats`) stay quiet then; the averaged-bpm rules and the
+    /// fibrillation signals, whose waves are that fast, are not gated.
+    public struct NoiseGate: Hashable, Sendable {
+        public var window: Duration = .seconds(30)
+        public var shortestMilliseconds = 250
+    }
+
     public struct Motion: Hashable, Sendable {
         /// Speeds (m/s, from gpsd) at or above this count as moving.
         public var movingSpeed = 1.0
@@ -120,6 +144,8 @@ public struct RhythmSettings: Hashable, Sendable {
     public var suddenTachycardia: SuddenTachycardia? = SuddenTachycardia()
     public var ventricularBurst: VentricularBurst?
     public var slowBeats: SlowBeats?
+    public var fastBeats: FastBeats?
+    public var noiseGate: NoiseGate?
     public var motion: Motion? = Motion()
 
     public init() {}
@@ -133,6 +159,7 @@ public struct RhythmSettings: Hashable, Sendable {
         settings.suddenTachycardia = nil
         settings.ventricularBurst = nil
         settings.slowBeats = nil
+        settings.fastBeats = nil
         return settings
     }
 }
@@ -225,8 +252,11 @@ public struct RhythmWatch: Hashable, Sendable {
             }
         }
         if let s = settings.suddenTachycardia, suddenTachycardia(s, now: nanos) { return .suddenTachycardia }
-        if let s = settings.ventricularBurst, ventricularBurst(s, now: nanos) { return .ventricularBurst }
+        if let s = settings.ventricularBurst, ventricularBurst(s, now: nanos), !noisy(settings.noiseGate, now: nanos) {
+            return .ventricularBurst
+        }
         if let s = settings.slowBeats, slowBeats(s, minimum: limits.minimum) { return .slowBeats }
+        if let s = settings.fastBeats, fastBeats(s, maximum: limits.maximum), !noisy(settings.noiseGate, now: nanos) { return .fastBeats }
         return nil
     }
 
@@ -381,6 +411,29 @@ public struct RhythmWatch: Hashable, Sendable {
             return count < s.beats
         }
         return count >= s.beats
+    }
+
+    private func fastBeats(_ s: RhythmSettings.FastBeats, maximum: Int) -> Bool {
+        guard maximum > 0, s.beats > 0 else { return false }
+        var count = 0
+        var fast = 0
+        forEachBeat(after: Int64.min) { beat in
+            count += 1
+            // Faster than the maximum: interval < 60 000 / maximum ms, in integers.
+            if beat.milliseconds * maximum < 60_000 { fast += 1 }
+            return count < s.beats
+        }
+        return count >= s.beats && fast >= s.fast
+    }
+
+    private func noisy(_ gate: RhythmSettings.NoiseGate?, now: Int64) -> Bool {
+        guard let gate else { return false }
+        var found = false
+        forEachBeat(after: now - gate.window.nanoseconds) { beat in
+            if beat.milliseconds < gate.shortestMilliseconds { found = true }
+            return !found
+        }
+        return found
     }
 
     private func stoppedMoving(_ settings: RhythmSettings, now: Int64, since: Int64) -> Bool {

@@ -59,7 +59,12 @@ public struct SOSEngine: Sendable {
         self.deviceID = deviceID
         self.profile = profile
         self.settings = settings
-        self.limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate, defaultMaximum: settings.defaultMaximumHeartRate)
+        self.limits = HeartRateLimits(
+            profile: profile,
+            learnedRestingRate: learnedRestingRate,
+            defaultMaximum: settings.defaultMaximumHeartRate,
+            defaultMinimum: settings.defaultMinimumHeartRate
+        )
         self.ids = ids
         self.thresholds = Thresholds(settings)
         self.learnedRestingRate = learnedRestingRate
@@ -73,7 +78,12 @@ public struct SOSEngine: Sendable {
         self.profile = profile
         self.settings = settings
         thresholds = Thresholds(settings)
-        limits = HeartRateLimits(profile: profile, learnedRestingRate: learnedRestingRate, defaultMaximum: settings.defaultMaximumHeartRate)
+        limits = HeartRateLimits(
+            profile: profile,
+            learnedRestingRate: learnedRestingRate,
+            defaultMaximum: settings.defaultMaximumHeartRate,
+            defaultMinimum: settings.defaultMinimumHeartRate
+        )
     }
 
     /// The open alert (pending, raised, delivered or acknowledged), if any.
@@ -85,7 +95,12 @@ public struct SOSEngine: Sendable {
     /// from the next reading on.
     public mutating func learnRestingRate(_ rate: Int?) {
         learnedRestingRate = rate
-        limits = HeartRateLimits(profile: profile, learnedRestingRate: rate, defaultMaximum: settings.defaultMaximumHeartRate)
+        limits = HeartRateLimits(
+            profile: profile,
+            learnedRestingRate: rate,
+            defaultMaximum: settings.defaultMaximumHeartRate,
+            defaultMinimum: settings.defaultMinimumHeartRate
+        )
     }
 
     public mutating func receive(_ event: SOSEvent, now: ReadingTimestamp) -> [SOSAction] {
@@ -211,7 +226,7 @@ public struct SOSEngine: Sendable {
             limits: limits,
             settings: settings.rhythm
         )
-        let lethal = signal.map { $0 != .slowBeats } ?? false
+        let lethal = signal.map { $0 != .slowBeats && $0 != .fastBeats } ?? false
         evaluate(.lethalRhythm, conditionNow: lethal, fires: lethal, since: now, reason: signal?.rawValue, now: now, into: &actions)
 
         // Zeros belong to the no-pulse rule and absurd values are corrupt: neither extends nor
@@ -231,11 +246,14 @@ public struct SOSEngine: Sendable {
                 now: now,
                 into: &actions
             )
+            let fastBeats = signal == .fastBeats
+            let highHolds = highRun.holds(now: now, persistence: thresholds.heartRateHigh, readings: settings.heartRateHigh.minimumReadings)
             evaluate(
                 .heartRateHigh,
-                conditionNow: highRun.since != nil,
-                fires: highRun.holds(now: now, persistence: thresholds.heartRateHigh, readings: settings.heartRateHigh.minimumReadings),
+                conditionNow: highRun.since != nil || fastBeats,
+                fires: highHolds || fastBeats,
                 since: highRun.since,
+                reason: !highHolds && fastBeats ? RhythmSignal.fastBeats.rawValue : nil,
                 now: now,
                 into: &actions
             )

@@ -73,6 +73,9 @@ public struct SOSSettings: Hashable, Sendable {
     public var rhythm = RhythmSettings()
     /// The maximum when the profile sets none; nil derives it from age (`HeartRateLimits`).
     public var defaultMaximumHeartRate: Int?
+    /// The minimum when the profile sets none; nil derives it from the resting rate or takes
+    /// 40 bpm (`HeartRateLimits`).
+    public var defaultMinimumHeartRate: Int?
 
     public init() {}
 
@@ -83,24 +86,31 @@ public struct SOSSettings: Hashable, Sendable {
             break
         case .bedside:
             // A person in bed: no exercise to tell apart, so the PhysioNet/CinC 2015 alarm
-            // definitions apply as they stand (asystole >= 4 s, < 40 bpm for 5 beats, > 140 bpm
-            // for 17 beats, VT, VF) with persistences of a few beats and no countdown: a
-            // bedridden person may not be able to cancel, and a carer is told at once.
+            // definitions apply (asystole >= 4 s, < 40 bpm for 5 beats, > 140 bpm for 17 beats,
+            // VT, VF) with persistences of a few beats and no countdown: a bedridden person may
+            // not be able to cancel, and a carer is told at once. The minimum is 45, not 40: a
+            // strap times the same slow beats a few bpm faster than a monitor's averaged rate,
+            // and an extreme bradycardia missed in bed costs more than a false call to a carer
+            // (simulations/SOS-RULES.md).
             heartRateLow = SOSRuleSettings(persistence: .seconds(3), minimumReadings: 3, countdown: .zero)
             heartRateHigh = SOSRuleSettings(persistence: .seconds(6), minimumReadings: 5, countdown: .zero)
             noBeatWindow = .seconds(4)
             defaultMaximumHeartRate = 140
+            defaultMinimumHeartRate = 45
             rhythm.fastIrregular?.window = .seconds(10)
             rhythm.fastIrregular?.minimumReadings = 8
             rhythm.erratic?.window = .seconds(15)
             rhythm.erratic?.jumpShare = 0.3
             rhythm.erratic?.hold = .seconds(5)
             rhythm.erratic?.holdWhenStopped = .seconds(5)
-            rhythm.suddenTachycardia?.readings = 3
-            rhythm.suddenTachycardia?.ratio = 1.3
-            rhythm.suddenTachycardia?.minimumRate = 120
+            // In bed the onset of a tachycardia is judged by its beats (`fastBeats`, the
+            // challenge's 17 beats) and salvos (`ventricularBurst`), both behind the noise gate;
+            // the sudden jump of the averaged bpm, there to tell VT from exercise, is off.
+            rhythm.suddenTachycardia = nil
             rhythm.ventricularBurst = RhythmSettings.VentricularBurst()
             rhythm.slowBeats = RhythmSettings.SlowBeats()
+            rhythm.fastBeats = RhythmSettings.FastBeats()
+            rhythm.noiseGate = RhythmSettings.NoiseGate()
         }
     }
 
@@ -138,7 +148,8 @@ public struct HeartRateLimits: Hashable, Sendable {
         /// rate is known.
         case extremeBradycardia = "extreme_bradycardia"
         /// The care profile's limit (`bedside`: 140 bpm, the extreme-tachycardia limit of the
-        /// PhysioNet/CinC Challenge 2015).
+        /// PhysioNet/CinC Challenge 2015; 45 bpm, its extreme-bradycardia limit with a strap's
+        /// margin).
         case careProfile = "care_profile"
     }
 
@@ -160,10 +171,13 @@ public struct HeartRateLimits: Hashable, Sendable {
     /// learned from the person's history (`learnedRestingRate`) is used when the profile has
     /// none; a low resting rate (athletes, beta blockers) lowers the minimum to at most 20 below
     /// it, never under 30 bpm.
-    public init(profile: PersonProfile, learnedRestingRate: Int? = nil, defaultMaximum: Int? = nil) {
+    public init(profile: PersonProfile, learnedRestingRate: Int? = nil, defaultMaximum: Int? = nil, defaultMinimum: Int? = nil) {
         if let explicit = profile.minimumHeartRate {
             minimum = explicit
             minimumSource = .profile
+        } else if let defaultMinimum {
+            minimum = defaultMinimum
+            minimumSource = .careProfile
         } else if let resting = profile.restingHeartRate ?? learnedRestingRate {
             minimum = min(40, max(30, resting - 20))
             minimumSource = .restingRate

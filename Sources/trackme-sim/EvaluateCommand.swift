@@ -22,7 +22,7 @@ struct EvaluateCommand: ParsableCommand {
     @Option(help: "Care profile the rules run with: wearable or bedside (default: each annotation's own, else wearable).")
     var profile: String?
     @Option(help: "Age of the person where an annotation names no profile.") var age = 60
-    @Flag(help: "Run without the rhythm signals (lethal_rhythm and slow_beats): the rules before them, as a baseline in the same run.")
+    @Flag(help: "Run without the rhythm signals (lethal_rhythm, slow_beats and fast_beats): the rules before them, as a baseline in the same run.")
     var withoutRhythmSignals = false
     @Flag(help: "Print one JSON object.") var json = false
 

@@ -342,4 +342,85 @@ import TrackMeCore
         Self.feed(&spike, from: 30_000, seconds: 2, beats: { s in s == 0 ? [260, 560] : [330] })
         #expect(spike.all(\.raised).isEmpty)
     }
+
+    // MARK: bedside: tachycardia counted in beats, the noise gate, the minimum
+
+    /// A tachycardia of 146 bpm (410 ms) whose every fourth beat the strap's detector misses
+    /// (one 820 ms interval): its 4-beat average reads 117 bpm, under the bedside maximum of 140,
+    /// while 12 or 13 of any 17 intervals are the rhythm's own 410 ms.
+    static let tachycardiaWithMissedBeats = laidOut(Array(repeating: [410, 410, 410, 820], count: 40).flatMap { $0 })
+
+    @Test func bedsideCountsExtremeTachycardiaInBeatsThroughMissedDetections() throws {
+        var h = SOSHarness(settings: SOSSettings(profile: .bedside))
+        Self.feed(&h, from: 0, seconds: 60, beats: { Self.tachycardiaWithMissedBeats[$0] ?? [] })
+        let alert = try #require(h.all(\.raised).first, "\(h.log.map(\.action))")
+        #expect(alert.record.kind == .heartRateHigh)
+        #expect(alert.record.reason == RhythmSignal.fastBeats.rawValue)
+        #expect(alert.ms <= 10_000, "17 beats of about 0.5 s")
+
+        var without = SOSSettings(profile: .bedside)
+        without.rhythm.fastBeats = nil
+        var h2 = SOSHarness(settings: without)
+        Self.feed(&h2, from: 0, seconds: 60, beats: { Self.tachycardiaWithMissedBeats[$0] ?? [] })
+        #expect(h2.all(\.raised).isEmpty, "the averaged bpm never reaches 140")
+
+        var wearable = SOSHarness()
+        Self.feed(&wearable, from: 0, seconds: 60, beats: { Self.tachycardiaWithMissedBeats[$0] ?? [] })
+        #expect(wearable.all(\.raised).isEmpty, "off on the wearable: 146 bpm is exercise there (see exerciseOnsetRampStaysQuiet)")
+
+        // Bigeminy at 104 bpm (344, 808, ...): half its intervals are short, not most.
+        var bigeminy = SOSHarness(settings: SOSSettings(profile: .bedside))
+        let alternating = Self.laidOut(Array(repeating: [344, 808], count: 60).flatMap { $0 })
+        Self.feed(&bigeminy, from: 0, seconds: 60, beats: { alternating[$0] ?? [] })
+        #expect(bigeminy.all(\.raised).isEmpty, "\(bigeminy.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })")
+    }
+
+    /// Thirty seconds of sinus rhythm at 800 ms in which the detector once counted a T wave
+    /// (800 ms split into 570 and 230), then a regular salvo of three short beats.
+    static func feedSalvo(_ h: inout SOSHarness, doubleCountAt second: Int?) {
+        Self.feed(&h, from: 0, seconds: 30, beats: { s in s == second ? [570, 230] : [800] })
+        Self.feed(&h, from: 30_000, seconds: 2, beats: { s in s == 0 ? [420, 410] : [415] })
+    }
+
+    @Test func bedsideDoesNotTrustASalvoAmongDoubleCountedBeats() {
+        var noisy = SOSHarness(settings: SOSSettings(profile: .bedside))
+        Self.feedSalvo(&noisy, doubleCountAt: 10)
+        #expect(noisy.all(\.raised).isEmpty, "\(noisy.all(\.raised).map { ($0.ms, $0.record.kind, $0.record.reason ?? "-") })")
+
+        var ungated = SOSSettings(profile: .bedside)
+        ungated.rhythm.noiseGate = nil
+        var h = SOSHarness(settings: ungated)
+        Self.feedSalvo(&h, doubleCountAt: 10)
+        #expect(h.all(\.raised).first?.record.reason == RhythmSignal.ventricularBurst.rawValue)
+
+        // The gate looks back 30 s only: a double count longer ago does not hide a salvo.
+        var old = SOSHarness(settings: SOSSettings(profile: .bedside))
+        Self.feed(&old, from: 0, seconds: 5, beats: { s in s == 0 ? [570, 230] : [800] })
+        Self.feed(&old, from: 5_000, seconds: 35, beats: { _ in [800] })
+        Self.feed(&old, from: 40_000, seconds: 2, beats: { s in s == 0 ? [420, 410] : [415] })
+        #expect(old.all(\.raised).first?.record.reason == RhythmSignal.ventricularBurst.rawValue)
+    }
+
+    @Test func bedsideCallsABradycardiaAt43BeatsPerMinute() throws {
+        // 43 bpm (1 400 ms): over the challenge's 40 as a strap times it, under the bedside 45.
+        let bySecond = Self.laidOut(Array(repeating: 900, count: 22) + Array(repeating: 1_400, count: 20))
+        let slow: (Int) -> [Int] = { bySecond[$0] ?? [] }
+        var h = SOSHarness(settings: SOSSettings(profile: .bedside))
+        Self.feed(&h, from: 0, seconds: 45, beats: slow)
+        let alert = try #require(h.all(\.raised).first)
+        #expect(alert.record.kind == .heartRateLow)
+
+        var at40 = SOSSettings(profile: .bedside)
+        at40.defaultMinimumHeartRate = nil
+        var h2 = SOSHarness(settings: at40)
+        Self.feed(&h2, from: 0, seconds: 45, beats: slow)
+        #expect(h2.all(\.raised).isEmpty)
+
+        let person = PersonProfile(name: "p", age: 60)
+        let bedside = HeartRateLimits(profile: person, learnedRestingRate: 60, defaultMaximum: 140, defaultMinimum: 45)
+        #expect(bedside.minimum == 45 && bedside.minimumSource == .careProfile)
+        var explicit = person
+        explicit.minimumHeartRate = 38
+        #expect(HeartRateLimits(profile: explicit, defaultMinimum: 45).minimum == 38, "the person's own limit wins")
+    }
 }
