@@ -9,6 +9,11 @@ import TrackMeCore
 enum RequestBody {
     /// The request body, inflated if gzip, refused with 413 past the limit in either form.
     static func read(_ request: Request, limit: Int) async throws -> [UInt8] {
+        try inflated(try await collect(request, limit: limit), contentEncoding: request.headers[.contentEncoding], limit: limit)
+    }
+
+    /// The request body as sent (not inflated), refused with 413 past the limit.
+    static func collect(_ request: Request, limit: Int) async throws -> [UInt8] {
         // A declared length far over the limit is refused unread; a little over is drained below
         // so that the client reads the 413 instead of a reset connection.
         if let length = request.headers[.contentLength].flatMap(Int.init), length > 16 * limit {
@@ -32,7 +37,13 @@ enum RequestBody {
             bytes.append(contentsOf: buffer.readableBytesView)
         }
         if overLimit { throw APIError.tooLarge(limit: limit) }
-        switch request.headers[.contentEncoding]?.lowercased() {
+        return bytes
+    }
+
+    /// A body `collect` read, inflated as its `Content-Encoding` says, refused with 413 past the
+    /// limit once inflated. CPU work with no I/O: intake runs it on its own threads.
+    static func inflated(_ bytes: [UInt8], contentEncoding: String?, limit: Int) throws -> [UInt8] {
+        switch contentEncoding?.lowercased() {
         case nil, "identity":
             return bytes
         case "gzip", "x-gzip":

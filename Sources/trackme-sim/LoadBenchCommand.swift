@@ -13,9 +13,11 @@ import TrackMeCore
 /// alert; each request leaves at its scheduled time whatever the server's latency (a pool of
 /// keep-alive connections carries them; when all are busy a request waits, and that wait counts
 /// in its latency, which runs from the scheduled time, so a slow server cannot slow the offered
-/// load and hide its own queueing). Reports the batch latency p50/p99/max, what was offered and
-/// completed, the readings stored per second, and the generator's own CPU (user + system time
-/// of this process over the wall time) so that a generator near a core says so.
+/// load and hide its own queueing). Alerts go on four connections of their own, as a device's
+/// alert lane sends them beside its batches, so their latency is the server's alone. Reports the
+/// batch latency p50/p99/max, the alerts' p99, what was offered and completed, the readings
+/// stored per second, and the generator's own CPU (user + system time of this process over the
+/// wall time) so that a generator near a core says so.
 struct LoadBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
@@ -139,6 +141,9 @@ struct LoadBenchmark {
     var connections: Int
     var tls: NIOSSLContext?
 
+    /// Keep-alive connections that carry only alerts.
+    static let alertConnections = 4
+
     /// One request the schedule asks for.
     struct Job: Sendable {
         enum Kind: Sendable {
@@ -201,6 +206,9 @@ struct LoadBenchmark {
         let tokens = try await enrol(ids)
         let wall = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let queue = JobQueue()
+        // Alerts on connections of their own, as a device's alert lane sends them: queued behind
+        // the generator's backlog of batches they would measure the generator, not the server.
+        let alertQueue = JobQueue()
         let tally = Tally()
         let clock = ContinuousClock()
         let step = Duration.seconds(interval) / devices
@@ -211,9 +219,10 @@ struct LoadBenchmark {
         let cpuBefore = Self.cpuSeconds()
         let start = clock.now + .milliseconds(200)
         try await withThrowingDiscardingTaskGroup { group in
-            for _ in 0..<connections {
+            for index in 0..<(connections + Self.alertConnections) {
+                let jobs = index < connections ? queue : alertQueue
                 group.addTask {
-                    await Self.worker(port: port, tls: tls, queue: queue, tally: tally) { job in
+                    await Self.worker(port: port, tls: tls, queue: jobs, tally: tally) { job in
                         switch job.kind {
                         case .batch(let device, let number):
                             let body = Self.batchBody(deviceID: ids[device], number: number, readings: readingsPerBatch, wall: wall)
@@ -233,9 +242,10 @@ struct LoadBenchmark {
                 let at = start + step * k
                 if at > clock.now { try await clock.sleep(until: at) }
                 await queue.put(Job(kind: .batch(device: k % devices, number: k / devices + 1), scheduled: at))
-                if k % alertEvery == alertEvery / 2 { await queue.put(Job(kind: .alert(device: k % devices), scheduled: at)) }
+                if k % alertEvery == alertEvery / 2 { await alertQueue.put(Job(kind: .alert(device: k % devices), scheduled: at)) }
             }
             await queue.close()
+            await alertQueue.close()
         }
         let elapsed = start.duration(to: clock.now)
         let cpu = Self.cpuSeconds() - cpuBefore

@@ -1,12 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdBcrypt
-import Synchronization
 import TrackMeCore
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// bcrypt (hummingbird-auth's `HummingbirdBcrypt`) on threads of its own: one hash at cost 12
 /// takes a quarter of a second of CPU, so a flood of sign-ins must not take the cores that
@@ -19,9 +14,8 @@ struct PasswordHasher: Sendable {
     /// A hash of nothing anyone knows, at the same cost, verified against when the username is
     /// unknown so that an unknown name takes as long to refuse as a wrong password.
     let decoyHash: String
-    let queueLimit: Int
-    let pool: BlockingThreads
-    private let waiting: Gate
+    /// The hashing threads and their queue.
+    let pool: WorkPool
 
     /// Nice value of the hashing threads (Linux's nice is per thread): intake preempts them.
     static let niceness: Int32 = 10
@@ -29,9 +23,7 @@ struct PasswordHasher: Sendable {
     init(cost: UInt8, threads: Int, queueLimit: Int) {
         self.cost = cost
         decoyHash = Bcrypt.hash("decoy password nobody has", cost: cost)
-        self.queueLimit = max(1, queueLimit)
-        pool = BlockingThreads(keptIdle: max(1, threads), maxThreads: max(1, threads))
-        waiting = Gate()
+        pool = WorkPool(threads: threads, queueLimit: queueLimit, niceness: Self.niceness)
     }
 
     /// bcrypt reads at most 72 bytes; longer passwords are refused rather than cut silently.
@@ -47,35 +39,11 @@ struct PasswordHasher: Sendable {
     }
 
     /// Hashes waiting or running now (for tests and `/metrics`).
-    var inFlight: Int { waiting.count }
+    var inFlight: Int { pool.inFlight }
 
     private func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        guard waiting.enter(limit: queueLimit) else {
-            var error = APIError(status: .serviceUnavailable, code: .unavailable, message: "too many sign-ins at once: try again shortly")
-            error.retryAfterSeconds = 1
-            throw error
-        }
-        defer { waiting.leave() }
-        return await pool.run { () -> T in
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceness)
-            return work()
-        }
-    }
-
-    /// Counts hashes admitted and not yet done.
-    private final class Gate: Sendable {
-        private let value = Mutex(0)
-
-        func enter(limit: Int) -> Bool {
-            value.withLock { count in
-                guard count < limit else { return false }
-                count += 1
-                return true
-            }
-        }
-
-        func leave() { value.withLock { $0 -= 1 } }
-
-        var count: Int { value.withLock { $0 } }
+        var busy = APIError(status: .serviceUnavailable, code: .unavailable, message: "too many sign-ins at once: try again shortly")
+        busy.retryAfterSeconds = 1
+        return try await pool.run(busy: busy, work)
     }
 }

@@ -32,6 +32,10 @@ struct IngestRoom: Sendable {
     private let alertFloods: AlertFloodGuard?
     /// A taxi hears of its ride offer in its batch replies; nil where there is no fleet.
     private let rides: RideDesk?
+    /// Batches' inflating, decoding and checks on threads of their own
+    /// (`ServerLimits.batchThreads`, `.batchQueue`): a flood of batches queues there, not in
+    /// front of an alert.
+    let batchWork: WorkPool
 
     init(
         store: any IngestStore,
@@ -55,6 +59,7 @@ struct IngestRoom: Sendable {
         self.databaseHealth = databaseHealth
         self.runs = runs
         alertFloods = configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))
+        batchWork = WorkPool(threads: configuration.limits.batchThreads, queueLimit: configuration.limits.batchQueue, niceness: 5)
     }
 
     func routes() -> RouteCollection<ServerRequestContext> {
@@ -69,54 +74,26 @@ struct IngestRoom: Sendable {
     }
 
     func ingestBatch(_ request: Request, device principal: Principal) async throws -> Response {
-        let body = try await RequestBody.read(request, limit: configuration.maxBodyBytes)
-        // The fast path gives up on anything unusual; the general decoder then decides (and
-        // names the field that is wrong).
-        let batch = try WireFastPath.syncBatch(body) ?? RequestBody.decode(SyncBatch.self, body)
-        guard batch.deviceID == principal.deviceID else {
-            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
-        }
-        if let header = request.headers[.idempotencyKey], header != batch.idempotencyKey {
-            throw APIError.invalid("Idempotency-Key", "header \(header) differs from idempotency_key \(batch.idempotencyKey)")
-        }
-        guard let device = try await devices.device(id: batch.deviceID) else {
-            throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
-        }
+        let sent = try await RequestBody.collect(request, limit: configuration.maxBodyBytes)
+        let enrolled: DeviceRow? = if let deviceID = principal.deviceID { try await devices.device(id: deviceID) } else { nil }
+        let encoding = request.headers[.contentEncoding]
+        let idempotencyHeader = request.headers[.idempotencyKey]
         let now = configuration.wallClock()
-        guard (0...SyncBatch.largestNumber).contains(batch.batchSequence) else {
-            throw APIError.numberOutOfRange("batch_seq", batch.batchSequence, lowest: 0)
-        }
-        guard (0...SyncBatch.largestNumber).contains(batch.droppedByBudget) else {
-            throw APIError.numberOutOfRange("dropped_by_budget", batch.droppedByBudget, lowest: 0)
-        }
-        var rows: [ReadingRow] = []
-        rows.reserveCapacity(batch.readings.count)
-        var seen = Set<Int64>()
-        for (index, reading) in batch.readings.enumerated() {
-            guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
-            guard reading.sequence <= SyncBatch.largestNumber else {
-                throw APIError.numberOutOfRange("readings[\(index)].seq", reading.sequence, lowest: 1)
-            }
-            // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
-            guard seen.insert(reading.sequence).inserted else {
-                throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
-            }
-            rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
+        let configuration = self.configuration
+        let (batch, incoming, device) = try await batchWork.run(busy: Self.batchesBusy) {
+            try Self.checkedBatch(
+                sent,
+                contentEncoding: encoding,
+                idempotencyHeader: idempotencyHeader,
+                principal: principal,
+                device: enrolled,
+                now: now,
+                configuration: configuration
+            )
         }
         try refuseOnDamagedDatabase()
-        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
-        let result = try await store.ingest(
-            IncomingBatch(
-                deviceID: batch.deviceID,
-                batchSequence: batch.batchSequence,
-                droppedByBudget: batch.droppedByBudget,
-                heartbeatJSON: heartbeat,
-                readings: rows,
-                receivedMilliseconds: now,
-                storeEpoch: batch.storeEpoch,
-                digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
-            )
-        )
+        let rows = incoming.readings
+        let result = try await store.ingest(incoming)
         if let conflict = result.conflict {
             metrics.batchesConflicting.increment()
             return try batchConflictResponse(conflict, batch: batch)
@@ -146,6 +123,72 @@ struct IngestRoom: Sendable {
             orders: orders
         )
         return try json(.ok, ack)
+    }
+
+    /// Past the batch threads' queue: the device keeps the batch and sends it again.
+    static var batchesBusy: APIError {
+        var error = APIError(status: .serviceUnavailable, code: .unavailable, message: "too many batches at once: send this one again shortly")
+        error.retryAfterSeconds = 2
+        return error
+    }
+
+    /// A batch as sent, inflated, decoded and checked, its readings placed in time: the CPU work
+    /// of intake, run on the batch threads (`ServerLimits.batchThreads`), never where alerts are
+    /// taken in. `device` is the enrolled row of the token's device, nil if it is not enrolled.
+    static func checkedBatch(
+        _ sent: [UInt8],
+        contentEncoding: String?,
+        idempotencyHeader: String?,
+        principal: Principal,
+        device: DeviceRow?,
+        now: Int64,
+        configuration: ServerConfiguration
+    ) throws -> (SyncBatch, IncomingBatch, DeviceRow) {
+        let body = try RequestBody.inflated(sent, contentEncoding: contentEncoding, limit: configuration.maxBodyBytes)
+        // The fast path gives up on anything unusual; the general decoder then decides (and
+        // names the field that is wrong).
+        let batch = try WireFastPath.syncBatch(body) ?? RequestBody.decode(SyncBatch.self, body)
+        guard batch.deviceID == principal.deviceID else {
+            throw APIError.forbidden("this token belongs to device \(principal.deviceID ?? "?"), not \(batch.deviceID)")
+        }
+        if let idempotencyHeader, idempotencyHeader != batch.idempotencyKey {
+            throw APIError.invalid("Idempotency-Key", "header \(idempotencyHeader) differs from idempotency_key \(batch.idempotencyKey)")
+        }
+        guard let device, device.deviceID == batch.deviceID else {
+            throw APIError.forbidden("device \(batch.deviceID) is not enrolled")
+        }
+        guard (0...SyncBatch.largestNumber).contains(batch.batchSequence) else {
+            throw APIError.numberOutOfRange("batch_seq", batch.batchSequence, lowest: 0)
+        }
+        guard (0...SyncBatch.largestNumber).contains(batch.droppedByBudget) else {
+            throw APIError.numberOutOfRange("dropped_by_budget", batch.droppedByBudget, lowest: 0)
+        }
+        var rows: [ReadingRow] = []
+        rows.reserveCapacity(batch.readings.count)
+        var seen = Set<Int64>()
+        for (index, reading) in batch.readings.enumerated() {
+            guard reading.sequence > 0 else { throw APIError.invalid("readings[\(index)].seq", "must be positive") }
+            guard reading.sequence <= SyncBatch.largestNumber else {
+                throw APIError.numberOutOfRange("readings[\(index)].seq", reading.sequence, lowest: 1)
+            }
+            // The same seq twice in one batch would make "stored" ambiguous; the device never does it.
+            guard seen.insert(reading.sequence).inserted else {
+                throw APIError.invalid("readings[\(index)].seq", "seq \(reading.sequence) appears twice in the batch")
+            }
+            rows.append(try ReadingPlacement.row(for: reading, device: device, now: now, futureTolerance: configuration.futureTolerance))
+        }
+        let heartbeat = try batch.heartbeat.map { try WireFastPath.canonicalJSON($0) ?? StoreJSON.encode($0) }
+        let incoming = IncomingBatch(
+            deviceID: batch.deviceID,
+            batchSequence: batch.batchSequence,
+            droppedByBudget: batch.droppedByBudget,
+            heartbeatJSON: heartbeat,
+            readings: rows,
+            receivedMilliseconds: now,
+            storeEpoch: batch.storeEpoch,
+            digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
+        )
+        return (batch, incoming, device)
     }
 
     /// `POST /v1/heartbeats`: a device whose store cannot reserve a batch (its disk is full)

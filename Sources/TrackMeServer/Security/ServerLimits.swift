@@ -50,6 +50,11 @@ public struct ServerLimits: Hashable, Sendable {
     /// Exports, GPX tracks, statistics and group figures running at once in the server (one
     /// per principal): half the cores, the rest stay for device intake.
     public var heavyRequests = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    /// Threads that inflate, decode and check device batches: every core but one, so that a
+    /// flood of batches leaves a core to alerts; and batches that may wait for them before one
+    /// is told to come back (503 with `Retry-After`, which devices honour; they keep the batch).
+    public var batchThreads = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+    public var batchQueue = 4096
 
     public init(
         idleTimeout: Duration = .seconds(30),
