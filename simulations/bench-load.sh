@@ -120,6 +120,13 @@ run_step() {
 	*) echo "unknown setup $SETUP" >&2; exit 2 ;;
 	esac
 	"$BIN/trackme-sim" bench load --port "$PORT" --admin-token "$ADMIN" --devices "$n" --seconds "$SECONDS_EACH" --json "${args[@]}"
+	# The servers' own CPU over the step (enrolment included), from /proc: a cost per batch that
+	# other work on the machine moves much less than it moves latency.
+	local ticks=0
+	for pid in "${PIDS[@]}"; do
+		[ -r "/proc/$pid/stat" ] && ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+	done
+	echo "server_cpu_seconds $(awk "BEGIN { printf \"%.2f\", $ticks / $(getconf CLK_TCK) }")" >&2
 }
 
 case $SETUP in
