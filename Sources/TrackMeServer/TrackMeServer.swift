@@ -92,7 +92,8 @@ public final class TrackMeServer: Service, Sendable {
                 metadata: ["server.master_key": "\(personKeys.masterKeyID ?? "")", "server.key_store": "\(personKeys.keyStoreName ?? "")"]
             )
         } else {
-            logger.warning(
+            // Notice, not warning: tests and the simulation run this way by design.
+            logger.notice(
                 "no master key: contacts, notes and readings are stored in clear and erasure cannot reach backups",
                 metadata: ["server.todo": "give --master-key-file or the systemd credential \(PersonKeyConfiguration.masterKeyCredential)"]
             )

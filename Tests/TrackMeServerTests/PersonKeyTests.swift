@@ -258,6 +258,8 @@ struct PersonKeyTests {
             let s = try await TestServer.start(.sqlite, storage: .sqlite(path: path), configure: configure)
             token = try await Self.enrolWithSecrets(s, "pi-damaged")
             #expect(try await s.send(Sample.batch("pi-damaged", seq: 1, readings: [Sample.fix(seq: 1)]), token: token).status == 200)
+            let fine = try await s.enrol("pi-fine")
+            #expect(try await s.send(Sample.batch("pi-fine", seq: 1, readings: [Sample.heartRate(seq: 1)]), token: fine).status == 200)
             await s.stop()
         }
         let good = try Self.sealedKey(keys, "pi-damaged")
@@ -279,6 +281,17 @@ struct PersonKeyTests {
             #expect(profile.name == "Zelda")
             #expect(profile.contacts == nil)
             #expect(profile.notes?.contains("damaged_key") == true)
+            // The group figures' roll-up leaves the person's readings out (their alert counts) and
+            // goes on with everyone else.
+            s.wall.advance(milliseconds: 86_400_000)
+            try await GroupFigureDesk(store: s.server.store, wallClock: { s.wall.now }).rollUp()
+            #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM person_days WHERE person_key = 'device:pi-fine'") == 1)
+            #expect(
+                try await DatabaseScan.count(
+                    s.server.store,
+                    "SELECT count(*) FROM person_days WHERE person_key = 'device:pi-damaged' AND cell_lat IS NOT NULL"
+                ) == 0
+            )
             await s.stop()
         }
         // Nothing was replaced: the damaged key is still the one kept, and the reading still there.
