@@ -223,6 +223,8 @@ targets += [
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             // SHA-256 and HMAC of tokens, batch digests and contact links (was a hand-written copy).
             .product(name: "Crypto", package: "swift-crypto"),
+            // The device store's key file format and row cipher, for the per-person data keys.
+            "EdgeStore",
             // The metrics, as the agent's: swift-metrics values in a swift-prometheus registry.
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

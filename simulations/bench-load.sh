@@ -12,6 +12,8 @@
 #   SECONDS_EACH=60 BIN=.build-release/release simulations/bench-load.sh three "2000 5000"
 #   PG_EXTRA="-c commit_delay=1000" simulations/bench-load.sh postgres   # PostgreSQL settings to try
 #   INSTANCE_CORES=0.25 simulations/bench-load.sh three "3000 6000"  # each server held to a quarter core
+#   SEALED=1 simulations/bench-load.sh sqlite "2000 5000"  # with a master key: per-person keys sealing
+#                                                          # contacts, notes and reading bodies
 #
 # INSTANCE_CORES caps each trackme-server's CPU (a cgroup v1 `cpu` quota over a 10 ms period, so a
 # throttled server waits at most a few ms): on a machine with fewer cores than the setup has
@@ -56,9 +58,14 @@ start_postgres() {
 # start_server DB LOG: starts one in the background; SERVER_PORT once it listens
 start_server() {
 	local db=$1 log=$2
+	local sealing=()
+	if [ -n "${SEALED:-}" ]; then
+		sealing=(--master-key-file "$WORK/master.key")
+		[ -n "${KEY_STORE:-}" ] && sealing+=(--person-key-store "$KEY_STORE")
+	fi
 	TRACKME_ADMIN_TOKEN=$ADMIN LOG_LEVEL=info "$BIN/trackme-server" serve --plain-http --port 0 --db "$db" \
 		--rate-per-address 0 --rate-per-token 0 --alerts-per-minute 0 --max-connections-per-address 100000 \
-		--max-connections 100000 >"$log" 2>&1 &
+		--max-connections 100000 "${sealing[@]}" >"$log" 2>&1 &
 	PIDS+=($!)
 	if [ -n "${INSTANCE_CORES:-}" ]; then
 		local group=/sys/fs/cgroup/cpu/trackme-bench-$!
@@ -85,6 +92,10 @@ run_step() {
 	wait 2>/dev/null || true
 	PIDS=()
 	local args=()
+	if [ -n "${SEALED:-}" ] && [ "$SETUP" != sqlite ]; then
+		runuser -u postgres -- "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "keys$n"
+		KEY_STORE="postgres://postgres@127.0.0.1:$PG_PORT/keys$n"
+	fi
 	case $SETUP in
 	sqlite) start_server "sqlite:$WORK/server-$n.sqlite" "$WORK/server-$n.log"; PORT=$SERVER_PORT ;;
 	postgres)
@@ -109,6 +120,13 @@ run_step() {
 	*) echo "unknown setup $SETUP" >&2; exit 2 ;;
 	esac
 	"$BIN/trackme-sim" bench load --port "$PORT" --admin-token "$ADMIN" --devices "$n" --seconds "$SECONDS_EACH" --json "${args[@]}"
+	# The servers' own CPU over the step (enrolment included), from /proc: a cost per batch that
+	# other work on the machine moves much less than it moves latency.
+	local ticks=0
+	for pid in "${PIDS[@]}"; do
+		[ -r "/proc/$pid/stat" ] && ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+	done
+	echo "server_cpu_seconds $(awk "BEGIN { printf \"%.2f\", $ticks / $(getconf CLK_TCK) }")" >&2
 }
 
 case $SETUP in
@@ -118,6 +136,10 @@ if [ "$SETUP" = three ]; then
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
 		-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$WORK/proxy-key.pem" -out "$WORK/proxy-cert.pem" 2>/dev/null
 	cat "$WORK/proxy-cert.pem" "$WORK/proxy-key.pem" >"$WORK/proxy.pem"
+fi
+if [ -n "${SEALED:-}" ]; then
+	openssl rand -hex 32 >"$WORK/master.key"
+	chmod 0400 "$WORK/master.key"
 fi
 best=0
 for n in $STEPS; do

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 import TrackMeCore
 
 /// The key that encrypts a store's row bodies at rest: 32 bytes for ChaCha20-Poly1305.
@@ -123,16 +123,18 @@ public struct StoreKeyError: Error, Hashable, Sendable, CustomStringConvertible 
 /// random nonces start to risk a repeat). The associated data is the row's identity (`RowIdentity`),
 /// so a sealed body copied into another row, another table or another key of `device_state`
 /// fails authentication there.
-struct RowCipher: Sendable {
-    let key: StoreKey
+package struct RowCipher: Sendable {
+    package let key: StoreKey
 
-    func seal(_ plaintext: some DataProtocol, _ identity: RowIdentity) throws -> Data {
+    package init(key: StoreKey) { self.key = key }
+
+    package func seal(_ plaintext: some DataProtocol, _ identity: RowIdentity) throws -> Data {
         try ChaChaPoly.seal(plaintext, using: key.key, authenticating: identity.bytes).combined
     }
 
     /// The plaintext, or a `RowAuthenticationFailure` when the value was altered, moved from
     /// another row, or sealed under another key.
-    func open(_ sealed: some DataProtocol, _ identity: RowIdentity) throws(RowAuthenticationFailure) -> Data {
+    package func open(_ sealed: some DataProtocol, _ identity: RowIdentity) throws(RowAuthenticationFailure) -> Data {
         do {
             let box = try ChaChaPoly.SealedBox(combined: sealed)
             return try ChaChaPoly.open(box, using: key.key, authenticating: identity.bytes)
@@ -143,15 +145,21 @@ struct RowCipher: Sendable {
 }
 
 /// A sealed row body that did not authenticate under the store key at its place.
-struct RowAuthenticationFailure: Error, CustomStringConvertible {
-    var identity: String
-    var description: String { "authentication failed (\(identity)): altered, moved from another row, or sealed under another key" }
+package struct RowAuthenticationFailure: Error, CustomStringConvertible {
+    package var identity: String
+    package var description: String { "authentication failed (\(identity)): altered, moved from another row, or sealed under another key" }
 }
 
 /// Where a sealed value lives: the associated data of its AEAD.
-struct RowIdentity: CustomStringConvertible {
+package struct RowIdentity: CustomStringConvertible {
     let bytes: [UInt8]
-    let description: String
+    package let description: String
+
+    /// Any other place: the server's per-person values name theirs (`PersonKeys`).
+    package init(bytes: [UInt8], description: String) {
+        self.bytes = bytes
+        self.description = description
+    }
 
     /// A reading, by sequence number.
     static func reading(_ seq: Int64) -> RowIdentity {

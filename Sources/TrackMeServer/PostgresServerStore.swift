@@ -24,12 +24,27 @@ final class PostgresServerStore: ServerStore {
     private let runner: Task<Void, Never>
     let logger: Logger
 
-    init(url: String, logger: Logger) async throws {
+    /// Sealed per-person keys: contacts, notes and reading bodies are sealed and opened here.
+    let personKeys: PersonKeys
+
+    init(url: String, logger: Logger, personKeys: PersonKeys = .off) async throws {
+        var configuration = try Self.clientConfiguration(url: url)
+        configuration.options.maximumConnections = 32
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        self.personKeys = personKeys
+        displayName = StorageLocation.redacted(url)
+        runner = Task { await client.run() }
+    }
+
+    /// A client's settings from a `postgres://` URL (TLS from its query: `PostgresTLS`).
+    static func clientConfiguration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
             throw StoreError(code: .badConfiguration, message: "cannot read PostgreSQL URL \(StorageLocation.redacted(url))")
         }
         let database = components.path.split(separator: "/").first.map(String.init)
-        var configuration = PostgresClient.Configuration(
+        return PostgresClient.Configuration(
             host: host,
             port: components.port ?? 5432,
             username: components.user ?? "postgres",
@@ -37,12 +52,6 @@ final class PostgresServerStore: ServerStore {
             database: database,
             tls: try PostgresTLS.setting(components)
         )
-        configuration.options.maximumConnections = 32
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.client = client
-        self.logger = logger
-        displayName = StorageLocation.redacted(url)
-        runner = Task { await client.run() }
     }
 
     func migrate() async throws {
@@ -159,7 +168,7 @@ final class PostgresServerStore: ServerStore {
     }
 
     func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool {
-        let person = try StoreJSON.encode(device.person)
+        let person = try await personKeys.sealProfile(try StoreJSON.encode(device.person), owner: device.deviceID)
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { connection in
             let inserted = try await connection.query(
@@ -184,7 +193,8 @@ final class PostgresServerStore: ServerStore {
     func device(id: String) async throws -> DeviceRow? {
         let rows = try await client.query("SELECT person, enrolled_ms FROM devices WHERE device_id = \(id)", logger: logger)
         for try await (person, enrolled) in rows.decode((String, Int64).self) {
-            return DeviceRow(deviceID: id, person: try StoreJSON.decode(person), enrolledMilliseconds: enrolled)
+            let opened = try await personKeys.readableProfile(person, owner: id)
+            return DeviceRow(deviceID: id, person: try StoreJSON.decode(opened), enrolledMilliseconds: enrolled)
         }
         return nil
     }
@@ -322,7 +332,7 @@ final class PostgresServerStore: ServerStore {
                 )
             )
         }
-        return result
+        return try await personKeys.open(result, owner: query.deviceID)
     }
 
     func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
@@ -371,6 +381,7 @@ final class PostgresServerStore: ServerStore {
     func close() async throws {
         runner.cancel()
         await runner.value
+        try await personKeys.close()
     }
 }
 

@@ -19,10 +19,14 @@ final class SQLiteServerStore: ServerStore {
     /// Token lookups' own read-only connection (`token(id:)`).
     private let tokenReader: DatabaseQueue
 
+    /// Sealed per-person keys: contacts, notes and reading bodies are sealed and opened here.
+    let personKeys: PersonKeys
+
     var displayName: String { "sqlite:\(path)" }
 
-    init(path: String, durability: CommitDurability = .powerLoss) throws {
+    init(path: String, durability: CommitDurability = .powerLoss, personKeys: PersonKeys = .off) throws {
         self.path = path
+        self.personKeys = personKeys
         try PrivateFile.prepareDatabase(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
@@ -182,7 +186,7 @@ final class SQLiteServerStore: ServerStore {
     }
 
     func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool {
-        let person = try StoreJSON.encode(device.person)
+        let person = try await personKeys.sealProfile(try StoreJSON.encode(device.person), owner: device.deviceID)
         return try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO devices (device_id, person, enrolled_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -205,7 +209,7 @@ final class SQLiteServerStore: ServerStore {
             return (try row.decode(forColumn: "person"), try row.decode(forColumn: "enrolled_ms"))
         }
         guard let found else { return nil }
-        let person: PersonProfile = try StoreJSON.decode(found.person)
+        let person: PersonProfile = try StoreJSON.decode(try await personKeys.readableProfile(found.person, owner: id))
         return DeviceRow(deviceID: id, person: person, enrolledMilliseconds: found.enrolled)
     }
 
@@ -322,7 +326,7 @@ final class SQLiteServerStore: ServerStore {
         arguments += [query.limit]
         let finalSQL = sql
         let finalArguments = arguments
-        return try await pool.read { db in
+        let rows = try await pool.read { db in
             try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
                 let flag: String? = try row.decode(forColumn: "time_flag")
                 return StoredReadingRow(
@@ -334,6 +338,7 @@ final class SQLiteServerStore: ServerStore {
                 )
             }
         }
+        return try await personKeys.open(rows, owner: query.deviceID)
     }
 
     func markSilentDevices(lastSeenBefore: Int64, nowMilliseconds: Int64) async throws -> [String] {
@@ -383,5 +388,6 @@ final class SQLiteServerStore: ServerStore {
         try tokenReader.close()
         _ = try? await pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         try pool.close()
+        try await personKeys.close()
     }
 }

@@ -286,6 +286,12 @@ struct ErrorBodyMiddleware: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as APIError {
             response = try error.response(from: request, context: context)
+        } catch let error as PersonKeyError {
+            // The sealed value or key stays as it is; the operator's log says which.
+            context.logger.error("personal data does not open", metadata: ["error": "\(error)"])
+            let status: HTTPResponse.Status = error.code == .keyDestroyed ? .gone : .internalServerError
+            response = try APIError(status: status, code: APIError.Code(rawValue: error.code.rawValue), message: error.message)
+                .response(from: request, context: context)
         } catch let error as HTTPError {
             let code: APIError.Code =
                 switch error.status {

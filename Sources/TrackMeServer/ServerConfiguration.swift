@@ -117,6 +117,8 @@ public struct ServerConfiguration: Sendable {
     public var healthProbeTimeout: Duration = ServerConfiguration.defaultHealthProbeTimeout
     public static let defaultHealthProbeTimeout: Duration = .seconds(3)
     /// Also receives every metric the server records (tests pass MetricsTestKit's `TestMetrics`);
+    /// The master key and the key store of the per-person keys (`PersonKeys`).
+    public var personKeys = PersonKeyConfiguration()
     /// `/metrics` always renders the server's own registry, whatever this is.
     public var metricsFactory: (any MetricsFactory)? = nil
 

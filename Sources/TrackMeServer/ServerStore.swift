@@ -109,6 +109,12 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// Creates or upgrades the schema (append-only migrations).
     func migrate() async throws
 
+    /// The per-person keys the store seals contacts, notes and reading bodies with.
+    var personKeys: PersonKeys { get }
+
+    /// Seals the contacts, notes and reading bodies still in clear; returns how many values.
+    func sealClearPersonalData() async throws -> Int
+
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws
     func token(id: String) async throws -> StoredToken?
 

@@ -80,11 +80,44 @@ public final class TrackMeServer: Service, Sendable {
         } catch {
             throw ServerConfigurationError(message: "retention: \(error.message)")
         }
-        let (store, ingestStore) = try await Self.openStores(configuration.storage, durability: configuration.durability, logger: logger)
+        let personKeys = try await PersonKeys.open(
+            configuration.personKeys,
+            credentialsDirectory: configuration.console.credentialsDirectory,
+            storage: configuration.storage,
+            logger: logger
+        )
+        if personKeys.isOn {
+            logger.info(
+                "personal data sealed under per-person keys",
+                metadata: ["server.master_key": "\(personKeys.masterKeyID ?? "")", "server.key_store": "\(personKeys.keyStoreName ?? "")"]
+            )
+        } else {
+            // Notice, not warning: tests and the simulation run this way by design.
+            logger.notice(
+                "no master key: contacts, notes and readings are stored in clear and erasure cannot reach backups",
+                metadata: ["server.todo": "give --master-key-file or the systemd credential \(PersonKeyConfiguration.masterKeyCredential)"]
+            )
+        }
+        let stores: (hall: any ServerStore, ingest: any IngestStore)
+        do {
+            stores = try await Self.openStores(
+                configuration.storage,
+                durability: configuration.durability,
+                personKeys: personKeys,
+                logger: logger
+            )
+        } catch {
+            try? await personKeys.close()
+            throw error
+        }
+        let (store, ingestStore) = stores
         do {
             try await store.migrate()
+            let sealed = try await store.sealClearPersonalData()
+            if sealed > 0 { logger.notice("personal data in clear sealed under per-person keys", metadata: ["server.values": "\(sealed)"]) }
         } catch {
             try? await store.close()
+            try? await personKeys.close()
             throw error
         }
         self.store = store
@@ -294,6 +327,12 @@ public final class TrackMeServer: Service, Sendable {
                 logger.info("retention deleted", metadata: ["server.kind": "\(cutoff.kind.rawValue)", "server.deleted": "\(count)"])
             }
         }
+        // A person the job removed goes from the key store too, and with it from the backups.
+        if store.personKeys.isOn, (deleted[.retiredPeople] ?? 0) > 0 {
+            let kept = Set(try await store.deviceRows().map(\.deviceID))
+            let destroyed = try await store.personKeys.destroyKeys(except: kept)
+            if destroyed > 0 { logger.info("retention destroyed person keys", metadata: ["server.keys": "\(destroyed)"]) }
+        }
         return deleted
     }
 
@@ -329,15 +368,16 @@ public final class TrackMeServer: Service, Sendable {
     static func openStores(
         _ location: StorageLocation,
         durability: CommitDurability = .powerLoss,
+        personKeys: PersonKeys = .off,
         logger: Logger
     ) async throws -> (hall: any ServerStore, ingest: any IngestStore) {
         switch location {
         case .sqlite(let path):
-            let store = try SQLiteServerStore(path: path, durability: durability)
+            let store = try SQLiteServerStore(path: path, durability: durability, personKeys: personKeys)
             return (store, SQLiteIngestStore(store))
         case .postgres(let url):
             #if PostgreSQL
-            let store = try await PostgresServerStore(url: url, logger: logger)
+            let store = try await PostgresServerStore(url: url, logger: logger, personKeys: personKeys)
             return (store, PostgresIngestStore(store))
             #else
             _ = url

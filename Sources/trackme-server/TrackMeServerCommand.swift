@@ -127,6 +127,18 @@ struct Serve: AsyncParsableCommand {
     )
     var contactLinkKeyFile: String?
 
+    @Option(
+        help:
+            "File holding the master key that seals each person's key (64 hex digits or 32 bytes, mode 0400; default: the systemd credential trackme-master-key, else personal data is kept in clear and the log says so)."
+    )
+    var masterKeyFile: String?
+
+    @Option(
+        help:
+            "Where the sealed person keys are kept, apart from the data and its backups: a SQLite path or a postgres:// URL of a database of its own (default with SQLite: the database's path + .keys)."
+    )
+    var personKeyStore: String?
+
     @Option(help: "How contacts reach this server, for their links (https://console.example).")
     var publicURL: String?
 
@@ -262,6 +274,7 @@ struct Serve: AsyncParsableCommand {
         configuration.console.scheduleContacts(first: .seconds(contactAfterSeconds), repeatEvery: .seconds(contactRepeatSeconds))
         configuration.console.contactLinkKeyFile = contactLinkKeyFile
         configuration.console.credentialsDirectory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"]
+        configuration.personKeys = PersonKeyConfiguration(masterKeyFile: masterKeyFile, keyStore: personKeyStore.map(StorageLocation.init(argument:)))
         logger.info("trackme-server starting", metadata: ["server.store": "\(configuration.storage)"])
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         // Trapped before anything listens, so a SIGHUP never finds the default action (exit).

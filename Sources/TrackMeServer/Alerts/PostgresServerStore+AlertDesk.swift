@@ -26,11 +26,11 @@ extension PostgresServerStore {
                 """,
                 logger: logger
             )
-        return try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:))
+        return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
     }
 
     func alertRow(id: String) async throws -> AlertDeskRow? {
-        try await Self.deskRow(client, id: id, logger: logger)
+        try await personKeys.readable(try await Self.deskRow(client, id: id, logger: logger).map { [$0] } ?? []).first
     }
 
     private static func deskRow(_ client: PostgresClient, id: String, logger: Logger) async throws -> AlertDeskRow? {
@@ -119,9 +119,11 @@ extension PostgresServerStore {
             "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id",
             logger: logger
         )
-        return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).map {
-            DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
-        }
+        return try await personKeys.readable(
+            try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).map {
+                DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
+            }
+        )
     }
 
     func feedHead() async throws -> Int64 {
@@ -152,9 +154,10 @@ extension PostgresServerStore {
             "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = \(id)",
             logger: logger
         )
-        return try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).first.map {
+        let row = try await collect(rows.decode((String, String, Int64, Int64?, Bool, String?).self)).first.map {
             DeviceStatusRow(deviceID: $0.0, person: $0.1, enrolledMilliseconds: $0.2, lastSeenMilliseconds: $0.3, silent: $0.4, heartbeat: $0.5)
         }
+        return try await personKeys.readable(row.map { [$0] } ?? []).first
     }
 
     func feedFloor(sinceMilliseconds: Int64) async throws -> Int64 {

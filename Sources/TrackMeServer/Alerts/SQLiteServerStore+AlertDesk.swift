@@ -13,11 +13,11 @@ extension SQLiteServerStore {
             open
             ? "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE \(Self.openCondition) ORDER BY a.created_ms DESC"
             : "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE NOT (\(Self.openCondition)) ORDER BY a.updated_ms DESC LIMIT \(max(1, limit))"
-        return try await pool.read { db in try Row.fetchAll(db, sql: sql).map(Self.deskRow(from:)) }
+        return try await personKeys.readable(try await pool.read { db in try Row.fetchAll(db, sql: sql).map(Self.deskRow(from:)) })
     }
 
     func alertRow(id: String) async throws -> AlertDeskRow? {
-        try await pool.read { db in try Self.deskRow(db, id: id) }
+        try await personKeys.readable(try await pool.read { db in try Self.deskRow(db, id: id) }.map { [$0] } ?? []).first
     }
 
     func alertUpdates(alertID: String) async throws -> [AlertUpdateRow] {
@@ -67,7 +67,7 @@ extension SQLiteServerStore {
     }
 
     func deviceRow(id: String) async throws -> DeviceStatusRow? {
-        try await pool.read { db in
+        let row = try await pool.read { db in
             try Row.fetchOne(
                 db,
                 sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices WHERE device_id = ?",
@@ -83,6 +83,7 @@ extension SQLiteServerStore {
                 )
             }
         }
+        return try await personKeys.readable(row.map { [$0] } ?? []).first
     }
 
     func resolveAlert(id: String, outcome: AlertOutcome, by actor: String, atMilliseconds: Int64) async throws -> ResolveResult {
@@ -130,7 +131,7 @@ extension SQLiteServerStore {
     }
 
     func deviceRows() async throws -> [DeviceStatusRow] {
-        try await pool.read { db in
+        let rows = try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id").map {
                 DeviceStatusRow(
                     deviceID: try $0.decode(forColumn: "device_id"),
@@ -142,6 +143,7 @@ extension SQLiteServerStore {
                 )
             }
         }
+        return try await personKeys.readable(rows)
     }
 
     func feedHead() async throws -> Int64 {

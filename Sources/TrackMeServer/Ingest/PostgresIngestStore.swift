@@ -42,7 +42,11 @@ final class PostgresIngestStore: IngestStore {
     /// Batches from many devices arriving together are written in one transaction
     /// (`IngestGroupCommit`), each in a savepoint of its own.
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
-        try await groupCommit.ingest(batch)
+        // Sealed here, before the group's transaction: a key of a new person is in the key store
+        // before the first value sealed under it is committed.
+        var sealed = batch
+        sealed.readings = try await store.personKeys.seal(batch.readings, owner: batch.deviceID)
+        return try await groupCommit.ingest(sealed)
     }
 
     /// Writes a group of batches in one transaction and one round trip (`trackme_ingest_group`),

@@ -71,7 +71,11 @@ final class SQLiteIngestStore: IngestStore {
     /// for all of them (`IngestGroupCommit`); each in a savepoint of its own, so that one that
     /// fails is rolled back alone and the others are stored.
     func ingest(_ batch: IncomingBatch) async throws -> IngestResult {
-        try await groupCommit.ingest(batch)
+        // Sealed here, before the group's transaction: a key of a new person is in the key store
+        // before the first value sealed under it is committed.
+        var sealed = batch
+        sealed.readings = try await store.personKeys.seal(batch.readings, owner: batch.deviceID)
+        return try await groupCommit.ingest(sealed)
     }
 
     /// One batch inside the group's transaction.

@@ -61,17 +61,29 @@ struct GroupFigureDesk: Sendable {
                 var latitudes: [Double] = []
                 var longitudes: [Double] = []
                 var after: Int64 = 0
-                while true {
-                    let page = try await store.readings(
-                        ReadingQuery(
-                            deviceID: device.deviceID,
-                            fromMilliseconds: start,
-                            toMilliseconds: end,
-                            kind: nil,
-                            afterSequence: after,
-                            limit: 5000
+                let before = summary
+                readings: while true {
+                    let page: [StoredReadingRow]
+                    do {
+                        page = try await store.readings(
+                            ReadingQuery(
+                                deviceID: device.deviceID,
+                                fromMilliseconds: start,
+                                toMilliseconds: end,
+                                kind: nil,
+                                afterSequence: after,
+                                limit: 5000
+                            )
                         )
-                    )
+                    } catch is PersonKeyError {
+                        // A person whose readings do not open (their key damaged, or erased
+                        // meanwhile) is left out of the day's figures rather than stopping them for
+                        // everyone; their own reads answer why.
+                        summary = before
+                        latitudes = []
+                        longitudes = []
+                        break readings
+                    }
                     for row in page {
                         if let hr = PersonData.heartRate(row, deviceID: device.deviceID), hr.contact, hr.bpm > 0 {
                             summary.heartRateCount += 1

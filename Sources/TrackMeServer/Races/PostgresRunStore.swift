@@ -238,13 +238,14 @@ final class PostgresRunStore: RunStore {
     func newestHeartRate(deviceID: String, fromMilliseconds: Int64, toMilliseconds: Int64) async throws -> (Int64, Int)? {
         let rows = try await client.query(
             """
-            SELECT placed_ms, body FROM readings WHERE device_id = \(deviceID) AND kind = 'hr' AND placed_ms >= \(fromMilliseconds)
+            SELECT seq, placed_ms, body FROM readings WHERE device_id = \(deviceID) AND kind = 'hr' AND placed_ms >= \(fromMilliseconds)
                 AND placed_ms < \(toMilliseconds)
             ORDER BY placed_ms DESC, seq DESC LIMIT 1
             """,
             logger: logger
         )
-        for try await (placed, body) in rows.decode((Int64, String).self) {
+        for try await (seq, placed, sealed) in rows.decode((Int64, Int64, String).self) {
+            let body = try await store.personKeys.openBody(sealed, owner: deviceID, sequence: seq)
             guard let bpm = Self.bpm(ofBody: body) else { return nil }
             return (placed, bpm)
         }

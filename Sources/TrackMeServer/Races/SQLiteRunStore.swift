@@ -157,13 +157,17 @@ final class SQLiteRunStore: RunStore {
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT placed_ms, body FROM readings WHERE device_id = ? AND kind = 'hr' AND placed_ms >= ? AND placed_ms < ?
+                    SELECT seq, placed_ms, body FROM readings WHERE device_id = ? AND kind = 'hr' AND placed_ms >= ? AND placed_ms < ?
                     ORDER BY placed_ms DESC, seq DESC LIMIT 1
                     """,
                 arguments: [deviceID, fromMilliseconds, toMilliseconds]
-            ).map { row -> (Int64, String) in (try row.decode(forColumn: "placed_ms"), try row.decode(forColumn: "body")) }
+            ).map { row -> (Int64, Int64, String) in
+                (try row.decode(forColumn: "seq"), try row.decode(forColumn: "placed_ms"), try row.decode(forColumn: "body"))
+            }
         }
-        guard let (placed, body) = row, let bpm = Self.bpm(ofBody: body) else { return nil }
+        guard let (seq, placed, sealed) = row else { return nil }
+        let body = try await store.personKeys.openBody(sealed, owner: deviceID, sequence: seq)
+        guard let bpm = Self.bpm(ofBody: body) else { return nil }
         return (placed, bpm)
     }
 

@@ -126,9 +126,13 @@ struct CareRoutes: Sendable {
     func erase(_ request: Request, deviceID: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: CareAccess.erasers)
         try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
+        // The person's key first: should deleting the rows fail, what is left no longer opens and
+        // asking again deletes it; and again after, for a batch sealed in between under a new key.
+        try await api.store.personKeys.destroy(owner: deviceID)
         guard let result = try await api.store.erase(deviceID: deviceID, nowMilliseconds: api.configuration.wallClock()) else {
             throw APIError.notFound("no device \(deviceID)")
         }
+        try await api.store.personKeys.destroy(owner: deviceID)
         api.notifier.notify()
         api.metrics.erasures.increment()
         // The log names the device id (the operator's own record that an erasure was done),

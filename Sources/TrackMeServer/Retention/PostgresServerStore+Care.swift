@@ -64,7 +64,7 @@ extension PostgresServerStore {
         atMilliseconds: Int64
     ) async throws -> CareSettings {
         let logger = self.logger
-        let personJSON = try StoreJSON.encode(person)
+        let personJSON = try await personKeys.sealProfile(try StoreJSON.encode(person), owner: deviceID)
         return try await client.withTransaction(logger: logger) { connection in
             var current: Int64 = 0
             for try await version in try await connection.query(

@@ -57,7 +57,7 @@ extension SQLiteServerStore {
         by actor: String,
         atMilliseconds: Int64
     ) async throws -> CareSettings {
-        let personJSON = try StoreJSON.encode(person)
+        let personJSON = try await personKeys.sealProfile(try StoreJSON.encode(person), owner: deviceID)
         return try await pool.write { db in
             let current = try Int64.fetchOne(db, sql: "SELECT version FROM care_settings WHERE device_id = ?", arguments: [deviceID]) ?? 0
             var next = settings
