@@ -92,7 +92,9 @@ public enum StatusReport {
             rows.append(
                 (
                     "automated sos", service.active ? "on" : "OFF",
-                    service.active ? "provided by \(service.provider)" : "rule alerts reach no dispatcher; the SOS button does"
+                    service.active
+                        ? "provided by \(service.provider)"
+                        : "rule alerts reach no dispatcher and the device calls nobody for them; the SOS button does"
                 )
             )
         }

@@ -478,7 +478,9 @@ function updateCard(alert) {
       hb && hb.device_power ? ' · device ' + devicePower(hb) : null,
       health ? [' · last seen ', el('span', { class: 'age', dataset: { at: health.last_seen_ms } }, ago(health.last_seen_ms))] : null,
       health && health.silent ? [' ', el('span', { class: 'badge' }, 'SILENT')] : null,
-      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null)]);
+      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null,
+      automatedSOS(person) ? [' ', el('span', { class: 'badge protection automated-sos-off' }, automatedSOS(person))] : null),
+    el('div', { class: 'automated-sos muted' }, automatedSOSText(person))]);
   fill(card.parts.chart, hrChart(detail.heart_rate || []));
   fillOnChange(card.parts.story, JSON.stringify([timeline, detail.notes]), () => [
     el('p', { class: 'timing' }, timingText(timeline)),
@@ -597,6 +599,18 @@ function protection(hb) {
   else if (hb.device_power_level === 'low') problems.push('device battery low');
   return problems;
 }
+// AutomatedSOS, the service the person is enrolled in: off, the rules' alerts reach no
+// dispatcher and the device calls nobody for them (the SOS button still does).
+function automatedSOS(person) {
+  const s = person && person.automated_sos;
+  if (!s) return null;
+  return s.active ? null : 'AutomatedSOS off' + (s.changed_ms ? ' (switched ' + ago(s.changed_ms) + ')' : '');
+}
+function automatedSOSText(person) {
+  const s = (person && person.automated_sos) || { active: true, provider: "the operator's dispatch centre" };
+  return s.active ? 'AutomatedSOS on, provided by ' + s.provider
+    : 'AutomatedSOS off: the rules raise alerts that reach no dispatcher, and the device calls nobody for them; the SOS button does';
+}
 function devicePower(hb) {
   if (!hb.device_power) return '—';
   const percent = hb.device_battery_pct !== undefined && hb.device_battery_pct !== null ? ' ' + hb.device_battery_pct + '%' : '';
@@ -612,7 +626,9 @@ async function refreshDevices() {
       el('td', {}, hb.strap || '—'), el('td', {}, hb.battery_pct !== undefined && hb.battery_pct !== null ? hb.battery_pct + '%' : '—'),
       el('td', { class: 'device-power' }, devicePower(hb)), el('td', {}, hb.gpsd || '—'),
       el('td', { class: 'device-state' }, d.silent ? el('span', { class: 'badge' }, 'SILENT') : null,
-        protection(hb).map((p) => el('span', { class: 'badge protection' }, p)), !d.silent && !protection(hb).length ? 'ok' : null),
+        protection(hb).map((p) => el('span', { class: 'badge protection' }, p)),
+        automatedSOS(d.person) ? el('span', { class: 'badge protection automated-sos-off' }, automatedSOS(d.person)) : null,
+        !d.silent && !protection(hb).length && !automatedSOS(d.person) ? 'ok' : null),
       el('td', {}, el('button', { type: 'button', class: 'care-show', onclick: () => showCare(d.device_id) }, 'Care')));
   });
   fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Strap battery', 'Device power', 'GPS', 'State', ''].map(header)), rows));

@@ -514,7 +514,7 @@
     const s = view.service;
     const text = s.active
       ? "On: alerts the rules raise go to a dispatcher. Provided by " + s.provider + "."
-      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact.";
+      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact, and the device calls nobody for them (the wearer still sees them).";
     box.appendChild(el("p", text, "automated-sos-state " + (s.active ? "care-current" : "care-pending")));
     const pending = view.devices.filter((d) => d.settings_version && d.device_version !== d.settings_version);
     if (pending.length) box.appendChild(el("p", "The device " + pending.map((d) => d.device_id).join(", ") + " learns it at its next sync.", "muted"));
