@@ -70,16 +70,20 @@ public struct CareStatus: Hashable, Sendable, Codable {
     /// Whether AutomatedSOS is active for the person and who provides it, as the server's care
     /// settings say (on, by the operator, when they say nothing).
     public var automatedSOS: AutomatedSOSService
+    /// The care setting `discreet_sos`: the device shows and sounds nothing of any alert.
+    public var discreetSOS: Bool
 
-    public init(version: Int64?, conflicts: [String], automatedSOS: AutomatedSOSService = AutomatedSOSService()) {
+    public init(version: Int64?, conflicts: [String], automatedSOS: AutomatedSOSService = AutomatedSOSService(), discreetSOS: Bool = false) {
         self.version = version
         self.conflicts = conflicts
         self.automatedSOS = automatedSOS
+        self.discreetSOS = discreetSOS
     }
 
     enum CodingKeys: String, CodingKey {
         case version, conflicts
         case automatedSOS = "automated_sos"
+        case discreetSOS = "discreet_sos"
     }
 
     /// `automated_sos` may be absent (a status from an older agent).
@@ -88,6 +92,7 @@ public struct CareStatus: Hashable, Sendable, Codable {
         version = try c.decodeIfPresent(Int64.self, forKey: .version)
         conflicts = try c.decode([String].self, forKey: .conflicts)
         automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS) ?? AutomatedSOSService()
+        discreetSOS = try c.decodeIfPresent(Bool.self, forKey: .discreetSOS) ?? false
     }
 }
 

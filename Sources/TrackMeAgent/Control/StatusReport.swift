@@ -97,6 +97,9 @@ public enum StatusReport {
                         : "rule alerts reach no dispatcher and the device calls nobody for them; the SOS button does"
                 )
             )
+            if care.discreetSOS {
+                rows.append(("discreet sos", "on", "the device shows and sounds nothing of any alert (care setting)"))
+            }
         }
 
         let first = rows.map(\.0.count).max() ?? 0

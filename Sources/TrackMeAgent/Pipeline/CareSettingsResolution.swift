@@ -18,6 +18,8 @@ public struct CareSettingsResolution: Hashable, Sendable {
     public var conflicts: [String]
     /// The person's AutomatedSOS enrolment as the server's settings carry it.
     public var automatedSOS: AutomatedSOSService
+    /// The care setting `discreet_sos`: the wearer is shown nothing of any alert.
+    public var discreetSOS: Bool
 
     /// `device` is the device profile, applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
@@ -50,7 +52,8 @@ public struct CareSettingsResolution: Hashable, Sendable {
         version = server?.version
         self.conflicts = conflicts.sorted()
         automatedSOS = server?.automatedSOS ?? AutomatedSOSService()
+        discreetSOS = server?.discreetSOS ?? false
     }
 
-    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, automatedSOS: automatedSOS) }
+    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, automatedSOS: automatedSOS, discreetSOS: discreetSOS) }
 }

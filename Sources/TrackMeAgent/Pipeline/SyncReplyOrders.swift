@@ -13,7 +13,8 @@ import TrackMeCore
 ///   running rules, kept in the store (`device_state`) so a restart starts from them, and their
 ///   version (with any local-override conflicts) goes into the next heartbeat and `status`.
 ///   The AutomatedSOS enrolment they carry reaches the dispatch lane (off: a rule's alert calls
-///   nobody from the device) and the wearer's feedback (`not_dispatched`).
+///   nobody from the device) and the wearer's feedback (`not_dispatched`); `discreet_sos`
+///   makes the feedback show nothing of any alert.
 ///   An older version than the one in force is ignored.
 /// - Wipe: the person's data was erased on the server. The agent stops (the `WipeService` ends
 ///   the service group) and `trackme-agent run` then wipes the store, its key and the token
@@ -60,6 +61,7 @@ final class SyncReplyOrders: Sendable {
         self.inForce = Mutex(inForce.version)
         heartbeat.care(inForce.status)
         feedback?.receive(.automatedSOS(active: inForce.automatedSOS.active))
+        feedback?.receive(.discreetSOS(inForce.discreetSOS))
     }
 
     /// The care settings the store kept from an earlier run, resolved over the configuration.
@@ -108,6 +110,7 @@ final class SyncReplyOrders: Sendable {
         await pipeline.reconfigure(profile: resolution.profile, settings: resolution.settings)
         await lane?.setAutomatedSOS(active: resolution.automatedSOS.active)
         feedback?.receive(.automatedSOS(active: resolution.automatedSOS.active))
+        feedback?.receive(.discreetSOS(resolution.discreetSOS))
         heartbeat.care(resolution.status)
         do {
             try store.setDeviceState(try WireCodec.encode(settings), for: Self.stateKey)

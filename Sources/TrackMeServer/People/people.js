@@ -475,6 +475,11 @@
     }
     atRaiseLabel.appendChild(atRaise);
     form.appendChild(atRaiseLabel);
+    const discreetLabel = el("label", null, "wide");
+    const discreet = el("input", null, "care-discreet");
+    discreet.type = "checkbox"; discreet.checked = s.discreet_sos === true;
+    discreetLabel.append(discreet, document.createTextNode(" Discreet SOS: the device shows and sounds nothing of any alert (for a wearer under threat)"));
+    form.appendChild(discreetLabel);
     const save = el("button", "Save", "care-save");
     save.type = "submit";
     form.appendChild(save);
@@ -490,6 +495,7 @@
         contacts: contacts.value.split("\n").map((line) => line.split(";").map((x) => x.trim())).filter((p) => p[0])
           .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
         tell_contacts_at_raise: atRaise.value === "" ? null : atRaise.value === "true",
+        discreet_sos: discreet.checked || null,
       };
       for (const input of form.querySelectorAll(".care-rule")) if (input.dataset.rule !== "manual") body.rules[input.dataset.rule] = input.checked;
       try {
