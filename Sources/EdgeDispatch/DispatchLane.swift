@@ -124,6 +124,15 @@ public actor DispatchLane {
         apply(.engine(action))
     }
 
+    /// The person's AutomatedSOS enrolment as the server's care settings now say: off, the
+    /// rules' alerts get no fallback, resend or contact from the device (`DispatchSettings.automatedSOS`).
+    public func setAutomatedSOS(active: Bool) {
+        apply(.automatedSOS(active: active))
+    }
+
+    /// Whether the person is enrolled in AutomatedSOS as the lane now acts on it.
+    public var automatedSOS: Bool { policy.automatedSOS }
+
     /// Performs the lane's work until the calling task is cancelled: the policy's clock ticks
     /// every `tickInterval`, and each send or fallback runs in a task of its own.
     public func run() async {
@@ -253,6 +262,8 @@ public actor DispatchLane {
                     "local fallback ran",
                     metadata: ["sos.alert_id": "\(record.id)", "sos.fallback_reason": "\(reason.rawValue)"]
                 )
+                // The policy first: an update sent from now on says whom the fallback told.
+                await fallbackSucceeded(record.id, reason: reason, contactIndex: index)
                 emit(.fallbackSucceeded(alertID: record.id, reason: reason))
             } catch {
                 // Logged, and nothing else: the retries to the server go on regardless.
@@ -265,6 +276,10 @@ public actor DispatchLane {
                 emit(.fallbackFailed(alertID: record.id, reason: reason, error: "\(error)"))
             }
         }
+    }
+
+    private func fallbackSucceeded(_ id: String, reason: FallbackReason, contactIndex: Int?) {
+        apply(.fallbackSucceeded(alertID: id, reason: reason, contactIndex: contactIndex))
     }
 
     private enum Outcome: Sendable {

@@ -24,6 +24,11 @@ public struct CareSettings: Hashable, Sendable, Codable {
     /// through its own endpoint (the person, or an organisation with their consent), never by a
     /// change of the other settings.
     public var automatedSOS: AutomatedSOSService?
+    /// Discreet SOS for every alert (SafeRoute §2.6, a wearer under threat): the device shows and
+    /// sounds nothing of any alert, a press or a rule's, from its countdown to its end (no LED
+    /// change, no feedback hook). Nil or false: only a discreet press (`discreet_presses`,
+    /// `trackme-agent sos --discreet`) is silent. The alert itself goes out as usual.
+    public var discreetSOS: Bool?
 
     public init(
         version: Int64 = 0,
@@ -56,6 +61,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         case careProfile = "care_profile"
         case tellContactsAtRaise = "tell_contacts_at_raise"
         case automatedSOS = "automated_sos"
+        case discreetSOS = "discreet_sos"
     }
 
     /// `version` may be left out (a person or carer sending new settings does not number them).
@@ -70,6 +76,7 @@ public struct CareSettings: Hashable, Sendable, Codable {
         careProfile = try c.decodeIfPresent(CareProfile.self, forKey: .careProfile)
         tellContactsAtRaise = try c.decodeIfPresent(Bool.self, forKey: .tellContactsAtRaise)
         automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS)
+        discreetSOS = try c.decodeIfPresent(Bool.self, forKey: .discreetSOS)
     }
 
     /// The rule switch for `kind`, if the settings name it.

@@ -39,6 +39,8 @@ public struct PersonProfile: Hashable, Sendable, Codable {
     public var tellContactsAtRaise: Bool?
     /// The care setting `automated_sos` (`CareSettings`); nil: on, provided by the operator.
     public var automatedSOS: AutomatedSOSService?
+    /// The care setting `discreet_sos` (`CareSettings`): the device shows nothing of any alert.
+    public var discreetSOS: Bool?
 
     public init(
         name: String,
@@ -70,6 +72,7 @@ public struct PersonProfile: Hashable, Sendable, Codable {
         case contacts, notes
         case tellContactsAtRaise = "tell_contacts_at_raise"
         case automatedSOS = "automated_sos"
+        case discreetSOS = "discreet_sos"
     }
 
     /// Whether the server puts an alert of `kind` in front of a dispatcher: always for the SOS

@@ -41,6 +41,13 @@ public struct DispatchSettings: Hashable, Sendable {
     /// undelivered this long after it was raised and a send of it has failed: the agent's
     /// `fallback.after_seconds`. Zero runs it at the first failed send.
     public var fallbackAfter: Duration = .zero
+    /// Whether the person is enrolled in AutomatedSOS (`AutomatedSOSService.active`) at start;
+    /// the server's care settings switch it while running (`DispatchPolicy.Event.automatedSOS`).
+    /// Off, a rule's alert still goes to the server (which reads the enrolment afresh and keeps it
+    /// from dispatchers) and is shown to the wearer, but nothing on the device calls for help
+    /// for it: no local fallback, no resend, no contact told. The SOS button is not
+    /// AutomatedSOS: its alerts escalate either way.
+    public var automatedSOS = true
 
     public init() {}
 }
@@ -68,6 +75,12 @@ public struct DispatchPolicy: Sendable {
         case sendSucceeded(alertID: String, updateSequence: Int)
         /// The update could not be delivered (no network, error, timeout).
         case sendFailed(alertID: String, updateSequence: Int)
+        /// The person's AutomatedSOS enrolment changed (the server's care settings).
+        case automatedSOS(active: Bool)
+        /// The local fallback ran for the alert and exited 0. For `notify_contact` the contact is
+        /// told: every update of the alert sent from now on says so (`AlertUpdate.contactsTold`),
+        /// so that the server does not tell them again.
+        case fallbackSucceeded(alertID: String, reason: FallbackReason, contactIndex: Int?)
         /// Time passed.
         case tick
     }
@@ -103,11 +116,15 @@ public struct DispatchPolicy: Sendable {
         var nextStep = 0
         var nextStepAt: Duration?
         var contactsNotified = 0
+        /// The contacts the fallback told, for the updates still to go.
+        var contactsTold: [ContactTold] = []
         var lastPositionAt: Duration?
         var newPosition: AlertRecord?
     }
 
     public let settings: DispatchSettings
+    /// AutomatedSOS as now in force: off, the rules' alerts escalate nowhere on the device.
+    public private(set) var automatedSOS: Bool
     private var queue: [Outgoing] = []
     private var inFlight = false
     private var tracked: [String: Tracked] = [:]
@@ -124,6 +141,7 @@ public struct DispatchPolicy: Sendable {
 
     public init(settings: DispatchSettings = DispatchSettings()) {
         self.settings = settings
+        automatedSOS = settings.automatedSOS
         steps = settings.escalation.sorted { $0.after < $1.after }
     }
 
@@ -200,6 +218,10 @@ public struct DispatchPolicy: Sendable {
                     earliestFallbackAt = min(earliestFallbackAt ?? due, due)
                 }
             }
+        case .automatedSOS(let active):
+            automatedSOS = active
+        case .fallbackSucceeded(let id, let reason, let index):
+            if reason == .notifyContact, let index { noteContactTold(id, index: index, now: now, timestamp: timestamp) }
         case .tick:
             break
         }
@@ -209,9 +231,31 @@ public struct DispatchPolicy: Sendable {
         if !inFlight, let head = queue.first, head.notBefore <= now {
             inFlight = true
             queue[0].attempted = true
-            actions.append(.send(head.update))
+            // A retry may carry more told contacts than its first try: the server takes them
+            // from a repeat too.
+            if let told = tracked[head.update.alert.id]?.contactsTold, !told.isEmpty { queue[0].update.contactsTold = told }
+            actions.append(.send(queue[0].update))
         }
         return actions
+    }
+
+    /// Remembers that the fallback told contact `index` of the alert. An update of it still
+    /// waiting carries that when it goes; with none waiting (the server had the alert before the
+    /// fallback finished) a position update goes to say so.
+    private mutating func noteContactTold(_ id: String, index: Int, now: Duration, timestamp: ReadingTimestamp) {
+        guard var entry = tracked[id], !entry.contactsTold.contains(where: { $0.contactIndex == index }) else { return }
+        entry.contactsTold.append(ContactTold(contactIndex: index, at: timestamp, path: .localFallback))
+        let waiting = queue.indices.contains { queue[$0].update.alert.id == id && !(inFlight && $0 == 0) }
+        if !waiting, !entry.closed {
+            queue.append(
+                Outgoing(
+                    update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .position, sent: timestamp),
+                    notBefore: now
+                )
+            )
+            entry.nextSequence += 1
+        }
+        tracked[id] = entry
     }
 
     private mutating func receive(engine action: SOSAction, now: Duration, timestamp: ReadingTimestamp, into actions: inout [Action]) {
@@ -309,6 +353,7 @@ public struct DispatchPolicy: Sendable {
             }
             entry.fallbackRan = true
             tracked[id] = entry
+            guard callsForHelp(entry.record) else { continue }
             actions.append(.runFallback(entry.record, reason: .serverUnreachable, contactIndex: nil))
         }
         earliestFallbackAt = next
@@ -321,10 +366,15 @@ public struct DispatchPolicy: Sendable {
         for id in tracked.keys.sorted() {
             guard var entry = tracked[id], !entry.acknowledged, !entry.closed else { continue }
             defer { if let next = entry.nextStepAt { nextEarliest = min(nextEarliest ?? next, next) } }
+            // Off, a rule's alert passes its steps doing nothing (switched on again, it does not
+            // run every missed step at once).
+            let calls = callsForHelp(entry.record)
             while let due = entry.nextStepAt, due <= now {
                 let step = steps[min(entry.nextStep, steps.count - 1)]
-                switch step.action {
-                case .resend:
+                switch calls ? step.action : nil {
+                case nil:
+                    break
+                case .resend?:
                     queue.append(
                         Outgoing(
                             update: AlertUpdate(alert: entry.record, updateSequence: entry.nextSequence, type: .raised, sent: timestamp),
@@ -332,9 +382,9 @@ public struct DispatchPolicy: Sendable {
                         )
                     )
                     entry.nextSequence += 1
-                case .runFallback:
+                case .runFallback?:
                     actions.append(.runFallback(entry.record, reason: .escalation, contactIndex: nil))
-                case .notifyNextContact:
+                case .notifyNextContact?:
                     // Once the server has the alert its contact escalation tells the contacts (with
                     // a link that acknowledges): the device does so only while the server lacks it,
                     // so that no contact hears from both.
@@ -343,7 +393,7 @@ public struct DispatchPolicy: Sendable {
                         entry.contactsNotified += 1
                     }
                 }
-                actions.append(.showAcknowledgement(alertID: id, acknowledged: false))
+                if calls { actions.append(.showAcknowledgement(alertID: id, acknowledged: false)) }
                 entry.nextStep += 1
                 if entry.nextStep < steps.count {
                     entry.nextStepAt = entry.raisedAt + steps[entry.nextStep].after
@@ -355,6 +405,12 @@ public struct DispatchPolicy: Sendable {
             }
             tracked[id] = entry
         }
+    }
+
+    /// Whether the device calls for help for this alert itself: always for the SOS button,
+    /// for a rule's alert only while the person is enrolled in AutomatedSOS.
+    private func callsForHelp(_ record: AlertRecord) -> Bool {
+        record.kind == .manual || automatedSOS
     }
 
     private mutating func queuePositions(now: Duration, timestamp: ReadingTimestamp) {

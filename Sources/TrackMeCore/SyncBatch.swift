@@ -111,6 +111,11 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// `low`, or `critical` when monitoring will stop as the battery runs out (`PowerWatch`);
     /// absent while the device is on external power or its battery is fine.
     public var devicePowerLevel: PowerWatch.Level?
+    /// How long each condition that leaves the wearer less protected has held, in whole seconds
+    /// by the device's monotonic clock when the heartbeat was made (an unset wall clock does not
+    /// matter): `monitoring_paused`, `strap_battery_low`, `device_battery_low` (low or critical),
+    /// `charging`. Absent when none holds.
+    public var conditionSeconds: [String: Int64]?
 
     public init(
         strap: String,
@@ -152,6 +157,7 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
         case deviceBatteryPercent = "device_battery_pct"
         case devicePower = "device_power"
         case devicePowerLevel = "device_power_level"
+        case conditionSeconds = "conditions_for_s"
     }
 }
 

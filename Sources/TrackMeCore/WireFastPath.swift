@@ -86,10 +86,10 @@ public enum WireFastPath {
     /// `WireCodec.encode(heartbeat)` as text, byte for byte, when its strings need no escaping.
     public static func canonicalJSON(_ heartbeat: DeviceHeartbeat) -> String? {
         let strings = [heartbeat.strap, heartbeat.gpsd, heartbeat.bodySensorLocation, heartbeat.storeState, heartbeat.storeProblem]
-        // The nested fields (profile, taxi state, run, care conflicts and overrides) are left to JSONEncoder.
+        // The nested fields (profile, taxi state, run, care conflicts and overrides, conditions)
+        // are left to JSONEncoder.
         guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil, heartbeat.careOverrides == nil,
-            heartbeat.profile == nil,
-            heartbeat.taxiState == nil, heartbeat.run == nil
+            heartbeat.profile == nil, heartbeat.taxiState == nil, heartbeat.run == nil, heartbeat.conditionSeconds == nil
         else { return nil }
         // Sorted keys; optional fields are left out when nil (synthesized `encodeIfPresent`).
         var fields: [String] = []

@@ -885,8 +885,17 @@ class ConsoleTest(CheckRun):
             state = browser.find(row + " .device-state").text
             assert "store in memory only" in state and "device battery critical" in state, state
             assert browser.find(row + " .device-power").text == "on battery 4%", browser.find(row + " .device-power").text
+            # The care setting discreet_sos: the wearer's device shows nothing of alerts, and the list says so.
+            status, view = http(server.base, "GET", "/v1/devices/pi-0200/care-settings", token=ADMIN)
+            assert status == 200, (status, view)
+            settings = dict(view["settings"], discreet_sos=True)
+            settings.pop("version", None)
+            status, stored = http(server.base, "PUT", "/v1/devices/pi-0200/care-settings", settings, token=ADMIN)
+            assert status == 200 and stored["discreet_sos"] is True, (status, stored)
+            browser.find('.tab[data-tab="devices"]').click()
+            wait_for(lambda: "discreet SOS" in browser.find(row + " .device-state").text, what="the discreet SOS badge on the device list")
             self.shot(browser, "05b-device-protection")
-        self.check("the device list shows what leaves the wearer unprotected: paused, memory-only store, device battery critical", protection)
+        self.check("the device list shows what leaves the wearer unprotected: paused, memory-only store, device battery critical, discreet SOS", protection)
 
         def erase():
             browser.find("#care-erase").click()

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TrackMeCore
 
@@ -333,5 +334,126 @@ import TrackMeCore
         let before = d.sends.count
         d.at(2, .engine(.kindChanged(DispatchPolicyTests.record(state: .raised))))
         #expect(d.sends.count == before)
+    }
+}
+
+@Suite struct DispatchPolicyContactsToldTests {
+    typealias Driver = DispatchPolicyTests.Driver
+
+    /// Offline from the raise: every send fails until `until`, then every send succeeds.
+    static func offline(_ d: inout Driver, from: Int, to: Int, delivering: Bool) {
+        for second in from...to {
+            d.at(Double(second), .tick)
+            if case .send(let update)? = d.log.last?.1 {
+                let answer: DispatchPolicy.Event =
+                    delivering
+                    ? .sendSucceeded(alertID: "a-1", updateSequence: update.updateSequence)
+                    : .sendFailed(alertID: "a-1", updateSequence: update.updateSequence)
+                d.at(Double(second) + 0.1, answer)
+            }
+        }
+    }
+
+    @Test func theContactTheFallbackToldIsInEveryUpdateSentAfter() throws {
+        var d = Driver()
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        Self.offline(&d, from: 1, to: 180, delivering: false)
+        #expect(d.fallbacks.filter { $0.1 == .notifyContact }.map(\.2) == [0])
+        #expect(d.sends.allSatisfy { $0.contactsTold.isEmpty }, "nobody told yet")
+        let sentBefore = d.sends.count
+        d.at(180.5, .fallbackSucceeded(alertID: "a-1", reason: .notifyContact, contactIndex: 0))
+        d.at(181.5, .fallbackSucceeded(alertID: "a-1", reason: .escalation, contactIndex: nil))
+        Self.offline(&d, from: 182, to: 240, delivering: true)
+        let after = d.sends.dropFirst(sentBefore)
+        #expect(after.first?.updateSequence == 0, "the raise itself, at last delivered, says whom the device told")
+        #expect(!after.isEmpty)
+        for update in after {
+            #expect(update.contactsTold == [ContactTold(contactIndex: 0, at: SOSHarness.ts(180_500), path: .localFallback)])
+        }
+        let first = try #require(after.first)
+        let json = String(decoding: try WireCodec.encode(first), as: UTF8.self)
+        #expect(json.contains(#""contacts_told":[{"at":"#))
+        #expect(json.contains(#""contact_index":0,"path":"local_fallback""#))
+    }
+
+    @Test func aContactToldAfterTheServerHadTheAlertStillReachesIt() {
+        var d = Driver()
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.1, .sendSucceeded(alertID: "a-1", updateSequence: 0))
+        let sentBefore = d.sends.count
+        // A fallback started while offline that finished once the raise had gone.
+        d.at(5, .fallbackSucceeded(alertID: "a-1", reason: .notifyContact, contactIndex: 1))
+        let sent = d.sends.dropFirst(sentBefore)
+        #expect(sent.map(\.type) == [.position])
+        #expect(sent.first?.updateSequence == 1)
+        #expect(sent.first?.contactsTold.map(\.contactIndex) == [1])
+        d.at(5.1, .sendSucceeded(alertID: "a-1", updateSequence: 1))
+        d.at(6, .fallbackSucceeded(alertID: "a-1", reason: .notifyContact, contactIndex: 1))
+        #expect(d.sends.count == sentBefore + 1, "told once: no second update for the same contact")
+    }
+
+    @Test func anUpdateWithoutContactsToldHasNoSuchKey() throws {
+        let update = AlertUpdate(alert: DispatchPolicyTests.record(), updateSequence: 0, type: .raised, sent: DispatchPolicyTests.stamp)
+        let json = String(decoding: try WireCodec.encode(update), as: UTF8.self)
+        #expect(!json.contains("contacts_told"))
+        #expect(try WireCodec.decode(AlertUpdate.self, from: Data(json.utf8)) == update)
+    }
+}
+
+/// AutomatedSOS off (the person is not enrolled): the rules' alerts still go to the server, but
+/// nothing on the device calls for help for them; the SOS button escalates as ever.
+@Suite struct DispatchPolicyAutomatedSOSTests {
+    typealias Driver = DispatchPolicyTests.Driver
+
+    static func offline(_ d: inout Driver, from: Int, to: Int, id: String) {
+        for second in from...to {
+            // Only a send this tick made is answered.
+            for case .send(let update) in d.at(Double(second), .tick) {
+                d.at(Double(second) + 0.1, .sendFailed(alertID: id, updateSequence: update.updateSequence))
+            }
+        }
+    }
+
+    static func off() -> DispatchSettings {
+        var settings = DispatchSettings()
+        settings.automatedSOS = false
+        return settings
+    }
+
+    @Test func aRulesAlertCallsNobodyFromTheDeviceButStillGoesToTheServer() {
+        var d = Driver(settings: Self.off())
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        Self.offline(&d, from: 1, to: 400, id: "a-1")
+        #expect(d.fallbacks.isEmpty, "no server_unreachable fallback, no escalation fallback, no contact told")
+        #expect(d.sends.allSatisfy { $0.updateSequence == 0 && $0.type == .raised }, "the raise retried; no resend of it")
+        #expect(d.sends.count > 150, "the raise retried all along, every other second on this tick")
+        let reminders = d.log.filter { $0.1 == .showAcknowledgement(alertID: "a-1", acknowledged: false) }
+        #expect(reminders.map(\.0) == [.zero], "shown once at the raise; no reminders of an acknowledgement nobody will give")
+    }
+
+    @Test func theSOSButtonIsNotAutomatedSOS() {
+        var d = Driver(settings: Self.off())
+        let press = AlertRecord(id: "m-1", deviceID: "pi-0042", kind: .manual, state: .raised, firstCritical: DispatchPolicyTests.stamp)
+        d.at(0, .engine(.raise(press)))
+        d.at(0.1, .sendFailed(alertID: "m-1", updateSequence: 0))
+        Self.offline(&d, from: 1, to: 200, id: "m-1")
+        #expect(d.fallbacks.map(\.1) == [.serverUnreachable, .escalation, .notifyContact])
+    }
+
+    @Test func switchedOnDuringAnAlertItTakesUpTheNextStepNotEveryMissedOne() {
+        var d = Driver(settings: Self.off())
+        d.at(0, .engine(.raise(DispatchPolicyTests.record())))
+        d.at(0.1, .sendFailed(alertID: "a-1", updateSequence: 0))
+        Self.offline(&d, from: 1, to: 150, id: "a-1")
+        #expect(d.fallbacks.isEmpty)
+        d.at(150.5, .automatedSOS(active: true))
+        #expect(d.fallbacks.isEmpty, "the steps at 60 and 120 s passed while off: not run late")
+        Self.offline(&d, from: 151, to: 185, id: "a-1")
+        #expect(d.fallbacks.map(\.1) == [.notifyContact], "the 180 s step, on time")
+        d.at(186, .automatedSOS(active: false))
+        Self.offline(&d, from: 187, to: 600, id: "a-1")
+        #expect(d.fallbacks.map(\.1) == [.notifyContact], "off again: nothing more")
     }
 }

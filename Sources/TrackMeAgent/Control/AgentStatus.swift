@@ -73,22 +73,27 @@ public struct CareStatus: Hashable, Sendable, Codable {
     /// Whether AutomatedSOS is active for the person and who provides it, as the server's care
     /// settings say (on, by the operator, when they say nothing).
     public var automatedSOS: AutomatedSOSService
+    /// The care setting `discreet_sos`: the device shows and sounds nothing of any alert.
+    public var discreetSOS: Bool
 
     public init(
         version: Int64?,
         conflicts: [String],
         overrides: [String: Int] = [:],
-        automatedSOS: AutomatedSOSService = AutomatedSOSService()
+        automatedSOS: AutomatedSOSService = AutomatedSOSService(),
+        discreetSOS: Bool = false
     ) {
         self.version = version
         self.conflicts = conflicts
         self.overrides = overrides
         self.automatedSOS = automatedSOS
+        self.discreetSOS = discreetSOS
     }
 
     enum CodingKeys: String, CodingKey {
         case version, conflicts, overrides
         case automatedSOS = "automated_sos"
+        case discreetSOS = "discreet_sos"
     }
 
     /// `automated_sos` and `overrides` may be absent (a status from an older agent).
@@ -98,6 +103,7 @@ public struct CareStatus: Hashable, Sendable, Codable {
         conflicts = try c.decode([String].self, forKey: .conflicts)
         overrides = try c.decodeIfPresent([String: Int].self, forKey: .overrides) ?? [:]
         automatedSOS = try c.decodeIfPresent(AutomatedSOSService.self, forKey: .automatedSOS) ?? AutomatedSOSService()
+        discreetSOS = try c.decodeIfPresent(Bool.self, forKey: .discreetSOS) ?? false
     }
 }
 

@@ -92,9 +92,14 @@ public enum StatusReport {
             rows.append(
                 (
                     "automated sos", service.active ? "on" : "OFF",
-                    service.active ? "provided by \(service.provider)" : "rule alerts reach no dispatcher; the SOS button does"
+                    service.active
+                        ? "provided by \(service.provider)"
+                        : "rule alerts reach no dispatcher and the device calls nobody for them; the SOS button does"
                 )
             )
+            if care.discreetSOS {
+                rows.append(("discreet sos", "on", "the device shows and sounds nothing of any alert (care setting)"))
+            }
         }
 
         let first = rows.map(\.0.count).max() ?? 0

@@ -10,6 +10,10 @@ public enum FeedbackState: String, Hashable, Sendable, CaseIterable, Codable {
     case raised
     /// The server has the alert.
     case sent
+    /// A rule's alert that calls nobody: the person is not enrolled in AutomatedSOS (the server's
+    /// care settings), so no dispatcher sees it and the device calls no one; the SOS button still
+    /// calls for help.
+    case notDispatched = "not_dispatched"
     /// A person (a dispatcher) acknowledged it: help knows.
     case acknowledged
     /// The alert was resolved; shown for a while, then idle.
@@ -47,6 +51,12 @@ public struct FeedbackMachine: Sendable {
         case deviceBatteryLow(Bool)
         /// A ride offer waits for the driver's answer, or no longer (answered or lapsed).
         case rideOffer(Bool)
+        /// The person's AutomatedSOS enrolment (the server's care settings): off, a rule's alert
+        /// raised from now on is shown as `notDispatched`. An alert already shown keeps its phase.
+        case automatedSOS(active: Bool)
+        /// The care setting `discreet_sos`: on, every alert raised from now on is shown as a
+        /// discreet one is (nothing at all), a press or a rule's.
+        case discreetSOS(Bool)
         /// Time passed.
         case tick
     }
@@ -58,6 +68,7 @@ public struct FeedbackMachine: Sendable {
         case sent(String)
         case acknowledged(String)
         case resolved(String, until: Duration)
+        case notDispatched(String)
     }
 
     public let resolvedShownFor: Duration
@@ -67,6 +78,8 @@ public struct FeedbackMachine: Sendable {
     private var batteryLow = false
     private var deviceBatteryLow = false
     private var rideOffered = false
+    private var automatedSOS = true
+    private var discreetSOS = false
     public private(set) var shown: FeedbackState = .idle
 
     public init(resolvedShownFor: Duration = .seconds(30)) {
@@ -75,7 +88,7 @@ public struct FeedbackMachine: Sendable {
 
     public mutating func receive(_ event: Event, now: Duration) -> FeedbackState? {
         var remind = false
-        if let id = discreetAlertID ?? event.discreetRaise, id == event.alertID {
+        if let id = discreetAlertID ?? event.discreetRaise ?? (discreetSOS ? event.alertStart(shown: phase.alertID) : nil), id == event.alertID {
             discreetAlertID = event.endsAlert ? nil : id
             return receive(.tick, now: now)
         }
@@ -85,7 +98,7 @@ public struct FeedbackMachine: Sendable {
             case .startCountdown(let record, _):
                 phase = .countdown(record.id)
             case .raise(let record):
-                phase = .raised(record.id)
+                phase = record.kind == .manual || automatedSOS ? .raised(record.id) : .notDispatched(record.id)
             case .update(let record):
                 apply(record.state, id: record.id, now: now)
             case .cancelled(let record), .withdrawn(let record):
@@ -111,6 +124,10 @@ public struct FeedbackMachine: Sendable {
             deviceBatteryLow = low
         case .rideOffer(let offered):
             rideOffered = offered
+        case .automatedSOS(let active):
+            automatedSOS = active
+        case .discreetSOS(let on):
+            discreetSOS = on
         case .tick:
             break
         }
@@ -147,7 +164,7 @@ extension FeedbackMachine.Phase {
     var alertID: String? {
         switch self {
         case .none: nil
-        case .countdown(let id), .raised(let id), .sent(let id), .acknowledged(let id), .resolved(let id, _): id
+        case .countdown(let id), .raised(let id), .sent(let id), .acknowledged(let id), .resolved(let id, _), .notDispatched(let id): id
         }
     }
 
@@ -156,7 +173,8 @@ extension FeedbackMachine.Phase {
         case .none: 0
         case .countdown: 1
         case .raised: 2
-        case .sent: 3
+        // The server's answer to an alert it keeps from dispatchers is no "sent".
+        case .sent, .notDispatched: 3
         case .acknowledged: 4
         case .resolved: 5
         }
@@ -170,6 +188,7 @@ extension FeedbackMachine.Phase {
         case .sent: .sent
         case .acknowledged: .acknowledged
         case .resolved: .resolved
+        case .notDispatched: .notDispatched
         }
     }
 }
@@ -187,7 +206,19 @@ extension FeedbackMachine.Event {
             }
         case .sent(let update): update.alert.id
         case .acknowledgement(let id, _), .resolved(let id): id
-        case .batteryLow, .deviceBatteryLow, .rideOffer, .tick: nil
+        case .batteryLow, .deviceBatteryLow, .rideOffer, .automatedSOS, .discreetSOS, .tick: nil
+        }
+    }
+
+    /// The alert this event starts showing: its countdown, its raise, or an update of one not
+    /// shown yet (an alert restored at start). Under the care setting `discreet_sos` such an
+    /// alert is never shown.
+    func alertStart(shown: String?) -> String? {
+        guard case .engine(let action) = self else { return nil }
+        switch action {
+        case .startCountdown(let record, _), .raise(let record): return record.id
+        case .update(let record): return record.id == shown ? nil : record.id
+        case .cancelled, .withdrawn, .positionUpdate, .kindChanged, .logMonitoringPaused, .logMonitoringResumed: return nil
         }
     }
 

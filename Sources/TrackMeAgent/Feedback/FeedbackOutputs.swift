@@ -11,12 +11,14 @@ public enum LEDPattern: Hashable, Sendable {
     /// The embedded defaults: fast blink while the wearer can still cancel, a quicker slow blink
     /// while the alert is on its way, a slow one once the server has it, steady when a person
     /// acknowledged, a long-on blink when resolved, a short blip every 3 s for a low strap battery,
-    /// and a long-on, short-off blink while a ride offer waits for the taxi driver's answer.
+    /// a long-on, short-off blink while a ride offer waits for the taxi driver's answer, and a
+    /// short blink every 2 s for a rule's alert that calls nobody (AutomatedSOS off).
     public static let defaults: [FeedbackState: LEDPattern] = [
         .idle: .off,
         .countdown: .blink(onMilliseconds: 100, offMilliseconds: 100),
         .raised: .blink(onMilliseconds: 250, offMilliseconds: 250),
         .sent: .blink(onMilliseconds: 1000, offMilliseconds: 1000),
+        .notDispatched: .blink(onMilliseconds: 250, offMilliseconds: 1750),
         .acknowledged: .on,
         .resolved: .blink(onMilliseconds: 1500, offMilliseconds: 500),
         .batteryLow: .blink(onMilliseconds: 50, offMilliseconds: 2950),

@@ -102,7 +102,7 @@ public enum AgentAssembly {
         let (syncEvents, syncEventSink) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
-        let dispatchSettings = dispatchSettings(configuration.fallback)
+        var dispatchSettings = dispatchSettings(configuration.fallback)
         // The server's care settings kept from an earlier run, over the device profile's
         // settings and the configuration file's; the file's own rule overrides on top.
         let care = SyncReplyOrders.startingResolution(
@@ -113,6 +113,7 @@ public enum AgentAssembly {
             logger: logger
         )
         let (settings, profile) = (care.settings, care.profile)
+        dispatchSettings.automatedSOS = care.automatedSOS.active
         // The one composition root, on the real clock; the simulation builds the same on its
         // virtual clock.
         var inputs = AgentCore.Inputs(
@@ -175,6 +176,8 @@ public enum AgentAssembly {
             overrides: configuration.sos,
             store: store,
             pipeline: pipeline,
+            lane: lane,
+            feedback: feedback,
             heartbeat: heartbeat,
             wipe: wipe,
             inForce: care,

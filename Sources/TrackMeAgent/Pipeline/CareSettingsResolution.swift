@@ -21,6 +21,8 @@ public struct CareSettingsResolution: Hashable, Sendable {
     public var overrides: [String: Int]
     /// The person's AutomatedSOS enrolment as the server's settings carry it.
     public var automatedSOS: AutomatedSOSService
+    /// The care setting `discreet_sos`: the wearer is shown nothing of any alert.
+    public var discreetSOS: Bool
 
     /// `device` is the device profile, applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
@@ -57,7 +59,10 @@ public struct CareSettingsResolution: Hashable, Sendable {
         self.conflicts = conflicts.sorted()
         self.overrides = overrideValues
         automatedSOS = server?.automatedSOS ?? AutomatedSOSService()
+        discreetSOS = server?.discreetSOS ?? false
     }
 
-    public var status: CareStatus { CareStatus(version: version, conflicts: conflicts, overrides: overrides, automatedSOS: automatedSOS) }
+    public var status: CareStatus {
+        CareStatus(version: version, conflicts: conflicts, overrides: overrides, automatedSOS: automatedSOS, discreetSOS: discreetSOS)
+    }
 }

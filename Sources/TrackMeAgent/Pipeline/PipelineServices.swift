@@ -66,14 +66,37 @@ package final class HeartbeatState: Sendable {
         var care = CareStatus(version: nil, conflicts: [])
         var power: DevicePower?
         var powerLevel = PowerWatch.Level.normal
+        /// Since when (the stopwatch's time) each condition of `conditions_for_s` has held.
+        var since: [String: Duration] = [:]
     }
 
     private let state = Mutex(State())
+    private let elapsed: @Sendable () -> Duration
     /// The strap's battery below this many percent is low (`strap.battery_warning_percent`).
     let batteryWarningPercent: Int
 
-    package init(batteryWarningPercent: Int = StrapConfiguration.defaultBatteryWarningPercent) {
+    package convenience init(batteryWarningPercent: Int = StrapConfiguration.defaultBatteryWarningPercent) {
+        self.init(batteryWarningPercent: batteryWarningPercent, clock: ContinuousClock())
+    }
+
+    /// - Parameter clock: times how long each condition has held (`conditions_for_s`).
+    package init(batteryWarningPercent: Int, clock: any Clock<Duration>) {
         self.batteryWarningPercent = batteryWarningPercent
+        elapsed = Self.stopwatch(clock)
+    }
+
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
+    }
+
+    /// Starts or ends the timing of a condition: a condition that goes on holding keeps its start.
+    private static func mark(_ condition: String, _ holds: Bool, at now: Duration, in state: inout State) {
+        if !holds {
+            state.since[condition] = nil
+        } else if state.since[condition] == nil {
+            state.since[condition] = now
+        }
     }
 
     func strap(_ value: String) { state.withLock { $0.strap = value } }
@@ -81,10 +104,21 @@ package final class HeartbeatState: Sendable {
     /// Records the level; returns whether it is low.
     @discardableResult
     func battery(_ value: Int) -> Bool {
-        state.withLock { $0.battery = value }
-        return value < batteryWarningPercent
+        let now = elapsed()
+        let low = value < batteryWarningPercent
+        state.withLock {
+            $0.battery = value
+            Self.mark("strap_battery_low", low, at: now, in: &$0)
+        }
+        return low
     }
-    func paused(_ value: Bool) { state.withLock { $0.paused = value } }
+    func paused(_ value: Bool) {
+        let now = elapsed()
+        state.withLock {
+            $0.paused = value
+            Self.mark("monitoring_paused", value, at: now, in: &$0)
+        }
+    }
     func bodyLocation(_ value: String) { state.withLock { $0.bodyLocation = value } }
     /// The device's profile, and a taxi's availability or a runner's run, sent with every batch.
     func profile(_ value: DeviceProfile) { state.withLock { $0.profile = value } }
@@ -95,14 +129,18 @@ package final class HeartbeatState: Sendable {
     func careStatus() -> CareStatus { state.withLock { $0.care } }
     /// The device's own power as last read, and the level `PowerWatch` gave it.
     func power(_ value: DevicePower?, level: PowerWatch.Level) {
+        let now = elapsed()
         state.withLock {
             $0.power = value
             $0.powerLevel = level
+            Self.mark("device_battery_low", level != .normal, at: now, in: &$0)
+            Self.mark("charging", value?.source == .charging, at: now, in: &$0)
         }
     }
 
     package func heartbeat() -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
+        let now = elapsed()
         return state.withLock {
             var heartbeat = DeviceHeartbeat(
                 strap: $0.strap,
@@ -123,6 +161,8 @@ package final class HeartbeatState: Sendable {
             heartbeat.deviceBatteryPercent = $0.power?.percent
             heartbeat.devicePower = $0.power?.source
             heartbeat.devicePowerLevel = $0.powerLevel == .normal ? nil : $0.powerLevel
+            let since = $0.since
+            heartbeat.conditionSeconds = since.isEmpty ? nil : since.mapValues { (now - $0).components.seconds }
             return heartbeat
         }
     }

@@ -1,3 +1,4 @@
+import EdgeDispatch
 import EdgeStore
 import Foundation
 import Logging
@@ -11,6 +12,9 @@ import TrackMeCore
 /// - Care settings: resolved over the configuration (`CareSettingsResolution`), applied to the
 ///   running rules, kept in the store (`device_state`) so a restart starts from them, and their
 ///   version (with any local-override conflicts) goes into the next heartbeat and `status`.
+///   The AutomatedSOS enrolment they carry reaches the dispatch lane (off: a rule's alert calls
+///   nobody from the device) and the wearer's feedback (`not_dispatched`); `discreet_sos`
+///   makes the feedback show nothing of any alert.
 ///   An older version than the one in force is ignored.
 /// - Wipe: the person's data was erased on the server. The agent stops (the `WipeService` ends
 ///   the service group) and `trackme-agent run` then wipes the store, its key and the token
@@ -24,6 +28,8 @@ final class SyncReplyOrders: Sendable {
     let overrides: SOSRuleOverrides
     let store: ReadingStore
     let pipeline: AgentPipeline
+    let lane: DispatchLane?
+    let feedback: FeedbackDriver?
     let heartbeat: HeartbeatState
     let wipe: WipeSignal
     let logger: Logger
@@ -35,6 +41,8 @@ final class SyncReplyOrders: Sendable {
         overrides: SOSRuleOverrides,
         store: ReadingStore,
         pipeline: AgentPipeline,
+        lane: DispatchLane? = nil,
+        feedback: FeedbackDriver? = nil,
         heartbeat: HeartbeatState,
         wipe: WipeSignal,
         inForce: CareSettingsResolution,
@@ -45,11 +53,15 @@ final class SyncReplyOrders: Sendable {
         self.overrides = overrides
         self.store = store
         self.pipeline = pipeline
+        self.lane = lane
+        self.feedback = feedback
         self.heartbeat = heartbeat
         self.wipe = wipe
         self.logger = logger
         self.inForce = Mutex(inForce.version)
         heartbeat.care(inForce.status)
+        feedback?.receive(.automatedSOS(active: inForce.automatedSOS.active))
+        feedback?.receive(.discreetSOS(inForce.discreetSOS))
     }
 
     /// The care settings the store kept from an earlier run, resolved over the configuration.
@@ -96,6 +108,9 @@ final class SyncReplyOrders: Sendable {
         guard newer else { return }
         let resolution = CareSettingsResolution(configured: person, device: device, overrides: overrides, server: settings)
         await pipeline.reconfigure(profile: resolution.profile, settings: resolution.settings)
+        await lane?.setAutomatedSOS(active: resolution.automatedSOS.active)
+        feedback?.receive(.automatedSOS(active: resolution.automatedSOS.active))
+        feedback?.receive(.discreetSOS(resolution.discreetSOS))
         heartbeat.care(resolution.status)
         do {
             try store.setDeviceState(try WireCodec.encode(settings), for: Self.stateKey)
@@ -107,7 +122,10 @@ final class SyncReplyOrders: Sendable {
         }
         logger.notice(
             "care settings from the server applied",
-            metadata: ["care.version": "\(settings.version)", "care.conflicts": "\(resolution.conflicts.joined(separator: ","))"]
+            metadata: [
+                "care.version": "\(settings.version)", "care.conflicts": "\(resolution.conflicts.joined(separator: ","))",
+                "care.automated_sos": "\(resolution.automatedSOS.active ? "on" : "off")",
+            ]
         )
     }
 }

@@ -115,6 +115,13 @@ enum AlertTimeline {
         case .escalation: why = ""
         case .raised: why = " (alert raised)"
         case .closed: why = " (alert closed)"
+        case .device:
+            let path = attempt.detail.flatMap(ContactTold.Path.init(rawValue:)).map(Self.pathText) ?? "its own means"
+            return TimelineEntry(
+                atMilliseconds: attempt.finishedMilliseconds ?? attempt.startedMilliseconds,
+                event: "contact_notified",
+                detail: "\(name) (told by the device through \(path), before the alert reached the server)"
+            )
         }
         var detail = "\(name)\(why), attempt \(attempt.attempt) of \(max(maxAttempts, attempt.attempt))"
         guard let result = attempt.result else {
@@ -127,6 +134,12 @@ enum AlertTimeline {
             event: result == .told ? "contact_notified" : "contact_failed",
             detail: detail
         )
+    }
+
+    static func pathText(_ path: ContactTold.Path) -> String {
+        switch path {
+        case .localFallback: "its local fallback"
+        }
     }
 
     /// The positions the alert's updates carried (1 Hz while open), oldest first, repeats dropped.

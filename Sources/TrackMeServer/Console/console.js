@@ -478,7 +478,10 @@ function updateCard(alert) {
       hb && hb.device_power ? ' · device ' + devicePower(hb) : null,
       health ? [' · last seen ', el('span', { class: 'age', dataset: { at: health.last_seen_ms } }, ago(health.last_seen_ms))] : null,
       health && health.silent ? [' ', el('span', { class: 'badge' }, 'SILENT')] : null,
-      hb ? protection(hb).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null)]);
+      hb ? protection(hb, health && health.last_seen_ms).map((p) => [' ', el('span', { class: 'badge protection' }, p)]) : null,
+      automatedSOS(person) ? [' ', el('span', { class: 'badge protection automated-sos-off' }, automatedSOS(person))] : null,
+      discreet(person) ? [' ', el('span', { class: 'badge protection discreet-sos' }, discreet(person))] : null),
+    el('div', { class: 'automated-sos muted' }, automatedSOSText(person))]);
   fill(card.parts.chart, hrChart(detail.heart_rate || []));
   fillOnChange(card.parts.story, JSON.stringify([timeline, detail.notes]), () => [
     el('p', { class: 'timing' }, timingText(timeline)),
@@ -586,16 +589,41 @@ function loadLeaflet() {
 // What leaves the wearer less protected than a dispatcher would assume, from the heartbeat: a
 // paused watch, a store that loses everything on restart, readings that failed their check,
 // batteries running down.
-function protection(hb) {
+// How long a condition has held: the device's count at its last heartbeat (its own monotonic
+// clock) plus the time since the server had that heartbeat.
+function lasting(hb, condition, seenMs) {
+  const held = hb.conditions_for_s && hb.conditions_for_s[condition];
+  if (held === undefined || held === null || !seenMs) return '';
+  const s = held + Math.max(0, Math.round((Date.now() - seenMs) / 1000));
+  return ' for ' + (s < 90 ? s + ' s' : s < 5400 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h');
+}
+function protection(hb, seenMs) {
   const problems = [];
-  if (hb.monitoring_paused) problems.push('monitoring paused');
+  if (hb.monitoring_paused) problems.push('monitoring paused' + lasting(hb, 'monitoring_paused', seenMs));
   if (hb.store_state === 'memory_only') problems.push('store in memory only');
   if (hb.store_problem) problems.push('store: ' + hb.store_problem);
   if (hb.quarantined) problems.push(hb.quarantined + ' damaged readings set aside');
-  if (hb.battery_low) problems.push('strap battery low');
-  if (hb.device_power_level === 'critical') problems.push('device battery critical: monitoring will stop');
-  else if (hb.device_power_level === 'low') problems.push('device battery low');
+  if (hb.battery_low) problems.push('strap battery low' + lasting(hb, 'strap_battery_low', seenMs));
+  if (hb.device_power_level === 'critical') problems.push('device battery critical: monitoring will stop' + lasting(hb, 'device_battery_low', seenMs));
+  else if (hb.device_power_level === 'low') problems.push('device battery low' + lasting(hb, 'device_battery_low', seenMs));
+  if (hb.device_power === 'charging') problems.push('charging' + lasting(hb, 'charging', seenMs));
   return problems;
+}
+// AutomatedSOS, the service the person is enrolled in: off, the rules' alerts reach no
+// dispatcher and the device calls nobody for them (the SOS button still does).
+function automatedSOS(person) {
+  const s = person && person.automated_sos;
+  if (!s) return null;
+  return s.active ? null : 'AutomatedSOS off' + (s.changed_ms ? ' (switched ' + ago(s.changed_ms) + ')' : '');
+}
+// The care setting discreet_sos: the wearer is shown nothing of any alert (a wearer under threat).
+function discreet(person) {
+  return person && person.discreet_sos ? 'discreet SOS: the device shows nothing of alerts' : null;
+}
+function automatedSOSText(person) {
+  const s = (person && person.automated_sos) || { active: true, provider: "the operator's dispatch centre" };
+  return s.active ? 'AutomatedSOS on, provided by ' + s.provider
+    : 'AutomatedSOS off: the rules raise alerts that reach no dispatcher, and the device calls nobody for them; the SOS button does';
 }
 function devicePower(hb) {
   if (!hb.device_power) return '—';
@@ -612,7 +640,10 @@ async function refreshDevices() {
       el('td', {}, hb.strap || '—'), el('td', {}, hb.battery_pct !== undefined && hb.battery_pct !== null ? hb.battery_pct + '%' : '—'),
       el('td', { class: 'device-power' }, devicePower(hb)), el('td', {}, hb.gpsd || '—'),
       el('td', { class: 'device-state' }, d.silent ? el('span', { class: 'badge' }, 'SILENT') : null,
-        protection(hb).map((p) => el('span', { class: 'badge protection' }, p)), !d.silent && !protection(hb).length ? 'ok' : null),
+        protection(hb, d.last_seen_ms).map((p) => el('span', { class: 'badge protection' }, p)),
+        automatedSOS(d.person) ? el('span', { class: 'badge protection automated-sos-off' }, automatedSOS(d.person)) : null,
+        discreet(d.person) ? el('span', { class: 'badge protection discreet-sos' }, discreet(d.person)) : null,
+        !d.silent && !protection(hb, d.last_seen_ms).length && !automatedSOS(d.person) && !discreet(d.person) ? 'ok' : null),
       el('td', {}, el('button', { type: 'button', class: 'care-show', onclick: () => showCare(d.device_id) }, 'Care')));
   });
   fill($('device-list'), el('table', {}, el('tr', {}, ['Device', 'Person', 'Last seen', 'Strap', 'Strap battery', 'Device power', 'GPS', 'State', ''].map(header)), rows));
@@ -636,7 +667,9 @@ async function showCare(deviceID) {
     const value = (id) => $(id).value === '' ? null : Number($(id).value);
     const body = { min_hr: value('care-min'), max_hr: value('care-max'), resting_hr: value('care-resting'), rules: {},
       contacts: contacts.value.split('\n').map((line) => line.split(';').map((x) => x.trim())).filter((p) => p[0])
-        .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })) };
+        .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
+      // Settings this form does not show are kept: a save here must not, say, make a discreet wearer's device light up.
+      care_profile: s.care_profile ?? null, tell_contacts_at_raise: s.tell_contacts_at_raise ?? null, discreet_sos: s.discreet_sos ?? null };
     for (const box of document.querySelectorAll('.care-rule')) if (box.dataset.rule !== 'manual') body.rules[box.dataset.rule] = box.checked;
     try {
       const stored = await api('PUT', '/v1/devices/' + encodeURIComponent(deviceID) + '/care-settings', body);

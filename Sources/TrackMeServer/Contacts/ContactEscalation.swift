@@ -24,7 +24,8 @@ struct ContactEscalation: Sendable {
     /// An open alert of a person who is told at once (`PersonProfile.tellsContactsAtRaise`) reaches
     /// every contact now, acknowledged or not (purpose `raised`); an unacknowledged one reaches
     /// them in order on the schedule (`escalation`), skipping a contact the raise already reached:
-    /// they hold the same link.
+    /// they hold the same link. A contact the device told itself (purpose `device`, from the
+    /// alert's updates) is told by neither: one notifier of each contact, not two.
     func run(baseURL: String) async throws -> Int {
         guard let command = console.contactNotifierCommand else { return 0 }
         var told = 0
@@ -32,8 +33,9 @@ struct ContactEscalation: Sendable {
             guard let person: PersonProfile = try? StoreJSON.decode(row.person), let contacts = person.contacts, !contacts.isEmpty else { continue }
             let kind = (try? WireCodec.decode(AlertRecord.self, from: Data(row.record.utf8)))?.kind
             var attempts = try await store.contactAttempts(alertID: row.alertID)
+            let toldByDevice = Set(attempts.filter { $0.purpose == .device && $0.result == .told }.map(\.contactIndex))
             if let kind, person.tellsContactsAtRaise(kind: kind) {
-                for index in contacts.indices {
+                for index in contacts.indices where !toldByDevice.contains(index) {
                     let result = try await tell(
                         index,
                         purpose: .raised,
@@ -54,7 +56,7 @@ struct ContactEscalation: Sendable {
                 nowMilliseconds: wallClock(),
                 contacts: contacts.count
             )
-            for index in 0..<due {
+            for index in 0..<due where !toldByDevice.contains(index) {
                 let reachedAtRaise = attempts.contains { $0.contactIndex == index && $0.purpose == .raised && $0.result == .told }
                 guard !reachedAtRaise else { continue }
                 let result = try await tell(
@@ -109,8 +111,9 @@ struct ContactEscalation: Sendable {
             let reached = Set(attempts.filter { $0.result == .told && $0.purpose != .closed }.map(\.contactIndex))
             for index in reached.sorted() where contacts.indices.contains(index) {
                 let earlier = attempts.filter { $0.contactIndex == index && $0.purpose == .closed }
+                // A contact the device told has no link yet: the closing message has none either.
                 guard case .due(let number) = console.contactRetry.next(after: earlier, nowMilliseconds: wallClock()),
-                    let notification = try await store.contactNotification(alertID: row.alertID, contactIndex: index)
+                    let notification = try await notification(alertID: row.alertID, contactIndex: index)
                 else { continue }
                 let result = try await attempt(
                     number,

@@ -1,3 +1,5 @@
+import TrackMeCore
+
 /// A contact's notification of an alert, as stored.
 struct ContactNotification: Hashable, Sendable {
     var alertID: String
@@ -17,11 +19,14 @@ protocol ContactStore: ContactAttemptStore, Sendable {
 }
 
 /// Why a contact is told: the alert went unacknowledged (the escalation schedule), it was just
-/// raised (a contact who asked to hear at once), or it closed.
+/// raised (a contact who asked to hear at once), or it closed; or `device`: the device told them
+/// itself (its local fallback, while the server did not have the alert), which the server records
+/// from the alert's update and does not repeat.
 enum ContactPurpose: String, Codable, Hashable, Sendable, CaseIterable {
     case escalation
     case raised
     case closed
+    case device
 }
 
 /// How one run of the notifier ended.
@@ -59,4 +64,24 @@ protocol ContactAttemptStore: Sendable {
     func claimContactAttempt(_ attempt: ContactAttempt) async throws -> Bool
     /// Records how a claimed attempt ended.
     func finishContactAttempt(_ attempt: ContactAttempt) async throws
+}
+
+extension ContactAttempt {
+    /// The contacts an alert update says the device told (`AlertUpdate.contactsTold`), as told
+    /// attempts of purpose `device`, placed on the server's clock like the alert's own times.
+    static func toldByDevice(_ update: AlertUpdate, receivedMilliseconds: Int64) -> [ContactAttempt] {
+        update.contactsTold.map { told in
+            let at = AlertTimeline.placed(told.at, sent: update.sent, receivedMilliseconds: receivedMilliseconds).at
+            return ContactAttempt(
+                alertID: update.alert.id,
+                contactIndex: told.contactIndex,
+                purpose: .device,
+                attempt: 1,
+                startedMilliseconds: at,
+                finishedMilliseconds: at,
+                result: .told,
+                detail: told.path.rawValue
+            )
+        }
+    }
 }

@@ -219,6 +219,7 @@ struct IngestRoom: Sendable {
         guard Int64(clamping: update.updateSequence) <= SyncBatch.largestNumber else {
             throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
         }
+        try Self.checkContactsTold(update.contactsTold)
         if update.alert.kind != .manual, let device = try await store.device(id: update.alert.deviceID),
             !device.person.dispatchesAlert(kind: update.alert.kind)
         {
@@ -259,6 +260,23 @@ struct IngestRoom: Sendable {
                     resolved: resolved
                 )
             )
+        }
+    }
+
+    /// A person has a handful of emergency contacts: an index past this is not one of them.
+    static let contactIndexLimit = 1000
+
+    /// `contacts_told` names each contact once, by an index a person's list can have.
+    static func checkContactsTold(_ told: [ContactTold]) throws {
+        var seen = Set<Int>()
+        for (position, contact) in told.enumerated() {
+            let field = "contacts_told[\(position)].contact_index"
+            guard (0..<contactIndexLimit).contains(contact.contactIndex) else {
+                throw APIError.invalid(field, "\(contact.contactIndex) is not a contact's index (0-\(contactIndexLimit - 1))")
+            }
+            guard seen.insert(contact.contactIndex).inserted else {
+                throw APIError.invalid(field, "contact \(contact.contactIndex) is named twice")
+            }
         }
     }
 

@@ -203,6 +203,19 @@ final class PostgresIngestStore: IngestStore {
                 )
                 try await PostgresServerStore.appendFeed(connection, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds, logger: logger)
             }
+            // With the update, so that no escalation pass comes between: a repeat counts too (its
+            // first try may have reached the server before the device told the contact).
+            for told in ContactAttempt.toldByDevice(update, receivedMilliseconds: receivedMilliseconds) {
+                try await connection.query(
+                    """
+                    INSERT INTO contact_attempts (alert_id, contact_index, purpose, attempt, started_ms, finished_ms, result, detail)
+                    VALUES (\(told.alertID), \(Int64(told.contactIndex)), \(told.purpose.rawValue), \(Int64(told.attempt)), \(told.startedMilliseconds),
+                        \(told.finishedMilliseconds), \(told.result?.rawValue), \(told.detail))
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
+            }
             var acknowledged = false
             for try await value in try await connection.query(
                 "SELECT acknowledged FROM alerts WHERE alert_id = \(update.alert.id)",

@@ -292,6 +292,20 @@ final class SQLiteIngestStore: IngestStore {
                 )
                 try SQLiteServerStore.appendFeed(db, kind: FeedKind.alert, data: feedData, at: receivedMilliseconds)
             }
+            // With the update, so that no escalation pass comes between: a repeat counts too (its
+            // first try may have reached the server before the device told the contact).
+            for told in ContactAttempt.toldByDevice(update, receivedMilliseconds: receivedMilliseconds) {
+                try db.execute(
+                    sql: """
+                        INSERT INTO contact_attempts (alert_id, contact_index, purpose, attempt, started_ms, finished_ms, result, detail)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                        """,
+                    arguments: [
+                        told.alertID, told.contactIndex, told.purpose.rawValue, told.attempt, told.startedMilliseconds, told.finishedMilliseconds,
+                        told.result?.rawValue, told.detail,
+                    ]
+                )
+            }
             let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
             return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
         }

@@ -600,6 +600,11 @@
     }
     atRaiseLabel.appendChild(atRaise);
     form.appendChild(atRaiseLabel);
+    const discreetLabel = el("label", null, "wide");
+    const discreet = el("input", null, "care-discreet");
+    discreet.type = "checkbox"; discreet.checked = s.discreet_sos === true;
+    discreetLabel.append(discreet, document.createTextNode(" Discreet SOS: the device shows and sounds nothing of any alert (for a wearer under threat)"));
+    form.appendChild(discreetLabel);
     form.addEventListener("input", () => { box.dataset.dirty = "true"; });
     const save = el("button", "Save", "care-save");
     save.type = "submit";
@@ -616,6 +621,7 @@
         contacts: contacts.value.split("\n").map((line) => line.split(";").map((x) => x.trim())).filter((p) => p[0])
           .map((p) => ({ name: p[0], relation: p[1] || null, phone: p[2] || null })),
         tell_contacts_at_raise: atRaise.value === "" ? null : atRaise.value === "true",
+        discreet_sos: discreet.checked || null,
       };
       for (const input of form.querySelectorAll(".care-rule")) if (input.dataset.rule !== "manual") body.rules[input.dataset.rule] = input.checked;
       try {
@@ -640,7 +646,7 @@
     const s = view.service;
     const text = s.active
       ? "On: alerts the rules raise go to a dispatcher. Provided by " + s.provider + "."
-      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact.";
+      : "Off: the device still records and the SOS button still reaches a dispatcher, but alerts the rules raise reach no dispatcher and no contact, and the device calls nobody for them (the wearer still sees them).";
     box.appendChild(el("p", text, "automated-sos-state " + (s.active ? "care-current" : "care-pending")));
     const pending = view.devices.filter((d) => d.settings_version && d.device_version !== d.settings_version);
     if (pending.length) box.appendChild(el("p", "The device " + pending.map((d) => d.device_id).join(", ") + " learns it at its next sync.", "muted"));

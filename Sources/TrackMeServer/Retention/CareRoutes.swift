@@ -212,6 +212,7 @@ enum CareAccess {
         if let contacts = settings.contacts { person.contacts = contacts }
         person.tellContactsAtRaise = settings.tellContactsAtRaise
         person.automatedSOS = settings.automatedSOS
+        person.discreetSOS = settings.discreetSOS
         return person
     }
 

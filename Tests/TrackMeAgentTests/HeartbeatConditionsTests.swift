@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+import TrackMeCore
+
+@testable import TrackMeAgent
+
+/// How long each condition that leaves the wearer less protected has held (`conditions_for_s`),
+/// on the heartbeat's injected clock.
+@Suite("heartbeat: how long each condition has held")
+struct HeartbeatConditionsTests {
+    @Test("paused, strap battery low, device battery low and charging each count from their start; a condition that ends leaves")
+    func durations() throws {
+        let clock = VirtualClock()
+        let state = HeartbeatState(batteryWarningPercent: 15, clock: clock)
+        #expect(state.heartbeat().conditionSeconds == nil, "nothing holds")
+        state.paused(true)
+        clock.advance(by: .seconds(90))
+        state.paused(true)
+        _ = state.battery(10)
+        state.power(DevicePower(percent: 12, source: .battery), level: .low)
+        clock.advance(by: .seconds(30))
+        var beat = state.heartbeat()
+        #expect(beat.conditionSeconds == ["monitoring_paused": 120, "strap_battery_low": 30, "device_battery_low": 30], "a repeat keeps the start")
+        state.paused(false)
+        _ = state.battery(80)
+        state.power(DevicePower(percent: 13, source: .charging), level: .normal)
+        clock.advance(by: .seconds(5))
+        beat = state.heartbeat()
+        #expect(beat.conditionSeconds == ["charging": 5])
+        let json = String(decoding: try WireCodec.encode(beat), as: UTF8.self)
+        #expect(json.contains(#""conditions_for_s":{"charging":5}"#), "\(json)")
+        #expect(try WireCodec.decode(DeviceHeartbeat.self, from: Data(json.utf8)) == beat)
+    }
+}
