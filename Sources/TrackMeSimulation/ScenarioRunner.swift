@@ -77,7 +77,8 @@ public struct ScenarioRunner: Sendable {
 
     /// Watching a run in the dispatcher console: a console account is created and `announce`d
     /// (URL, username, password); the run waits up to `seconds` for a console to follow the
-    /// feed, then runs, and the server stays up until `seconds` after the announcement.
+    /// feed, then runs at real time on a wall clock anchored at the present (`WallAnchor`), and
+    /// the server stays up until `seconds` after the announcement or the run's end.
     public struct Serve: Sendable {
         public var seconds: Int
         public var announce: @Sendable (_ url: String, _ username: String, _ password: String) -> Void
@@ -101,23 +102,9 @@ public struct ScenarioRunner: Sendable {
 
     static let deviceID = "sim-device"
     static let bootID = "sim-boot"
-    /// Wall time of trace time 0: 2026-11-21T00:00:00Z.
-    static let wallOrigin: Int64 = 1_795_219_200_000
-
-    /// A reading time at trace millisecond `ms`. Monotonic time starts 10 s before the trace, as
-    /// if the agent had been up a little while.
+    /// A reading time at trace millisecond `ms` on the fixed anchor (see `WallAnchor.timestamp`).
     static func timestamp(_ ms: Int64) -> ReadingTimestamp {
-        ReadingTimestamp(
-            monotonicNanoseconds: UInt64(max(0, ms + 10_000)) * 1_000_000,
-            bootID: bootID,
-            wallClockMilliseconds: wallOrigin + ms,
-            wallClockTrusted: true
-        )
-    }
-
-    /// The true wall time of a reading stamped by `timestamp(_:)` (whatever its wall clock said).
-    static func trueWallMilliseconds(_ timestamp: ReadingTimestamp) -> Int64 {
-        wallOrigin + Int64(timestamp.monotonicNanoseconds / 1_000_000) - 10_000
+        WallAnchor.fixed.timestamp(ms)
     }
 
     public func run(_ scenario: Scenario) async throws -> Outcome {
@@ -142,6 +129,9 @@ public struct ScenarioRunner: Sendable {
         // same trace time, so that it files each reading by the time it was taken and judges
         // "future" and "before enrolment" as it would live.
         let clock = VirtualClock(now: VirtualClock.Instant(offset: .milliseconds(first.timeMilliseconds)))
+        // Watched, the trace's first row is the present, so the pages' ages and times are real;
+        // otherwise a fixed date, so the same seed gives the same report.
+        let anchor = options.serve == nil ? WallAnchor.fixed : WallAnchor.present(atTraceMilliseconds: first.timeMilliseconds)
         // The server, in process: on loopback, or (fast mode) its router without a socket.
         var configuration = ServerConfiguration(
             host: "127.0.0.1",
@@ -149,7 +139,7 @@ public struct ScenarioRunner: Sendable {
             storage: .sqlite(path: work.appendingPathComponent("server.sqlite").path),
             durability: durable ? .powerLoss : .processCrash,
             adminToken: Self.adminToken,
-            wallClock: { Self.wallOrigin + clock.now.offset.milliseconds },
+            wallClock: { anchor.wall(clock.now.offset.milliseconds) },
             // The rate limits count wall time, and fast mode replays a day in seconds.
             limits: .withoutRateLimits
         )
@@ -159,7 +149,16 @@ public struct ScenarioRunner: Sendable {
             configuration.console.bcryptCost = 4
         }
         let server = try await TrackMeServer(configuration: configuration, logger: quiet("trackme.sim.server"))
-        let run = Run(scenario: scenario, trace: trace, started: started, work: work, durable: durable, clock: clock, server: server)
+        let run = Run(
+            scenario: scenario,
+            trace: trace,
+            started: started,
+            work: work,
+            durable: durable,
+            clock: clock,
+            anchor: anchor,
+            server: server
+        )
         switch options.io {
         case .inProcess:
             return try await server.inProcessApplication().test(.router) { client in
@@ -196,6 +195,8 @@ public struct ScenarioRunner: Sendable {
         var work: URL
         var durable: Bool
         var clock: VirtualClock
+        /// Where trace time sits on the wall clock (and, when watched, in real time).
+        var anchor: WallAnchor
         var server: TrackMeServer
     }
 
@@ -233,7 +234,7 @@ public struct ScenarioRunner: Sendable {
         // (kill, SOS, cancel, acknowledge) that come due at each row.
         let timeline = FaultTimeline(faults: scenario.faults, rows: trace.rows)
         // A board that boots without a real-time clock reads 1970 from its first moment.
-        let wall = SimulatedWallClock()
+        let wall = SimulatedWallClock(anchor: run.anchor)
         wall.set(unset: timeline.flags.first?.wallClockUnset ?? false)
         var baseline: RestingHeartRateEstimator?
         if let history = scenario.baselineHistory {
@@ -265,10 +266,12 @@ public struct ScenarioRunner: Sendable {
         var lastProgress = -1
 
         defer { fieldGPS?.stop() }
-        let realStart = ContinuousClock.now
+        // Watched, the run goes at real time from its anchor, so the wall times it files stay the
+        // present (seconds that passed before a console connected are caught up at once).
+        let realStart = run.anchor.instant(ofTraceMilliseconds: first.timeMilliseconds) ?? ContinuousClock.now
         var fieldFixSerial = 0
 
-        let realTime = options.field || scenario.pace == .realtime
+        let realTime = options.field || scenario.pace == .realtime || run.anchor.isPresent
         // Heart rate decoded ahead by the link, for the rows from `decodedFrom` on.
         var decoded: [SimulatedDevice.DecodedReading?] = []
         var decodedFrom = 0

@@ -523,7 +523,7 @@ final class SimulatedDevice {
         let missing = committed.subtracting(distinct).count
         // A reading's true time is the trace's, which its monotonic time carries.
         let offTrueTime = atServer.filter {
-            abs($0.placedMilliseconds - ScenarioRunner.trueWallMilliseconds($0.timestamp)) > 1000
+            abs($0.placedMilliseconds - wall.anchor.trueWallMilliseconds($0.timestamp)) > 1000
         }.count
         return SimulationReport.Readings(
             produced: await pipeline.current.readingsProduced + producedBeforeCrash,
@@ -546,17 +546,21 @@ final class SimulatedDevice {
     }
 }
 
-/// The simulated board's wall clock. Right by default (`ScenarioRunner.timestamp`); while a
+/// The simulated board's wall clock. Right by default (`WallAnchor.timestamp`); while a
 /// `wall_clock_unset` window is in force it reads as a board without a real-time clock does
 /// before NTP or GPS set it: 1970 plus the time since boot, untrusted.
 final class SimulatedWallClock: Sendable {
     private let unset = Mutex(false)
+    /// Where trace time sits on the wall clock when the board's clock is right.
+    let anchor: WallAnchor
+
+    init(anchor: WallAnchor) { self.anchor = anchor }
 
     func set(unset value: Bool) { unset.withLock { $0 = value } }
 
     /// Both clocks at trace millisecond `ms`, as the board reads them.
     func reading(_ ms: Int64) -> ReadingTimestamp {
-        var timestamp = ScenarioRunner.timestamp(ms)
+        var timestamp = anchor.timestamp(ms)
         if unset.withLock({ $0 }) {
             timestamp.wallClockMilliseconds = Int64(timestamp.monotonicNanoseconds / 1_000_000)
             timestamp.wallClockTrusted = false

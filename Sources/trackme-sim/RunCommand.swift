@@ -46,7 +46,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Keep the server up this many seconds to watch the run: prints the page's URL and a sign-in; a single device's run waits for a console to connect, a crowd's (race, fleet) goes at real time at once."
+            "Keep the server up this many seconds (or to the run's end) to watch the run: prints the page's URL and a sign-in; the run goes at real time on today's date, so the pages' times and ages are true (a single device's waits for a console to connect, then catches up the seconds it waited)."
     )
     var serve: Int?
 
@@ -83,7 +83,7 @@ struct RunCommand: AsyncParsableCommand {
                     Data(
                         """
                         console:  \(url)  (sign in as \(username), password \(password))
-                                  the run starts when the console is open; the server stays up for \(serve) s
+                                  the run goes at real time from now once the console is open; the server stays up for \(serve) s or to its end
 
                         """.utf8
                     )

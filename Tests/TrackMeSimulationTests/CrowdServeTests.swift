@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
 import Testing
-import TrackMeSimulation
+
+@testable import TrackMeSimulation
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -64,4 +67,69 @@ import FoundationNetworking
         // Up for the seconds asked from the announcement, and the run went at real time.
         #expect(ContinuousClock.now - started >= .seconds(seconds))
     }
+
+    /// A watched race goes on today's clock: the run's start and every fix spectators see are
+    /// placed between the test's own start and the moment it saw them, so the page's "N s ago"
+    /// is true.
+    @Test func aServedRaceFilesItsFixesAtThePresent() async throws {
+        let scenario = try CrowdScenario.load(from: Self.simulations.appendingPathComponent("scenarios/race-200.json"))
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var options = CrowdRunner.Options(simulationsDirectory: Self.simulations, logger: logger)
+        options.runners = 5
+        options.durationSeconds = 3
+        let (announcements, announced) = AsyncStream.makeStream(of: Announcement.self)
+        options.serve = ScenarioRunner.Serve(seconds: 1) { url, username, password in
+            announced.yield(Announcement(url: url, username: username, password: password))
+        }
+        let before = wallMilliseconds()
+        async let outcome = CrowdRunner(options: options).run(scenario)
+
+        var iterator = announcements.makeAsyncIterator()
+        let announcement = try #require(await iterator.next())
+        let page = try #require(URL(string: announcement.url))
+        let origin = page.deletingLastPathComponent().deletingLastPathComponent()
+        // The spectators' feed, until it shows a runner's fix.
+        let shown = try await withHTTPClient { client async throws -> String? in
+            let stream = try await client.execute(
+                HTTPClientRequest(url: origin.appendingPathComponent("v1/public/runs/\(page.lastPathComponent)/stream").absoluteString),
+                timeout: .seconds(60)
+            )
+            var feed = AlertToConsoleBenchmark.SSEReader(body: stream.body.makeAsyncIterator())
+            while let event = try await feed.next() {
+                let data = try JSONSerialization.jsonObject(with: Data(event.data.utf8)) as? [String: Any]
+                let runners = data?["runners"] as? [[String: Any]] ?? []
+                if event.name == "standings", runners.contains(where: { $0["fix_ms"] is NSNumber }) { return event.data }
+            }
+            return nil
+        }
+        let seen = wallMilliseconds()
+        let event = try #require(shown)
+        let standings = try #require(try JSONSerialization.jsonObject(with: Data(event.utf8)) as? [String: Any])
+        let start = try #require((standings["start_ms"] as? NSNumber)?.int64Value)
+        #expect((before...seen).contains(start), "the run starts at \(start), not between \(before) and \(seen)")
+        for runner in standings["runners"] as? [[String: Any]] ?? [] {
+            guard let fix = (runner["fix_ms"] as? NSNumber)?.int64Value else { continue }
+            #expect((before...seen).contains(fix), "\(runner["name"] ?? "?")'s fix at \(fix), not between \(before) and \(seen)")
+        }
+        _ = try await outcome
+    }
+}
+
+/// `body` with an HTTP client, shut down after it whatever happens.
+func withHTTPClient<T: Sendable>(_ body: (HTTPClient) async throws -> T) async throws -> T {
+    let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+    do {
+        let result = try await body(client)
+        try await client.shutdown()
+        return result
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+}
+
+/// The wall clock the test reads, as a browser's: ms since 1970.
+func wallMilliseconds() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded())
 }

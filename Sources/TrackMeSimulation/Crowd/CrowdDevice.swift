@@ -21,6 +21,8 @@ actor CrowdDevice {
     let control: PipelineControl
     let faults = FaultState()
     private let clock: VirtualClock
+    /// Where the crowd's trace time sits on the wall clock (the server's too).
+    private let anchor: WallAnchor
     /// What the dispatch lane did, as the single-device harness collects it.
     private let inbox = SimulatedDevice.DispatchInbox()
     private var nextVisit: Int64
@@ -44,6 +46,7 @@ actor CrowdDevice {
         startMilliseconds: Int64,
         seed: UInt64,
         clock: VirtualClock,
+        anchor: WallAnchor,
         wearsStrap: Bool = false,
         onRideOffer: (@Sendable (RideNotice) -> Void)? = nil,
         logger: Logger
@@ -51,6 +54,7 @@ actor CrowdDevice {
         self.deviceID = deviceID
         self.profile = profile
         self.clock = clock
+        self.anchor = anchor
         let store = try ReadingStore(
             configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 10_000_000, durability: .processCrash),
             logger: logger
@@ -75,7 +79,7 @@ actor CrowdDevice {
             clock: clock,
             transport: FaultInjectingTransport(base: transport, faults: faults),
             ids: SequentialAlertIDs(prefix: "\(deviceID)-alert"),
-            timestamp: { ScenarioRunner.timestamp(clock.now.offset.milliseconds) },
+            timestamp: { anchor.timestamp(clock.now.offset.milliseconds) },
             logger: logger
         )
         // The runner flushes every trace second, as the agent's one-second group commit does.
@@ -92,7 +96,7 @@ actor CrowdDevice {
         // The runner's and driver's commands (check-in, taxi state) are stamped on the crowd's
         // virtual clock, as everything else the device does: the system clock would put a
         // check-in days after the race it belongs to.
-        let timestamps = AgentTimestamps(bootID: ScenarioRunner.bootID) { ScenarioRunner.timestamp(clock.now.offset.milliseconds) }
+        let timestamps = AgentTimestamps(bootID: ScenarioRunner.bootID) { anchor.timestamp(clock.now.offset.milliseconds) }
         control = PipelineControl(
             pipeline: core.pipeline,
             deviceID: deviceID,
@@ -108,16 +112,16 @@ actor CrowdDevice {
 
     /// gpsd's report at trace time `ms`.
     func position(_ fix: PositionFix, at ms: Int64) async {
-        await core.pipeline.position(fix, at: ScenarioRunner.timestamp(ms))
+        await core.pipeline.position(fix, at: anchor.timestamp(ms))
     }
 
     /// A strap notification at trace time `ms` (the first one connects the strap's link).
     func heartRate(_ reading: HeartRateReading, at ms: Int64) async {
         if !strapConnected {
             strapConnected = true
-            await core.pipeline.receive(.strapLink(.connected), at: ScenarioRunner.timestamp(ms))
+            await core.pipeline.receive(.strapLink(.connected), at: anchor.timestamp(ms))
         }
-        await core.pipeline.heartRate(reading, at: ScenarioRunner.timestamp(ms))
+        await core.pipeline.heartRate(reading, at: anchor.timestamp(ms))
     }
 
     func networkDown(_ down: Bool) {
@@ -134,7 +138,7 @@ actor CrowdDevice {
     /// telling the rules of each delivery), and the readings lane visits when due
     /// (`SyncEngine.readingsVisit`, the lane's own policy on the crowd's virtual clock).
     func syncStep(at ms: Int64) async {
-        await core.pipeline.receive(.tick, at: ScenarioRunner.timestamp(ms))
+        await core.pipeline.receive(.tick, at: anchor.timestamp(ms))
         await dispatchStep(at: ms)
         guard ms >= nextVisit else { return }
         let before = await core.sync.readingsSent
@@ -150,7 +154,7 @@ actor CrowdDevice {
     }
 
     private func dispatchStep(at ms: Int64) async {
-        for event in await core.stepDispatchLane(inbox: inbox, at: ScenarioRunner.timestamp(ms)) {
+        for event in await core.stepDispatchLane(inbox: inbox, at: anchor.timestamp(ms)) {
             switch event {
             case .sent(let update):
                 if raised[update.alert.id] == nil { raised[update.alert.id] = update.alert.kind }

@@ -54,6 +54,7 @@ extension CrowdRunner {
                 startMilliseconds: 0,
                 seed: UInt64(2000 + index),
                 clock: context.clock,
+                anchor: context.wall.anchor,
                 onRideOffer: { log.note($0, at: wall.wall) },
                 logger: context.logger
             )
@@ -73,10 +74,10 @@ extension CrowdRunner {
         var booked: [String: (second: Int, reserved: Int64?)] = [:]
         var decided = (accept: 0, refuse: 0, silent: 0, complete: 0, missing: 0)
         var refusedAnswers: [String] = []
-        let realStart = try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
+        try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
         let started = ContinuousClock.now
         for second in 0...rides.durationSeconds {
-            try await Self.pace(second, from: realStart)
+            try await Self.pace(second, on: context.wall.anchor)
             let ms = Int64(second) * 1000
             context.wall.set(ms)
             if second > 0 { context.clock.advance(by: .seconds(1)) }

@@ -51,12 +51,16 @@ public struct CrowdRunner: Sendable {
         self.options = options
     }
 
-    /// The virtual clock the devices and the server share (trace ms; wall = origin + ms).
+    /// The virtual clock the devices and the server share (trace ms; wall = the anchor's wall of ms).
     final class VirtualWall: Sendable {
+        let anchor: WallAnchor
         private let value = Mutex<Int64>(0)
+
+        init(anchor: WallAnchor) { self.anchor = anchor }
+
         var ms: Int64 { value.withLock { $0 } }
         func set(_ ms: Int64) { value.withLock { $0 = ms } }
-        var wall: Int64 { ScenarioRunner.wallOrigin + ms }
+        var wall: Int64 { anchor.wall(ms) }
     }
 
     struct Context {
@@ -102,9 +106,9 @@ public struct CrowdRunner: Sendable {
     }
 
     /// For a served run: an account of `role` to sign in with, created over the API, and `page`
-    /// announced with it; returns the real instant of trace second 0 (nil when not served).
-    func watchFrom(_ context: Context, page: String, role: String, displayName: String) async throws -> ContinuousClock.Instant? {
-        guard let watch = context.watch else { return nil }
+    /// announced with it.
+    func watchFrom(_ context: Context, page: String, role: String, displayName: String) async throws {
+        guard let watch = context.watch else { return }
         let username = "demo-" + role.replacingOccurrences(of: "_", with: "-")
         let (password, new) = watch.password(role)
         if new {
@@ -116,20 +120,22 @@ public struct CrowdRunner: Sendable {
             )
         }
         watch.announce(context.base + page, username, password)
-        return ContinuousClock.now
     }
 
-    /// Waits for trace `second`'s real time when the run is watched.
-    static func pace(_ second: Int, from start: ContinuousClock.Instant?) async throws {
-        guard let start else { return }
-        try await Task.sleep(until: start.advanced(by: .seconds(second)), clock: .continuous)
+    /// Waits for trace `second`'s real time when the run is watched (anchored at the present),
+    /// so the wall time the server and devices read is the real one.
+    static func pace(_ second: Int, on anchor: WallAnchor) async throws {
+        guard let due = anchor.instant(ofTraceMilliseconds: Int64(second) * 1000) else { return }
+        try await Task.sleep(until: due, clock: .continuous)
     }
 
     public func run(_ scenario: CrowdScenario) async throws -> Outcome {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-crowd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        let wall = VirtualWall()
+        // Watched, trace second 0 is the present, so the pages' ages and times are real;
+        // otherwise a fixed date, so the same seed gives the same outcome.
+        let wall = VirtualWall(anchor: options.serve == nil ? .fixed : .present(atTraceMilliseconds: 0))
         let server = try await TrackMeServer(
             configuration: ServerConfiguration(
                 host: "127.0.0.1",
@@ -230,13 +236,13 @@ public struct CrowdRunner: Sendable {
             "POST",
             "/v1/runs",
             json: [
-                "name": scenario.name, "start_ms": ScenarioRunner.wallOrigin, "end_ms": ScenarioRunner.wallOrigin + 6 * 3600 * 1000,
+                "name": scenario.name, "start_ms": context.wall.anchor.wall(0), "end_ms": context.wall.anchor.wall(6 * 3600 * 1000),
                 "code": "SIM-RACE", "gpx": gpx,
             ]
         )
         guard let runID = created["id"] as? String else { throw ScenarioError(message: "the server did not create the run: \(created)") }
         _ = try await request(context, "POST", "/v1/runs/\(runID)/enrolment", json: ["open": true])
-        let realStart = try await watchFrom(context, page: "/runs/\(runID)", role: "organiser", displayName: "Demo organiser")
+        try await watchFrom(context, page: "/runs/\(runID)", role: "organiser", displayName: "Demo organiser")
 
         var runners: [Runner] = []
         for index in 0..<count {
@@ -253,6 +259,7 @@ public struct CrowdRunner: Sendable {
                 startMilliseconds: 0,
                 seed: UInt64(index + 1),
                 clock: context.clock,
+                anchor: context.wall.anchor,
                 wearsStrap: race.collapse?.runner == index + 1,
                 logger: context.logger
             )
@@ -299,7 +306,7 @@ public struct CrowdRunner: Sendable {
         let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
         let started = ContinuousClock.now
         for second in 0...duration {
-            try await Self.pace(second, from: realStart)
+            try await Self.pace(second, on: context.wall.anchor)
             let ms = Int64(second) * 1000
             context.wall.set(ms)
             if second > 0 { context.clock.advance(by: .seconds(1)) }
@@ -364,7 +371,7 @@ public struct CrowdRunner: Sendable {
                     outcome.passed = false
                     continue
                 }
-                let fixMs = fixWall - ScenarioRunner.wallOrigin
+                let fixMs = fixWall - context.wall.anchor.origin
                 shownDistances.append(runners[i].truth[fixMs] ?? -1)
                 shownLabels.append(
                     "\(name) at \(String(format: "%.1f", runners[i].truth[fixMs] ?? -1)) m (server \((entry["distance_m"] as? NSNumber)?.doubleValue ?? -1) m, fix \(fixMs) ms, now \(ms) ms)"
@@ -544,6 +551,7 @@ public struct CrowdRunner: Sendable {
                 startMilliseconds: 0,
                 seed: UInt64(1000 + index),
                 clock: context.clock,
+                anchor: context.wall.anchor,
                 logger: context.logger
             )
             let zone = index % fleet.zones.count
@@ -562,10 +570,10 @@ public struct CrowdRunner: Sendable {
         var queuedDelays: [Double] = []
         var leaveDelays: [Double] = []
         var cruised = 0
-        let realStart = try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
+        try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
         let started = ContinuousClock.now
         for second in 0...fleet.durationSeconds {
-            try await Self.pace(second, from: realStart)
+            try await Self.pace(second, on: context.wall.anchor)
             let ms = Int64(second) * 1000
             context.wall.set(ms)
             if second > 0 { context.clock.advance(by: .seconds(1)) }
