@@ -75,21 +75,10 @@ struct RunCommand: AsyncParsableCommand {
         var options = ScenarioRunner.Options(simulationsDirectory: simulations, field: field, fsync: fsync, progress: progress, logger: logger)
         options.io = fast ? .inProcess : .sockets
         options.port = port
-        if let serve {
-            guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }
-            options.serve = ScenarioRunner.Serve(seconds: serve) { url, username, password in
-                // Written at once (not buffered): whoever reads the output needs it now.
-                FileHandle.standardOutput.write(
-                    Data(
-                        """
-                        console:  \(url)  (sign in as \(username), password \(password))
-                                  the run goes at real time from now once the console is open; the server stays up for \(serve) s or to its end
-
-                        """.utf8
-                    )
-                )
-            }
-        }
+        options.serve = try announcedServe(
+            "console:",
+            "the run goes at real time from now once the console is open; the server stays up for \(serve ?? 0) s or to its end"
+        )
         let runner = ScenarioRunner(options: options)
         let outcome = try await runner.run(loaded)
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -113,24 +102,22 @@ struct RunCommand: AsyncParsableCommand {
         if fast || field { throw ValidationError("a crowd scenario runs its devices over loopback: leave out --fast and --field") }
         var options = CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
         options.port = port
-        if let serve {
-            guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }
-            options.serve = ScenarioRunner.Serve(seconds: serve) { url, username, password in
-                // Written at once (not buffered): whoever reads the output needs it now.
-                FileHandle.standardOutput.write(
-                    Data(
-                        """
-                        page:     \(url)  (sign in as \(username), password \(password))
-                                  the run goes at real time from now; the server stays up for \(serve) s
-
-                        """.utf8
-                    )
-                )
-            }
-        }
+        options.serve = try announcedServe("page:", "the run goes at real time from now; the server stays up for \(serve ?? 0) s")
         let outcome = try await CrowdRunner(options: options).run(loaded)
         print("\(loaded.name): \(outcome.passed ? "PASSED" : "FAILED")")
         for line in outcome.lines { print("  " + line) }
         if !outcome.passed { throw ExitCode(1) }
+    }
+
+    /// `--serve` as the runners take it: the page's address and a sign-in, written at once (not
+    /// buffered: whoever reads the output needs it now), and what happens next.
+    func announcedServe(_ label: String, _ next: String) throws -> ScenarioRunner.Serve? {
+        guard let serve else { return nil }
+        guard serve > 0 else { throw ValidationError("--serve must be a positive number of seconds") }
+        return ScenarioRunner.Serve(seconds: serve) { url, username, password in
+            let padding = String(repeating: " ", count: max(1, 10 - label.count))
+            let lines = "\(label)\(padding)\(url)  (sign in as \(username), password \(password))\n          \(next)\n"
+            FileHandle.standardOutput.write(Data(lines.utf8))
+        }
     }
 }
