@@ -20,6 +20,13 @@
 # processes, one instance and three then differ only in the servers' capacity, not in who
 # gets the cores, which is how the three-instance scaling is measured here.
 #
+# Before the steps, a baseline in the same run (BASELINE=0 skips it): a fresh server of the same
+# setup takes BASELINE_DEVICES' batches closed-loop (`bench load --saturate`) for SECONDS_EACH,
+# which is its whole intake rate on this machine with nothing else. The knee is then also given as
+# a ratio: the batches per second offered at the largest N within the goal over that rate. A
+# device count depends on the machine; the ratio says how much of the intake rate the server can
+# offer at p99 <= the goal, and carries between machines.
+#
 # Needs a release build with PostgreSQL (swift build -c release --traits PostgreSQL
 # --scratch-path .build-release), Debian's postgresql and haproxy, openssl; root (PostgreSQL
 # runs as user postgres). Prints one JSON line per step and the largest N within the goal.
@@ -86,8 +93,10 @@ start_server() {
 	exit 1
 }
 
+# run_step NAME DEVICES [--saturate]: NAME names the step's database and log
 run_step() {
-	local n=$1
+	local n=$1 devices=$2
+	shift 2
 	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	PIDS=()
@@ -119,7 +128,7 @@ run_step() {
 		args=(--ca-file "$WORK/proxy-cert.pem") ;;
 	*) echo "unknown setup $SETUP" >&2; exit 2 ;;
 	esac
-	"$BIN/trackme-sim" bench load --port "$PORT" --admin-token "$ADMIN" --devices "$n" --seconds "$SECONDS_EACH" --json "${args[@]}"
+	"$BIN/trackme-sim" bench load --port "$PORT" --admin-token "$ADMIN" --devices "$devices" --seconds "$SECONDS_EACH" --json "${args[@]}" "$@"
 	# The servers' own CPU over the step (enrolment included), from /proc: a cost per batch that
 	# other work on the machine moves much less than it moves latency.
 	local ticks=0
@@ -141,13 +150,30 @@ if [ -n "${SEALED:-}" ]; then
 	openssl rand -hex 32 >"$WORK/master.key"
 	chmod 0400 "$WORK/master.key"
 fi
+capacity=
+if [ "${BASELINE:-1}" != 0 ]; then
+	# Its own database (the name says so), so the steps start from an empty one as before.
+	base=${BASELINE_DEVICES:-2000}
+	run_step "base$base" "$base" --saturate >"$WORK/step-base.json" 2>"$WORK/step-base.err" || { cat "$WORK/step-base.err" >&2; exit 1; }
+	line=$(tail -1 "$WORK/step-base.json")
+	echo "$SETUP baseline $line"
+	cat "$WORK/step-base.err" >&2
+	capacity=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["acknowledged_batches_per_second"])' "$line")
+fi
 best=0
+best_rate=0
 for n in $STEPS; do
-	run_step "$n" >"$WORK/step-$n.json"
+	run_step "$n" "$n" >"$WORK/step-$n.json"
 	line=$(tail -1 "$WORK/step-$n.json")
 	echo "$SETUP $line"
 	p99=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["batch_p99_ms"])' "$line")
 	failed=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["batches_failed"])' "$line")
-	if python3 -c "import sys; sys.exit(0 if $p99 <= $GOAL_MS and $failed == 0 else 1)"; then best=$n; else break; fi
+	if python3 -c "import sys; sys.exit(0 if $p99 <= $GOAL_MS and $failed == 0 else 1)"; then
+		best=$n
+		best_rate=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["offered_batches_per_second"])' "$line")
+	else break; fi
 done
 echo "$SETUP: largest N with batch p99 <= $GOAL_MS ms and no failures: $best"
+if [ -n "$capacity" ]; then
+	python3 -c 'import sys; b, c = float(sys.argv[1]), float(sys.argv[2]); print("%s: knee at %.1f batches/s = %.2f of the intake rate measured in this run (%.1f batches/s closed-loop)" % (sys.argv[3], b, b / c if c else 0, c))' "$best_rate" "$capacity" "$SETUP"
+fi

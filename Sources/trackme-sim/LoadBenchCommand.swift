@@ -18,6 +18,12 @@ import TrackMeCore
 /// batch latency p50/p99/max, the alerts' p99, what was offered and completed, the readings
 /// stored per second, and the generator's own CPU (user + system time of this process over the
 /// wall time) so that a generator near a core says so.
+///
+/// `--saturate` measures the baseline the open-loop figures are divided by: the same devices'
+/// batches sent closed-loop (each connection sends the next as soon as the last is answered) for
+/// the same time, with nothing else, so the server's whole intake rate on this machine. The knee
+/// (the most devices whose batch p99 stays within the goal) over that rate is a ratio that
+/// travels between machines where a device count does not.
 struct LoadBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
@@ -51,6 +57,9 @@ struct LoadBenchCommand: AsyncParsableCommand {
     @Option(help: "CA file to verify the server with (HTTPS); without it, plain HTTP.")
     var caFile: String?
 
+    @Flag(help: "Closed loop: send batches as fast as the server answers them (the intake rate with nothing else); no alerts.")
+    var saturate = false
+
     @Flag(help: "Print one JSON object.")
     var json = false
 
@@ -68,6 +77,7 @@ struct LoadBenchCommand: AsyncParsableCommand {
             readings: readings,
             alerts: alerts,
             connections: connections,
+            saturate: saturate,
             tls: tls
         ).run()
         if json {
@@ -82,6 +92,8 @@ struct LoadBenchCommand: AsyncParsableCommand {
 
 struct LoadBenchmarkResult: Encodable {
     var benchmark = "load"
+    /// `open` (each batch at its scheduled time) or `saturate` (closed loop).
+    var mode: String
     var devices: Int
     var seconds: Double
     var offeredBatchesPerSecond: Double
@@ -92,6 +104,9 @@ struct LoadBenchmarkResult: Encodable {
     var batchP99Milliseconds: Double
     var batchMaxMilliseconds: Double
     var readingsPerSecond: Double
+    /// Batches answered per wall second: the offered rate when the server keeps up, its whole
+    /// intake rate under `--saturate`.
+    var acknowledgedBatchesPerSecond: Double
     var alertsAccepted: Int
     var alertP99Milliseconds: Double
     /// CPU seconds of this process (the generator) over the wall seconds of the load: 1.0 is
@@ -99,7 +114,7 @@ struct LoadBenchmarkResult: Encodable {
     var generatorCores: Double
 
     enum CodingKeys: String, CodingKey {
-        case benchmark, devices, seconds
+        case benchmark, mode, devices, seconds
         case offeredBatchesPerSecond = "offered_batches_per_second"
         case batchesOffered = "batches_offered"
         case batchesAcknowledged = "batches_acknowledged"
@@ -108,6 +123,7 @@ struct LoadBenchmarkResult: Encodable {
         case batchP99Milliseconds = "batch_p99_ms"
         case batchMaxMilliseconds = "batch_max_ms"
         case readingsPerSecond = "readings_per_second"
+        case acknowledgedBatchesPerSecond = "acknowledged_batches_per_second"
         case alertsAccepted = "alerts_accepted"
         case alertP99Milliseconds = "alert_p99_ms"
         case generatorCores = "generator_cores"
@@ -115,10 +131,11 @@ struct LoadBenchmarkResult: Encodable {
 
     var text: String {
         func f(_ x: Double) -> String { String(format: "%.1f", x) }
+        let loop = mode == "saturate" ? "closed loop, as fast as answered" : "open loop, a batch each every interval"
         return """
-            load benchmark (open loop): \(devices) devices, a batch each every interval, \(f(seconds)) s
+            load benchmark (\(loop)): \(devices) devices, \(f(seconds)) s
               offered:  \(batchesOffered) batches = \(f(offeredBatchesPerSecond)) batches/s
-              done:     \(batchesAcknowledged) acknowledged, \(batchesFailed) failed; \(f(readingsPerSecond)) readings/s
+              done:     \(batchesAcknowledged) acknowledged (\(f(acknowledgedBatchesPerSecond))/s), \(batchesFailed) failed; \(f(readingsPerSecond)) readings/s
               latency:  batch p50 \(f(batchP50Milliseconds)) ms, p99 \(f(batchP99Milliseconds)) ms, max \(f(batchMaxMilliseconds)) ms (from the scheduled time)
               alerts:   \(alertsAccepted) accepted, p99 \(f(alertP99Milliseconds)) ms
               generator: \(String(format: "%.2f", generatorCores)) cores of CPU
@@ -139,6 +156,7 @@ struct LoadBenchmark {
     var readings: Int
     var alerts: Int
     var connections: Int
+    var saturate = false
     var tls: NIOSSLContext?
 
     /// Keep-alive connections that carry only alerts.
@@ -154,12 +172,22 @@ struct LoadBenchmark {
         var scheduled: ContinuousClock.Instant
     }
 
-    /// Requests waiting for a free connection, handed out in order.
+    /// Requests waiting for a free connection, handed out in order; or, closed-loop, a new
+    /// batch for the next device each time a connection asks, until `until`.
     actor JobQueue {
         private var pending: [Job] = []
         private var head = 0
         private var waiters: [CheckedContinuation<Job?, Never>] = []
         private var closed = false
+        private let closedLoop: (until: ContinuousClock.Instant, devices: Int)?
+        private var made = 0
+
+        init(closedLoopUntil until: ContinuousClock.Instant? = nil, devices: Int = 1) {
+            closedLoop = until.map { ($0, max(1, devices)) }
+        }
+
+        /// Closed loop: the jobs handed out so far.
+        var jobsMade: Int { made }
 
         func put(_ job: Job) {
             if !waiters.isEmpty {
@@ -170,6 +198,12 @@ struct LoadBenchmark {
         }
 
         func next() async -> Job? {
+            if let closedLoop {
+                let now = ContinuousClock.now
+                guard now < closedLoop.until else { return nil }
+                defer { made += 1 }
+                return Job(kind: .batch(device: made % closedLoop.devices, number: made / closedLoop.devices + 1), scheduled: now)
+            }
             if head < pending.count {
                 defer {
                     head += 1
@@ -205,7 +239,9 @@ struct LoadBenchmark {
         let ids = (0..<devices).map { "load-\(runID)-\($0)" }
         let tokens = try await enrol(ids)
         let wall = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        let queue = JobQueue()
+        // The schedule starts a moment after its last line is set up; the closed loop at once.
+        let start = ContinuousClock.now + (saturate ? .zero : .milliseconds(200))
+        let queue = saturate ? JobQueue(closedLoopUntil: start + .seconds(seconds), devices: devices) : JobQueue()
         // Alerts on connections of their own, as a device's alert lane sends them: queued behind
         // the generator's backlog of batches they would measure the generator, not the server.
         let alertQueue = JobQueue()
@@ -217,7 +253,6 @@ struct LoadBenchmark {
         let alertEvery = alerts > 0 ? max(1, total / alerts) : Int.max
         let readingsPerBatch = readings
         let cpuBefore = Self.cpuSeconds()
-        let start = clock.now + .milliseconds(200)
         try await withThrowingDiscardingTaskGroup { group in
             for index in 0..<(connections + Self.alertConnections) {
                 let jobs = index < connections ? queue : alertQueue
@@ -237,6 +272,10 @@ struct LoadBenchmark {
                     }
                 }
             }
+            if saturate {
+                await alertQueue.close()
+                return
+            }
             // The schedule: send k goes to device k % N at start + k * interval / N.
             for k in 0..<total {
                 let at = start + step * k
@@ -251,17 +290,20 @@ struct LoadBenchmark {
         let cpu = Self.cpuSeconds() - cpuBefore
         let state = tally.state.withLock { $0 }
         let wallSeconds = Self.seconds(elapsed)
+        let offered = saturate ? await queue.jobsMade : total
         return LoadBenchmarkResult(
+            mode: saturate ? "saturate" : "open",
             devices: devices,
             seconds: wallSeconds,
-            offeredBatchesPerSecond: Double(devices) / interval,
-            batchesOffered: total,
+            offeredBatchesPerSecond: saturate ? Double(offered) / max(wallSeconds, 1e-9) : Double(devices) / interval,
+            batchesOffered: offered,
             batchesAcknowledged: state.batchLatencies.count,
             batchesFailed: state.failed,
             batchP50Milliseconds: Self.percentile(state.batchLatencies, 0.5),
             batchP99Milliseconds: Self.percentile(state.batchLatencies, 0.99),
             batchMaxMilliseconds: Self.percentile(state.batchLatencies, 1),
             readingsPerSecond: Double(state.batchLatencies.count * readings) / max(wallSeconds, 1e-9),
+            acknowledgedBatchesPerSecond: Double(state.batchLatencies.count) / max(wallSeconds, 1e-9),
             alertsAccepted: state.alertLatencies.count,
             alertP99Milliseconds: Self.percentile(state.alertLatencies, 0.99),
             generatorCores: cpu / max(wallSeconds, 1e-9)
