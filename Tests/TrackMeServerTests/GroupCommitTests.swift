@@ -75,6 +75,39 @@ struct GroupCommitTests {
         }
     }
 
+    @Test("a group stops before the batch that would take it past its readings: an alert between two groups waits for a bounded one")
+    func groupBoundedInReadings() async throws {
+        // A writer that does nothing by itself: the test takes the groups as a writer would.
+        let commit = IngestGroupCommit(maxGroup: 512, maxGroupReadings: 25) { _ in }
+        let callers = Task {
+            try await withThrowingTaskGroup(of: IngestResult.self) { group in
+                for seq in 1...4 { group.addTask { try await commit.ingest(Self.batch("pi-bound", seq: Int64(seq))) } }
+                return try await group.reduce(into: [IngestResult]()) { $0.append($1) }
+            }
+        }
+        try await eventually("four batches waiting", within: .seconds(60)) { commit.waitingBatches == 4 }
+        var sizes: [Int] = []
+        while let group = commit.nextGroup() {
+            sizes.append(group.batches.count)
+            group.complete(
+                group.batches.map { .success(IngestResult(stored: $0.readings.count, duplicates: 0, acknowledgedAlerts: [], replayed: false)) }
+            )
+        }
+        // Ten readings a batch: two fit in 25, the third would make 30.
+        #expect(sizes == [2, 2])
+        #expect(try await callers.value.count == 4)
+        #expect(commit.transactions == 2)
+
+        // A batch larger than the bound alone is still taken, alone.
+        let large = IngestGroupCommit(maxGroup: 512, maxGroupReadings: 5) { _ in }
+        let caller = Task { try await large.ingest(Self.batch("pi-bound", seq: 1)) }
+        try await eventually("one batch waiting", within: .seconds(60)) { large.waitingBatches == 1 }
+        let group = try #require(large.nextGroup())
+        #expect(group.batches.count == 1)
+        group.complete([.success(IngestResult(stored: 10, duplicates: 0, acknowledgedAlerts: [], replayed: false))])
+        #expect(try await caller.value.stored == 10)
+    }
+
     @Test("a batch that fails inside a group is rolled back alone; the others in the same transaction are stored", arguments: Backend.enabled)
     func failureIsolated(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
