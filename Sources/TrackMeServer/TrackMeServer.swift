@@ -199,6 +199,13 @@ public final class TrackMeServer: Service, Sendable {
                 _ = try await checkSilence()
             },
             PeriodicJob(interval: configuration.retentionInterval, clock: configuration.clock, logger: logger) { [self] in
+                // The group figures' summaries first: a day about to leave the readings is
+                // summarised before it goes. A roll-up that fails does not stop the purge.
+                do {
+                    try await rollUpGroupFigures()
+                } catch {
+                    logger.error("group figures roll-up failed; the summaries stay as they were until the next pass", metadata: ["error": "\(error)"])
+                }
                 _ = try await applyRetention()
             },
             // A wall-clock tick, not a business schedule: finds feed events other instances

@@ -120,6 +120,62 @@ struct GroupFigureTests {
         }
     }
 
+    @Test("the same group asked again after one person came or went is refused; after more than 1,000 it is answered", arguments: Backend.enabled)
+    func sameGroupAskedAgain(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            s.at(40 * GroupFigures.dayMilliseconds)
+            let org = try await s.organisation("mallory", name: "Mallory")
+            try await s.population("many", count: 1500, days: 1...10)
+            let first = try await s.groupQuery(org)
+            #expect(first.status == 200)
+            #expect(first.object["people"] as? Int == 1500)
+            // Late readings of one more person summarised into the same cells and days.
+            try await s.population("late", count: 1, days: 3...3, bpm: 150)
+            let again = try await s.groupQuery(org)
+            #expect(again.status == 422, "the difference between the two answers is one person: \(again.text)")
+            #expect(again.errorCode == "differencing")
+            try await s.population("crowd", count: 1001, days: 1...10)
+            let grown = try await s.groupQuery(org)
+            #expect(grown.status == 200, "1,002 people more than the first answer: \(grown.text)")
+            #expect(grown.object["people"] as? Int == 2502)
+        }
+    }
+
+    @Test("a group query reads the summaries as they are; the hourly job rolls the readings up", arguments: Backend.enabled)
+    func rollUpIsTheJobs(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let token = try await s.enrol("pi-0001", age: 72)
+            s.at(60_000)
+            let wall = TestServer.startWall
+            let batch = Sample.batch(
+                "pi-0001",
+                seq: 1,
+                readings: [Sample.heartRate(seq: 1, bpm: 60, wall: wall + 1_000), Sample.fix(seq: 2, wall: wall + 2_000)]
+            )
+            #expect(try await s.send(batch, token: token).status == 200)
+            s.at(2 * GroupFigures.dayMilliseconds)
+            let org = try await s.organisation("acme", name: "Acme")
+            let asked = try await s.groupQuery(org)
+            #expect(asked.status == 422)
+            #expect(try await s.server.store.rollupThroughDay() == nil, "the query rolled the readings up itself")
+            await s.runJobs(advancingBy: .seconds(3600))
+            let today = GroupFigures.day(s.wall.now)
+            #expect(try await s.server.store.rollupThroughDay() == today - 1)
+            let day = GroupFigures.day(wall)
+            let everyone = GroupFigures.Cell(
+                ageBandFrom: 0,
+                ageBandTo: 13,
+                south: GroupFigures.cellIndex(44.07),
+                west: GroupFigures.cellIndex(-121.31),
+                north: GroupFigures.cellIndex(44.07),
+                east: GroupFigures.cellIndex(-121.31),
+                dayFrom: day,
+                dayTo: day
+            )
+            #expect(try await s.server.store.groupTotals(everyone).people == 1)
+        }
+    }
+
     @Test("the roll-up summarises each person's day from the stored readings, a wearer's devices together")
     func rollUp() async throws {
         try await TestServer.with(.sqlite) { s in

@@ -45,6 +45,12 @@ extension TrackMeServer {
         }
     }
 
+    /// Summarises every whole day not summarised yet (and the last week again) into the group
+    /// figures' per-person days: the hourly job's work, and the roll-up benchmark's.
+    public func rollUpGroupFigures() async throws {
+        try await GroupFigureDesk(store: store, wallClock: configuration.wallClock).rollUp()
+    }
+
     /// The baseline: the plain aggregate SQL (distinct people, readings, sum) over the same rows.
     public func plainGroupAggregate(ageFrom: Int, ageTo: Int, south: Double, west: Double, north: Double, east: Double, days: Int) async throws -> Int
     {
