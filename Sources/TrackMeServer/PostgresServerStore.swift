@@ -274,38 +274,6 @@ final class PostgresServerStore: ServerStore {
     /// The channel feed appends are announced on (`LISTEN`/`NOTIFY`).
     static let feedChannel = "trackme_feed"
 
-    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome {
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
-            try await Self.lockFeed(connection, logger: logger)
-            var found: (String, Bool)?
-            for try await (device, acknowledged) in try await connection.query(
-                "SELECT device_id, acknowledged FROM alerts WHERE alert_id = \(id) FOR UPDATE",
-                logger: logger
-            ).decode((String, Bool).self) {
-                found = (device, acknowledged)
-            }
-            guard let (deviceID, acknowledged) = found else { return .notFound }
-            if acknowledged { return .alreadyAcknowledged(deviceID: deviceID) }
-            try await connection.query(
-                "UPDATE alerts SET acknowledged = TRUE, acknowledged_ms = \(atMilliseconds), acknowledged_by = \(tokenID) WHERE alert_id = \(id)",
-                logger: logger
-            )
-            let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
-            try await Self.appendFeed(connection, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds, logger: logger)
-            return .acknowledged(deviceID: deviceID)
-        }
-    }
-
-    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent] {
-        let rows = try await client.query("SELECT id, kind, data FROM feed WHERE id > \(id) ORDER BY id LIMIT \(limit)", logger: logger)
-        var events: [FeedEvent] = []
-        for try await (id, kind, data) in rows.decode((Int64, String, String).self) {
-            events.append(FeedEvent(id: id, kind: kind, data: data))
-        }
-        return events
-    }
-
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
         // NULL parameters switch the optional filters off, so one statement serves every query.
         let kind = query.kind?.rawValue

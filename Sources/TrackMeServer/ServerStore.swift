@@ -46,28 +46,6 @@ public enum TimeFlag: String, Hashable, Sendable, Codable, CaseIterable {
     case beforeEnrolment = "before_enrolment"
 }
 
-enum AcknowledgeOutcome: Hashable, Sendable {
-    case acknowledged(deviceID: String)
-    case alreadyAcknowledged(deviceID: String)
-    case notFound
-}
-
-/// One event of the dispatcher feed, in the order the feed delivers them.
-public struct FeedEvent: Hashable, Sendable {
-    /// Strictly increasing; the SSE `id`, and what `Last-Event-ID` resumes after.
-    public var id: Int64
-    /// The SSE `event` name: `alert`, `alert_acknowledged`, `device_silent`, `device_returned`.
-    public var kind: String
-    /// JSON text, the SSE `data`.
-    public var data: String
-
-    public init(id: Int64, kind: String, data: String) {
-        self.id = id
-        self.kind = kind
-        self.data = data
-    }
-}
-
 /// Which stored readings to list.
 struct ReadingQuery: Hashable, Sendable {
     var deviceID: String
@@ -96,7 +74,8 @@ struct StoreCounts: Hashable, Sendable {
 }
 
 /// The server's storage outside the rooms that have a store of their own (device intake:
-/// `IngestStore`). Both implementations (SQLite, PostgreSQL) give the same answers; the
+/// `IngestStore`; the dispatcher's desk and feed: `AlertDeskStore`, which the hall's backends
+/// still implement). Both implementations (SQLite, PostgreSQL) give the same answers; the
 /// shared behaviour suite in TrackMeServerTests runs against each.
 ///
 /// Every method that changes more than one row does so in one transaction: a feed event is appended in the transaction of the change it
@@ -121,10 +100,6 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// Enrols a device with its first token; false if the device id is taken.
     func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool
     func device(id: String) async throws -> DeviceRow?
-
-    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
-
-    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent]
 
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow]
 

@@ -169,6 +169,14 @@ public final class TrackMeServer: Service, Sendable {
                 runs: RaceIngest(runs: runStore, store: store, logger: logger),
                 rides: rides
             ),
+            alerts: AlertsRoom(
+                store: store,
+                configuration: configuration,
+                authenticator: authenticator,
+                notifier: notifier,
+                metrics: metrics,
+                logger: logger
+            ),
             runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
             fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
             databaseHealth: databaseHealth

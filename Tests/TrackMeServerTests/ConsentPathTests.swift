@@ -153,7 +153,7 @@ struct ConsentPathTests {
         try await TestServer.with(backend) { s in
             let token = try await s.enrol("pi-0001")
             #expect(try await s.postAlert(Sample.alert("pi-0001", id: "long"), token: token).status == 200)
-            let positions = AlertRoutes.trackPositions + 150
+            let positions = AlertsRoom.trackPositions + 150
             for seq in 1...positions {
                 var update = Sample.alert("pi-0001", id: "long", updateSeq: seq, type: .position)
                 update.alert.position?.fix.latitude = 44.0 + Double(seq) * 0.0001
@@ -175,7 +175,7 @@ struct ConsentPathTests {
             #expect(detail.status == 200)
             let track = try #require(detail.object["track"] as? [[String: Any]])
             // The raised update's position, the newest positions; the kind change's repeats the last.
-            #expect(track.count == AlertRoutes.trackPositions + 1, "\(track.count)")
+            #expect(track.count == AlertsRoom.trackPositions + 1, "\(track.count)")
             #expect(track.last?["lat"] as? Double == 44.0 + Double(positions) * 0.0001)
             let timeline = try #require(detail.object["timeline"] as? [[String: Any]]).compactMap { $0["event"] as? String }
             #expect(timeline.contains("raised") && timeline.contains("delivered") && timeline.contains("kind_changed"), "\(timeline)")

@@ -70,9 +70,13 @@ enum ResolveResult: Hashable, Sendable {
     case notFound
 }
 
-/// What the dispatcher's desk reads and changes, on both backends. Every change appends its feed
-/// event in the same transaction (`alert_resolved`, `alert_note`).
-protocol AlertDeskStore: Sendable {
+/// What the alerts room (the dispatcher's desk and feed) may do to the database, and nothing
+/// more: the alerts and their updates, notes, acknowledging and resolving, the feed, the devices
+/// list, a device's readings, and the access log of what it reads. Only `AlertsRoom` holds it
+/// as such; both backends give the same answers (`AlertDeskStoreContractTests` runs the same
+/// cases on each). Every change appends its feed event in the same transaction
+/// (`alert_acknowledged`, `alert_resolved`, `alert_note`).
+protocol AlertDeskStore: ContactAttemptStore, AccessLogStore, Sendable {
     /// Open alerts (all of them) or closed ones (newest first, at most `limit`).
     func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow]
     func alertRow(id: String) async throws -> AlertDeskRow?
@@ -95,6 +99,41 @@ protocol AlertDeskStore: Sendable {
     /// The id just before the feed's first event at or after `sinceMilliseconds` (server wall
     /// time), or the head when there is none: where a bounded replay starts.
     func feedFloor(sinceMilliseconds: Int64) async throws -> Int64
+    /// The feed's events after `id`, oldest first, at most `limit`.
+    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent]
+    /// Acknowledges the alert once: the first acknowledgement appends `alert_acknowledged`;
+    /// later ones change nothing.
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
+
+    /// The enrolled device, or nil.
+    func device(id: String) async throws -> DeviceRow?
+    /// A device's stored readings (`ReadingQuery`), in sequence order.
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow]
+    /// Ids of every alert of these devices, newest first (the facts the policy judges a
+    /// device's wearer by).
+    func alertIDs(deviceIDs: [String]) async throws -> [String]
+}
+
+enum AcknowledgeOutcome: Hashable, Sendable {
+    case acknowledged(deviceID: String)
+    case alreadyAcknowledged(deviceID: String)
+    case notFound
+}
+
+/// One event of the dispatcher feed, in the order the feed delivers them.
+public struct FeedEvent: Hashable, Sendable {
+    /// Strictly increasing; the SSE `id`, and what `Last-Event-ID` resumes after.
+    public var id: Int64
+    /// The SSE `event` name: `alert`, `alert_acknowledged`, `device_silent`, `device_returned`.
+    public var kind: String
+    /// JSON text, the SSE `data`.
+    public var data: String
+
+    public init(id: Int64, kind: String, data: String) {
+        self.id = id
+        self.kind = kind
+        self.data = data
+    }
 }
 
 extension FeedKind {

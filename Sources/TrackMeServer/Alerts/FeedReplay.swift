@@ -80,19 +80,19 @@ struct FeedReplay: Sendable {
     /// How long a decision about one alert is reused within one stream before it is asked again.
     static let recheckAfter: Int64 = 60 * 1000
 
-    let store: any ServerStore
+    let store: any AlertDeskStore
     let principal: Principal
     var policy = AccessPolicy()
     private var decisions: [String: (allowed: Bool, at: Int64)] = [:]
 
-    init(store: any ServerStore, principal: Principal) {
+    init(store: any AlertDeskStore, principal: Principal) {
         self.store = store
         self.principal = principal
     }
 
     /// Where a stream starts: after `requested`, but never before the window; `reset` when the
     /// requested id was older than that (the page then re-reads the board).
-    static func start(requested: Int64?, store: any ServerStore, now: Int64) async throws -> (after: Int64, reset: Bool) {
+    static func start(requested: Int64?, store: any AlertDeskStore, now: Int64) async throws -> (after: Int64, reset: Bool) {
         let floor = try await store.feedFloor(sinceMilliseconds: now - window)
         guard let requested else { return (floor, false) }
         return requested < floor ? (floor, true) : (requested, false)

@@ -146,6 +146,31 @@ extension SQLiteServerStore {
         return try await personKeys.readable(rows)
     }
 
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT device_id, acknowledged FROM alerts WHERE alert_id = ?", arguments: [id]) else {
+                return .notFound
+            }
+            let deviceID: String = try row.decode(forColumn: "device_id")
+            if try row.decode(Bool.self, forColumn: "acknowledged") { return .alreadyAcknowledged(deviceID: deviceID) }
+            try db.execute(
+                sql: "UPDATE alerts SET acknowledged = 1, acknowledged_ms = ?, acknowledged_by = ? WHERE alert_id = ?",
+                arguments: [atMilliseconds, tokenID, id]
+            )
+            let data = try StoreJSON.encode(AlertAcknowledgedData(alertID: id, deviceID: deviceID, acknowledgedMilliseconds: atMilliseconds))
+            try Self.appendFeed(db, kind: FeedKind.alertAcknowledged, data: data, at: atMilliseconds)
+            return .acknowledged(deviceID: deviceID)
+        }
+    }
+
+    func feedEvents(after id: Int64, limit: Int) async throws -> [FeedEvent] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, kind, data FROM feed WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit]).map {
+                FeedEvent(id: try $0.decode(forColumn: "id"), kind: try $0.decode(forColumn: "kind"), data: try $0.decode(forColumn: "data"))
+            }
+        }
+    }
+
     func feedHead() async throws -> Int64 {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM feed") ?? 0 }
     }

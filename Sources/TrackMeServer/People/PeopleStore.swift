@@ -96,7 +96,7 @@ enum LinkOutcome: Hashable, Sendable {
 }
 
 /// People's data (Data4Help), on both backends.
-protocol PeopleStore: CarerStore, Sendable {
+protocol PeopleStore: CarerStore, AccessLogStore, Sendable {
     func linkDevice(accountID: String, deviceID: String, atMilliseconds: Int64) async throws -> LinkOutcome
     func linkedDevices(accountID: String) async throws -> [String]
     func wearerAccount(deviceID: String) async throws -> String?
@@ -112,7 +112,6 @@ protocol PeopleStore: CarerStore, Sendable {
     /// Writes `request` only if the stored one still has `expected` status; false otherwise.
     func updateAccessRequest(_ request: AccessRequest, expected: AccessRequest.Status) async throws -> Bool
 
-    func appendAccessLog(_ entry: AccessLogEntry) async throws
     func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry]
 
     /// Inserts or replaces these person-days.

@@ -79,29 +79,13 @@ struct PersonData: Sendable {
 
     /// Records a read in the person's access log unless it is their own.
     func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
-        let reasons = Set(grants.map(\.reason))
-        guard reasons != [.ownData], reasons != [.ownDevice] else { return }
-        try await log(principal, subject: subject, reason: reasons.map(\.rawValue).sorted().joined(separator: ","), what: what)
+        try await AccessLog(store: store, wallClock: api.configuration.wallClock).record(principal, subject: subject, grants: grants, what: what)
     }
 
     /// Records a read or a change by `principal` in the access log of `subject` (`person:ACCOUNT`
     /// or `device:ID`), for a reason given as text.
     func log(_ principal: Principal, subject: String, reason: String, what: String) async throws {
-        // People and organisations by their names; a token without an account by what it is.
-        var name = Self.readerName(principal.role)
-        if let accountID = principal.accountID, let account = try await store.account(id: accountID) { name = account.displayName }
-        try await store.appendAccessLog(
-            AccessLogEntry(
-                id: 0,
-                subject: subject,
-                readerID: principal.actor,
-                readerName: name,
-                readerRole: principal.role.rawValue,
-                reason: reason,
-                what: what,
-                atMilliseconds: now
-            )
-        )
+        try await AccessLog(store: store, wallClock: api.configuration.wallClock).record(principal, subject: subject, reason: reason, what: what)
     }
 
     /// What the access log calls a reader that has no account (a token), in place of its id.

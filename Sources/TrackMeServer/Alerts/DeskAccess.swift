@@ -1,13 +1,24 @@
 /// What a dispatcher may see of a person: only around an alert it handles (`AccessPolicy`:
 /// from a little before the alert opened until it closed, and for a day after to write it up).
-/// The desk's routes (`/v1/devices/:id/readings`, `/v1/alerts`, `/v1/alerts/:id`) narrow their
-/// answers with this and log every read.
-extension PersonData {
+/// The desk's routes (`/v1/devices/:id/readings`, `/v1/alerts`, `/v1/alerts/:id`,
+/// `/v1/devices`) narrow their answers with this and log every read.
+struct DeskAccess: Sendable {
+    let store: any AlertDeskStore
+    let wallClock: @Sendable () -> Int64
+    var policy = AccessPolicy()
+
+    var now: Int64 { wallClock() }
+
+    /// Records a read in the access log of `subject` (`device:ID`) unless it is the person's own.
+    func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
+        try await AccessLog(store: store, wallClock: wallClock).record(principal, subject: subject, grants: grants, what: what)
+    }
+
     /// The facts of one device's wearer as far as the desk is concerned: its alerts.
     func deviceSubject(_ deviceID: String) async throws -> AccessPolicy.Subject {
         var spans: [AccessPolicy.AlertSpan] = []
         for alertID in try await store.alertIDs(deviceIDs: [deviceID]) {
-            if let row = try await store.alertRow(id: alertID) { spans.append(Self.span(row)) }
+            if let row = try await store.alertRow(id: alertID) { spans.append(PersonData.span(row)) }
         }
         return AccessPolicy.Subject(personID: "device:\(deviceID)", deviceIDs: [deviceID], alerts: spans)
     }
