@@ -3,6 +3,7 @@ import EdgeStore
 import EdgeSync
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TrackMeAgent
 import TrackMeCore
@@ -201,6 +202,65 @@ import FoundationNetworking
         #expect(await third.lane.queuedUpdates.isEmpty)
         #expect(try await rig.server.alertUpdates(alertID: "parity-1").map(\.updateSequence) == [0])
         #expect(try await rig.counter("trackme_server_alert_updates_duplicate_total") == 0)
+    }
+
+    /// The transport to the server, keeping every alert update the device POSTed.
+    final class RecordingTransport: HTTPTransport {
+        let base: any HTTPTransport
+        let posted = Mutex<[AlertUpdate]>([])
+
+        init(base: any HTTPTransport) { self.base = base }
+
+        func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> HTTPResponse {
+            let response = try await base.post(path: path, headers: headers, body: body)
+            if path.hasSuffix("v1/alerts"), let update = try? WireCodec.decode(AlertUpdate.self, from: Data(body)) {
+                posted.withLock { $0.append(update) }
+            }
+            return response
+        }
+    }
+
+    /// The fallback tells contact 0 while the server cannot be reached; the agent restarts
+    /// before the raise gets through: the raise the restarted agent sends still names contact 0
+    /// (read back from the store, reopened), so the server does not tell them again.
+    @Test func aContactTheFallbackToldBeforeARestartIsNamedByTheRaiseSentAfterIt() async throws {
+        let rig = try await Rig("told")
+        defer { rig.close() }
+        let script = rig.work.appendingPathComponent("fallback.sh")
+        try "#!/bin/sh\nexit 0\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let clock = VirtualClock()
+        rig.faults.update { $0.networkDown = true }
+        var inputs = rig.inputs(clock: clock)
+        inputs.fallback = ExecutableFallback(executable: script)
+        let first = AgentCore(inputs)
+        await first.pipeline.receive(.manualSOS, at: ScenarioRunner.timestamp(1000))
+        _ = await first.pipeline.receive(.tick, at: ScenarioRunner.timestamp(20_000))
+        await first.lane.step()
+        for _ in 1...181 {
+            clock.advance(by: .seconds(1))
+            await first.lane.step()
+        }
+        #expect(rig.store.pendingAlertUpdates().map(\.updateSequence) == [0], "the raise never got through")
+        rig.store.close()
+
+        let reopened = try ReadingStore(
+            configuration: StoreConfiguration(path: rig.work.appendingPathComponent("agent.sqlite").path, durability: .processCrash),
+            logger: Logger(label: "test")
+        )
+        defer { reopened.close() }
+        rig.faults.update { $0.networkDown = false }
+        let recording = RecordingTransport(base: rig.transport)
+        inputs = rig.inputs(clock: clock)
+        inputs.store = reopened
+        inputs.transport = recording
+        let second = AgentCore(inputs)
+        #expect(second.restored?.id == "parity-1")
+        await second.lane.step()
+        let raise = try #require(recording.posted.withLock { $0.first })
+        #expect(raise.updateSequence == 0)
+        #expect(raise.contactsTold.map(\.contactIndex) == [0], "the restarted agent forgot whom its fallback told")
+        #expect(raise.contactsTold.first?.path == .localFallback)
     }
 
     /// The daemon's way: `SyncEngine.run()` and `DispatchLane.run()` on the real clock, the lane's
