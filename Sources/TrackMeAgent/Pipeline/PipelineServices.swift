@@ -99,7 +99,7 @@ package final class HeartbeatState: Sendable {
         }
     }
 
-    func strap(_ value: String) { state.withLock { $0.strap = value } }
+    package func strap(_ value: String) { state.withLock { $0.strap = value } }
     package func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
     /// Records the level; returns whether it is low.
     @discardableResult
