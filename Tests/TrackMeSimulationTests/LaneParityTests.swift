@@ -263,6 +263,45 @@ import FoundationNetworking
         #expect(raise.contactsTold.first?.path == .localFallback)
     }
 
+    /// The care setting `discreet_sos` and a discreet press are one flag on the alert: a rule's
+    /// alert raised under the setting, with the server out of reach, runs the local fallback
+    /// with `TRACKME_DISCREET=1` (no siren, no sound at the wearer's side).
+    @Test func aRuleAlertUnderTheCareSettingDiscreetSOSTellsTheFallbackItIsDiscreet() async throws {
+        let rig = try await Rig("discreet")
+        defer { rig.close() }
+        let script = rig.work.appendingPathComponent("fallback.sh")
+        let out = rig.work.appendingPathComponent("discreet.txt")
+        try "#!/bin/sh\nprintf '%s %s' \"$TRACKME_DISCREET\" \"$TRACKME_FALLBACK_REASON\" > \"\(out.path)\"\n"
+            .write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        var care = CareSettings(version: 1)
+        care.discreetSOS = true
+        let person = PersonProfile(name: "P", age: 40)
+        let resolution = CareSettingsResolution(configured: person, overrides: SOSRuleOverrides(), server: care)
+        let clock = VirtualClock()
+        rig.faults.update { $0.networkDown = true }
+        var inputs = rig.inputs(clock: clock)
+        inputs.settings = resolution.settings
+        inputs.profile = resolution.profile
+        inputs.fallback = ExecutableFallback(executable: script)
+        let core = AgentCore(inputs)
+        var raised: AlertRecord?
+        for second in 0..<40 where raised == nil {
+            let at = ScenarioRunner.timestamp(Int64(second) * 1000)
+            let actions =
+                await core.pipeline.heartRate(HeartRateReading(bpm: 25, contact: .detected, rrIntervals: [2458]), at: at)
+                + (await core.pipeline.receive(.tick, at: at))
+            for case .raise(let record) in actions { raised = record }
+        }
+        let alert = try #require(raised, "the low heart rate raised no alert")
+        #expect(alert.kind == .heartRateLow && alert.isDiscreet)
+        for _ in 0..<3 {
+            await core.lane.step()
+            clock.advance(by: .seconds(1))
+        }
+        #expect(try String(contentsOf: out, encoding: .utf8) == "1 server_unreachable", "the fallback was not told the alert is discreet")
+    }
+
     /// The daemon's way: `SyncEngine.run()` and `DispatchLane.run()` on the real clock, the lane's
     /// deliveries fed back to the rules as `DispatchService` does.
     func runDaemonLanes(outage: Range<Int>) async throws -> Deliveries {
