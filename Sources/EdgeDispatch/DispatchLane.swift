@@ -54,6 +54,7 @@ public actor DispatchLane {
     private let wakeSink: AsyncStream<Void>.Continuation
     private let observe: (@Sendable (DispatchLaneEvent) -> Void)?
     private let recordDelivered: (@Sendable (AlertUpdate) -> Void)?
+    private let recordContactsTold: (@Sendable (String, [ContactTold]) -> Void)?
     /// Set while `run()` runs: only then can work be due with no one performing it yet, which
     /// `alertsFirst()` waits for.
     private var running = false
@@ -76,11 +77,14 @@ public actor DispatchLane {
     ///   - timestamp: stamps each update's `sent` (the agent's monotonic time with its boot id).
     ///   - tickInterval: how often the lane checks for due work; a quarter of the retry interval.
     ///   - restored: an alert that was open before a restart, taken over (see
-    ///     `DispatchPolicy.adopt`), with the number for its next update.
+    ///     `DispatchPolicy.adopt`), with the number for its next update and the contacts the
+    ///     fallback had told of it.
     ///   - undelivered: updates the journal holds that the server was never seen to accept, in
     ///     the order they were made: sent first.
     ///   - delivered: records in the journal that the server has an update, before anyone
     ///     hears of it (so a restart does not send it again).
+    ///   - contactsTold: keeps, before any update says so, the whole list of contacts the
+    ///     fallback told of an alert each time it grows (so a restart does not forget them).
     ///   - observe: sees every event as it happens, besides `events` (for an owner that steps
     ///     the lane itself and reads what it did right after).
     public init(
@@ -90,16 +94,20 @@ public actor DispatchLane {
         settings: DispatchSettings = DispatchSettings(),
         tickInterval: Duration = .milliseconds(250),
         timestamp: @escaping @Sendable () -> ReadingTimestamp,
-        restored: (alert: AlertRecord, nextUpdateSequence: Int)? = nil,
+        restored: (alert: AlertRecord, nextUpdateSequence: Int, contactsTold: [ContactTold])? = nil,
         undelivered: [AlertUpdate] = [],
         delivered: (@Sendable (AlertUpdate) -> Void)? = nil,
+        contactsTold: (@Sendable (_ alertID: String, [ContactTold]) -> Void)? = nil,
         observe: (@Sendable (DispatchLaneEvent) -> Void)? = nil,
         logger: Logger
     ) {
         policy = DispatchPolicy(settings: settings)
-        if let restored { policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, now: .zero) }
+        if let restored {
+            policy.adopt(restored.alert, nextUpdateSequence: restored.nextUpdateSequence, contactsTold: restored.contactsTold, now: .zero)
+        }
         policy.adopt(undelivered: undelivered, now: .zero)
         self.recordDelivered = delivered
+        self.recordContactsTold = contactsTold
         self.transport = transport
         self.fallback = fallback
         self.clock = clock
@@ -279,7 +287,10 @@ public actor DispatchLane {
     }
 
     private func fallbackSucceeded(_ id: String, reason: FallbackReason, contactIndex: Int?) {
+        let before = policy.contactsTold(alertID: id).count
         apply(.fallbackSucceeded(alertID: id, reason: reason, contactIndex: contactIndex))
+        let told = policy.contactsTold(alertID: id)
+        if told.count > before { recordContactsTold?(id, told) }
     }
 
     private enum Outcome: Sendable {

@@ -38,7 +38,8 @@ public struct LocalFallbackError: Error, Hashable, Sendable, CustomStringConvert
 /// Runs an executable with the alert as JSON (the `AlertRecord` wire form, WIRE.md) on its
 /// standard input, and `TRACKME_FALLBACK_REASON` (`server_unreachable`, `escalation`,
 /// `notify_contact`), `TRACKME_CONTACT_INDEX` (0, 1, ... for `notify_contact`) and
-/// `TRACKME_DISCREET` (`1` for an alert the wearer raised discreetly: no siren, no sound) in its
+/// `TRACKME_DISCREET` (`1` for an alert raised discreetly, `AlertRecord.isDiscreet`: a discreet
+/// press, or any alert under the care setting `discreet_sos`; no siren, no sound) in its
 /// environment. Success is exit status 0. One that runs longer than `timeLimit` is killed and
 /// counts as failed, so a stuck modem script does not pile up processes.
 /// The child starts with no signal blocked and leads its own process group, which the time

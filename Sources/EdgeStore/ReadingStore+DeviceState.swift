@@ -19,6 +19,8 @@ extension ReadingStore {
         /// acknowledged, resolved or cancelled since its raise was journaled, so that a restart
         /// restores what is still open and not what the wearer already cancelled.
         public static let alertState = "alert_state"
+        /// The contacts the local fallback told of the last alert raised (`setContactsTold`).
+        public static let contactsTold = "alert_contacts_told"
     }
 
     /// The value stored under `key`, or nil if there is none. In an encrypted store a value that

@@ -96,12 +96,17 @@ public struct AlertRecord: Hashable, Sendable, Codable {
     /// `lethal_rhythm` (and `slow_beats` for `heart_rate_low`, `fast_beats` for
     /// `heart_rate_high`). Shown to the dispatcher.
     public var reason: String?
+    /// Raised discreetly: the device shows and sounds nothing of it, from its countdown to its
+    /// end, and the local fallback hears so (`TRACKME_DISCREET=1`). Set when the alert is made,
+    /// by a discreet press or, for every alert, by the care setting `discreet_sos`
+    /// (`SOSSettings.discreet`): one flag that the feedback and the fallback both read.
+    public var discreet: Bool
     /// The `reason` of a manual alert the wearer raised discreetly (`SOSEvent.discreetSOS`): the
     /// wearer may be under threat, and the device shows nothing of it.
     public static let discreetReason = "discreet"
 
     /// Raised discreetly: nothing of it is shown or sounded on the device.
-    public var isDiscreet: Bool { kind == .manual && reason == Self.discreetReason }
+    public var isDiscreet: Bool { discreet || (kind == .manual && reason == Self.discreetReason) }
 
     public init(
         id: String,
@@ -113,7 +118,8 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         triggeringReadings: [TimedHeartRate] = [],
         position: AlertPosition? = nil,
         cancelReason: CancelReason? = nil,
-        reason: String? = nil
+        reason: String? = nil,
+        discreet: Bool = false
     ) {
         self.id = id
         self.deviceID = deviceID
@@ -125,6 +131,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         self.position = position
         self.cancelReason = cancelReason
         self.reason = reason
+        self.discreet = discreet
     }
 
     enum CodingKeys: String, CodingKey {
@@ -137,6 +144,7 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         case position
         case cancelReason = "cancel_reason"
         case reason
+        case discreet
     }
 
     public init(from decoder: any Decoder) throws {
@@ -151,6 +159,8 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         position = try c.decodeIfPresent(AlertPosition.self, forKey: .position)
         cancelReason = try c.decodeIfPresent(CancelReason.self, forKey: .cancelReason)
         reason = try c.decodeIfPresent(String.self, forKey: .reason)
+        // Journal records written before the flag: a discreet press said so by its reason alone.
+        discreet = try c.decodeIfPresent(Bool.self, forKey: .discreet) ?? (kind == .manual && reason == Self.discreetReason)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -166,5 +176,6 @@ public struct AlertRecord: Hashable, Sendable, Codable {
         try c.encode(cancelReason, forKey: .cancelReason)
         // Only when set: alerts of rules with one signal stay byte for byte what older readers know.
         try c.encodeIfPresent(reason, forKey: .reason)
+        if discreet { try c.encode(true, forKey: .discreet) }
     }
 }

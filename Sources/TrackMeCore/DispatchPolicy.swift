@@ -150,12 +150,14 @@ public struct DispatchPolicy: Sendable {
     /// the server has seen. Its raise, if not yet delivered, is still in the journal and comes
     /// back through `adopt(undelivered:now:)`. Escalation starts over from `now`: after a
     /// restart the agent cannot tell which steps already ran, and a contact told twice is
-    /// better than none.
-    public mutating func adopt(_ record: AlertRecord, nextUpdateSequence: Int, now: Duration) {
+    /// better than none. `contactsTold` are the contacts the fallback told of it before the
+    /// restart (kept in the store): every update sent from now on names them, as before.
+    public mutating func adopt(_ record: AlertRecord, nextUpdateSequence: Int, contactsTold: [ContactTold] = [], now: Duration) {
         guard tracked[record.id] == nil, record.state.isOpen, record.state != .pending else { return }
         var entry = Tracked(record: record, nextSequence: max(1, nextUpdateSequence), raisedAt: now, nextStepAt: steps.first.map { now + $0.after })
         entry.acknowledged = record.state == .acknowledged
         entry.delivered = record.state != .raised
+        entry.contactsTold = contactsTold
         tracked[record.id] = entry
         scheduleStep(at: entry.nextStepAt)
     }
@@ -183,6 +185,11 @@ public struct DispatchPolicy: Sendable {
     private mutating func scheduleStep(at due: Duration?) {
         guard let due else { return }
         earliestStepAt = min(earliestStepAt ?? due, due)
+    }
+
+    /// The contacts the fallback told of an alert still held (empty for one it no longer holds).
+    public func contactsTold(alertID: String) -> [ContactTold] {
+        tracked[alertID]?.contactsTold ?? []
     }
 
     /// Updates waiting to be sent (including the one in flight).

@@ -143,6 +143,7 @@ public struct SOSEngine: Sendable {
                 guard settings.manual.enabled else { return actions }
                 var record = newRecord(.manual, firstCritical: now, now: now)
                 record.reason = AlertRecord.discreetReason
+                record.discreet = true
                 actions += lifecycle.receive(.fire(record, countdown: .zero), now: now)
             } else {
                 actions += lifecycle.receive(.confirm, now: now)
@@ -315,7 +316,8 @@ public struct SOSEngine: Sendable {
             kind: kind,
             state: .pending,
             firstCritical: firstCritical,
-            triggeringReadings: kind == .manual ? [] : recent.readings(since: firstCritical)
+            triggeringReadings: kind == .manual ? [] : recent.readings(since: firstCritical),
+            discreet: settings.discreet
         )
     }
 

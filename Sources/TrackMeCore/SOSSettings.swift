@@ -36,6 +36,9 @@ public struct SOSRuleSettings: Hashable, Sendable {
 
 /// All SOS rule settings for one person. `SOSSettings()` gives the documented defaults.
 public struct SOSSettings: Hashable, Sendable {
+    /// The care setting `discreet_sos`: every alert is raised discreetly (`AlertRecord.discreet`),
+    /// a press or a rule's.
+    public var discreet = false
     /// Heart rate below the person's minimum (`HeartRateLimits.minimum`).
     public var heartRateLow = SOSRuleSettings(persistence: .seconds(6), minimumReadings: 5, countdown: .seconds(10))
     /// Heart rate above the person's maximum (`HeartRateLimits.maximum`).

@@ -114,7 +114,8 @@ public struct DeviceHeartbeat: Hashable, Sendable, Codable {
     /// How long each condition that leaves the wearer less protected has held, in whole seconds
     /// by the device's monotonic clock when the heartbeat was made (an unset wall clock does not
     /// matter): `monitoring_paused`, `strap_battery_low`, `device_battery_low` (low or critical),
-    /// `charging`. Absent when none holds.
+    /// `charging`, `store_memory_only`, `quarantined` (since this run of the agent first saw
+    /// quarantined readings). Absent when none holds.
     public var conditionSeconds: [String: Int64]?
 
     public init(

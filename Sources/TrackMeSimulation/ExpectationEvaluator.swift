@@ -150,6 +150,8 @@ public enum ExpectationEvaluator {
                 message: open.isEmpty
                     ? "\(report.alerts.count) acknowledged" : open.map { "\($0.kind.rawValue) is \($0.state.rawValue)" }.joined(separator: ", ")
             )
+        case .wearerToldBatteryLow, .serverDeviceBattery, .lastHeartbeatSent:
+            return evaluatePower(e, report: report)
         case .droppedByBudgetAtLeast:
             let want = e.count ?? 1
             return .init(
@@ -158,6 +160,41 @@ public enum ExpectationEvaluator {
                 message: "\(r.droppedByBudget) dropped"
             )
         }
+    }
+
+    /// The device battery's expectations: the first time a thing happened, within the window.
+    static func evaluatePower(_ e: Scenario.Expectation, report: SimulationReport) -> SimulationReport.ExpectationResult {
+        let from = Int64(((e.fromSeconds ?? 0) * 1000).rounded())
+        let to = e.toSeconds.map { Int64(($0 * 1000).rounded()) } ?? Int64.max / 2
+        let window = "in [\(seconds(from)), \(e.toSeconds.map { seconds($0) } ?? "end")]"
+        let power = report.power ?? SimulationReport.Power()
+        let name: String
+        let first: Int64?
+        var detail = ""
+        switch e.type {
+        case .wearerToldBatteryLow:
+            name = "the wearer told the device battery is low \(window)"
+            first = power.changes.first { $0.wearerShown == "battery_low" }?.atMilliseconds
+        case .serverDeviceBattery:
+            let level = e.level ?? .low
+            name = "the server shows the device battery \(level.rawValue), with how long, \(window)"
+            let seen = power.atServer.first { $0.level == level && $0.lowForSeconds != nil }
+            first = seen?.atMilliseconds
+            if let seen { detail = " (\(seen.percent.map { "\($0) %, " } ?? "")low for \(seen.lowForSeconds ?? 0) s)" }
+        default:
+            name = "the device's last heartbeat sent on reaching critical \(window)"
+            let sent = power.lastHeartbeatMilliseconds.first
+            let held = power.atServer.contains { $0.level == .critical && $0.atMilliseconds >= (sent ?? .max) }
+            first = held ? sent : nil
+        }
+        guard let first else { return .init(expectation: name, passed: false, message: "never") }
+        let inWindow = (from...to).contains(first)
+        return .init(
+            expectation: name,
+            passed: inWindow,
+            message: inWindow
+                ? "at \(seconds(first))\(detail)" : "at \(seconds(first)), \(seconds(distance(first, from, to))) \(first < from ? "early" : "late")"
+        )
     }
 
     static func distance(_ t: Int64, _ from: Int64, _ to: Int64) -> Int64 {

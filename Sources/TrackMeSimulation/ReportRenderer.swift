@@ -122,6 +122,7 @@ public struct ReportRenderer: Sendable {
                 "alert \(a.kind.rawValue): first critical \(ExpectationEvaluator.seconds(a.firstCriticalMilliseconds)), raised \(a.raisedMilliseconds.map { ExpectationEvaluator.seconds($0) } ?? "-"), decision \(latency), delivered \(delivered)\(timing), state \(a.state.rawValue), position \(position)"
             )
         }
+        if let power = report.power { lines += Self.powerLines(power) }
         for e in report.expectations {
             lines.append("\(e.passed ? "PASS" : "FAIL") \(e.expectation): \(e.message)")
         }
@@ -131,6 +132,27 @@ public struct ReportRenderer: Sendable {
                 : "\(report.expectations.filter { !$0.passed }.count) of \(report.expectations.count) expectations FAILED"
         )
         return lines.joined(separator: "\n")
+    }
+
+    /// The device battery: each change on the device (its level, what the wearer is shown), the
+    /// last heartbeat, and each change the server's protection state showed.
+    static func powerLines(_ power: SimulationReport.Power) -> [String] {
+        var lines: [String] = []
+        for c in power.changes {
+            lines.append(
+                "device battery at \(ExpectationEvaluator.seconds(c.atMilliseconds)): \(c.percent.map { "\($0) %" } ?? "-") \(c.source?.rawValue ?? "no supply"), level \(c.level.rawValue), wearer shown \(c.wearerShown)"
+            )
+        }
+        for at in power.lastHeartbeatMilliseconds {
+            lines.append("device battery critical: last heartbeat sent alone at \(ExpectationEvaluator.seconds(at))")
+        }
+        for s in power.atServer {
+            let low = s.lowForSeconds.map { ", low for \(ExpectationEvaluator.seconds($0 * 1000))" } ?? ""
+            lines.append(
+                "server at \(ExpectationEvaluator.seconds(s.atMilliseconds)): device battery \(s.percent.map { "\($0) %" } ?? "-") \(s.source?.rawValue ?? "-"), \(s.level?.rawValue ?? "fine")\(low)"
+            )
+        }
+        return lines
     }
 
     func escape(_ s: String) -> String {

@@ -29,6 +29,71 @@ public struct Scenario: Codable, Sendable {
         public var loop: Bool?
     }
 
+    /// The wearable's own battery over the scenario, as Linux's `power_supply` class would
+    /// show it: the run writes a supply directory (`BAT0/type`, `capacity`, `status`) at each
+    /// poll and the agent's own power reader and watch (`PowerService.poll`) read it.
+    public struct PowerSource: Codable, Sendable {
+        public struct Point: Codable, Sendable {
+            public var atSeconds: Double
+            /// The battery's charge, 0...100; between two points it moves in a straight line.
+            public var capacity: Double
+            /// On external power from this point to the next (the kernel's `Charging`, or `Full`
+            /// at 100); otherwise `Discharging`.
+            public var charging: Bool?
+
+            enum CodingKeys: String, CodingKey {
+                case atSeconds = "at_s"
+                case capacity, charging
+            }
+
+            public init(atSeconds: Double, capacity: Double, charging: Bool? = nil) {
+                self.atSeconds = atSeconds
+                self.capacity = capacity
+                self.charging = charging
+            }
+        }
+
+        public var points: [Point]
+        /// How often the agent reads the supplies (default: the agent's `power.poll_seconds`).
+        public var pollSeconds: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case points
+            case pollSeconds = "poll_s"
+        }
+
+        public init(points: [Point], pollSeconds: Double? = nil) {
+            self.points = points
+            self.pollSeconds = pollSeconds
+        }
+
+        /// The battery at trace second `seconds`: its charge in whole percent (rounded down, as
+        /// a fuel gauge reports) and whether it is charging; nil before the first point.
+        public func state(at seconds: Double) -> (capacity: Int, charging: Bool)? {
+            let sorted = points.sorted { $0.atSeconds < $1.atSeconds }
+            guard let index = sorted.lastIndex(where: { $0.atSeconds <= seconds }) else { return nil }
+            let from = sorted[index]
+            var capacity = from.capacity
+            if index + 1 < sorted.count {
+                let to = sorted[index + 1]
+                let span = to.atSeconds - from.atSeconds
+                if span > 0 { capacity += (to.capacity - from.capacity) * (seconds - from.atSeconds) / span }
+            }
+            return (Int(min(100, max(0, capacity)).rounded(.down)), from.charging ?? false)
+        }
+
+        /// The problem with the timeline, if any.
+        func problem() -> String? {
+            if points.isEmpty { return "power.points: at least one point is needed" }
+            for (index, point) in points.enumerated() {
+                if !(0...100).contains(point.capacity) { return "power.points[\(index)].capacity: \(point.capacity) is not within 0...100" }
+                if point.atSeconds < 0 { return "power.points[\(index)].at_s: \(point.atSeconds) is negative" }
+            }
+            if let poll = pollSeconds, !(poll > 0) { return "power.poll_s: \(poll) must be above 0" }
+            return nil
+        }
+    }
+
     public enum Pace: String, Codable, Sendable {
         case fast
         case realtime
@@ -117,6 +182,14 @@ public struct Scenario: Codable, Sendable {
             /// The server files every reading it holds at its true time (within a second), none
             /// at the time it received it or in 1970.
             case readingsAtTrueTime = "readings_at_true_time"
+            /// The wearer's feedback first turned to the battery warning within [from_s, to_s].
+            case wearerToldBatteryLow = "wearer_told_battery_low"
+            /// The server first held a heartbeat saying the device battery is at `level` (`low`
+            /// or `critical`), with how long it has been low, within [from_s, to_s].
+            case serverDeviceBattery = "server_device_battery"
+            /// The device sent its last heartbeat alone, on reaching critical, within
+            /// [from_s, to_s], and the server had it.
+            case lastHeartbeatSent = "last_heartbeat_sent"
         }
 
         public var type: Kind
@@ -125,13 +198,15 @@ public struct Scenario: Codable, Sendable {
         public var toSeconds: Double?
         public var seconds: Double?
         public var count: Int?
+        /// For `server_device_battery`: the level the server must show.
+        public var level: PowerWatch.Level?
 
         enum CodingKeys: String, CodingKey {
             case type
             case alertKind = "alert_kind"
             case fromSeconds = "from_s"
             case toSeconds = "to_s"
-            case seconds, count
+            case seconds, count, level
         }
 
         public init(
@@ -140,7 +215,8 @@ public struct Scenario: Codable, Sendable {
             fromSeconds: Double? = nil,
             toSeconds: Double? = nil,
             seconds: Double? = nil,
-            count: Int? = nil
+            count: Int? = nil,
+            level: PowerWatch.Level? = nil
         ) {
             self.type = type
             self.alertKind = alertKind
@@ -148,6 +224,7 @@ public struct Scenario: Codable, Sendable {
             self.toSeconds = toSeconds
             self.seconds = seconds
             self.count = count
+            self.level = level
         }
     }
 
@@ -163,6 +240,8 @@ public struct Scenario: Codable, Sendable {
     /// Readings the device counted before the scenario starts (earlier days and nights of the
     /// same person): its learned resting heart rate, kept in its store as the agent keeps it.
     public var baselineHistory: HeartRateSource?
+    /// The device's own battery over the run; nil: the board reports no power supply.
+    public var power: PowerSource?
     public var faults: [Fault]
     public var expectations: [Expectation]
 
@@ -172,6 +251,7 @@ public struct Scenario: Codable, Sendable {
         case gps, pace
         case diskBudgetBytes = "disk_budget_bytes"
         case baselineHistory = "baseline_history"
+        case power
         case faults
         case expectations = "expect"
     }
@@ -179,11 +259,14 @@ public struct Scenario: Codable, Sendable {
     /// Reads a scenario file, naming the field on error.
     public static func load(from url: URL) throws -> Scenario {
         let data = try Data(contentsOf: url)
+        let scenario: Scenario
         do {
-            return try WireCodec.decode(Scenario.self, from: data)
+            scenario = try WireCodec.decode(Scenario.self, from: data)
         } catch {
             throw ScenarioError(message: "\(url.lastPathComponent): \(error)")
         }
+        if let problem = scenario.power?.problem() { throw ScenarioError(message: "\(url.lastPathComponent): \(problem)") }
+        return scenario
     }
 }
 

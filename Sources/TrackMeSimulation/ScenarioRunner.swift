@@ -275,6 +275,10 @@ public struct ScenarioRunner: Sendable {
         // Heart rate decoded ahead by the link, for the rows from `decodedFrom` on.
         var decoded: [SimulatedDevice.DecodedReading?] = []
         var decodedFrom = 0
+        // The board's battery: written as the kernel's supply files before each of the agent's polls.
+        let powerSupply = SimulatedDevice.powerSupplyPath(storePath: storePath)
+        let powerPollMilliseconds = Int64(((scenario.power?.pollSeconds ?? PowerConfiguration().pollSeconds) * 1000).rounded())
+        var nextPowerPoll = first.timeMilliseconds
 
         for (index, row) in trace.rows.enumerated() {
             let t = row.timeMilliseconds
@@ -353,11 +357,18 @@ public struct ScenarioRunner: Sendable {
 
             if crashThisSecond { try await device.crashAndRestart(at: t) }
 
+            if let power = scenario.power, t >= nextPowerPoll {
+                try Self.writePowerSupply(power.state(at: Double(t) / 1000), to: powerSupply)
+                await device.pollPower(at: t)
+                nextPowerPoll = t + powerPollMilliseconds
+            }
+
             // Time passes: the rules' clock, the dispatch lane, the group commit, the sync lane.
             await device.tick(at: t)
             await device.tick(at: t + 500)
             await device.commit()
             if t >= device.nextSyncVisit { await device.syncStep(at: t) }
+            if scenario.power != nil { try await device.notePowerAtServer(server, at: t) }
 
             let percent = Int(Double(t - first.timeMilliseconds) / Double(duration) * 100)
             if percent != lastProgress {
@@ -381,6 +392,7 @@ public struct ScenarioRunner: Sendable {
         let duplicateAlertUpdates = try await Self.duplicateAlertUpdates(at: server)
         var alerts = await device.alertReport()
         alerts.sort { $0.firstCriticalMilliseconds < $1.firstCriticalMilliseconds }
+        if scenario.power != nil { try await device.notePowerAtServer(server, at: last.timeMilliseconds) }
         await device.shutdown()
 
         var report = SimulationReport(
@@ -392,6 +404,7 @@ public struct ScenarioRunner: Sendable {
             alerts: alerts,
             readings: readings,
             alertUpdatesDuplicateAtServer: duplicateAlertUpdates,
+            power: scenario.power == nil ? nil : device.powerReport,
             faults: scenario.faults,
             expectations: []
         )
@@ -430,6 +443,22 @@ public struct ScenarioRunner: Sendable {
             if let value = Int(line.dropFirst(name.count + 1)) { return value }
         }
         throw ScenarioError(message: "the server's /metrics has no \(name)")
+    }
+
+    /// Writes the board's battery as Linux's `power_supply` class shows it
+    /// (`BAT0/type`, `capacity`, `status`); nil (before the timeline's first point) leaves no
+    /// supply at all.
+    static func writePowerSupply(_ state: (capacity: Int, charging: Bool)?, to path: String) throws {
+        let battery = (path as NSString).appendingPathComponent("BAT0")
+        guard let state else {
+            try? FileManager.default.removeItem(atPath: battery)
+            return
+        }
+        try FileManager.default.createDirectory(atPath: battery, withIntermediateDirectories: true)
+        let status = state.charging ? (state.capacity >= 100 ? "Full" : "Charging") : "Discharging"
+        for (file, value) in [("type", "Battery"), ("capacity", "\(state.capacity)"), ("status", status)] {
+            try Data((value + "\n").utf8).write(to: URL(fileURLWithPath: (battery as NSString).appendingPathComponent(file)))
+        }
     }
 
     /// The selected part of a heart-rate source, repeated as it asks.

@@ -83,6 +83,11 @@ final class SimulatedDevice {
         }
     }
 
+    /// When the power watch sent its last heartbeat alone (trace milliseconds), across restarts.
+    final class LastHeartbeats: Sendable {
+        let sent = Mutex<[Int64]>([])
+    }
+
     struct AlertTrack {
         var record: AlertRecord
         var raisedMilliseconds: Int64?
@@ -107,7 +112,21 @@ final class SimulatedDevice {
     /// was stamped before, as in the daemon (a new one per run of the agent).
     private(set) var timestamps: AgentTimestamps
 
+    /// The agent's parts around the pipeline that a run of it builds anew, as the daemon's
+    /// assembly does: what the sources tell the heartbeat, the wearer's feedback, and the power
+    /// reader over the run's supply directory with its watch.
+    struct Surroundings {
+        var heartbeat: HeartbeatState
+        var feedback: FeedbackDriver
+        var power: PowerService?
+    }
+
     private(set) var core: AgentCore
+    private(set) var surroundings: Surroundings
+    /// The device's own battery as the report tells it.
+    private(set) var powerReport = SimulationReport.Power()
+    private let lastHeartbeats = LastHeartbeats()
+    private var lastPowerChange: SimulationReport.Power.Change?
     var store: ReadingStore { core.store }
     var committer: GroupCommitter { core.committer }
     var sync: SyncEngine { core.sync }
@@ -149,7 +168,7 @@ final class SimulatedDevice {
         self.wall = wall
         let timestamps = wall.timestamps(clock: clock)
         self.timestamps = timestamps
-        core = try Self.build(
+        (core, surroundings) = try Self.build(
             scenario: scenario,
             storePath: storePath,
             durability: durability,
@@ -160,8 +179,14 @@ final class SimulatedDevice {
             timestamps: timestamps,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-alert"),
             baseline: baseline,
+            lastHeartbeats: lastHeartbeats,
             logger: logger
         )
+    }
+
+    /// Where the run writes the board's `power_supply` class (beside the store).
+    static func powerSupplyPath(storePath: String) -> String {
+        (storePath as NSString).deletingLastPathComponent + "/power_supply"
     }
 
     /// Time passes for the agent up to trace time `ms` (never back).
@@ -180,8 +205,9 @@ final class SimulatedDevice {
         timestamps: AgentTimestamps,
         ids: SequentialAlertIDs,
         baseline: RestingHeartRateEstimator? = nil,
+        lastHeartbeats: LastHeartbeats,
         logger: Logger
-    ) throws -> AgentCore {
+    ) throws -> (AgentCore, Surroundings) {
         let store = try ReadingStore(
             configuration: StoreConfiguration(
                 path: storePath,
@@ -216,7 +242,34 @@ final class SimulatedDevice {
         inputs.onAlertsAcknowledged = { inbox.noteAcknowledged($0) }
         inputs.onDispatch = { inbox.hand($0) }
         inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
-        return AgentCore(inputs)
+        // The heartbeat as the daemon makes it: what the sources told it, timed on the agent's clock.
+        let heartbeat = HeartbeatState(batteryWarningPercent: StrapConfiguration.defaultBatteryWarningPercent, clock: clock)
+        _ = heartbeat.heartbeat(store: store.statistics())
+        inputs.heartbeat = { heartbeat.heartbeat(store: store.statistics()) }
+        let core = AgentCore(inputs)
+        let feedback = FeedbackDriver(clock: clock)
+        var power: PowerService?
+        if let source = scenario.power {
+            let configuration = PowerConfiguration()
+            let sync = core.sync
+            power = PowerService(
+                directory: PowerSupplyDirectory(path: powerSupplyPath(storePath: storePath)),
+                interval: .milliseconds(Int64((source.pollSeconds ?? configuration.pollSeconds) * 1000)),
+                monitor: PowerMonitor(
+                    settings: PowerWatch.Settings(lowPercent: configuration.lowPercent, criticalPercent: configuration.criticalPercent),
+                    heartbeat: heartbeat,
+                    feedback: feedback,
+                    sendHeartbeat: {
+                        let at = clock.now.offset.milliseconds
+                        await sync.sendHeartbeatAlone()
+                        lastHeartbeats.sent.withLock { $0.append(at) }
+                    },
+                    logger: logger
+                ),
+                clock: clock
+            )
+        }
+        return (core, Surroundings(heartbeat: heartbeat, feedback: feedback, power: power))
     }
 
     // MARK: Strap
@@ -240,6 +293,7 @@ final class SimulatedDevice {
                 throw ScenarioError(message: "the heart-rate link did not connect to the simulated strap within 30 s")
             }
             if case .linkState(.connected) = arrival.event {
+                surroundings.heartbeat.strap("connected")
                 await receive(.strapLink(.connected), at: ms)
                 return
             }
@@ -253,6 +307,7 @@ final class SimulatedDevice {
         while let arrival = await linkInbox.next(limit: .seconds(10)) {
             if case .linkState(.lost) = arrival.event { break }
         }
+        surroundings.heartbeat.strap("lost")
         await receive(.strapLink(.disconnected), at: ms)
     }
 
@@ -436,6 +491,50 @@ final class SimulatedDevice {
         await tick(at: ms)
     }
 
+    // MARK: Power
+
+    /// The agent reads its supplies (`PowerService.poll`, as its service does every
+    /// `poll_s`) after the run wrote them; what it decided and what the wearer is shown go
+    /// into the report when they change.
+    func pollPower(at ms: Int64) async {
+        guard let power = surroundings.power else { return }
+        advance(to: ms)
+        await power.poll()
+        let beat = surroundings.heartbeat.heartbeat()
+        let change = SimulationReport.Power.Change(
+            atMilliseconds: ms,
+            percent: beat.deviceBatteryPercent,
+            source: beat.devicePower,
+            level: beat.devicePowerLevel ?? .normal,
+            wearerShown: surroundings.feedback.shown.rawValue
+        )
+        if change.level != lastPowerChange?.level || change.wearerShown != lastPowerChange?.wearerShown
+            || change.source != lastPowerChange?.source
+        {
+            powerReport.changes.append(change)
+        }
+        lastPowerChange = change
+        powerReport.lastHeartbeatMilliseconds = lastHeartbeats.sent.withLock { $0 }
+    }
+
+    /// What the server holds of the device's battery now (its last heartbeat), noted when the
+    /// level it shows changes.
+    func notePowerAtServer(_ server: TrackMeServer, at ms: Int64) async throws {
+        guard surroundings.power != nil, let beat = try await server.deviceContact(deviceID: credentials.deviceID).heartbeat else { return }
+        let seen = SimulationReport.Power.AtServer(
+            atMilliseconds: ms,
+            percent: beat.deviceBatteryPercent,
+            source: beat.devicePower,
+            level: beat.devicePowerLevel,
+            lowForSeconds: beat.conditionSeconds?["device_battery_low"]
+        )
+        guard let last = powerReport.atServer.last else {
+            if seen.source != nil { powerReport.atServer.append(seen) }
+            return
+        }
+        if seen.level != last.level || seen.source != last.source { powerReport.atServer.append(seen) }
+    }
+
     // MARK: Faults
 
     /// Kills the agent: what is only in memory (the group commit's buffer, the rules' state,
@@ -456,7 +555,7 @@ final class SimulatedDevice {
         // open alert from the journal and the lane adopts it, as in the agent.
         // A new process: new timestamps, which take up the anchors the store kept.
         timestamps = wall.timestamps(clock: clock)
-        core = try Self.build(
+        (core, surroundings) = try Self.build(
             scenario: scenario,
             storePath: storePath,
             durability: durability,
@@ -466,6 +565,7 @@ final class SimulatedDevice {
             clock: clock,
             timestamps: timestamps,
             ids: SequentialAlertIDs(prefix: "\(scenario.name)-r\(restarts)-alert"),
+            lastHeartbeats: lastHeartbeats,
             logger: logger
         )
         // The restarted agent's readings lane starts at once (the newest readings first).

@@ -77,6 +77,57 @@ public struct SimulationReport: Codable, Sendable {
         }
     }
 
+    /// The device's own battery over the run (scenarios with `power`): what the agent read and
+    /// decided, what the wearer was shown, and what the server (the console's protection
+    /// state) held.
+    public struct Power: Codable, Sendable, Hashable {
+        /// A change of what the agent made of the battery or of what the wearer was shown.
+        public struct Change: Codable, Sendable, Hashable {
+            public var atMilliseconds: Int64
+            public var percent: Int?
+            public var source: DevicePower.Source?
+            public var level: PowerWatch.Level
+            /// The wearer's feedback (`FeedbackState`: `battery_low`, `idle`, ...).
+            public var wearerShown: String
+
+            enum CodingKeys: String, CodingKey {
+                case atMilliseconds = "at_ms"
+                case percent, source, level
+                case wearerShown = "wearer_shown"
+            }
+        }
+
+        /// A change of the device battery's level in the heartbeat the server holds (what the
+        /// console's device list and alert card show).
+        public struct AtServer: Codable, Sendable, Hashable {
+            public var atMilliseconds: Int64
+            public var percent: Int?
+            public var source: DevicePower.Source?
+            /// Nil: the battery is fine, or the device is on external power.
+            public var level: PowerWatch.Level?
+            /// How long the battery had been low (`conditions_for_s.device_battery_low`) when the
+            /// device made the heartbeat.
+            public var lowForSeconds: Int64?
+
+            enum CodingKeys: String, CodingKey {
+                case atMilliseconds = "at_ms"
+                case percent, source, level
+                case lowForSeconds = "low_for_s"
+            }
+        }
+
+        public var changes: [Change] = []
+        /// When the device sent its last heartbeat alone on reaching critical.
+        public var lastHeartbeatMilliseconds: [Int64] = []
+        public var atServer: [AtServer] = []
+
+        enum CodingKeys: String, CodingKey {
+            case changes
+            case lastHeartbeatMilliseconds = "last_heartbeat_ms"
+            case atServer = "at_server"
+        }
+    }
+
     public struct ExpectationResult: Codable, Sendable, Hashable {
         public var expectation: String
         public var passed: Bool
@@ -94,6 +145,8 @@ public struct SimulationReport: Codable, Sendable {
     /// `trackme_server_alert_updates_duplicate_total`): 0 unless a send's answer was lost or
     /// the agent was killed between a send and its record of it; a second sender would add more.
     public var alertUpdatesDuplicateAtServer: Int?
+    /// Nil when the scenario has no `power`.
+    public var power: Power?
     public var faults: [Scenario.Fault]
     public var expectations: [ExpectationResult]
 
@@ -103,7 +156,7 @@ public struct SimulationReport: Codable, Sendable {
         case scenario, seed, mode
         case virtualDurationMilliseconds = "virtual_duration_ms"
         case wallMilliseconds = "wall_ms"
-        case alerts, readings, faults, expectations
+        case alerts, readings, power, faults, expectations
         case alertUpdatesDuplicateAtServer = "alert_updates_duplicate_at_server"
     }
 }

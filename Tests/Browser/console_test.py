@@ -876,14 +876,16 @@ class ConsoleTest(CheckRun):
         self.check("care settings reach the device in its sync reply; the version it runs and its local override show", reach_device)
 
         def protection():
-            status, _ = batch({"care_version": 1, "monitoring_paused": True, "store_state": "memory_only",
-                               "device_battery_pct": 4, "device_power": "battery", "device_power_level": "critical"})
+            status, _ = batch({"care_version": 1, "monitoring_paused": True, "store_state": "memory_only", "quarantined": 3,
+                               "device_battery_pct": 4, "device_power": "battery", "device_power_level": "critical",
+                               "conditions_for_s": {"monitoring_paused": 60, "store_memory_only": 600, "quarantined": 7200}})
             assert status == 200, status
             browser.find('.tab[data-tab="devices"]').click()
             row = 'tr[data-device-id="pi-0200"]'
             wait_for(lambda: "monitoring paused" in browser.find(row + " .device-state").text, what="the paused watch on the device list")
             state = browser.find(row + " .device-state").text
-            assert "store in memory only" in state and "device battery critical" in state, state
+            assert "store in memory only for 10 min" in state and "device battery critical" in state, state
+            assert "3 damaged readings set aside for 2 h" in state, state
             assert browser.find(row + " .device-power").text == "on battery 4%", browser.find(row + " .device-power").text
             # The care setting discreet_sos: the wearer's device shows nothing of alerts, and the list says so.
             status, view = http(server.base, "GET", "/v1/devices/pi-0200/care-settings", token=ADMIN)
@@ -895,7 +897,7 @@ class ConsoleTest(CheckRun):
             browser.find('.tab[data-tab="devices"]').click()
             wait_for(lambda: "discreet SOS" in browser.find(row + " .device-state").text, what="the discreet SOS badge on the device list")
             self.shot(browser, "05b-device-protection")
-        self.check("the device list shows what leaves the wearer unprotected: paused, memory-only store, device battery critical, discreet SOS", protection)
+        self.check("the device list shows what leaves the wearer unprotected: paused, memory-only store and damaged readings with how long, device battery critical, discreet SOS", protection)
 
         def erase():
             browser.find("#care-erase").click()

@@ -43,12 +43,18 @@ struct FeedbackCareTests {
 struct FeedbackDiscreetSettingTests {
     static let t0 = FeedbackTests.t0
 
+    /// An alert the rules made under the setting (`SOSSettings.discreet`).
+    static func discreet(_ record: AlertRecord) -> AlertRecord {
+        var record = record
+        record.discreet = true
+        return record
+    }
+
     @Test("set: a rule's countdown and alert, and a press, show nothing from start to end; the battery warning stays as it was")
     func nothingShown() {
         var m = FeedbackMachine(resolvedShownFor: .seconds(30))
         #expect(m.receive(.batteryLow(true), now: .zero) == .batteryLow)
-        #expect(m.receive(.discreetSOS(true), now: .seconds(1)) == nil)
-        var rule = FeedbackCareTests.rule(.pending)
+        var rule = Self.discreet(FeedbackCareTests.rule(.pending))
         #expect(m.receive(.engine(.startCountdown(rule, deadline: Self.t0)), now: .seconds(2)) == nil)
         rule.state = .raised
         #expect(m.receive(.engine(.raise(rule)), now: .seconds(7)) == nil)
@@ -57,7 +63,7 @@ struct FeedbackDiscreetSettingTests {
         #expect(m.receive(.acknowledgement(alertID: rule.id, acknowledged: true), now: .seconds(70)) == nil)
         rule.state = .resolved
         #expect(m.receive(.engine(.update(rule)), now: .seconds(80)) == nil)
-        let press = FeedbackTests.record(.raised, id: "m-1")
+        let press = Self.discreet(FeedbackTests.record(.raised, id: "m-1"))
         #expect(m.receive(.engine(.raise(press)), now: .seconds(90)) == nil)
         #expect(m.receive(.sent(AlertUpdate(alert: press, updateSequence: 0, type: .raised, sent: Self.t0)), now: .seconds(91)) == nil)
         var cancelled = press
@@ -70,13 +76,40 @@ struct FeedbackDiscreetSettingTests {
     @Test("an alert restored at start under the setting is not shown either; cleared, the next alert shows")
     func restoredAndCleared() {
         var m = FeedbackMachine()
-        _ = m.receive(.discreetSOS(true), now: .zero)
-        #expect(m.receive(.engine(.update(FeedbackCareTests.rule(.delivered))), now: .seconds(1)) == nil)
-        var resolved = FeedbackCareTests.rule(.resolved)
-        resolved.state = .resolved
-        #expect(m.receive(.engine(.update(resolved)), now: .seconds(2)) == nil)
-        _ = m.receive(.discreetSOS(false), now: .seconds(3))
+        #expect(m.receive(.engine(.update(Self.discreet(FeedbackCareTests.rule(.delivered)))), now: .seconds(1)) == nil)
+        #expect(m.receive(.engine(.update(Self.discreet(FeedbackCareTests.rule(.resolved)))), now: .seconds(2)) == nil)
         #expect(m.receive(.engine(.raise(FeedbackTests.record(.raised, id: "m-2"))), now: .seconds(4)) == .raised)
+    }
+
+    @Test("the care setting reaches the rules: every alert they raise is discreet, a rule's and a plain press")
+    func settingReachesTheRules() {
+        var server = CareSettings(version: 4)
+        server.discreetSOS = true
+        let resolution = CareSettingsResolution(
+            configured: PersonProfile(name: "Ada", age: 80),
+            overrides: SOSRuleOverrides(),
+            server: server
+        )
+        #expect(resolution.settings.discreet && resolution.discreetSOS)
+        var engine = SOSEngine(
+            deviceID: "pi-0042",
+            profile: resolution.profile,
+            settings: resolution.settings,
+            ids: SequentialAlertIDs(prefix: "d"),
+            now: Self.t0
+        )
+        let actions = engine.receive(.manualSOS, now: Self.t0)
+        let countdown = actions.compactMap { action -> AlertRecord? in
+            if case .startCountdown(let record, _) = action { record } else { nil }
+        }
+        #expect(countdown.count == 1 && countdown.allSatisfy(\.isDiscreet), "a plain press under the setting")
+        #expect(countdown.first?.reason == nil, "not a discreet press: the reason stays the rule's")
+        let off = CareSettingsResolution(
+            configured: PersonProfile(name: "Ada", age: 80),
+            overrides: SOSRuleOverrides(),
+            server: CareSettings(version: 5)
+        )
+        #expect(!off.settings.discreet)
     }
 
     @Test("status says discreet SOS is on, from the server's care settings")

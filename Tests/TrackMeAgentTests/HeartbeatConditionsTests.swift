@@ -1,4 +1,6 @@
+import EdgeStore
 import Foundation
+import Logging
 import Testing
 import TrackMeCore
 
@@ -30,5 +32,26 @@ struct HeartbeatConditionsTests {
         let json = String(decoding: try WireCodec.encode(beat), as: UTF8.self)
         #expect(json.contains(#""conditions_for_s":{"charging":5}"#), "\(json)")
         #expect(try WireCodec.decode(DeviceHeartbeat.self, from: Data(json.utf8)) == beat)
+    }
+
+    @Test("a store in memory only and quarantined readings count from when the heartbeat first saw them")
+    func storeConditions() throws {
+        let directory = try TemporaryDirectory()
+        let store = try ReadingStore(configuration: StoreConfiguration(path: directory.file("store.sqlite")), logger: Logger(label: "test"))
+        defer { store.close() }
+        let clock = VirtualClock()
+        let state = HeartbeatState(batteryWarningPercent: 15, clock: clock)
+        var stats = store.statistics()
+        #expect(state.heartbeat(store: stats).conditionSeconds == nil, "a healthy store on disk")
+        stats.memoryOnlyReason = "read_only: the disk refused the store"
+        _ = state.heartbeat(store: stats)
+        clock.advance(by: .seconds(200))
+        stats.quarantinedReadings = 3
+        _ = state.heartbeat(store: stats)
+        clock.advance(by: .seconds(40))
+        #expect(state.heartbeat(store: stats).conditionSeconds == ["store_memory_only": 240, "quarantined": 40])
+        #expect(state.heartbeat().conditionSeconds == ["store_memory_only": 240, "quarantined": 40], "without statistics the last stand")
+        stats.memoryOnlyReason = nil
+        #expect(state.heartbeat(store: stats).conditionSeconds == ["quarantined": 40], "back on disk")
     }
 }

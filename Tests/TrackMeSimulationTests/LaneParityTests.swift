@@ -3,6 +3,7 @@ import EdgeStore
 import EdgeSync
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TrackMeAgent
 import TrackMeCore
@@ -201,6 +202,104 @@ import FoundationNetworking
         #expect(await third.lane.queuedUpdates.isEmpty)
         #expect(try await rig.server.alertUpdates(alertID: "parity-1").map(\.updateSequence) == [0])
         #expect(try await rig.counter("trackme_server_alert_updates_duplicate_total") == 0)
+    }
+
+    /// The transport to the server, keeping every alert update the device POSTed.
+    final class RecordingTransport: HTTPTransport {
+        let base: any HTTPTransport
+        let posted = Mutex<[AlertUpdate]>([])
+
+        init(base: any HTTPTransport) { self.base = base }
+
+        func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> HTTPResponse {
+            let response = try await base.post(path: path, headers: headers, body: body)
+            if path.hasSuffix("v1/alerts"), let update = try? WireCodec.decode(AlertUpdate.self, from: Data(body)) {
+                posted.withLock { $0.append(update) }
+            }
+            return response
+        }
+    }
+
+    /// The fallback tells contact 0 while the server cannot be reached; the agent restarts
+    /// before the raise gets through: the raise the restarted agent sends still names contact 0
+    /// (read back from the store, reopened), so the server does not tell them again.
+    @Test func aContactTheFallbackToldBeforeARestartIsNamedByTheRaiseSentAfterIt() async throws {
+        let rig = try await Rig("told")
+        defer { rig.close() }
+        let script = rig.work.appendingPathComponent("fallback.sh")
+        try "#!/bin/sh\nexit 0\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let clock = VirtualClock()
+        rig.faults.update { $0.networkDown = true }
+        var inputs = rig.inputs(clock: clock)
+        inputs.fallback = ExecutableFallback(executable: script)
+        let first = AgentCore(inputs)
+        await first.pipeline.receive(.manualSOS, at: ScenarioRunner.timestamp(1000))
+        _ = await first.pipeline.receive(.tick, at: ScenarioRunner.timestamp(20_000))
+        await first.lane.step()
+        for _ in 1...181 {
+            clock.advance(by: .seconds(1))
+            await first.lane.step()
+        }
+        #expect(rig.store.pendingAlertUpdates().map(\.updateSequence) == [0], "the raise never got through")
+        rig.store.close()
+
+        let reopened = try ReadingStore(
+            configuration: StoreConfiguration(path: rig.work.appendingPathComponent("agent.sqlite").path, durability: .processCrash),
+            logger: Logger(label: "test")
+        )
+        defer { reopened.close() }
+        rig.faults.update { $0.networkDown = false }
+        let recording = RecordingTransport(base: rig.transport)
+        inputs = rig.inputs(clock: clock)
+        inputs.store = reopened
+        inputs.transport = recording
+        let second = AgentCore(inputs)
+        #expect(second.restored?.id == "parity-1")
+        await second.lane.step()
+        let raise = try #require(recording.posted.withLock { $0.first })
+        #expect(raise.updateSequence == 0)
+        #expect(raise.contactsTold.map(\.contactIndex) == [0], "the restarted agent forgot whom its fallback told")
+        #expect(raise.contactsTold.first?.path == .localFallback)
+    }
+
+    /// The care setting `discreet_sos` and a discreet press are one flag on the alert: a rule's
+    /// alert raised under the setting, with the server out of reach, runs the local fallback
+    /// with `TRACKME_DISCREET=1` (no siren, no sound at the wearer's side).
+    @Test func aRuleAlertUnderTheCareSettingDiscreetSOSTellsTheFallbackItIsDiscreet() async throws {
+        let rig = try await Rig("discreet")
+        defer { rig.close() }
+        let script = rig.work.appendingPathComponent("fallback.sh")
+        let out = rig.work.appendingPathComponent("discreet.txt")
+        try "#!/bin/sh\nprintf '%s %s' \"$TRACKME_DISCREET\" \"$TRACKME_FALLBACK_REASON\" > \"\(out.path)\"\n"
+            .write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        var care = CareSettings(version: 1)
+        care.discreetSOS = true
+        let person = PersonProfile(name: "P", age: 40)
+        let resolution = CareSettingsResolution(configured: person, overrides: SOSRuleOverrides(), server: care)
+        let clock = VirtualClock()
+        rig.faults.update { $0.networkDown = true }
+        var inputs = rig.inputs(clock: clock)
+        inputs.settings = resolution.settings
+        inputs.profile = resolution.profile
+        inputs.fallback = ExecutableFallback(executable: script)
+        let core = AgentCore(inputs)
+        var raised: AlertRecord?
+        for second in 0..<40 where raised == nil {
+            let at = ScenarioRunner.timestamp(Int64(second) * 1000)
+            let actions =
+                await core.pipeline.heartRate(HeartRateReading(bpm: 25, contact: .detected, rrIntervals: [2458]), at: at)
+                + (await core.pipeline.receive(.tick, at: at))
+            for case .raise(let record) in actions { raised = record }
+        }
+        let alert = try #require(raised, "the low heart rate raised no alert")
+        #expect(alert.kind == .heartRateLow && alert.isDiscreet)
+        for _ in 0..<3 {
+            await core.lane.step()
+            clock.advance(by: .seconds(1))
+        }
+        #expect(try String(contentsOf: out, encoding: .utf8) == "1 server_unreachable", "the fallback was not told the alert is discreet")
     }
 
     /// The daemon's way: `SyncEngine.run()` and `DispatchLane.run()` on the real clock, the lane's

@@ -54,9 +54,6 @@ public struct FeedbackMachine: Sendable {
         /// The person's AutomatedSOS enrolment (the server's care settings): off, a rule's alert
         /// raised from now on is shown as `notDispatched`. An alert already shown keeps its phase.
         case automatedSOS(active: Bool)
-        /// The care setting `discreet_sos`: on, every alert raised from now on is shown as a
-        /// discreet one is (nothing at all), a press or a rule's.
-        case discreetSOS(Bool)
         /// Time passed.
         case tick
     }
@@ -79,7 +76,6 @@ public struct FeedbackMachine: Sendable {
     private var deviceBatteryLow = false
     private var rideOffered = false
     private var automatedSOS = true
-    private var discreetSOS = false
     public private(set) var shown: FeedbackState = .idle
 
     public init(resolvedShownFor: Duration = .seconds(30)) {
@@ -88,7 +84,7 @@ public struct FeedbackMachine: Sendable {
 
     public mutating func receive(_ event: Event, now: Duration) -> FeedbackState? {
         var remind = false
-        if let id = discreetAlertID ?? event.discreetRaise ?? (discreetSOS ? event.alertStart(shown: phase.alertID) : nil), id == event.alertID {
+        if let id = discreetAlertID ?? event.discreetStart(shown: phase.alertID), id == event.alertID {
             discreetAlertID = event.endsAlert ? nil : id
             return receive(.tick, now: now)
         }
@@ -126,8 +122,6 @@ public struct FeedbackMachine: Sendable {
             rideOffered = offered
         case .automatedSOS(let active):
             automatedSOS = active
-        case .discreetSOS(let on):
-            discreetSOS = on
         case .tick:
             break
         }
@@ -206,25 +200,19 @@ extension FeedbackMachine.Event {
             }
         case .sent(let update): update.alert.id
         case .acknowledgement(let id, _), .resolved(let id): id
-        case .batteryLow, .deviceBatteryLow, .rideOffer, .automatedSOS, .discreetSOS, .tick: nil
+        case .batteryLow, .deviceBatteryLow, .rideOffer, .automatedSOS, .tick: nil
         }
     }
 
-    /// The alert this event starts showing: its countdown, its raise, or an update of one not
-    /// shown yet (an alert restored at start). Under the care setting `discreet_sos` such an
-    /// alert is never shown.
-    func alertStart(shown: String?) -> String? {
+    /// The id of a discreet alert (`AlertRecord.isDiscreet`) this event starts showing: its
+    /// countdown, its raise, or an update of one not shown yet (an alert restored at start).
+    func discreetStart(shown: String?) -> String? {
         guard case .engine(let action) = self else { return nil }
         switch action {
-        case .startCountdown(let record, _), .raise(let record): return record.id
-        case .update(let record): return record.id == shown ? nil : record.id
+        case .startCountdown(let record, _), .raise(let record): return record.isDiscreet ? record.id : nil
+        case .update(let record): return record.id == shown || !record.isDiscreet ? nil : record.id
         case .cancelled, .withdrawn, .positionUpdate, .kindChanged, .logMonitoringPaused, .logMonitoringResumed: return nil
         }
-    }
-
-    /// The id of a discreet alert this event raises.
-    var discreetRaise: String? {
-        if case .engine(.raise(let record)) = self, record.isDiscreet { record.id } else { nil }
     }
 
     /// Whether the alert ends with this event (cancelled, withdrawn, resolved).

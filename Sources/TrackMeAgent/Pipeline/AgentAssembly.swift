@@ -137,7 +137,10 @@ public enum AgentAssembly {
             logger: logger
         )
         inputs.onCommit = { committed.increment(by: $0.count) }
-        inputs.heartbeat = { heartbeat.heartbeat() }
+        // The store's conditions count from the start: a store that fell back to memory on
+        // opening has been so since then.
+        _ = heartbeat.heartbeat(store: store.statistics())
+        inputs.heartbeat = { heartbeat.heartbeat(store: store.statistics()) }
         inputs.onAlertsAcknowledged = { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } }
         inputs.onAlertsResolved = { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } }
         inputs.onSyncEvent = { syncEventSink.yield($0) }

@@ -98,12 +98,20 @@ public struct AgentCore: Sendable {
         let restored = AgentPipeline.openAlert(in: store, logger: logger)
         self.restored = restored
         // The restored alert's position updates go on, numbered above what the server has.
-        var adopted: (alert: AlertRecord, nextUpdateSequence: Int)?
+        var adopted: (alert: AlertRecord, nextUpdateSequence: Int, contactsTold: [ContactTold])?
         if let restored {
             do {
-                adopted = (restored, try store.nextAlertUpdateSequence(alertID: restored.id))
+                adopted = (restored, try store.nextAlertUpdateSequence(alertID: restored.id), [])
             } catch {
                 logger.error("alert journal unreadable; the restored alert gets no position updates", metadata: ["store.error": "\(error)"])
+            }
+            do {
+                adopted?.contactsTold = try store.contactsTold(alertID: restored.id)
+            } catch {
+                logger.error(
+                    "contacts told unreadable; the server may tell them again",
+                    metadata: ["sos.alert_id": "\(restored.id)", "store.error": "\(error)"]
+                )
             }
         }
         // Updates journaled before a restart and never delivered go out through the lane first;
@@ -117,6 +125,16 @@ public struct AgentCore: Sendable {
             restored: adopted,
             undelivered: store.pendingAlertUpdates(),
             delivered: { store.markAlertUpdateDelivered(alertID: $0.alert.id, updateSequence: $0.updateSequence) },
+            contactsTold: { id, told in
+                do {
+                    try store.setContactsTold(told, alertID: id)
+                } catch {
+                    logger.error(
+                        "contacts told not kept; after a restart the server may tell them again",
+                        metadata: ["sos.alert_id": "\(id)", "store.error": "\(error)"]
+                    )
+                }
+            },
             observe: inputs.onLaneEvent,
             logger: logger
         )

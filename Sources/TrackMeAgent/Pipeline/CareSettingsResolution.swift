@@ -21,8 +21,9 @@ public struct CareSettingsResolution: Hashable, Sendable {
     public var overrides: [String: Int]
     /// The person's AutomatedSOS enrolment as the server's settings carry it.
     public var automatedSOS: AutomatedSOSService
-    /// The care setting `discreet_sos`: the wearer is shown nothing of any alert.
-    public var discreetSOS: Bool
+    /// The care setting `discreet_sos`: the wearer is shown nothing of any alert (the rules
+    /// raise every alert discreetly: `settings.discreet`).
+    public var discreetSOS: Bool { settings.discreet }
 
     /// `device` is the device profile, applied to the file's values before the
     /// server's: a runner's exercise-aware high limit, a taxi's manual SOS only.
@@ -52,14 +53,14 @@ public struct CareSettingsResolution: Hashable, Sendable {
                 overrideValues["heart_rate_high.threshold_bpm"] = local
             }
         }
-        let applied = overrides.applied(to: base, profile: profile)
+        var applied = overrides.applied(to: base, profile: profile)
+        applied.settings.discreet = server?.discreetSOS ?? false
         self.settings = applied.settings
         self.profile = applied.profile
         version = server?.version
         self.conflicts = conflicts.sorted()
         self.overrides = overrideValues
         automatedSOS = server?.automatedSOS ?? AutomatedSOSService()
-        discreetSOS = server?.discreetSOS ?? false
     }
 
     public var status: CareStatus {

@@ -1,6 +1,6 @@
 import BlueZHeartRate
 import EdgeDispatch
-import EdgeStore
+package import EdgeStore
 import EdgeSync
 import GPSDPosition
 import Logging
@@ -99,7 +99,7 @@ package final class HeartbeatState: Sendable {
         }
     }
 
-    func strap(_ value: String) { state.withLock { $0.strap = value } }
+    package func strap(_ value: String) { state.withLock { $0.strap = value } }
     package func gpsd(_ value: String) { state.withLock { $0.gpsd = value } }
     /// Records the level; returns whether it is low.
     @discardableResult
@@ -138,10 +138,18 @@ package final class HeartbeatState: Sendable {
         }
     }
 
-    package func heartbeat() -> DeviceHeartbeat {
+    /// The heartbeat as the sources last told it. With `store` (the store's statistics now) the
+    /// store's own conditions are timed too: running from memory (`store_memory_only`) and
+    /// holding readings that failed their check (`quarantined`, since this run of the agent first
+    /// saw them).
+    package func heartbeat(store: StoreStatistics? = nil) -> DeviceHeartbeat {
         let threshold = batteryWarningPercent
         let now = elapsed()
         return state.withLock {
+            if let store {
+                Self.mark("store_memory_only", store.memoryOnlyReason != nil, at: now, in: &$0)
+                Self.mark("quarantined", store.quarantinedReadings > 0, at: now, in: &$0)
+            }
             var heartbeat = DeviceHeartbeat(
                 strap: $0.strap,
                 gpsd: $0.gpsd,

@@ -14,7 +14,7 @@ import TrackMeCore
 ///   version (with any local-override conflicts) goes into the next heartbeat and `status`.
 ///   The AutomatedSOS enrolment they carry reaches the dispatch lane (off: a rule's alert calls
 ///   nobody from the device) and the wearer's feedback (`not_dispatched`); `discreet_sos`
-///   makes the feedback show nothing of any alert.
+///   reaches the rules, which raise every alert discreetly (nothing shown, the fallback told).
 ///   An older version than the one in force is ignored.
 /// - Wipe: the person's data was erased on the server. The agent stops (the `WipeService` ends
 ///   the service group) and `trackme-agent run` then wipes the store, its key and the token
@@ -61,7 +61,6 @@ final class SyncReplyOrders: Sendable {
         self.inForce = Mutex(inForce.version)
         heartbeat.care(inForce.status)
         feedback?.receive(.automatedSOS(active: inForce.automatedSOS.active))
-        feedback?.receive(.discreetSOS(inForce.discreetSOS))
     }
 
     /// The care settings the store kept from an earlier run, resolved over the configuration.
@@ -110,7 +109,6 @@ final class SyncReplyOrders: Sendable {
         await pipeline.reconfigure(profile: resolution.profile, settings: resolution.settings)
         await lane?.setAutomatedSOS(active: resolution.automatedSOS.active)
         feedback?.receive(.automatedSOS(active: resolution.automatedSOS.active))
-        feedback?.receive(.discreetSOS(resolution.discreetSOS))
         heartbeat.care(resolution.status)
         do {
             try store.setDeviceState(try WireCodec.encode(settings), for: Self.stateKey)

@@ -1,6 +1,6 @@
-import Logging
+package import Logging
 public import ServiceLifecycle
-import TrackMeCore
+package import TrackMeCore
 
 /// Reads the device's own power every `interval` and performs what `PowerWatch` decides: the
 /// heartbeat carries the level, the wearer sees the battery warning, and on reaching critical a
@@ -12,7 +12,7 @@ public struct PowerService: Service {
     let monitor: PowerMonitor
     let clock: any Clock<Duration>
 
-    init(directory: PowerSupplyDirectory, interval: Duration, monitor: PowerMonitor, clock: any Clock<Duration>) {
+    package init(directory: PowerSupplyDirectory, interval: Duration, monitor: PowerMonitor, clock: any Clock<Duration>) {
         self.directory = directory
         self.interval = interval
         self.monitor = monitor
@@ -22,15 +22,21 @@ public struct PowerService: Service {
     public func run() async {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                await monitor.receive(directory.read())
+                await poll()
                 do { try await clock.sleep(for: interval, tolerance: interval / 10) } catch { return }
             }
         }
     }
+
+    /// One reading of the supplies, and what the watch decides of it (the simulation calls
+    /// this at its own virtual times).
+    package func poll() async {
+        await monitor.receive(directory.read())
+    }
 }
 
 /// Owns the power watch; performs what it decides.
-actor PowerMonitor {
+package actor PowerMonitor {
     private var watch: PowerWatch
     private var last: DevicePower?
     private let heartbeat: HeartbeatState
@@ -38,7 +44,7 @@ actor PowerMonitor {
     private let sendHeartbeat: @Sendable () async -> Void
     private let logger: Logger
 
-    init(
+    package init(
         settings: PowerWatch.Settings,
         heartbeat: HeartbeatState,
         feedback: FeedbackDriver?,
@@ -52,9 +58,9 @@ actor PowerMonitor {
         self.logger = logger
     }
 
-    var level: PowerWatch.Level { watch.level }
+    package var level: PowerWatch.Level { watch.level }
 
-    func receive(_ supplies: [DevicePower.Supply]) async {
+    package func receive(_ supplies: [DevicePower.Supply]) async {
         let power = DevicePower(supplies: supplies)
         if power?.source != last?.source {
             logger.info(

@@ -1,15 +1,17 @@
 import Foundation
-import TrackMeCore
+package import TrackMeCore
 
 /// The kernel's `power_supply` class as files (`/sys/class/power_supply/<name>/type`,
 /// `capacity`, `status`, `online`; Documentation/ABI/testing/sysfs-class-power). Only reads
 /// text: what it means is `DevicePower(supplies:)`'s to decide.
-struct PowerSupplyDirectory: Sendable {
+package struct PowerSupplyDirectory: Sendable {
     let path: String
+
+    package init(path: String) { self.path = path }
 
     /// Every supply's attribute files; empty when the directory is absent (a board without
     /// supply nodes). A file that cannot be read (drivers answer EIO while a gauge settles) is nil.
-    func read() -> [DevicePower.Supply] {
+    package func read() -> [DevicePower.Supply] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
         return names.sorted().map { name in
             let directory = (path as NSString).appendingPathComponent(name)

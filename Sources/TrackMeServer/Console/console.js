@@ -600,9 +600,9 @@ function lasting(hb, condition, seenMs) {
 function protection(hb, seenMs) {
   const problems = [];
   if (hb.monitoring_paused) problems.push('monitoring paused' + lasting(hb, 'monitoring_paused', seenMs));
-  if (hb.store_state === 'memory_only') problems.push('store in memory only');
+  if (hb.store_state === 'memory_only') problems.push('store in memory only' + lasting(hb, 'store_memory_only', seenMs));
   if (hb.store_problem) problems.push('store: ' + hb.store_problem);
-  if (hb.quarantined) problems.push(hb.quarantined + ' damaged readings set aside');
+  if (hb.quarantined) problems.push(hb.quarantined + ' damaged readings set aside' + lasting(hb, 'quarantined', seenMs));
   if (hb.battery_low) problems.push('strap battery low' + lasting(hb, 'strap_battery_low', seenMs));
   if (hb.device_power_level === 'critical') problems.push('device battery critical: monitoring will stop' + lasting(hb, 'device_battery_low', seenMs));
   else if (hb.device_power_level === 'low') problems.push('device battery low' + lasting(hb, 'device_battery_low', seenMs));
