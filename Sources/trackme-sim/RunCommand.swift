@@ -101,9 +101,15 @@ struct RunCommand: AsyncParsableCommand {
         logger.logLevel = verbose ? .info : .critical
         if fast || field { throw ValidationError("a crowd scenario runs its devices over loopback: leave out --fast and --field") }
         var options = CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
+        options.scenarioDirectory = url.deletingLastPathComponent()
         options.port = port
         options.serve = try announcedServe("page:", "the run goes at real time from now; the server stays up for \(serve ?? 0) s")
         let outcome = try await CrowdRunner(options: options).run(loaded)
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(CrowdReport(scenario: loaded.name, outcome: outcome)).write(to: URL(fileURLWithPath: report))
+        }
         print("\(loaded.name): \(outcome.passed ? "PASSED" : "FAILED")")
         for line in outcome.lines { print("  " + line) }
         if !outcome.passed { throw ExitCode(1) }

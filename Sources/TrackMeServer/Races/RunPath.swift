@@ -60,7 +60,7 @@ package struct RunPath: Hashable, Sendable, Codable {
         return points
     }
 
-    private static func attribute(_ name: String, in text: Substring) -> String? {
+    package static func attribute(_ name: String, in text: Substring) -> String? {
         var rest = text
         while let found = rest.range(of: name) {
             let before = found.lowerBound == text.startIndex ? " " : text[text.index(before: found.lowerBound)]

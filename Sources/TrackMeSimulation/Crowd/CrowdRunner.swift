@@ -17,6 +17,8 @@ import TrackMeServer
 public struct CrowdRunner: Sendable {
     public struct Options: Sendable {
         public var simulationsDirectory: URL
+        /// The scenario file's folder: a recorded race's paths are relative to it.
+        public var scenarioDirectory: URL?
         public var logger: Logger
         /// Devices stepped side by side within a second (both cores: the devices and the server).
         public var concurrency: Int = 8
@@ -43,6 +45,9 @@ public struct CrowdRunner: Sendable {
         /// One line per expectation and figure.
         public var lines: [String]
         public var figures: [String: Double]
+        /// A recorded race's runners and figures (`RecordedRace`), and every alert raised.
+        public var race: RecordedRace.Report?
+        public var alerts: [CrowdAlert] = []
     }
 
     public var options: Options
@@ -225,6 +230,7 @@ public struct CrowdRunner: Sendable {
     }
 
     func runRace(_ race: CrowdScenario.Race, scenario: CrowdScenario, context: Context, into outcome: inout Outcome) async throws {
+        if let tracks = race.tracks { return try await runRecordedRace(race, tracks: tracks, scenario: scenario, context: context, into: &outcome) }
         let gpx = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(race.course), encoding: .utf8)
         let path = try RunPath.parseGPX(gpx)
         let count = options.runners ?? race.runners

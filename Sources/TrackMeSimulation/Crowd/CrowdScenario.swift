@@ -21,9 +21,15 @@ public struct CrowdScenario: Codable, Sendable {
         public var tunnelToMetres: Double?
         /// One runner who wears a strap and collapses.
         public var collapse: Collapse?
+        /// Recorded runners instead of drawn ones (`RecordedRace`): track files and globs,
+        /// relative to the scenario file or absolute; `course` and `distance_m` then go with them.
+        public var tracks: [String]?
+        public var align: RecordedRace.Align?
+        public var distanceMetres: Double?
 
         enum CodingKeys: String, CodingKey {
-            case runners, course, collapse
+            case runners, course, collapse, tracks, align
+            case distanceMetres = "distance_m"
             case durationSeconds = "duration_s"
             case paceMeanSecondsPerKm = "pace_mean_s_per_km"
             case paceSpreadSecondsPerKm = "pace_spread_s_per_km"
@@ -120,6 +126,8 @@ public struct CrowdScenario: Codable, Sendable {
         public var alertWithinSeconds: Double?
         /// Every ride offer on its taxi's feedback output within this long of the server making it.
         public var offerToTerminalSeconds: Double?
+        /// What a race of recorded runners must get right (`RecordedRace.Expectations`).
+        public var race: RecordedRace.Expectations?
 
         enum CodingKeys: String, CodingKey {
             case alertWithinSeconds = "alert_within_s"
@@ -127,6 +135,7 @@ public struct CrowdScenario: Codable, Sendable {
             case queuedWithinSeconds = "queued_within_s"
             case leavesQueueWithinSeconds = "leaves_queue_within_s"
             case offerToTerminalSeconds = "offer_to_terminal_s"
+            case race
         }
     }
 
