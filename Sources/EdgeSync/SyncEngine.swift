@@ -83,6 +83,8 @@ public actor SyncEngine {
     public private(set) var bodyBytesSent = 0
     public private(set) var uncompressedBytesSent = 0
     public private(set) var readingsSent = 0
+    /// The heartbeat interval the lane keeps now (the server may have asked a shorter one).
+    public var heartbeatInterval: Duration { policy.heartbeatInterval }
 
     /// - Parameters:
     ///   - heartbeat: the strap, gpsd and battery state now; the engine fills in the store's
@@ -377,7 +379,8 @@ public actor SyncEngine {
             logger.info("batch not delivered", metadata: ["sync.batch_seq": "\(batch.batchSequence)", "sync.error": "\(error)"])
             return .failed(error)
         }
-        if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
+        let orders = SyncOrders.inReply(response.body)
+        if let orders { onEvent(.orders(orders)) }
         if response.status == 409, let conflict = try? WireCodec.decode(BatchConflict.self, from: Data(response.body)) {
             return .failed(rebase(on: conflict, batch: batch))
         }
@@ -400,6 +403,7 @@ public actor SyncEngine {
             // server's cache, so nothing is lost or doubled.
             return .failed(SyncError(code: .storeUnavailable, message: "\(error)"))
         }
+        policy.serverAsksPoll(orders?.pollMilliseconds.map { .milliseconds($0) })
         bodyBytesSent += body.count
         uncompressedBytesSent += json.count
         readingsSent += batch.readings.count

@@ -122,18 +122,24 @@ public struct SyncOrders: Hashable, Sendable, Codable {
     public var wipe: WipeOrder?
     /// A taxi's ride: offered to it, accepted or under way (`RideNotice`).
     public var ride: RideNotice?
+    /// Batch again within this long, empty if need be, until a reply says otherwise: the server
+    /// asks it of a taxi a ride may be offered to (queued in a zone, or with a ride open), since
+    /// an offer reaches the taxi only in a reply. Without it the profile's heartbeat holds.
+    public var pollMilliseconds: Int64?
 
-    public init(careSettings: CareSettings? = nil, wipe: WipeOrder? = nil, ride: RideNotice? = nil) {
+    public init(careSettings: CareSettings? = nil, wipe: WipeOrder? = nil, ride: RideNotice? = nil, pollMilliseconds: Int64? = nil) {
         self.careSettings = careSettings
         self.wipe = wipe
         self.ride = ride
+        self.pollMilliseconds = pollMilliseconds
     }
 
-    public var isEmpty: Bool { careSettings == nil && wipe == nil && ride == nil }
+    public var isEmpty: Bool { careSettings == nil && wipe == nil && ride == nil && pollMilliseconds == nil }
 
     enum CodingKeys: String, CodingKey {
         case careSettings = "care_settings"
         case wipe, ride
+        case pollMilliseconds = "poll_ms"
     }
 
     /// The `orders` of a reply body (an acknowledgement, or the 410 answer to an erased

@@ -39,14 +39,15 @@ public enum DeviceProfile: String, Hashable, Sendable, Codable, CaseIterable {
     }
 
     /// How often a batch goes even when no reading waits (`SyncConfiguration.heartbeatInterval`):
-    /// 30 s, and 1 s for a taxi. A taxi hears of a ride offer only in a batch reply (WIRE.md,
-    /// "Ride offers"), and its reports come every 30 s; the empty batch each second brings the
-    /// offer within 3 s of the server making it (003), with no second connection or long poll
-    /// the agent would have to hold open.
+    /// 30 s, a taxi's report period too. A taxi hears of a ride offer only in a batch reply
+    /// (WIRE.md, "Ride offers"); the server asks a taxi it may offer a ride to (queued in a zone,
+    /// or with a ride open) to batch every second (`SyncOrders.pollMilliseconds`), which brings
+    /// the offer within 3 s (003), and leaves every other taxi at its 30 s reports: no second
+    /// connection or long poll the agent would have to hold open, and no batch a second from a
+    /// taxi on a ride, off duty or outside every zone.
     public var heartbeatInterval: Duration {
         switch self {
-        case .wearer, .runner: .seconds(30)
-        case .taxi: .seconds(1)
+        case .wearer, .runner, .taxi: .seconds(30)
         }
     }
 

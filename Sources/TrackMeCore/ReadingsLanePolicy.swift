@@ -81,9 +81,25 @@ public struct ReadingsLanePolicy: Sendable {
         random = SplitMix64(seed: seed)
     }
 
-    /// The heartbeat is due: no batch for `heartbeatInterval`.
+    /// What the server's last reply asked (`SyncOrders.pollMilliseconds`): a shorter heartbeat
+    /// while it may have something to say (a taxi's ride offer); nil: the configured one.
+    public private(set) var serverPoll: Duration?
+
+    /// The heartbeat is due: no batch for `heartbeatInterval`, or for the server's poll interval
+    /// when that is shorter.
     public func heartbeatDue(now: Duration) -> Bool {
-        now - lastBatchAt >= settings.heartbeatInterval
+        now - lastBatchAt >= heartbeatInterval
+    }
+
+    /// The interval the heartbeat keeps now.
+    public var heartbeatInterval: Duration {
+        guard let serverPoll, serverPoll > .zero else { return settings.heartbeatInterval }
+        return min(settings.heartbeatInterval, serverPoll)
+    }
+
+    /// An acknowledged reply's poll request, or its absence (the configured heartbeat again).
+    public mutating func serverAsksPoll(_ interval: Duration?) {
+        serverPoll = interval
     }
 
     /// Takes the newest-first turn if it is due (once after a start or a failure).

@@ -105,11 +105,7 @@ struct RunCommand: AsyncParsableCommand {
         options.port = port
         options.serve = try announcedServe("page:", "the run goes at real time from now; the server stays up for \(serve ?? 0) s")
         let outcome = try await CrowdRunner(options: options).run(loaded)
-        if let report {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(CrowdReport(scenario: loaded.name, outcome: outcome)).write(to: URL(fileURLWithPath: report))
-        }
+        if let report { try CrowdReport(scenario: loaded.name, outcome: outcome).write(to: URL(fileURLWithPath: report)) }
         print("\(loaded.name): \(outcome.passed ? "PASSED" : "FAILED")")
         for line in outcome.lines { print("  " + line) }
         if !outcome.passed { throw ExitCode(1) }

@@ -244,9 +244,10 @@ struct FleetTests {
                 ] as? String
             )
             let b = try #require(
-                try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Station", "polygon": Self.square(45.1, 7.1)]).object[
-                    "id"
-                ] as? String
+                try await s.client.send("POST", "/v1/fleet/zones", token: admin, json: ["name": "Station", "polygon": Self.square(45.01, 7.0)])
+                    .object[
+                        "id"
+                    ] as? String
             )
             var tokens: [String: String] = [:]
             for id in ["taxi-1", "taxi-2", "taxi-3"] { tokens[id] = try await s.enrol(id, name: "Cab \(id)") }
@@ -293,14 +294,14 @@ struct FleetTests {
             s.wall.advance(milliseconds: 5_000)
             try await report("taxi-1", .available, lat: 45.007, lon: 7.007)
             #expect(try await queue(a) == ["taxi-1", "taxi-2"])
-            // taxi-1 drives to the station zone.
-            s.wall.advance(milliseconds: 1_000)
-            try await report("taxi-1", .available, lat: 45.105, lon: 7.105)
+            // taxi-1 drives to the station zone next door (556 m in 10 s: faster is a GPS jump).
+            s.wall.advance(milliseconds: 10_000)
+            try await report("taxi-1", .available, lat: 45.012, lon: 7.007)
             #expect(try await queue(a) == ["taxi-2"])
             #expect(try await queue(b) == ["taxi-1"])
             // taxi-2 misses two reports (61 s): silent, out of the queue; no taxi for the booking system.
             s.wall.advance(milliseconds: 61_000)
-            try await report("taxi-1", .available, lat: 45.105, lon: 7.105)
+            try await report("taxi-1", .available, lat: 45.012, lon: 7.007)
             #expect(try await queue(a) == [])
             let none = try await next(a)
             #expect(none.status == 404 && none.errorCode == "no_taxi")

@@ -263,6 +263,8 @@ struct TaxiBody: Codable, Sendable {
     var lastReportMilliseconds: Int64
     var latitude: Double?
     var longitude: Double?
+    /// When the shown position was taken (between rides: the last drop-off's time, so its age).
+    var fixMilliseconds: Int64?
 
     init(_ taxi: FleetTaxi, now: Int64) {
         deviceID = taxi.deviceID
@@ -274,10 +276,12 @@ struct TaxiBody: Codable, Sendable {
         lastReportMilliseconds = taxi.lastReportMilliseconds
         latitude = taxi.latitude
         longitude = taxi.longitude
+        fixMilliseconds = taxi.fixMilliseconds
     }
 
     enum CodingKeys: String, CodingKey {
         case name, state, silent
+        case fixMilliseconds = "fix_ms"
         case deviceID = "device_id"
         case zoneID = "zone_id"
         case queuedMilliseconds = "queued_ms"

@@ -20,10 +20,16 @@
     const age = text('span', ' · last report ' + ago(t.last_report_ms), 'last-report');
     age.dataset.at = t.last_report_ms;
     li.append(age);
+    if (t.fix_ms) {
+      const fix = text('span', ' · position ' + ago(t.fix_ms), 'last-report');
+      fix.dataset.at = t.fix_ms;
+      fix.dataset.label = 'position';
+      li.append(fix);
+    }
     return li;
   }
   function tick() {
-    for (const age of document.querySelectorAll('.last-report')) age.textContent = ' · last report ' + ago(Number(age.dataset.at));
+    for (const age of document.querySelectorAll('.last-report')) age.textContent = ' · ' + (age.dataset.label || 'last report') + ' ' + ago(Number(age.dataset.at));
   }
   async function load() {
     let response;
@@ -102,7 +108,7 @@
     for (const t of taxis) {
       const dot = svg('circle', { cx: px(t.lon).toFixed(1), cy: py(t.lat).toFixed(1), r: 6, class: 'taxi-dot ' + (t.silent ? 'silent' : queued.has(t.device_id) ? 'queued' : 'busy') });
       dot.dataset.device = t.device_id;
-      const title = svg('title'); title.textContent = t.name + ' (' + t.state.replace('_', ' ') + '), last report ' + ago(t.last_report_ms); dot.append(title);
+      const title = svg('title'); title.textContent = t.name + ' (' + t.state.replace('_', ' ') + '), last report ' + ago(t.last_report_ms) + (t.fix_ms ? ', position ' + ago(t.fix_ms) : ''); dot.append(title);
       plot.append(dot);
     }
     const steps = [50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000];

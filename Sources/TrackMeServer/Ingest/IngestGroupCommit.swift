@@ -49,10 +49,9 @@ final class IngestGroupCommit: Sendable {
     let maxGroup: Int
     /// At most this many readings in one transaction (a group's first batch is taken whatever
     /// its size). A transaction's time is mostly its rows, and on SQLite an alert written
-    /// between two groups waits for the one in progress: 2,048 rows is a few milliseconds in a
-    /// release build, where 512 batches of a busy minute (thousands of rows) held an alert
-    /// behind it for tens. The commits it adds are a few a second more at the knee, each an
-    /// fsync that a SQLite file in WAL mode makes in well under a millisecond.
+    /// between two groups waits for the one in progress: bounding the rows bounds that wait,
+    /// where 512 batches of a busy moment could be thousands of rows. The price is more commits
+    /// (each an fsync) at high load; neither side is measured yet in a release build.
     let maxGroupReadings: Int
     /// Groups in flight at once: 1 for SQLite (one writer anyway); more for PostgreSQL, whose
     /// cost per batch is round trips more than the commit, so that a quiet moment still writes

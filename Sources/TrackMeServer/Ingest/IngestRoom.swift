@@ -110,9 +110,14 @@ struct IngestRoom: Sendable {
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
         var orders = try Self.careOrders(result.news, heartbeat: batch.heartbeat)
-        if batch.heartbeat?.profile == .taxi, let ride = try await rideNotice(deviceID: batch.deviceID) {
-            orders = orders ?? SyncOrders()
-            orders?.ride = ride
+        if batch.heartbeat?.profile == .taxi {
+            let ride = try await rideNotice(deviceID: batch.deviceID)
+            let poll = await offerPoll(deviceID: batch.deviceID, ride: ride)
+            if ride != nil || poll != nil {
+                orders = orders ?? SyncOrders()
+                orders?.ride = ride
+                orders?.pollMilliseconds = poll
+            }
         }
         let ack = BatchAcknowledgement(
             idempotencyKey: batch.idempotencyKey,
@@ -289,6 +294,19 @@ struct IngestRoom: Sendable {
         } catch {
             logger.warning("ride offer not read for a batch reply", metadata: ["server.device": "\(deviceID)", "error": "\(error)"])
             return nil
+        }
+    }
+
+    /// How often the taxi is to batch while a ride may be offered to it (queued in a zone, or
+    /// with a ride open): its offer comes only in a reply. Nil leaves it at its 30 s reports.
+    private func offerPoll(deviceID: String, ride: RideNotice?) async -> Int64? {
+        guard rides != nil else { return nil }
+        if ride != nil { return FleetQueue.offerPollMilliseconds }
+        do {
+            return try await runs.store.fleetTaxi(deviceID: deviceID)?.queuedMilliseconds == nil ? nil : FleetQueue.offerPollMilliseconds
+        } catch {
+            logger.warning("taxi's queue place not read for a batch reply", metadata: ["server.device": "\(deviceID)", "error": "\(error)"])
+            return FleetQueue.offerPollMilliseconds
         }
     }
 

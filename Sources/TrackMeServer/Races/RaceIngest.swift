@@ -46,7 +46,7 @@ struct RaceIngest: Sendable {
                 try await observeRunner(run, fixes: fixes, device: device, now: now)
             }
             if heartbeat.profile == .taxi, let state = heartbeat.taxiState {
-                try await observeTaxi(state, newest: fixes.max { $0.milliseconds < $1.milliseconds }, device: device, now: now)
+                try await observeTaxi(state, fixes: fixes, device: device, now: now)
             }
         } catch {
             logger.warning("run or fleet update failed", metadata: ["server.device": "\(device.deviceID)", "error": "\(error)"])
@@ -109,9 +109,17 @@ struct RaceIngest: Sendable {
         if entry != before { try await runs.saveRunEntry(entry) }
     }
 
-    func observeTaxi(_ state: TaxiAvailability, newest: Fix?, device: DeviceRow, now: Int64) async throws {
+    /// The taxi's state, and the newest of the batch's fixes that is not a GPS jump
+    /// (`FleetQueue.shown`): the map never shows a jump, and between rides it keeps the last
+    /// drop-off with its time (`fix_ms`), inventing no position.
+    func observeTaxi(_ state: TaxiAvailability, fixes: [Fix], device: DeviceRow, now: Int64) async throws {
         let previous = try await store.fleetTaxi(deviceID: device.deviceID)
         var taxi = previous ?? FleetTaxi(deviceID: device.deviceID, name: device.person.name, state: state.rawValue, lastReportMilliseconds: now)
+        let last = taxi.fixMilliseconds.flatMap { ms in
+            taxi.latitude.flatMap { lat in taxi.longitude.map { Fix(milliseconds: ms, latitude: lat, longitude: $0) } }
+        }
+        let rideStarts = state == .onRide && previous?.state != TaxiAvailability.onRide.rawValue
+        let newest = FleetQueue.shown(fixes, after: last, rideStarts: rideStarts)
         if let newest, newest.milliseconds > (taxi.fixMilliseconds ?? .min) {
             taxi.latitude = newest.latitude
             taxi.longitude = newest.longitude
@@ -159,6 +167,42 @@ enum FleetQueue {
         if previousState == TaxiAvailability.available.rawValue, previousZoneID == zoneID, let previousQueued { return previousQueued }
         if previousState == TaxiAvailability.available.rawValue, previousZoneID != zoneID { return min(fixMilliseconds ?? now, now) }
         return now
+    }
+
+    /// How often a taxi a ride may be offered to batches (`SyncOrders.pollMilliseconds`): an
+    /// offer reaches the terminal only in a reply, within 3 s of being made (003).
+    static let offerPollMilliseconds: Int64 = 1000
+
+    /// Faster than this from the fix shown before, a fix is a GPS jump (a taxi in town does not
+    /// do 250 km/h; recorded jumps reach 900 m/s).
+    static let jumpMetresPerSecond = 70.0
+
+    /// The fix to show of a batch's `fixes`: the newest that is not a jump, each checked against
+    /// the one shown before it (oldest first, starting from `last`). A ride's start takes its
+    /// first fix as it comes: the next ride of a taxi may begin far from its last drop-off, and
+    /// that is a new ride, not a jump.
+    static func shown(_ fixes: [RaceIngest.Fix], after last: RaceIngest.Fix?, rideStarts: Bool) -> RaceIngest.Fix? {
+        var anchor = last
+        var shown: RaceIngest.Fix?
+        var fresh = rideStarts
+        for fix in fixes.sorted(by: { $0.milliseconds < $1.milliseconds }) where fix.milliseconds > (last?.milliseconds ?? .min) {
+            if !fresh, let anchor, isJump(from: anchor, to: fix) { continue }
+            fresh = false
+            anchor = fix
+            shown = fix
+        }
+        return shown
+    }
+
+    static func isJump(from a: RaceIngest.Fix, to b: RaceIngest.Fix) -> Bool {
+        let metres = PositionSamplingPolicy.distanceMetres(
+            fromLatitude: a.latitude,
+            longitude: a.longitude,
+            toLatitude: b.latitude,
+            longitude: b.longitude
+        )
+        let seconds = max(1, Double(b.milliseconds - a.milliseconds) / 1000)
+        return metres / seconds > jumpMetresPerSecond
     }
 
     static func isSilent(_ taxi: FleetTaxi, now: Int64) -> Bool { now - taxi.lastReportMilliseconds > silentAfterMilliseconds }

@@ -45,8 +45,11 @@ public struct CrowdRunner: Sendable {
         /// One line per expectation and figure.
         public var lines: [String]
         public var figures: [String: Double]
-        /// A recorded race's runners and figures (`RecordedRace`), and every alert raised.
+        /// A recorded race's runners and figures (`RecordedRace`).
         public var race: RecordedRace.Report?
+        /// Recorded rides as the fleet board showed them (`--report`'s `fleet`).
+        public var fleet: RecordedFleetReport?
+        /// Alerts the devices raised (`--report`'s `alerts`).
         public var alerts: [CrowdAlert] = []
     }
 
@@ -176,7 +179,11 @@ public struct CrowdRunner: Sendable {
                 try await runRace(race, scenario: scenario, context: context, into: &outcome)
             }
             if let fleet = scenario.crowd.fleet {
-                try await runFleet(fleet, scenario: scenario, context: context, into: &outcome)
+                if let trips = fleet.trips {
+                    try await runRecordedFleet(fleet, trips: trips, scenario: scenario, context: context, into: &outcome)
+                } else {
+                    try await runFleet(fleet, scenario: scenario, context: context, into: &outcome)
+                }
             }
             if let rides = scenario.crowd.rides {
                 try await runRides(rides, scenario: scenario, context: context, into: &outcome)

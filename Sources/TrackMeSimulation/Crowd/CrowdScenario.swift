@@ -75,13 +75,39 @@ public struct CrowdScenario: Codable, Sendable {
         /// Share of the other departures made still available (cruising for a fare): the taxi
         /// enters the next zone with no state change, so only its 30 s fix tells the server.
         public var cruiseFraction: Double?
+        /// Recorded rides instead of invented ones: a CSV in the Porto taxi data set's format
+        /// (`RecordedTrips`), relative to the scenario file or absolute. With it, the invented
+        /// fleet's keys are not needed, `zones` is optional and `duration_s` 0 means "to the
+        /// last drop-off".
+        public var trips: String?
 
         enum CodingKeys: String, CodingKey {
-            case taxis, zones, speed
+            case taxis, zones, speed, trips
             case cruiseFraction = "cruise_fraction"
             case durationSeconds = "duration_s"
             case dwellSeconds = "dwell_s"
             case rideFraction = "ride_fraction"
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            trips = try c.decodeIfPresent(String.self, forKey: .trips)
+            zones = try c.decodeIfPresent([Zone].self, forKey: .zones) ?? []
+            durationSeconds = try c.decodeIfPresent(Int.self, forKey: .durationSeconds) ?? 0
+            cruiseFraction = try c.decodeIfPresent(Double.self, forKey: .cruiseFraction)
+            if trips == nil {
+                taxis = try c.decode(Int.self, forKey: .taxis)
+                zones = try c.decode([Zone].self, forKey: .zones)
+                durationSeconds = try c.decode(Int.self, forKey: .durationSeconds)
+                speed = try c.decode(Double.self, forKey: .speed)
+                dwellSeconds = try c.decode([Int].self, forKey: .dwellSeconds)
+                rideFraction = try c.decode(Double.self, forKey: .rideFraction)
+            } else {
+                taxis = try c.decodeIfPresent(Int.self, forKey: .taxis) ?? 0
+                speed = try c.decodeIfPresent(Double.self, forKey: .speed) ?? 0
+                dwellSeconds = try c.decodeIfPresent([Int].self, forKey: .dwellSeconds) ?? [0, 0]
+                rideFraction = try c.decodeIfPresent(Double.self, forKey: .rideFraction) ?? 0
+            }
         }
     }
 
@@ -128,6 +154,13 @@ public struct CrowdScenario: Codable, Sendable {
         public var offerToTerminalSeconds: Double?
         /// What a race of recorded runners must get right (`RecordedRace.Expectations`).
         public var race: RecordedRace.Expectations?
+        /// Recorded rides: each ride's occupied state, and the free state after it, on the fleet
+        /// board within this long of the ride's start and end.
+        public var ridesShownWithinSeconds: Double?
+        /// Recorded rides: no GPS jump of the recording shown on the fleet board.
+        public var noJumpsShown: Bool?
+        /// Recorded rides: between rides the board shows the last drop-off, nothing else.
+        public var dropOffShownBetweenRides: Bool?
 
         enum CodingKeys: String, CodingKey {
             case alertWithinSeconds = "alert_within_s"
@@ -136,6 +169,9 @@ public struct CrowdScenario: Codable, Sendable {
             case leavesQueueWithinSeconds = "leaves_queue_within_s"
             case offerToTerminalSeconds = "offer_to_terminal_s"
             case race
+            case ridesShownWithinSeconds = "rides_shown_within_s"
+            case noJumpsShown = "no_jumps_shown"
+            case dropOffShownBetweenRides = "drop_off_shown_between_rides"
         }
     }
 
@@ -160,6 +196,10 @@ public struct CrowdScenario: Codable, Sendable {
     }
 
     public static func load(from url: URL) throws -> CrowdScenario {
-        try JSONDecoder().decode(CrowdScenario.self, from: Data(contentsOf: url))
+        var scenario = try JSONDecoder().decode(CrowdScenario.self, from: Data(contentsOf: url))
+        if let trips = scenario.crowd.fleet?.trips, !trips.hasPrefix("/") {
+            scenario.crowd.fleet?.trips = url.deletingLastPathComponent().appendingPathComponent(trips).standardizedFileURL.path
+        }
+        return scenario
     }
 }

@@ -134,14 +134,15 @@ public enum RecordedRace {
     }
 }
 
-/// An alert of a crowd run: raised on a device, and whether it is open on the dispatcher's board.
+/// An alert of a crowd run: raised on a device, and whether it is open on the dispatcher's board
+/// (null where the run does not read the board, as the fleet's does not).
 public struct CrowdAlert: Codable, Sendable, Hashable {
     public var deviceID: String
     public var name: String
     public var kind: String
     /// Trace ms the device's dispatch lane had it delivered; nil if never.
     public var deliveredMilliseconds: Int64?
-    public var openOnBoard: Bool
+    public var openOnBoard: Bool?
 
     enum CodingKeys: String, CodingKey {
         case name, kind
@@ -160,14 +161,15 @@ public struct CrowdAlert: Codable, Sendable, Hashable {
     }
 }
 
-/// `trackme-sim run CROWD.json --report R.json`: the crowd run's checks and figures, and what
-/// it says of a recorded race and of alerts.
+/// `trackme-sim run CROWD.json --report R.json`: the crowd run's checks and figures, what it
+/// says of a recorded race or recorded rides, and the alerts raised.
 public struct CrowdReport: Encodable, Sendable {
     public var scenario: String
     public var passed: Bool
     public var lines: [String]
     public var figures: [String: Double]
     public var race: RecordedRace.Report?
+    public var fleet: RecordedFleetReport?
     public var alerts: [CrowdAlert]
 
     public init(scenario: String, outcome: CrowdRunner.Outcome) {
@@ -176,7 +178,14 @@ public struct CrowdReport: Encodable, Sendable {
         lines = outcome.lines
         figures = outcome.figures
         race = outcome.race
+        fleet = outcome.fleet
         alerts = outcome.alerts
+    }
+
+    public func write(to url: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: url)
     }
 }
 
