@@ -1,5 +1,5 @@
 import EdgeSync
-public import Foundation
+import Foundation
 import TrackMeAgent
 import TrackMeCore
 import TrackMeServer

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A race of recorded runners (`crowd.race.tracks`): what the scenario asks, and what the report
 /// says of it (schema in `simulations/README.md`).
