@@ -169,7 +169,7 @@ struct TokenLifecycleTests {
     }
 
     #if PostgreSQL
-    @Test("two instances on one PostgreSQL: a token revoked through one is refused by the other within a second")
+    @Test("two instances on one PostgreSQL: a token revoked through one is refused by the other at its next request")
     func twoInstances() async throws {
         let first = try await TestServer.start(.postgres)
         let second: TestServer
@@ -186,9 +186,8 @@ struct TokenLifecycleTests {
             #expect(try await second.send(Sample.batch("pi-0001", seq: 2, readings: []), token: token).status == 200)
             let revoked = try await first.client.send("POST", "/v1/tokens/\(Self.tokenID(token))/revoke", token: TestServer.adminToken)
             #expect(revoked.status == 200)
-            let start = ContinuousClock.now
+            // The very next request, with no wait: nothing on the second instance held the token.
             #expect(try await second.send(Sample.batch("pi-0001", seq: 3, readings: []), token: token).status == 401)
-            #expect(ContinuousClock.now - start < .seconds(1))
         } catch {
             Issue.record(error)
         }

@@ -54,8 +54,10 @@ import FoundationNetworking
         logger.logLevel = .critical
         var options = ScenarioRunner.Options(simulationsDirectory: Self.simulations, logger: logger)
         let (announcements, announced) = AsyncStream.makeStream(of: Announcement.self)
-        // Long enough for a slow sign-in (bcrypt on a loaded machine) to find the server up.
-        options.serve = ScenarioRunner.Serve(seconds: 15) { url, username, password in
+        // Long enough for a slow sign-in (bcrypt at the server's cost on a loaded machine) and the
+        // reads after the alert to find the server up: beside the whole suite on 2 cores, 15 s
+        // was not. The run waits for the window, so the test takes at least this long.
+        options.serve = ScenarioRunner.Serve(seconds: 90) { url, username, password in
             announced.yield(Announcement(url: url, username: username, password: password))
         }
         let before = wallMilliseconds()
