@@ -178,7 +178,11 @@
     if (from === null || from === undefined) return "";
     return when(from) + " to " + when(r.ended_ms || r.expires_ms);
   }
-  function outcomeText(a) { return a.outcome ? words(OUTCOMES, a.outcome) : (a.open ? "Still open" : ""); }
+  // A rule's alert raised while AutomatedSOS was off reached no dispatcher and no contact.
+  function outcomeText(a) {
+    if (a.dispatched === false) return "Not sent to a dispatcher (AutomatedSOS was off)" + (a.open ? "; still open on the device" : "");
+    return a.outcome ? words(OUTCOMES, a.outcome) : (a.open ? "Still open" : "");
+  }
 
   const SVG = "http://www.w3.org/2000/svg";
   function svgEl(tag, attrs, text) {
