@@ -117,6 +117,23 @@ struct UndispatchedAlertTests {
         }
     }
 
+    @Test("retention: a closed one goes with closed_alerts (60 days from its end), an open one stays", arguments: Backend.enabled)
+    func retention(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let (_, device, _, _) = try await Self.unenrolled(s)
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-closed", kind: .noPulse), token: device).status == 200)
+            let cancel = Self.alert("pi-0001", id: "alert-closed", kind: .noPulse, seq: 1, type: .cancelled)
+            #expect(try await s.postAlert(cancel, token: device).status == 200)
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-open", kind: .noPulse), token: device).status == 200)
+            await RetentionErasureTests.pass(s, days: 59)
+            #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM undispatched_alerts") == 2)
+            await RetentionErasureTests.pass(s, days: 2)
+            // Signed in again: the session of 61 days ago has expired.
+            let ids = try await Self.alerts(s, "/v1/people/me/alerts", try await s.signIn("ada")).compactMap { $0["alert_id"] as? String }
+            #expect(ids == ["alert-open"])
+        }
+    }
+
     @Test("with a master key the kept update is sealed under the person's key, and still read on their list", arguments: Backend.enabled)
     func sealed(backend: Backend) async throws {
         let directory = try PersonKeyTests.scratch()
