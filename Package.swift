@@ -233,7 +233,7 @@ targets += [
         // it) and served byte for byte at /openapi.yaml; so are the pages, their scripts and their
         // one stylesheet (Pages/WebPages.swift says how a page is put together).
         resources: [
-            .embedInCode("openapi.yaml"), .embedInCode("Pages/head.html"), .embedInCode("Pages/trackme.css"),
+            .embedInCode("openapi.yaml"), .embedInCode("Pages/head.html"), .embedInCode("Pages/trackme.css"), .embedInCode("Pages/protection.js"),
             .embedInCode("Console/console.html"), .embedInCode("Console/console.js"),
             .embedInCode("People/people.html"), .embedInCode("People/people.js"),
             .embedInCode("Fleet/fleet.html"), .embedInCode("Fleet/fleet.js"),

@@ -81,7 +81,9 @@ struct StoreCounts: Hashable, Sendable {
 /// Every method that changes more than one row does so in one transaction: a feed event is appended in the transaction of the change it
 /// reports, so the feed never tells of something that was rolled back and never misses what
 /// was committed.
-protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, PeopleStore, RaceStore, CareStore, Sendable {
+protocol ServerStore:
+    TokenLifecycleStore, AccountStore, AlertDeskStore, ContactStore, PeopleStore, RaceStore, CareStore, UndispatchedAlertStore, Sendable
+{
     /// A short name for logs: `sqlite:/path` or `postgres://host:port/db`.
     var displayName: String { get }
 
@@ -91,7 +93,8 @@ protocol ServerStore: TokenLifecycleStore, AccountStore, AlertDeskStore, Contact
     /// The per-person keys the store seals contacts, notes and reading bodies with.
     var personKeys: PersonKeys { get }
 
-    /// Seals the contacts, notes and reading bodies still in clear; returns how many values.
+    /// Seals the contacts, notes, undispatched alerts' updates and reading bodies still in clear;
+    /// returns how many values.
     func sealClearPersonalData() async throws -> Int
 
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws

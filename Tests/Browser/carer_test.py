@@ -145,6 +145,29 @@ class CarerTest(PeopleTest):
             assert "learns it at its next sync" not in browser.find("#carer-care-forms .automated-sos").text
             self.shot(browser, "04b-device-version-refreshed")
         self.check("the carer's page shows the device taking the new version by itself, with no reload", device_version_refreshes)
+
+        def carer_sees_paused_badge():
+            # The wearer paused monitoring 10 minutes ago: the carer's page shows it as the
+            # console's device list does, with how long, read through the access policy.
+            wait_for(lambda: "protected as usual" in browser.find("#carer-protection").text, what="no badge while the wearer is protected")
+            device.batch_seq += 1
+            heartbeat = {"strap": "connected", "gpsd": "fix", "store_depth": 0, "store_bytes": 4096, "care_version": 2,
+                         "care_conflicts": ["heart_rate_low.threshold_bpm"], "care_overrides": {"heart_rate_low.threshold_bpm": 40},
+                         "monitoring_paused": True, "conditions_for_s": {"monitoring_paused": 600}}
+            body = {"version": 1, "device_id": device.id, "batch_seq": device.batch_seq, "idempotency_key": f"{device.id}:{device.batch_seq}",
+                    "dropped_by_budget": 0, "heartbeat": heartbeat, "readings": []}
+            status, ack = http(server.base, "POST", "/v1/batches", body, token=device.token, headers={"Idempotency-Key": body["idempotency_key"]})
+            assert status == 200, (status, ack)
+            browser.get(server.base + "/people")
+            row = wait_for(lambda: next(iter(browser.find_all("#cared-for tr[data-person]")), None), what="the person cared for")
+            row.find('button[data-action="open-person"]').click()
+            item = wait_for(lambda: next(iter(browser.find_all('#carer-protection li[data-device-id="pi-0001"]')), None), what="pi-0001's protection")
+            badge = wait_for(lambda: next((b for b in item.find_all(".badge") if b.text.startswith("monitoring paused")), None), what="the paused badge")
+            assert badge.text in ("monitoring paused for 10 min", "monitoring paused for 11 min"), badge.text
+            assert "protected as usual" not in item.text, item.text
+            assert self.pwned(browser) is None
+            self.shot(browser, "04c-paused-badge")
+        self.check("the carer's page shows a paused wearer's badge with how long, as the console does", carer_sees_paused_badge)
         self.look(browser, "people-carer", "the carer's people and a person's page")
 
         def wearer_sees_log_and_removes():
@@ -167,6 +190,7 @@ class CarerTest(PeopleTest):
             assert not browser.find_all("#cared-for tr[data-person]")
             assert self.fetch_status(browser, "GET", "/v1/devices/pi-0001/care-settings") == 403
             assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/heart-rate?from=0") == 403
+            assert self.fetch_status(browser, "GET", f"/v1/people/{ada['id']}/protection") == 403
         self.check("after removal the carer sees and reads nothing of the person", carer_sees_nothing)
 
         def wearer_switches_automated_sos():

@@ -192,6 +192,10 @@ struct RetentionErasureTests {
             #expect(try await s.page("GET", "/v1/devices/pi-erase-me/care-settings", carer).status == 200)
             #expect(try await s.page("PUT", "/v1/devices/pi-erase-me/care-settings", carer, json: ["max_hr": 149]).status == 200)
             #expect(try await s.page("GET", "/v1/people/\(wearerID)/export?format=json", carer).status == 200)
+            // With AutomatedSOS off, a rule's alert kept for her own list (`undispatched_alerts`).
+            #expect(try await s.page("PUT", "/v1/people/me/automated-sos", zelda, json: ["active": false]).status == 200)
+            #expect(try await s.postAlert(Sample.alert("pi-erase-me", id: "quiet-of-zelda"), token: token).status == 200)
+            #expect(try await Self.rows(s, "SELECT count(*) FROM undispatched_alerts WHERE alert_id = 'quiet-of-zelda'") == 1)
             let organisation = try await s.organisation("org-asks-zelda", name: "Org Asking")
             let ask: [String: Any] = ["person": "zelda-wears", "kinds": ["heart_rate"], "days": 2, "purpose": "study of Zelda"]
             #expect(try await s.page("POST", "/v1/access-requests", organisation, json: ask).status == 201)
@@ -288,7 +292,7 @@ struct RetentionErasureTests {
             let secretHash = try #require(BearerToken(authorization: "Bearer \(token)")?.secretHash)
             let identifiers = [
                 "pi-erase-me", "Zelda Quixote", "Yorick Quixote", "7700 900123", "door code 4711", tokenID, secretHash, "alert-of-zelda",
-                "open-of-zelda", "zelda-wears", "Zelda Q. Wearer", wearerID, "study of Zelda",
+                "open-of-zelda", "quiet-of-zelda", "zelda-wears", "Zelda Q. Wearer", wearerID, "study of Zelda",
             ]
             // Before: the scan finds them (so it can fail).
             #expect(try await DatabaseScan.occurrences(of: identifiers, in: s.server.store).count >= identifiers.count)

@@ -1,5 +1,5 @@
 extension PersonalTables {
-    /// Alerts, their updates and notes, and the dispatcher feed.
+    /// Alerts, their updates and notes, the dispatcher feed, and the alerts no dispatcher is sent.
     static let alerts: [PersonalTable] = [
         PersonalTable(
             name: "alert_updates",
@@ -46,5 +46,6 @@ extension PersonalTables {
             ]
         ),
         PersonalTable(name: "feed_marks", holdsNoOne: "feed ids and times"),
+        undispatchedAlerts,
     ]
 }

@@ -46,13 +46,8 @@ function svg(tag, attrs) {
 const $ = (id) => document.getElementById(id);
 // A column header; the buttons' column is named for screen readers only.
 const header = (h) => el('th', {}, h || el('span', { class: 'visually-hidden' }, 'Actions'));
-function ago(ms) {
-  if (ms === null || ms === undefined) return 'never';
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 90) return s + ' s ago';
-  if (s < 5400) return Math.round(s / 60) + ' min ago';
-  return Math.round(s / 3600) + ' h ago';
-}
+// Times and the protection badges' words are Pages/protection.js's, shared with the carer's page.
+const { ago, problems: protection, automatedSOS, discreet } = Protection;
 const clock = (ms) => new Date(ms).toLocaleTimeString();
 const label = (kind) => (kind || 'unknown').replace(/_/g, ' ');
 // The timeline's events in plain words; an event this page does not know reads as its name.
@@ -586,40 +581,6 @@ function loadLeaflet() {
 }
 
 // ---- devices, history, accounts ----
-// What leaves the wearer less protected than a dispatcher would assume, from the heartbeat: a
-// paused watch, a store that loses everything on restart, readings that failed their check,
-// batteries running down.
-// How long a condition has held: the device's count at its last heartbeat (its own monotonic
-// clock) plus the time since the server had that heartbeat.
-function lasting(hb, condition, seenMs) {
-  const held = hb.conditions_for_s && hb.conditions_for_s[condition];
-  if (held === undefined || held === null || !seenMs) return '';
-  const s = held + Math.max(0, Math.round((Date.now() - seenMs) / 1000));
-  return ' for ' + (s < 90 ? s + ' s' : s < 5400 ? Math.round(s / 60) + ' min' : Math.round(s / 3600) + ' h');
-}
-function protection(hb, seenMs) {
-  const problems = [];
-  if (hb.monitoring_paused) problems.push('monitoring paused' + lasting(hb, 'monitoring_paused', seenMs));
-  if (hb.store_state === 'memory_only') problems.push('store in memory only' + lasting(hb, 'store_memory_only', seenMs));
-  if (hb.store_problem) problems.push('store: ' + hb.store_problem);
-  if (hb.quarantined) problems.push(hb.quarantined + ' damaged readings set aside' + lasting(hb, 'quarantined', seenMs));
-  if (hb.battery_low) problems.push('strap battery low' + lasting(hb, 'strap_battery_low', seenMs));
-  if (hb.device_power_level === 'critical') problems.push('device battery critical: monitoring will stop' + lasting(hb, 'device_battery_low', seenMs));
-  else if (hb.device_power_level === 'low') problems.push('device battery low' + lasting(hb, 'device_battery_low', seenMs));
-  if (hb.device_power === 'charging') problems.push('charging' + lasting(hb, 'charging', seenMs));
-  return problems;
-}
-// AutomatedSOS, the service the person is enrolled in: off, the rules' alerts reach no
-// dispatcher and the device calls nobody for them (the SOS button still does).
-function automatedSOS(person) {
-  const s = person && person.automated_sos;
-  if (!s) return null;
-  return s.active ? null : 'AutomatedSOS off' + (s.changed_ms ? ' (switched ' + ago(s.changed_ms) + ')' : '');
-}
-// The care setting discreet_sos: the wearer is shown nothing of any alert (a wearer under threat).
-function discreet(person) {
-  return person && person.discreet_sos ? 'discreet SOS: the device shows nothing of alerts' : null;
-}
 function automatedSOSText(person) {
   const s = (person && person.automated_sos) || { active: true, provider: "the operator's dispatch centre" };
   return s.active ? 'AutomatedSOS on, provided by ' + s.provider

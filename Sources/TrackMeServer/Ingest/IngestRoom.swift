@@ -225,23 +225,7 @@ struct IngestRoom: Sendable {
             throw APIError.numberOutOfRange("update_seq", Int64(clamping: update.updateSequence), lowest: 0)
         }
         try Self.checkContactsTold(update.contactsTold)
-        if update.alert.kind != .manual, let device = try await store.device(id: update.alert.deviceID),
-            !device.person.dispatchesAlert(kind: update.alert.kind)
-        {
-            // The person is not enrolled in AutomatedSOS (read fresh, not from the directory's
-            // cache): the rule's alert stays on the device, which still records; answered so that
-            // it does not send it again, and put in front of no dispatcher.
-            return try json(
-                .ok,
-                AlertIntakeResponse(
-                    alertID: update.alert.id,
-                    updateSequence: update.updateSequence,
-                    duplicate: false,
-                    acknowledged: false,
-                    resolved: false
-                )
-            )
-        }
+        if let kept = try await keptUndispatched(update) { return kept }
         if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID) }
         let canonical = try StoreJSON.encode(update)
         let received = configuration.wallClock()
@@ -263,6 +247,44 @@ struct IngestRoom: Sendable {
                     duplicate: result.duplicate,
                     acknowledged: result.acknowledged,
                     resolved: resolved
+                )
+            )
+        }
+    }
+
+    /// A rule's alert of a person not enrolled in AutomatedSOS (read fresh, not from the
+    /// directory's cache), or a later update of one: kept for the person's own alert list and
+    /// put in front of no dispatcher; answered so that the device does not send it again. Nil
+    /// for an alert that goes to the desk: the SOS button's always, and one the desk has
+    /// already (raised while the person was enrolled), so that the desk sees it end.
+    private func keptUndispatched(_ update: AlertUpdate) async throws -> Response? {
+        guard update.alert.kind != .manual else { return nil }
+        let undispatched: Bool
+        if let device = try await store.device(id: update.alert.deviceID), !device.person.dispatchesAlert(kind: update.alert.kind) {
+            undispatched = true
+        } else {
+            undispatched = try await store.isUndispatchedAlert(id: update.alert.id)
+        }
+        guard undispatched else { return nil }
+        let outcome = try await store.keepUndispatchedAlert(
+            update,
+            body: try StoreJSON.encode(update),
+            receivedMilliseconds: configuration.wallClock()
+        )
+        switch outcome {
+        case .dispatched:
+            return nil
+        case .foreignAlert:
+            throw APIError.forbidden("alert \(update.alert.id) belongs to another device")
+        case .kept:
+            return try json(
+                .ok,
+                AlertIntakeResponse(
+                    alertID: update.alert.id,
+                    updateSequence: update.updateSequence,
+                    duplicate: false,
+                    acknowledged: false,
+                    resolved: false
                 )
             )
         }

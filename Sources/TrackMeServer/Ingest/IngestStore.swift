@@ -27,6 +27,13 @@ protocol IngestStore: Sendable {
     /// (`AlertFeedReference`: what the board needs, never the person) to the feed.
     func recordAlertUpdate(_ update: AlertUpdate, body: String, feedData: String, receivedMilliseconds: Int64) async throws -> AlertIntakeOutcome
 
+    /// Keeps a rule's alert of a person not enrolled in AutomatedSOS for the person's own list
+    /// (`UndispatchedAlertStore`); `.dispatched` when the desk has the alert already.
+    func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome
+
+    /// Whether the alert is kept for the person's own list (its later updates stay there).
+    func isUndispatchedAlert(id: String) async throws -> Bool
+
     /// Whether a dispatcher has resolved the alert (its intake answer says so to the device).
     func alertResolved(id: String) async throws -> Bool
 

@@ -25,6 +25,14 @@ final class SQLiteIngestStore: IngestStore {
         try await store.alertRow(id: id)?.outcome != nil
     }
 
+    func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome {
+        try await store.keepUndispatchedAlert(update, body: body, receivedMilliseconds: receivedMilliseconds)
+    }
+
+    func isUndispatchedAlert(id: String) async throws -> Bool {
+        try await store.isUndispatchedAlert(id: id)
+    }
+
     func appendFeedEvent(kind: String, data: String) async throws {
         try await store.appendFeedEvent(kind: kind, data: data)
     }

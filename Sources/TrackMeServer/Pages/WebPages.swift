@@ -47,9 +47,12 @@ struct EmbeddedFile: Sendable {
 enum WebPages {
     static let stylesheet = EmbeddedFile(PackageResources.trackme_css, type: "text/css; charset=utf-8")
 
-    static let console = page(title: "TrackMe console", script: "console", body: PackageResources.console_html)
+    /// The wearer's protection state as badges, shared by the console's device list and the
+    /// carer's page.
+    static let protectionScript = script(PackageResources.protection_js)
+    static let console = page(title: "TrackMe console", script: "console", shared: ["protection"], body: PackageResources.console_html)
     static let consoleScript = script(PackageResources.console_js)
-    static let people = page(title: "TrackMe — my data", script: "people", body: PackageResources.people_html)
+    static let people = page(title: "TrackMe — my data", script: "people", shared: ["protection"], body: PackageResources.people_html)
     static let peopleScript = script(PackageResources.people_js)
     static let fleet = page(title: "TrackMe fleet", script: "fleet", body: PackageResources.fleet_html)
     static let fleetScript = script(PackageResources.fleet_js)
@@ -64,11 +67,13 @@ enum WebPages {
     static let contact = page(title: "TrackMe alert", script: "contact", body: PackageResources.contact_html)
     static let contactScript = script(PackageResources.contact_js)
 
-    /// The shared head with `title` and `script` (an asset name under /assets/) filled in, then `body`.
-    static func page(title: String, script: String, body: [UInt8]) -> EmbeddedFile {
+    /// The shared head with `title` and the scripts (asset names under /assets/: the `shared`
+    /// ones, then the page's own `script`, run in that order) filled in, then `body`.
+    static func page(title: String, script: String, shared: [String] = [], body: [UInt8]) -> EmbeddedFile {
+        let scripts = (shared + [script]).map { "<script src=\"/assets/\($0).js\" defer></script>" }.joined(separator: "\n")
         let head = String(decoding: PackageResources.head_html, as: UTF8.self)
             .replacingOccurrences(of: "{{title}}", with: title)
-            .replacingOccurrences(of: "{{script}}", with: script)
+            .replacingOccurrences(of: "{{scripts}}", with: scripts)
         return EmbeddedFile(Array(head.utf8) + body, type: "text/html; charset=utf-8")
     }
 

@@ -11,5 +11,6 @@ struct PeoplePages: Sendable {
         let console = ConsoleRoutes(api: api)
         router.get("/people") { request, _ in console.serve(WebPages.people, request) }
         router.get("/assets/people.js") { request, _ in console.serve(WebPages.peopleScript, request) }
+        router.get("/assets/protection.js") { request, _ in console.serve(WebPages.protectionScript, request) }
     }
 }

@@ -39,6 +39,7 @@ struct PeopleRoutes: Sendable {
         router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
         CarerRoutes(api: api).register(on: router)
         AutomatedSOSRoutes(api: api).register(on: router)
+        ProtectionRoutes(api: api).register(on: router)
     }
 
     // MARK: - Accounts

@@ -252,15 +252,27 @@ struct PersonData: Sendable {
         return (samples, truncated)
     }
 
-    /// The person's alerts that a grant covers (by when they opened), newest first.
+    /// The person's alerts that a grant covers (by when they opened), newest first: those sent
+    /// to a dispatcher and the rules' alerts kept while the person was not enrolled in
+    /// AutomatedSOS (`dispatched` false).
     func alerts(_ person: Person, grants: [AccessPolicy.Grant]) async throws -> [PersonAlert] {
         var alerts: [PersonAlert] = []
+        var dispatched = Set<String>()
         for alertID in try await store.alertIDs(deviceIDs: person.deviceIDs) {
             guard let row = try await store.alertRow(id: alertID) else { continue }
+            dispatched.insert(row.alertID)
             guard grants.contains(where: { $0.covers(.alerts, at: row.createdMilliseconds) }) else { continue }
             alerts.append(PersonAlert(AlertSummary(row)))
         }
-        return alerts
+        for kept in try await store.undispatchedAlerts(deviceIDs: person.deviceIDs) where !dispatched.contains(kept.alertID) {
+            guard grants.contains(where: { $0.covers(.alerts, at: kept.raisedMilliseconds) }) else { continue }
+            alerts.append(PersonAlert(kept))
+        }
+        // Stable: the desk's order (newest first) is kept among equal times.
+        return alerts.enumerated().sorted { a, b in
+            a.element.createdMilliseconds != b.element.createdMilliseconds
+                ? a.element.createdMilliseconds > b.element.createdMilliseconds : a.offset < b.offset
+        }.map(\.element)
     }
 
     /// The heart-rate limits of the person (their first device's profile).
@@ -282,6 +294,10 @@ struct PersonAlert: Codable, Hashable, Sendable {
     var resolvedMilliseconds: Int64?
     var latitude: Double?
     var longitude: Double?
+    /// False for a rule's alert of a person not enrolled in AutomatedSOS: kept for the person
+    /// and their carers, never sent to a dispatcher or told to the contacts.
+    var dispatched = true
+    var reason: String?
 
     init(_ summary: AlertSummary) {
         alertID = summary.alertID
@@ -295,6 +311,22 @@ struct PersonAlert: Codable, Hashable, Sendable {
         resolvedMilliseconds = summary.resolvedMilliseconds
         latitude = summary.record?.position?.fix.latitude
         longitude = summary.record?.position?.fix.longitude
+        reason = summary.record?.reason
+    }
+
+    init(_ kept: UndispatchedAlert) {
+        let record = kept.record
+        alertID = kept.alertID
+        deviceID = kept.deviceID
+        kind = kept.kind
+        state = kept.state.rawValue
+        open = kept.state.isOpen
+        createdMilliseconds = kept.raisedMilliseconds
+        resolvedMilliseconds = kept.state.isOpen ? nil : kept.updatedMilliseconds
+        latitude = record?.position?.fix.latitude
+        longitude = record?.position?.fix.longitude
+        dispatched = false
+        reason = kept.reason
     }
 
     enum CodingKeys: String, CodingKey {
@@ -307,5 +339,6 @@ struct PersonAlert: Codable, Hashable, Sendable {
         case resolvedMilliseconds = "resolved_ms"
         case latitude = "lat"
         case longitude = "lon"
+        case dispatched, reason
     }
 }

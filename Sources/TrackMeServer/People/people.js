@@ -178,7 +178,11 @@
     if (from === null || from === undefined) return "";
     return when(from) + " to " + when(r.ended_ms || r.expires_ms);
   }
-  function outcomeText(a) { return a.outcome ? words(OUTCOMES, a.outcome) : (a.open ? "Still open" : ""); }
+  // A rule's alert raised while AutomatedSOS was off reached no dispatcher and no contact.
+  function outcomeText(a) {
+    if (a.dispatched === false) return "Not sent to a dispatcher (AutomatedSOS was off)" + (a.open ? "; still open on the device" : "");
+    return a.outcome ? words(OUTCOMES, a.outcome) : (a.open ? "Still open" : "");
+  }
 
   const SVG = "http://www.w3.org/2000/svg";
   function svgEl(tag, attrs, text) {
@@ -736,6 +740,27 @@
     for (const [index, tr] of Array.from($("cared-for").querySelectorAll("tr")).slice(1).entries()) tr.dataset.person = list.people[index].person_id;
   }
 
+  // Each device's protection state as the console's device list shows it to a dispatcher
+  // (Pages/protection.js): paused, AutomatedSOS off, batteries, the store, silent, each with how long.
+  async function showProtection(list, id) {
+    list.replaceChildren();
+    let view;
+    try { view = await api("GET", "/v1/people/" + id + "/protection"); } catch (e) { list.appendChild(el("li", e.message)); return; }
+    if (!view.devices.length) list.appendChild(el("li", "No device is linked yet.", "muted"));
+    for (const d of view.devices) {
+      const item = el("li", null, "device-protection");
+      item.dataset.deviceId = d.device_id;
+      item.appendChild(el("span", d.device_id + " (last heard from " + Protection.ago(d.last_seen_ms) + "): "));
+      const badges = Protection.badges(d);
+      for (const [text, kind] of badges) {
+        item.appendChild(el("span", text, "badge " + kind));
+        item.appendChild(document.createTextNode(" "));
+      }
+      if (!badges.length) item.appendChild(el("span", "protected as usual", "protection-ok"));
+      list.appendChild(item);
+    }
+  }
+
   async function openPerson(p) {
     $("carer-person").hidden = false;
     $("carer-person-name").textContent = p.display_name;
@@ -752,6 +777,7 @@
     } else {
       downloads.appendChild(el("span", p.display_name + " has not allowed downloads.", "muted"));
     }
+    await showProtection($("carer-protection"), id);
     try {
       const now = Date.now();
       const [hr, alerts] = await Promise.all([

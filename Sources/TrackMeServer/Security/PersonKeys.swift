@@ -73,8 +73,9 @@ protocol PersonKeyStore: Sendable {
 /// place (the person, the table, the reading's sequence number): a value copied to another
 /// row or person does not open there.
 ///
-/// What is sealed: a reading's body (heart rate, position, ...) and the profile's emergency
-/// contacts and notes. The rest stays in clear because queries need it (PERSONAL-DATA.md).
+/// What is sealed: a reading's body (heart rate, position, ...), an undispatched alert's update
+/// and the profile's emergency contacts and notes. The rest stays in clear because queries
+/// need it (PERSONAL-DATA.md).
 final class PersonKeys: Sendable {
     static let sealedPrefix = "s1."
 
@@ -253,6 +254,10 @@ final class PersonKeys: Sendable {
         RowIdentity(bytes: Array("trackme/server/profile\0\(owner)".utf8), description: "profile of \(owner)")
     }
 
+    private static func undispatchedIdentity(_ owner: String, _ alertID: String) -> RowIdentity {
+        RowIdentity(bytes: Array("trackme/server/undispatched-alerts\0\(owner)\0\(alertID)".utf8), description: "alert \(alertID) of \(owner)")
+    }
+
     private static func seal(_ text: String, _ cipher: RowCipher, _ identity: RowIdentity) throws -> String {
         sealedPrefix + (try cipher.seal(Array(text.utf8), identity)).base64EncodedString()
     }
@@ -303,6 +308,17 @@ final class PersonKeys: Sendable {
 
     func openBody(_ body: String, owner: String, sequence: Int64) async throws -> String {
         try await open(body, owner, Self.readingIdentity(owner, sequence))
+    }
+
+    /// An undispatched alert's latest update as stored, sealed under the owner's key.
+    func sealAlertBody(_ body: String, owner: String, alertID: String) async throws -> String {
+        guard let cipher = try await dataKey(owner, create: true) else { return body }
+        return try Self.seal(body, cipher, Self.undispatchedIdentity(owner, alertID))
+    }
+
+    /// An undispatched alert's update opened; one in clear is taken as it is.
+    func openAlertBody(_ body: String, owner: String, alertID: String) async throws -> String {
+        try await open(body, owner, Self.undispatchedIdentity(owner, alertID))
     }
 
     /// The profile's JSON as stored: contacts and notes in `sealed`, the rest in clear.

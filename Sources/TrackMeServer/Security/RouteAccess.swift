@@ -35,7 +35,7 @@ enum RouteAccess {
         // Pages, assets and plumbing.
         "GET /": .open, "GET /people": .open,
         "GET /assets/trackme.css": .open, "GET /assets/console.js": .open,
-        "GET /assets/people.js": .open,
+        "GET /assets/people.js": .open, "GET /assets/protection.js": .open,
         "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
         // Counts, no person: open to loopback peers, the admin token from elsewhere.
         "GET /metrics": .open,
@@ -74,6 +74,7 @@ enum RouteAccess {
         "GET /v1/cared-for": .personData([.carer]),
         "GET /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .carer, .thirdParty]),
         "PUT /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .thirdParty]),
+        "GET /v1/people/{id}/protection": .personData([.admin, .wearer, .carer]),
         "GET /v1/access-requests": .roles([.thirdParty, .fleetOperator]), "POST /v1/access-requests": .roles([.thirdParty, .fleetOperator]),
         "POST /v1/access-requests/{id}/approve": .personData([.wearer, .carer]),
         "POST /v1/access-requests/{id}/refuse": .personData([.wearer, .carer]),

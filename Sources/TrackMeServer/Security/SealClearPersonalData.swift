@@ -6,8 +6,9 @@ import PostgresNIO
 
 extension SQLiteServerStore {
     /// Seals what is still in clear (stored before the master key was configured): each profile's
-    /// contacts and notes, and every reading body, a thousand at a time. Each value is replaced
-    /// only if it is still the one read, so a change made meanwhile is not overwritten.
+    /// contacts and notes, each undispatched alert's update, and every reading body, a thousand
+    /// at a time. Each value is replaced only if it is still the one read, so a change made
+    /// meanwhile is not overwritten.
     func sealClearPersonalData() async throws -> Int {
         guard personKeys.isOn else { return 0 }
         var sealed = 0
@@ -20,6 +21,21 @@ extension SQLiteServerStore {
             let value = try await personKeys.sealProfile(person, owner: deviceID)
             try await pool.write { db in
                 try db.execute(sql: "UPDATE devices SET person = ? WHERE device_id = ? AND person = ?", arguments: [value, deviceID, person])
+            }
+            sealed += 1
+        }
+        let kept = try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT alert_id, device_id, body FROM undispatched_alerts WHERE substr(body, 1, 3) <> 's1.'").map {
+                (
+                    try $0.decode(String.self, forColumn: "alert_id"), try $0.decode(String.self, forColumn: "device_id"),
+                    try $0.decode(String.self, forColumn: "body")
+                )
+            }
+        }
+        for (alertID, deviceID, body) in kept {
+            let value = try await personKeys.sealAlertBody(body, owner: deviceID, alertID: alertID)
+            try await pool.write { db in
+                try db.execute(sql: "UPDATE undispatched_alerts SET body = ? WHERE alert_id = ? AND body = ?", arguments: [value, alertID, body])
             }
             sealed += 1
         }
@@ -59,6 +75,16 @@ extension PostgresServerStore {
         for (deviceID, person) in profiles {
             let value = try await personKeys.sealProfile(person, owner: deviceID)
             try await client.query("UPDATE devices SET person = \(value) WHERE device_id = \(deviceID) AND person = \(person)", logger: logger)
+            sealed += 1
+        }
+        let kept = try await collect(
+            client.query("SELECT alert_id, device_id, body FROM undispatched_alerts WHERE substr(body, 1, 3) <> 's1.'", logger: logger).decode(
+                (String, String, String).self
+            )
+        )
+        for (alertID, deviceID, body) in kept {
+            let value = try await personKeys.sealAlertBody(body, owner: deviceID, alertID: alertID)
+            try await client.query("UPDATE undispatched_alerts SET body = \(value) WHERE alert_id = \(alertID) AND body = \(body)", logger: logger)
             sealed += 1
         }
         while true {
