@@ -53,7 +53,7 @@ import TrackMeCore
 
 /// The contact the device's fallback told while offline is named in the update that reaches the
 /// server, so that the server does not tell them again.
-@Suite(.timeLimit(.minutes(2))) struct DispatchLaneContactsToldTests {
+@Suite(.timeLimit(.minutes(10))) struct DispatchLaneContactsToldTests {
     /// Refuses every send until switched online.
     actor SwitchedTransport: AlertTransport {
         struct Offline: Error {}
