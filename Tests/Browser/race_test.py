@@ -289,8 +289,9 @@ class RaceTest(CheckRun):
             assert queue == ["taxi-2", "taxi-1"], queue
             assert browser.find("section.zone h2").text == "Centre <main>"
             assert browser.find("ol.queue li").text.startswith(HOSTILE)
-            ages = [age.text for age in browser.find_all("ol.queue li .last-report")]
-            assert len(ages) == 2 and all(a.startswith(" · last report ") or a.startswith("· last report ") for a in ages), ages
+            # Each queued taxi says how old its last report is and how old its position is.
+            ages = [age.text.lstrip(" ·") for age in browser.find_all("ol.queue li .last-report")]
+            assert sorted(a.split(" ")[0] for a in ages) == ["last", "last", "position", "position"], ages
             assert all(a.endswith(" s ago") for a in ages), ages
             others = [(li.attribute("data-device"), li.attribute("data-state")) for li in browser.find_all("ul.others li")]
             assert others == [("taxi-3", "on_ride")], others
