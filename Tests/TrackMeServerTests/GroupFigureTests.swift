@@ -162,16 +162,7 @@ struct GroupFigureTests {
             let today = GroupFigures.day(s.wall.now)
             #expect(try await s.server.store.rollupThroughDay() == today - 1)
             let day = GroupFigures.day(wall)
-            let everyone = GroupFigures.Cell(
-                ageBandFrom: 0,
-                ageBandTo: 13,
-                south: GroupFigures.cellIndex(44.07),
-                west: GroupFigures.cellIndex(-121.31),
-                north: GroupFigures.cellIndex(44.07),
-                east: GroupFigures.cellIndex(-121.31),
-                dayFrom: day,
-                dayTo: day
-            )
+            let everyone = GroupFigures.Cell.atSampleFix(ageBands: 0...13, day: day)
             #expect(try await s.server.store.groupTotals(everyone).people == 1)
         }
     }
@@ -220,16 +211,7 @@ struct GroupFigureTests {
             let desk = GroupFigureDesk(store: s.server.store, wallClock: { s.wall.now })
             try await desk.rollUp()
             let day = GroupFigures.day(wall)
-            let cell = GroupFigures.Cell(
-                ageBandFrom: 7,
-                ageBandTo: 7,
-                south: GroupFigures.cellIndex(44.07),
-                west: GroupFigures.cellIndex(-121.31),
-                north: GroupFigures.cellIndex(44.07),
-                east: GroupFigures.cellIndex(-121.31),
-                dayFrom: day,
-                dayTo: day
-            )
+            let cell = GroupFigures.Cell.atSampleFix(ageBands: 7...7, day: day)
             let totals = try await s.server.store.groupTotals(cell)
             #expect(totals.people == 1, "two devices, one person")
             #expect(totals.readings == 2)
@@ -240,5 +222,22 @@ struct GroupFigureTests {
             everyone.ageBandTo = 13
             #expect(try await s.server.store.groupTotals(everyone).people == 2)
         }
+    }
+}
+
+extension GroupFigures.Cell {
+    /// The one cell of `Sample.fix`'s position, on one day, over the age bands `ageBands`.
+    static func atSampleFix(ageBands: ClosedRange<Int>, day: Int) -> GroupFigures.Cell {
+        let (latitude, longitude) = (GroupFigures.cellIndex(44.07), GroupFigures.cellIndex(-121.31))
+        return GroupFigures.Cell(
+            ageBandFrom: ageBands.lowerBound,
+            ageBandTo: ageBands.upperBound,
+            south: latitude,
+            west: longitude,
+            north: latitude,
+            east: longitude,
+            dayFrom: day,
+            dayTo: day
+        )
     }
 }

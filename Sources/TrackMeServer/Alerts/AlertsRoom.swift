@@ -310,57 +310,32 @@ struct AlertsRoom: Sendable {
         let (resumeAfter, reset) = try await FeedReplay.start(requested: requested, store: store, now: wallClock())
         let filter = FeedReplay(store: store, principal: principal)
         let store = self.store
-        let notifier = self.notifier
-        let logger = self.logger
-        var headers = HTTPFields()
-        headers[.contentType] = "text/event-stream"
-        headers[.cacheControl] = "no-cache"
-        return Response(
-            status: .ok,
-            headers: headers,
-            body: ResponseBody { writer in
-                let (subscription, wakes) = notifier.subscribe()
-                defer { notifier.unsubscribe(subscription) }
-                // Subscribed before the first read: whatever is appended from here on wakes us,
-                // and the store read catches everything before. Nothing falls in between.
-                do {
-                    try await withGracefulShutdownHandler {
-                        try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                        try await writer.write(heartbeat())
-                        // Older than the replay window: the page re-reads the board instead.
-                        if reset { try await writer.write(ByteBuffer(string: "event: \(FeedKind.feedReset)\ndata: {\"after\":\(resumeAfter)}\n\n")) }
-                        var last = resumeAfter
-                        var replay = filter
-                        var iterator = wakes.makeAsyncIterator()
-                        let page = 256
-                        while !Task.isCancelled {
-                            let events = try await store.feedEvents(after: last, limit: page)
-                            if !events.isEmpty {
-                                var text = ""
-                                let now = wallClock()
-                                for event in events {
-                                    last = event.id
-                                    guard try await replay.admits(event, now: now) else { continue }
-                                    text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
-                                }
-                                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
-                                if events.count == page { continue }
-                            }
-                            guard let wake = await iterator.next() else { break }
-                            guard await stillValid() else { break }
-                            if case .tick = wake { try await writer.write(heartbeat()) }
-                        }
-                    } onGracefulShutdown: {
-                        notifier.unsubscribe(subscription)
+        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: logger, name: "alert stream") { writer, wakes in
+            try await writer.write(heartbeat())
+            // Older than the replay window: the page re-reads the board instead.
+            if reset { try await writer.write(ByteBuffer(string: "event: \(FeedKind.feedReset)\ndata: {\"after\":\(resumeAfter)}\n\n")) }
+            var last = resumeAfter
+            var replay = filter
+            var iterator = wakes.makeAsyncIterator()
+            let page = 256
+            while !Task.isCancelled {
+                let events = try await store.feedEvents(after: last, limit: page)
+                if !events.isEmpty {
+                    var text = ""
+                    let now = wallClock()
+                    for event in events {
+                        last = event.id
+                        guard try await replay.admits(event, now: now) else { continue }
+                        text += "id: \(event.id)\nevent: \(event.kind)\ndata: \(event.data)\n\n"
                     }
-                } catch {
-                    // Usually the dispatcher went away; it resumes with Last-Event-ID.
-                    logger.debug("alert stream ended", metadata: ["error": "\(error)"])
-                    throw error
+                    if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+                    if events.count == page { continue }
                 }
-                try await writer.finish(nil)
+                guard let wake = await iterator.next() else { break }
+                guard await stillValid() else { break }
+                if case .tick = wake { try await writer.write(heartbeat()) }
             }
-        )
+        }
     }
 }
 

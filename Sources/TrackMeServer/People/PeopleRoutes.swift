@@ -257,81 +257,66 @@ struct PeopleRoutes: Sendable {
         let notifier = api.notifier
         let authenticator = api.authenticator
         let personID = person.account.id
-        var headers = HTTPFields()
-        headers[.contentType] = "text/event-stream"
-        headers[.cacheControl] = "no-cache"
-        return Response(
-            status: .ok,
-            headers: headers,
-            body: ResponseBody { writer in
-                let (subscription, wakes) = notifier.subscribe()
-                defer { notifier.unsubscribe(subscription) }
-                var cursors = startCursors
-                try await withGracefulShutdownHandler {
-                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    var iterator = wakes.makeAsyncIterator()
-                    while !Task.isCancelled {
-                        // Access is decided again at every wake: a revocation or an expiry ends the stream.
-                        if principal.accountID != nil, (try? await authenticator.session(of: request)) == nil {
-                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"signed_out\"}\n\n"))
-                            break
-                        }
-                        let person: PersonData.Person
-                        do {
-                            person = try await data.person(personID, principal: principal)
-                        } catch {
-                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"\(error)\"}\n\n"))
-                            break
-                        }
-                        let grants = data.policy.grants(principal, subject: person.subject, now: data.now)
-                        if grants.isEmpty {
-                            try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {}\n\n"))
-                            break
-                        }
-                        var text = ""
-                        for deviceID in person.deviceIDs {
-                            let after = cursors[deviceID] ?? 0
-                            // The newest sequence is read before the rows: a batch stored while this
-                            // looks is then either below it and in the rows, or above it and left for
-                            // the next wake, never skipped.
-                            let latest = try await data.store.latestReadingSequence(deviceID: deviceID)
-                            guard latest > after else { continue }
-                            var bound = latest
-                            var rows: [StoredReadingRow] = []
-                            for kind in [PersonDataKind.heartRate, .position] {
-                                let page = try await data.readings(
-                                    deviceID: deviceID,
-                                    kind: kind,
-                                    from: nil,
-                                    to: nil,
-                                    grants: grants,
-                                    afterSequence: after,
-                                    limit: 10_000
-                                )
-                                let taken = page.rows.filter { $0.sequence <= latest }
-                                if page.truncated, let last = taken.last { bound = min(bound, last.sequence) }
-                                rows += taken
-                            }
-                            for row in rows.sorted(by: { $0.sequence < $1.sequence }) where row.sequence <= bound {
-                                if let sample = PersonData.heartRate(row, deviceID: deviceID) {
-                                    text += "event: heart_rate\ndata: \(try StoreJSON.encode(sample))\n\n"
-                                } else if let sample = PersonData.position(row, deviceID: deviceID) {
-                                    text += "event: position\ndata: \(try StoreJSON.encode(sample))\n\n"
-                                }
-                            }
-                            // Readings outside every grant are skipped for good, not held back.
-                            cursors[deviceID] = bound
-                        }
-                        if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
-                        guard let wake = await iterator.next() else { break }
-                        if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
-                    }
-                } onGracefulShutdown: {
-                    notifier.unsubscribe(subscription)
+        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: api.logger, name: "person stream") { writer, wakes in
+            var cursors = startCursors
+            var iterator = wakes.makeAsyncIterator()
+            while !Task.isCancelled {
+                // Access is decided again at every wake: a revocation or an expiry ends the stream.
+                if principal.accountID != nil, (try? await authenticator.session(of: request)) == nil {
+                    try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"signed_out\"}\n\n"))
+                    break
                 }
-                try await writer.finish(nil)
+                let person: PersonData.Person
+                do {
+                    person = try await data.person(personID, principal: principal)
+                } catch {
+                    try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {\"reason\":\"\(error)\"}\n\n"))
+                    break
+                }
+                let grants = data.policy.grants(principal, subject: person.subject, now: data.now)
+                if grants.isEmpty {
+                    try await writer.write(ByteBuffer(string: "event: access_ended\ndata: {}\n\n"))
+                    break
+                }
+                var text = ""
+                for deviceID in person.deviceIDs {
+                    let after = cursors[deviceID] ?? 0
+                    // The newest sequence is read before the rows: a batch stored while this
+                    // looks is then either below it and in the rows, or above it and left for
+                    // the next wake, never skipped.
+                    let latest = try await data.store.latestReadingSequence(deviceID: deviceID)
+                    guard latest > after else { continue }
+                    var bound = latest
+                    var rows: [StoredReadingRow] = []
+                    for kind in [PersonDataKind.heartRate, .position] {
+                        let page = try await data.readings(
+                            deviceID: deviceID,
+                            kind: kind,
+                            from: nil,
+                            to: nil,
+                            grants: grants,
+                            afterSequence: after,
+                            limit: 10_000
+                        )
+                        let taken = page.rows.filter { $0.sequence <= latest }
+                        if page.truncated, let last = taken.last { bound = min(bound, last.sequence) }
+                        rows += taken
+                    }
+                    for row in rows.sorted(by: { $0.sequence < $1.sequence }) where row.sequence <= bound {
+                        if let sample = PersonData.heartRate(row, deviceID: deviceID) {
+                            text += "event: heart_rate\ndata: \(try StoreJSON.encode(sample))\n\n"
+                        } else if let sample = PersonData.position(row, deviceID: deviceID) {
+                            text += "event: position\ndata: \(try StoreJSON.encode(sample))\n\n"
+                        }
+                    }
+                    // Readings outside every grant are skipped for good, not held back.
+                    cursors[deviceID] = bound
+                }
+                if !text.isEmpty { try await writer.write(ByteBuffer(string: text)) }
+                guard let wake = await iterator.next() else { break }
+                if case .tick = wake { try await writer.write(ByteBuffer(string: ": keep-alive\n\n")) }
             }
-        )
+        }
     }
 
     // MARK: - Consent

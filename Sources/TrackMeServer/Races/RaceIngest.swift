@@ -147,7 +147,7 @@ struct RaceIngest: Sendable {
 }
 
 /// The zone queues' rules (003 AS4-AS5), pure.
-enum FleetQueue {
+public enum FleetQueue {
     /// A taxi that missed two 30 s reports is silent: shown so, and out of every queue.
     static let silentAfterMilliseconds: Int64 = 60_000
 
@@ -175,7 +175,7 @@ enum FleetQueue {
 
     /// Faster than this from the fix shown before, a fix is a GPS jump (a taxi in town does not
     /// do 250 km/h; recorded jumps reach 900 m/s).
-    static let jumpMetresPerSecond = 70.0
+    public static let jumpMetresPerSecond = 70.0
 
     /// The fix to show of a batch's `fixes`: the newest that is not a jump, each checked against
     /// the one shown before it (oldest first, starting from `last`). A ride's start takes its

@@ -58,57 +58,39 @@ struct RunsRoom: Sendable {
 
     var now: Int64 { configuration.wallClock() }
 
-    typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
-
     /// The room's routes, each behind the door its declaration in `access` names. `page` serves
     /// a page or script under the pages' policy.
     func routes(page: @escaping @Sendable (EmbeddedFile, Request) -> Response) -> RouteCollection<ServerRequestContext> {
         let routes = RouteCollection(context: ServerRequestContext.self)
         let room = self
-        func on(_ method: HTTPRequest.Method, _ path: String, _ handler: @escaping Handler) {
-            let key =
-                "\(method) "
-                + path.split(separator: "/", omittingEmptySubsequences: false)
-                .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
-            switch Self.access[key] {
-            case .open:
-                routes.on(RouterPath(path), method: method, use: handler)
-            case .roles(let roles), .personData(let roles):
-                routes.group().add(middleware: RoleAuthentication(authenticator: room.authenticator, roles: roles))
-                    .on(RouterPath(path), method: method, use: handler)
-            case .device, nil:
-                // Undeclared: nobody but the administrator (the route-enumeration test names it).
-                routes.group().add(middleware: RoleAuthentication(authenticator: room.authenticator, roles: [.admin]))
-                    .on(RouterPath(path), method: method, use: handler)
-            }
-        }
-        on(.get, "/runs") { request, _ in page(WebPages.runs, request) }
-        on(.get, "/runs/:id") { request, _ in page(WebPages.race, request) }
-        on(.get, "/organise") { request, _ in page(WebPages.organise, request) }
-        on(.get, "/assets/race.js") { request, _ in page(WebPages.raceScript, request) }
-        on(.get, "/assets/runs.js") { request, _ in page(WebPages.runsScript, request) }
-        on(.get, "/assets/organise.js") { request, _ in page(WebPages.organiseScript, request) }
-        on(.get, "/v1/public/runs") { request, _ in try await room.publicList(request) }
-        on(.get, "/v1/public/runs/:id") { _, context in try await room.spectatorData(id: try context.pathID("id")) }
-        on(.get, "/v1/public/runs/:id/stream") { _, context in try await room.spectatorStream(id: try context.pathID("id")) }
-        on(.post, "/v1/runs") { request, context in try await room.createRun(request, principal: try context.signedIn()) }
-        on(.get, "/v1/runs") { _, context in try await room.listRuns(principal: try context.signedIn()) }
-        on(.get, "/v1/runs/:id") { _, context in
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        doors.on(.get, "/runs") { request, _ in page(WebPages.runs, request) }
+        doors.on(.get, "/runs/:id") { request, _ in page(WebPages.race, request) }
+        doors.on(.get, "/organise") { request, _ in page(WebPages.organise, request) }
+        doors.on(.get, "/assets/race.js") { request, _ in page(WebPages.raceScript, request) }
+        doors.on(.get, "/assets/runs.js") { request, _ in page(WebPages.runsScript, request) }
+        doors.on(.get, "/assets/organise.js") { request, _ in page(WebPages.organiseScript, request) }
+        doors.on(.get, "/v1/public/runs") { request, _ in try await room.publicList(request) }
+        doors.on(.get, "/v1/public/runs/:id") { _, context in try await room.spectatorData(id: try context.pathID("id")) }
+        doors.on(.get, "/v1/public/runs/:id/stream") { _, context in try await room.spectatorStream(id: try context.pathID("id")) }
+        doors.on(.post, "/v1/runs") { request, context in try await room.createRun(request, principal: try context.signedIn()) }
+        doors.on(.get, "/v1/runs") { _, context in try await room.listRuns(principal: try context.signedIn()) }
+        doors.on(.get, "/v1/runs/:id") { _, context in
             try await room.showRun(id: try context.pathID("id"), principal: try context.signedIn())
         }
-        on(.post, "/v1/runs/:id/enrolment") { request, context in
+        doors.on(.post, "/v1/runs/:id/enrolment") { request, context in
             try await room.setEnrolment(request, id: try context.pathID("id"), principal: try context.signedIn())
         }
-        on(.post, "/v1/runs/:id/removals") { request, context in
+        doors.on(.post, "/v1/runs/:id/removals") { request, context in
             try await room.removeRunner(request, id: try context.pathID("id"), principal: try context.signedIn())
         }
-        on(.post, "/v1/runs/:id/close") { _, context in
+        doors.on(.post, "/v1/runs/:id/close") { _, context in
             try await room.closeRun(id: try context.pathID("id"), principal: try context.signedIn())
         }
-        on(.get, "/v1/runs/:id/results.csv") { _, context in
+        doors.on(.get, "/v1/runs/:id/results.csv") { _, context in
             try await room.results(id: try context.pathID("id"), principal: try context.signedIn())
         }
-        on(.get, "/v1/runs/:id/tracks.gpx") { _, context in
+        doors.on(.get, "/v1/runs/:id/tracks.gpx") { _, context in
             try await room.tracks(id: try context.pathID("id"), principal: try context.signedIn())
         }
         return routes
@@ -329,46 +311,24 @@ struct RunsRoom: Sendable {
     func spectatorStream(id: String) async throws -> Response {
         let first = try await spectatorView(id: id)
         let room = self
-        let notifier = self.notifier
-        let logger = self.logger
-        var headers = HTTPFields()
-        headers[.contentType] = "text/event-stream"
-        headers[.cacheControl] = "no-cache"
-        return Response(
-            status: .ok,
-            headers: headers,
-            body: ResponseBody { writer in
-                let (subscription, wakes) = notifier.subscribe()
-                defer { notifier.unsubscribe(subscription) }
-                do {
-                    try await withGracefulShutdownHandler {
-                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                        var view = first
-                        var sent: [String]?
-                        var iterator = wakes.makeAsyncIterator()
-                        while !Task.isCancelled {
-                            if view.status == .finished {
-                                try await writer.write(ByteBuffer(string: "event: finished\ndata: \(try Self.jsonText(view))\n\n"))
-                                break
-                            }
-                            if sent != view.signature {
-                                try await writer.write(ByteBuffer(string: "event: standings\ndata: \(try Self.jsonText(view))\n\n"))
-                                sent = view.signature
-                            }
-                            guard let wake = await iterator.next() else { break }
-                            if case .tick = wake { sent = nil }
-                            view = try await room.spectatorView(id: id)
-                        }
-                    } onGracefulShutdown: {
-                        notifier.unsubscribe(subscription)
-                    }
-                } catch {
-                    logger.debug("spectator stream ended", metadata: ["error": "\(error)"])
-                    throw error
+        return EventStream.response(notifier: notifier, retryMilliseconds: 2000, logger: logger, name: "spectator stream") { writer, wakes in
+            var view = first
+            var sent: [String]?
+            var iterator = wakes.makeAsyncIterator()
+            while !Task.isCancelled {
+                if view.status == .finished {
+                    try await writer.write(ByteBuffer(string: "event: finished\ndata: \(try Self.jsonText(view))\n\n"))
+                    break
                 }
-                try await writer.finish(nil)
+                if sent != view.signature {
+                    try await writer.write(ByteBuffer(string: "event: standings\ndata: \(try Self.jsonText(view))\n\n"))
+                    sent = view.signature
+                }
+                guard let wake = await iterator.next() else { break }
+                if case .tick = wake { sent = nil }
+                view = try await room.spectatorView(id: id)
             }
-        )
+        }
     }
 
     // MARK: - Helpers

@@ -90,7 +90,8 @@ extension RouteAccess {
     /// names it).
     struct Doors {
         let routes: RouteCollection<ServerRequestContext>
-        /// Where the room's collection is mounted (`/v1`), for the declaration's full path.
+        /// Where the room's collection is mounted (`/v1`), for the declaration's full path; empty
+        /// for a room at the root, whose paths are full already.
         let mountedAt: String
         let access: [String: Requirement]
         let authenticator: Authenticator
@@ -98,7 +99,7 @@ extension RouteAccess {
         typealias Handler = @Sendable (Request, ServerRequestContext) async throws -> Response
 
         func on(_ method: HTTPRequest.Method, _ path: String, use handler: @escaping Handler) {
-            let full = "\(mountedAt)/\(path)".split(separator: "/", omittingEmptySubsequences: false)
+            let full = (mountedAt.isEmpty ? path : "\(mountedAt)/\(path)").split(separator: "/", omittingEmptySubsequences: false)
                 .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
             switch access["\(method) \(full)"] {
             case .open:

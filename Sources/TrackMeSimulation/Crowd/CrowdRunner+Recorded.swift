@@ -84,20 +84,12 @@ extension CrowdRunner {
             let id = String(format: "runner-%03d", index + 1)
             let person = PersonProfile(name: recorded.name, age: 20 + index % 50)
             let collapses = race.collapse?.runner == index + 1
-            let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
-            let device = try CrowdDevice(
-                deviceID: id,
-                token: credentials.token,
+            let device = try await context.device(
+                id,
                 person: person,
                 profile: .runner,
-                transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
-                startMilliseconds: 0,
                 seed: UInt64(index + 1),
-                clock: context.clock,
-                anchor: context.wall.anchor,
-                wearsStrap: collapses,
-                logger: context.logger
+                wearsStrap: collapses
             )
             _ = try await device.control.joinRun(code: "SIM-RACE", show: true)
             _ = try await device.control.checkInToRun()
@@ -237,15 +229,9 @@ extension CrowdRunner {
             if let deviceID = entry["device_id"] as? String { shown[deviceID] = entry }
         }
 
-        var lost = 0
-        var duplicates = 0
-        var fixes = 0
+        var tally = DeliveryTally()
         for runner in runners {
-            let committed = Set(await runner.device.committed)
-            fixes += committed.count
-            let atServer = try await context.server.storedSequences(deviceID: runner.device.deviceID)
-            duplicates += atServer.count - Set(atServer).count
-            lost += committed.subtracting(atServer).count
+            try await tally.add(runner.device, server: context.server)
         }
         let reports = runners.map { runner in
             let entry = shown[runner.device.deviceID] ?? [:]
@@ -274,13 +260,13 @@ extension CrowdRunner {
         )
         let seconds = ScenarioRunner.milliseconds(elapsed) / 1000
         outcome.figures["race.runners"] = Double(runners.count)
-        outcome.figures["race.fixes"] = Double(fixes)
+        outcome.figures["race.fixes"] = Double(tally.fixes)
         outcome.figures["race.wall_s"] = seconds
         outcome.figures["race.real_time_ratio"] = seconds / Double(duration + 1)
         outcome.lines.append(
-            "recorded race: \(runners.count) tracks (\(align.rawValue) aligned), \(String(format: "%.0f", raceMetres)) m, \(duration + 1) s at 1 Hz, \(fixes) fixes, \(String(format: "%.1f", seconds)) s (\(String(format: "%.3f", seconds / Double(duration + 1))) x real time)"
+            "recorded race: \(runners.count) tracks (\(align.rawValue) aligned), \(String(format: "%.0f", raceMetres)) m, \(duration + 1) s at 1 Hz, \(tally.fixes) fixes, \(String(format: "%.1f", seconds)) s (\(String(format: "%.3f", seconds / Double(duration + 1))) x real time)"
         )
-        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        check(&outcome, tally.whole, tally.description)
         let expect = scenario.expect.race ?? RecordedRace.Expectations()
         Self.checkRecorded(expect, reports: reports, raceMetres: raceMetres, into: &outcome)
         if expect.noIdentitySwaps == true {

@@ -188,19 +188,12 @@ extension CrowdRunner {
         for (number, taxiID) in order.enumerated() {
             let id = "taxi-\(taxiID)"
             let person = PersonProfile(name: "Taxi \(taxiID)", age: 45)
-            let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
-            let device = try CrowdDevice(
-                deviceID: id,
-                token: credentials.token,
+            let device = try await context.device(
+                id,
                 person: person,
                 profile: .taxi,
-                transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(number).sqlite").path,
-                startMilliseconds: 0,
                 seed: UInt64(3000 + number),
-                clock: context.clock,
-                anchor: context.wall.anchor,
-                logger: context.logger
+                storeName: "\(number)"
             )
             var events: [(ms: Int64, step: TripStep)] = []
             var keys: [String: Int] = [:]
@@ -346,17 +339,11 @@ extension CrowdRunner {
         }
         let elapsed = ScenarioRunner.milliseconds(ContinuousClock.now - started) / 1000
         context.wall.set(now + 1000)
-        var lost = 0
-        var duplicates = 0
-        var fixes = 0
+        var tally = DeliveryTally()
         var alerts: [CrowdAlert] = []
         for taxi in taxis {
             await taxi.device.drain()
-            let committed = Set(await taxi.device.committed)
-            fixes += committed.count
-            let atServer = try await context.server.storedSequences(deviceID: taxi.device.deviceID)
-            duplicates += atServer.count - Set(atServer).count
-            lost += committed.subtracting(atServer).count
+            try await tally.add(taxi.device, server: context.server)
             let delivered = await taxi.device.delivered
             for (id, kind) in await taxi.device.raised {
                 alerts.append(
@@ -389,7 +376,7 @@ extension CrowdRunner {
             rows: recording.rows,
             skipped: Dictionary(uniqueKeysWithValues: RecordedTrips.Skip.allCases.map { ($0.rawValue, recording.skipped[$0] ?? 0) }),
             taxis: taxis.count,
-            fixesStored: fixes,
+            fixesStored: tally.fixes,
             boardReads: boardReads,
             traceSeconds: traceSeconds,
             realSeconds: elapsed
@@ -403,7 +390,7 @@ extension CrowdRunner {
         outcome.lines.append(
             "fleet (recorded): \(trips.count) rides of \(taxis.count) taxis from \(recording.rows) rows (\(skipped) skipped: \(recording.skipped.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", "))), \(jumps) jump points, \(Int(traceSeconds)) s of trace in \(String(format: "%.1f", elapsed)) s (\(String(format: "%.0f", elapsed > 0 ? traceSeconds / elapsed : 0))x real time), \(boardReads) board reads"
         )
-        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        check(&outcome, tally.whole, tally.description)
         check(&outcome, alerts.isEmpty, "no alert: \(alerts.map { "\($0.deviceID) \($0.kind)" }.prefix(5))")
         if let within = scenario.expect.ridesShownWithinSeconds {
             let late = rides.filter { ride in
@@ -437,9 +424,8 @@ extension CrowdRunner {
 
 /// The fleet board as the page reads it, and the rule the recording's jumps are judged by.
 enum FleetJudge {
-    /// The fleet's own limit (`FleetQueue.jumpMetresPerSecond`), so a jump the server would keep
-    /// off the map is what the report counts.
-    static let jumpMetresPerSecond = 70.0
+    /// The fleet's own limit, so a jump the server would keep off the map is what the report counts.
+    static let jumpMetresPerSecond = FleetQueue.jumpMetresPerSecond
 
     struct Shown {
         var state: String

@@ -41,22 +41,14 @@ extension CrowdRunner {
         for index in 0..<rides.taxis {
             let id = String(format: "cab-%03d", index + 1)
             let person = PersonProfile(name: String(format: "Driver %03d", index + 1), age: 40)
-            let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
             let log = OfferLog()
             let wall = context.wall
-            let device = try CrowdDevice(
-                deviceID: id,
-                token: credentials.token,
+            let device = try await context.device(
+                id,
                 person: person,
                 profile: .taxi,
-                transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
-                startMilliseconds: 0,
                 seed: UInt64(2000 + index),
-                clock: context.clock,
-                anchor: context.wall.anchor,
-                onRideOffer: { log.note($0, at: wall.wall) },
-                logger: context.logger
+                onRideOffer: { log.note($0, at: wall.wall) }
             )
             let corners = rides.zones[index % rides.zones.count].polygon
             let lat = corners.map { $0[0] }.reduce(0, +) / Double(corners.count)

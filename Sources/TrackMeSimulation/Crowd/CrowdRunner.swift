@@ -261,20 +261,12 @@ public struct CrowdRunner: Sendable {
         for index in 0..<count {
             let id = String(format: "runner-%03d", index + 1)
             let name = String(format: "Runner %03d", index + 1)
-            let credentials = try await context.server.enrolDevice(deviceID: id, person: PersonProfile(name: name, age: 20 + index % 50))
-            let device = try CrowdDevice(
-                deviceID: id,
-                token: credentials.token,
+            let device = try await context.device(
+                id,
                 person: PersonProfile(name: name, age: 20 + index % 50),
                 profile: .runner,
-                transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
-                startMilliseconds: 0,
                 seed: UInt64(index + 1),
-                clock: context.clock,
-                anchor: context.wall.anchor,
-                wearsStrap: race.collapse?.runner == index + 1,
-                logger: context.logger
+                wearsStrap: race.collapse?.runner == index + 1
             )
             let show = random.nextDouble() < race.showFraction
             // The runner's own commands, as `trackme-agent run-join CODE --show` and `run-check-in`.
@@ -414,22 +406,16 @@ public struct CrowdRunner: Sendable {
             ($0.truth.max { $0.key < $1.key }?.value ?? 0) < ($1.truth.max { $0.key < $1.key }?.value ?? 0)
         }?.name
 
-        var lost = 0
-        var duplicates = 0
-        var fixes = 0
+        var tally = DeliveryTally()
         for runner in runners {
-            let committed = Set(await runner.device.committed)
-            fixes += committed.count
-            let atServer = try await context.server.storedSequences(deviceID: runner.device.deviceID)
-            duplicates += atServer.count - Set(atServer).count
-            lost += committed.subtracting(atServer).count
+            try await tally.add(runner.device, server: context.server)
             await runner.device.close()
         }
         let p50 = Self.percentile(lags, 0.5)
         let p99 = Self.percentile(lags, 0.99)
         let tunnelled = runners.filter { $0.onlineFixes.count < $0.truth.count }.count
         outcome.figures["race.runners"] = Double(count)
-        outcome.figures["race.fixes"] = Double(fixes)
+        outcome.figures["race.fixes"] = Double(tally.fixes)
         outcome.figures["race.lag_p50_s"] = p50
         outcome.figures["race.lag_p99_s"] = p99
         outcome.figures["race.real_lag_p50_s"] = Self.percentile(realLags, 0.5)
@@ -437,9 +423,9 @@ public struct CrowdRunner: Sendable {
         outcome.figures["race.batches_per_s"] = Double(await batchCount(runners)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
         outcome.figures["race.runner_seconds_per_s"] = Double(count * (duration + 1)) / max(0.001, ScenarioRunner.milliseconds(elapsed) / 1000)
         outcome.lines.append(
-            "race: \(count) runners (\(runners.filter(\.show).count) shown, \(tunnelled) through the tunnel), \(duration + 1) s at 1 Hz, \(fixes) fixes, \(polls) spectator reads, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
+            "race: \(count) runners (\(runners.filter(\.show).count) shown, \(tunnelled) through the tunnel), \(duration + 1) s at 1 Hz, \(tally.fixes) fixes, \(polls) spectator reads, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
         )
-        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        check(&outcome, tally.whole, tally.description)
         if let limit = scenario.expect.spectatorLagP99Seconds {
             check(
                 &outcome,
@@ -553,19 +539,11 @@ public struct CrowdRunner: Sendable {
         for index in 0..<fleet.taxis {
             let id = String(format: "taxi-%03d", index + 1)
             let person = PersonProfile(name: String(format: "Cab %03d", index + 1), age: 45)
-            let credentials = try await context.server.enrolDevice(deviceID: id, person: person)
-            let device = try CrowdDevice(
-                deviceID: id,
-                token: credentials.token,
+            let device = try await context.device(
+                id,
                 person: person,
                 profile: .taxi,
-                transport: context.transport,
-                storePath: context.work.appendingPathComponent("\(id).sqlite").path,
-                startMilliseconds: 0,
-                seed: UInt64(1000 + index),
-                clock: context.clock,
-                anchor: context.wall.anchor,
-                logger: context.logger
+                seed: UInt64(1000 + index)
             )
             let zone = index % fleet.zones.count
             let (lat, lon) = stand(in: zone)
@@ -672,16 +650,10 @@ public struct CrowdRunner: Sendable {
         let missed = arrivals.filter { fleet.durationSeconds - $0.at > 30 }.map { "\(taxis[$0.taxi].device.deviceID)@\($0.at)s" }
         let elapsed = ContinuousClock.now - started
         context.wall.set(Int64(fleet.durationSeconds) * 1000 + 1000)
-        var lost = 0
-        var duplicates = 0
-        var fixes = 0
+        var tally = DeliveryTally()
         for taxi in taxis {
             await taxi.device.drain()
-            let committed = Set(await taxi.device.committed)
-            fixes += committed.count
-            let atServer = try await context.server.storedSequences(deviceID: taxi.device.deviceID)
-            duplicates += atServer.count - Set(atServer).count
-            lost += committed.subtracting(atServer).count
+            try await tally.add(taxi.device, server: context.server)
             await taxi.device.close()
         }
         let worstQueued = queuedDelays.max() ?? 0
@@ -690,9 +662,9 @@ public struct CrowdRunner: Sendable {
         outcome.figures["fleet.queued_max_s"] = worstQueued
         outcome.figures["fleet.leave_max_s"] = worstLeave
         outcome.lines.append(
-            "fleet: \(fleet.taxis) taxis, \(fleet.zones.count) zones, \(fleet.durationSeconds + 1) s, \(fixes) fixes stored, \(queuedDelays.count) arrivals (\(cruised) departures cruising, available) and \(leaveDelays.count) state changes out of a queue seen, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
+            "fleet: \(fleet.taxis) taxis, \(fleet.zones.count) zones, \(fleet.durationSeconds + 1) s, \(tally.fixes) fixes stored, \(queuedDelays.count) arrivals (\(cruised) departures cruising, available) and \(leaveDelays.count) state changes out of a queue seen, \(String(format: "%.1f", ScenarioRunner.milliseconds(elapsed) / 1000)) s"
         )
-        check(&outcome, lost == 0 && duplicates == 0, "nothing lost or duplicated: \(lost) lost, \(duplicates) duplicated of \(fixes)")
+        check(&outcome, tally.whole, tally.description)
         if let limit = scenario.expect.queuedWithinSeconds {
             check(
                 &outcome,
@@ -780,5 +752,37 @@ extension SplitMix64 {
     mutating func nextGaussian() -> Double {
         let u = max(1e-12, nextDouble())
         return (-2 * log(u)).squareRoot() * cos(2 * .pi * nextDouble())
+    }
+}
+
+extension CrowdRunner.Context {
+    /// One member of the crowd: enrolled at the server as `person`, running the agent's own
+    /// lanes on the run's clocks, with a store of its own in the run's folder (`storeName`, the
+    /// device id unless given).
+    func device(
+        _ id: String,
+        person: PersonProfile,
+        profile: DeviceProfile,
+        seed: UInt64,
+        storeName: String? = nil,
+        wearsStrap: Bool = false,
+        onRideOffer: (@Sendable (RideNotice) -> Void)? = nil
+    ) async throws -> CrowdDevice {
+        let credentials = try await server.enrolDevice(deviceID: id, person: person)
+        return try CrowdDevice(
+            deviceID: id,
+            token: credentials.token,
+            person: person,
+            profile: profile,
+            transport: transport,
+            storePath: work.appendingPathComponent("\(storeName ?? id).sqlite").path,
+            startMilliseconds: 0,
+            seed: seed,
+            clock: clock,
+            anchor: wall.anchor,
+            wearsStrap: wearsStrap,
+            onRideOffer: onRideOffer,
+            logger: logger
+        )
     }
 }
