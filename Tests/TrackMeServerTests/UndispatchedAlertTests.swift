@@ -117,6 +117,55 @@ struct UndispatchedAlertTests {
         }
     }
 
+    @Test(
+        "the wearer presses SOS during a kept alert: the alert, now manual, goes to the desk and leaves the kept list (nothing left behind to outlive it)",
+        arguments: Backend.enabled
+    )
+    func sosDuringAKeptAlert(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let (_, device, session, _) = try await Self.unenrolled(s)
+            let dispatcher = try await s.dispatcher()
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-1", kind: .heartRateHigh), token: device).status == 200)
+            var pressed = Self.alert("pi-0001", id: "alert-1", kind: .manual, seq: 1, type: .kindChanged)
+            pressed.alert.reason = nil
+            let answer = try await s.postAlert(pressed, token: device)
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect(try await AutomatedSOSTests.openAlerts(s, dispatcher: dispatcher) == ["alert-1"])
+            let list = try await Self.alerts(s, "/v1/people/me/alerts", session)
+            #expect(list.count == 1)
+            #expect(list.first?["dispatched"] as? Bool == true)
+            #expect(list.first?["kind"] as? String == "manual")
+            #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM undispatched_alerts") == 0)
+        }
+    }
+
+    @Test(
+        "the per-device flood limit holds for kept alerts too: past the burst a new one gets 429 and is not kept; no flood event reaches the dispatchers' feed",
+        arguments: Backend.enabled
+    )
+    func floodLimited(backend: Backend) async throws {
+        var limits = ServerLimits.withoutRateLimits
+        limits.alertRaisesPerDevice = RateLimit(burst: 3, perSecond: 1.0 / 6)
+        try await TestServer.with(backend, limits: limits) { s in
+            let (_, device, session, _) = try await Self.unenrolled(s)
+            var statuses: [Int] = []
+            for index in 0..<6 {
+                statuses.append(try await s.postAlert(Self.alert("pi-0001", id: "alert-\(index)", kind: .noPulse), token: device).status)
+            }
+            #expect(statuses == [200, 200, 200, 429, 429, 429])
+            #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM undispatched_alerts") == 3)
+            #expect(try await Self.alerts(s, "/v1/people/me/alerts", session).count == 3)
+            // An update of a kept alert is not a new alert.
+            let cancel = Self.alert("pi-0001", id: "alert-0", kind: .noPulse, seq: 1, type: .cancelled)
+            #expect(try await s.postAlert(cancel, token: device).status == 200)
+            let feed = try await s.server.store.feedEvents(after: 0, limit: 1000)
+            #expect(!feed.contains { $0.kind == "alert_flood" || $0.kind == "alert" }, "\(feed.map(\.kind))")
+            // Time refills the bucket.
+            s.wall.advance(milliseconds: 6000)
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-late", kind: .noPulse), token: device).status == 200)
+        }
+    }
+
     @Test("retention: a closed one goes with closed_alerts (60 days from its end), an open one stays", arguments: Backend.enabled)
     func retention(backend: Backend) async throws {
         try await TestServer.with(backend) { s in

@@ -39,6 +39,10 @@ extension PostgresServerStore {
         }
     }
 
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
+        try await client.query("DELETE FROM undispatched_alerts WHERE alert_id = \(id) AND device_id = \(deviceID)", logger: logger)
+    }
+
     func isUndispatchedAlert(id: String) async throws -> Bool {
         !(try await client.query("SELECT 1 FROM undispatched_alerts WHERE alert_id = \(id)", logger: logger).collect().isEmpty)
     }

@@ -29,6 +29,12 @@ extension SQLiteServerStore {
         }
     }
 
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM undispatched_alerts WHERE alert_id = ? AND device_id = ?", arguments: [id, deviceID])
+        }
+    }
+
     func isUndispatchedAlert(id: String) async throws -> Bool {
         try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM undispatched_alerts WHERE alert_id = ?", arguments: [id]) ?? false }
     }

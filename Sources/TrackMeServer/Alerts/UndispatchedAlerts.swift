@@ -69,6 +69,8 @@ protocol UndispatchedAlertStore: Sendable {
     func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome
     /// Whether the alert is kept here (its later updates stay here too).
     func isUndispatchedAlert(id: String) async throws -> Bool
+    /// The device's alert is the desk's now (the wearer pressed SOS during it): its kept row goes.
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws
     /// The alerts of these devices, newest first, bodies opened (a body that does not open is
     /// given empty: the alert is still listed, without its position).
     func undispatchedAlerts(deviceIDs: [String]) async throws -> [UndispatchedAlert]

@@ -238,6 +238,11 @@ struct IngestRoom: Sendable {
         case .accepted(let result):
             (result.duplicate ? metrics.alertUpdatesDuplicate : metrics.alertUpdates).increment()
             if !result.duplicate { notifier.notify() }
+            // SOS pressed during a kept alert: the desk holds the alert from here on (the update
+            // carries the whole record), and nothing of it stays behind on the kept list.
+            if update.alert.kind == .manual, update.updateSequence > 0, try await store.isUndispatchedAlert(id: update.alert.id) {
+                try await store.handUndispatchedAlertToDesk(id: update.alert.id, deviceID: update.alert.deviceID)
+            }
             let resolved = try await store.alertResolved(id: update.alert.id)
             return try json(
                 .ok,
@@ -266,6 +271,9 @@ struct IngestRoom: Sendable {
             undispatched = try await store.isUndispatchedAlert(id: update.alert.id)
         }
         guard undispatched else { return nil }
+        // Kept alerts take room in the person's list as the desk's do: the same bound on new
+        // ones, without a flood event on the dispatchers' feed, which never shows them.
+        if update.updateSequence == 0 { try await admitNewAlert(deviceID: update.alert.deviceID, toldOnFeed: false) }
         let outcome = try await store.keepUndispatchedAlert(
             update,
             body: try StoreJSON.encode(update),
@@ -341,8 +349,9 @@ struct IngestRoom: Sendable {
 
     /// Lets a new alert of `deviceID` through, or refuses it with 429 and `Retry-After` (the
     /// device keeps it and sends it again then). The first refusal of a flood puts one
-    /// `alert_flood` event on the feed, so a dispatcher sees the flood, not 500 alerts.
-    private func admitNewAlert(deviceID: String) async throws {
+    /// `alert_flood` event on the feed (when `toldOnFeed`), so a dispatcher sees the flood, not
+    /// 500 alerts.
+    private func admitNewAlert(deviceID: String, toldOnFeed: Bool = true) async throws {
         guard let alertFloods, let limit = configuration.limits.alertRaisesPerDevice else { return }
         let now = configuration.wallClock()
         switch alertFloods.raise(deviceID: deviceID, now: now) {
@@ -352,12 +361,14 @@ struct IngestRoom: Sendable {
             metrics.alertRaisesRefused.increment()
             if floodStarted {
                 metrics.alertFloods.increment()
+                logger.warning("alert flood", metadata: ["server.device": "\(deviceID)"])
+            }
+            if floodStarted && toldOnFeed {
                 let data = try StoreJSON.encode(
                     AlertFloodData(deviceID: deviceID, startedMilliseconds: now, burst: limit.burst, perMinute: limit.perSecond * 60)
                 )
                 try await store.appendFeedEvent(kind: FeedKind.alertFlood, data: data)
                 notifier.notify()
-                logger.warning("alert flood", metadata: ["server.device": "\(deviceID)"])
             }
             throw APIError.tooManyRequests("too many new alerts from device \(deviceID)", retryAfterSeconds: seconds)
         }

@@ -34,6 +34,9 @@ protocol IngestStore: Sendable {
     /// Whether the alert is kept for the person's own list (its later updates stay there).
     func isUndispatchedAlert(id: String) async throws -> Bool
 
+    /// The kept alert went to the desk (`UndispatchedAlertStore.handUndispatchedAlertToDesk`).
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws
+
     /// Whether a dispatcher has resolved the alert (its intake answer says so to the device).
     func alertResolved(id: String) async throws -> Bool
 

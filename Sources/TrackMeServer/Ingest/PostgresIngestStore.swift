@@ -39,6 +39,10 @@ final class PostgresIngestStore: IngestStore {
         try await store.isUndispatchedAlert(id: id)
     }
 
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
+        try await store.handUndispatchedAlertToDesk(id: id, deviceID: deviceID)
+    }
+
     func appendFeedEvent(kind: String, data: String) async throws {
         try await store.appendFeedEvent(kind: kind, data: data)
     }

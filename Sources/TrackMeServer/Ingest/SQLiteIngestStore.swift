@@ -33,6 +33,10 @@ final class SQLiteIngestStore: IngestStore {
         try await store.isUndispatchedAlert(id: id)
     }
 
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
+        try await store.handUndispatchedAlertToDesk(id: id, deviceID: deviceID)
+    }
+
     func appendFeedEvent(kind: String, data: String) async throws {
         try await store.appendFeedEvent(kind: kind, data: data)
     }
