@@ -78,8 +78,18 @@ public enum ExportMemoryBenchmark {
         }
     }
 
-    /// One reading a second from `from`, a thousand to a batch, as the device's readings lane sends them.
-    static func fill(_ http: HTTPClient, base: String, token: String, from: Int64, count: Int, wall: borrowing Atomic<Int64>) async throws {
+    /// One reading a second from `from`, a thousand to a batch, as the device's readings lane
+    /// sends them: heart rate, or the reading `payload` makes of the reading's number.
+    static func fill(
+        _ http: HTTPClient,
+        base: String,
+        token: String,
+        deviceID: String = "pi-export",
+        from: Int64,
+        count: Int,
+        wall: borrowing Atomic<Int64>,
+        payload: (Int) -> WireReading.Payload = { .heartRate(HeartRateReading(bpm: 55 + $0 % 50, contact: .detected)) }
+    ) async throws {
         let perBatch = 1_000
         var batchSequence: Int64 = 0
         for start in stride(from: 0, to: count, by: perBatch) {
@@ -93,11 +103,11 @@ public enum ExportMemoryBenchmark {
                         wallClockMilliseconds: from + Int64(n) * 1000,
                         wallClockTrusted: true
                     ),
-                    payload: .heartRate(HeartRateReading(bpm: 55 + n % 50, contact: .detected))
+                    payload: payload(n)
                 )
             }
             wall.store(from + Int64(min(start + perBatch, count)) * 1000, ordering: .relaxed)
-            let batch = SyncBatch(deviceID: "pi-export", batchSequence: batchSequence, readings: readings)
+            let batch = SyncBatch(deviceID: deviceID, batchSequence: batchSequence, readings: readings)
             var request = HTTPClientRequest(url: base + "/v1/batches")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(token)")

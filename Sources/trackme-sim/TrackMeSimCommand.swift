@@ -32,6 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchAlertToConsoleCommand.self,
             LoadBenchCommand.self,
             BenchGroupQueryCommand.self,
+            BenchRollUpCommand.self,
             BenchRaceCommand.self,
             BenchIntakeUnderLoadCommand.self,
             BenchExportMemoryCommand.self,
