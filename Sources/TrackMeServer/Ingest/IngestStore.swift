@@ -119,3 +119,41 @@ enum AlertIntakeOutcome: Hashable, Sendable {
     /// The alert id belongs to another device.
     case foreignAlert
 }
+
+/// An intake store whose reads of what other rooms keep (the device row, whether an alert is
+/// resolved or kept undispatched, wipe orders) and whose small writes beside the batches (a feed
+/// event, a kept alert) are the hall store's own, on the same backend and connections.
+protocol HallBackedIngestStore: IngestStore {
+    associatedtype Hall: ServerStore
+    var store: Hall { get }
+}
+
+extension HallBackedIngestStore {
+    func device(id: String) async throws -> DeviceRow? {
+        try await store.device(id: id)
+    }
+
+    func alertResolved(id: String) async throws -> Bool {
+        try await store.alertRow(id: id)?.outcome != nil
+    }
+
+    func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome {
+        try await store.keepUndispatchedAlert(update, body: body, receivedMilliseconds: receivedMilliseconds)
+    }
+
+    func isUndispatchedAlert(id: String) async throws -> Bool {
+        try await store.isUndispatchedAlert(id: id)
+    }
+
+    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
+        try await store.handUndispatchedAlertToDesk(id: id, deviceID: deviceID)
+    }
+
+    func appendFeedEvent(kind: String, data: String) async throws {
+        try await store.appendFeedEvent(kind: kind, data: data)
+    }
+
+    func wipeOrder(tokenDigest: String) async throws -> Int64? {
+        try await store.wipeOrder(tokenDigest: tokenDigest)
+    }
+}

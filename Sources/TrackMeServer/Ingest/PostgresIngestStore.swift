@@ -6,8 +6,8 @@ import TrackMeCore
 /// Device intake on PostgreSQL: the hall store's connection pool, with intake's own group
 /// commit; the reads intake shares with other rooms (the device row, wipe orders, whether an
 /// alert is resolved) are the hall store's own.
-final class PostgresIngestStore: IngestStore {
-    private let store: PostgresServerStore
+final class PostgresIngestStore: HallBackedIngestStore {
+    let store: PostgresServerStore
     private let client: PostgresClient
     private let logger: Logger
     let groupCommit: IngestGroupCommit
@@ -21,34 +21,6 @@ final class PostgresIngestStore: IngestStore {
         // Up to 8 groups side by side (of the pool's 32 connections): their device locks are
         // taken in one order, so they cannot deadlock.
         groupCommit = IngestGroupCommit(maxWriters: 8) { batches in try await Self.ingestGroup(batches, client: client, logger: logger) }
-    }
-
-    func device(id: String) async throws -> DeviceRow? {
-        try await store.device(id: id)
-    }
-
-    func alertResolved(id: String) async throws -> Bool {
-        try await store.alertRow(id: id)?.outcome != nil
-    }
-
-    func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome {
-        try await store.keepUndispatchedAlert(update, body: body, receivedMilliseconds: receivedMilliseconds)
-    }
-
-    func isUndispatchedAlert(id: String) async throws -> Bool {
-        try await store.isUndispatchedAlert(id: id)
-    }
-
-    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
-        try await store.handUndispatchedAlertToDesk(id: id, deviceID: deviceID)
-    }
-
-    func appendFeedEvent(kind: String, data: String) async throws {
-        try await store.appendFeedEvent(kind: kind, data: data)
-    }
-
-    func wipeOrder(tokenDigest: String) async throws -> Int64? {
-        try await store.wipeOrder(tokenDigest: tokenDigest)
     }
 
     /// Batches from many devices arriving together are written in one transaction

@@ -5,8 +5,8 @@ import TrackMeCore
 /// share its one writer (a queued alert goes between two groups of batches, not after the
 /// backlog); the reads intake shares with other rooms (the device row, wipe orders, whether an
 /// alert is resolved) are the hall store's own.
-final class SQLiteIngestStore: IngestStore {
-    private let store: SQLiteServerStore
+final class SQLiteIngestStore: HallBackedIngestStore {
+    let store: SQLiteServerStore
     private let pool: DatabasePool
     let groupCommit: IngestGroupCommit
 
@@ -15,34 +15,6 @@ final class SQLiteIngestStore: IngestStore {
         let pool = store.pool
         self.pool = pool
         groupCommit = IngestGroupCommit { commit in SQLiteIngestStore.writeNextGroup(of: commit, on: pool) }
-    }
-
-    func device(id: String) async throws -> DeviceRow? {
-        try await store.device(id: id)
-    }
-
-    func alertResolved(id: String) async throws -> Bool {
-        try await store.alertRow(id: id)?.outcome != nil
-    }
-
-    func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome {
-        try await store.keepUndispatchedAlert(update, body: body, receivedMilliseconds: receivedMilliseconds)
-    }
-
-    func isUndispatchedAlert(id: String) async throws -> Bool {
-        try await store.isUndispatchedAlert(id: id)
-    }
-
-    func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws {
-        try await store.handUndispatchedAlertToDesk(id: id, deviceID: deviceID)
-    }
-
-    func appendFeedEvent(kind: String, data: String) async throws {
-        try await store.appendFeedEvent(kind: kind, data: data)
-    }
-
-    func wipeOrder(tokenDigest: String) async throws -> Int64? {
-        try await store.wipeOrder(tokenDigest: tokenDigest)
     }
 
     /// One group per turn of GRDB's writer queue, in one transaction, each batch in a savepoint
