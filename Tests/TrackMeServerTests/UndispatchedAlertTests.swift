@@ -117,6 +117,27 @@ struct UndispatchedAlertTests {
         }
     }
 
+    @Test("the person's download says which alerts went to a dispatcher and which were kept (CSV and JSON)", arguments: Backend.enabled)
+    func download(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let (_, device, session, _) = try await Self.unenrolled(s)
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-kept", kind: .heartRateHigh), token: device).status == 200)
+            #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-sos", kind: .manual), token: device).status == 200)
+            let csv = try await s.page("GET", "/v1/people/me/export?format=csv", session)
+            #expect(csv.status == 200)
+            let rows = csv.text.split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            let header = try #require(rows.first)
+            let column = try #require(header.firstIndex(of: "dispatched"))
+            let id = try #require(header.firstIndex(of: "alert_id"))
+            #expect(rows.allSatisfy { $0.count == header.count }, "every row has every column")
+            let dispatched = Dictionary(uniqueKeysWithValues: rows.filter { $0.first == "alert" }.map { ($0[id], $0[column]) })
+            #expect(dispatched == ["alert-kept": "false", "alert-sos": "true"])
+            let json = try await s.page("GET", "/v1/people/me/export?format=json", session)
+            let alerts = json.object["alerts"] as? [[String: Any]] ?? []
+            #expect(alerts.first { $0["alert_id"] as? String == "alert-kept" }?["dispatched"] as? Bool == false)
+        }
+    }
+
     @Test(
         "the wearer presses SOS during a kept alert: the alert, now manual, goes to the desk and leaves the kept list (nothing left behind to outlive it)",
         arguments: Backend.enabled

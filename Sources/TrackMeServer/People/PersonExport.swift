@@ -41,7 +41,7 @@ struct PersonExport: Sendable {
 
     static let chunkBytes = 64 * 1024
     static let csvHeader =
-        "record,at_ms,at,device_id,bpm,lat,lon,alert_id,alert_kind,alert_state,outcome,min,mean,max,resting_estimate,seconds_out_of_range"
+        "record,at_ms,at,device_id,bpm,lat,lon,alert_id,alert_kind,alert_state,outcome,min,mean,max,resting_estimate,seconds_out_of_range,dispatched"
 
     func response(_ format: Format) -> Response {
         var headers = HTTPFields()
@@ -144,7 +144,7 @@ struct PersonExport: Sendable {
             try await emit(
                 row([
                     "heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "",
-                    "", "",
+                    "", "", "",
                 ])
             )
         }
@@ -152,7 +152,7 @@ struct PersonExport: Sendable {
             try await emit(
                 row([
                     "position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "",
-                    "", "", "", "", "", "",
+                    "", "", "", "", "", "", "",
                 ])
             )
         }
@@ -161,7 +161,7 @@ struct PersonExport: Sendable {
                 row([
                     "day", "\(d.dayMilliseconds)", Downloads.iso(d.dayMilliseconds), "", "", "", "", "", "", "", "", d.minimum.map(String.init) ?? "",
                     d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "",
-                    "\(d.secondsOutOfRange)",
+                    "\(d.secondsOutOfRange)", "",
                 ])
             )
         }
@@ -170,6 +170,8 @@ struct PersonExport: Sendable {
                 row([
                     "alert", "\(a.createdMilliseconds)", Downloads.iso(a.createdMilliseconds), a.deviceID, "", a.latitude.map { "\($0)" } ?? "",
                     a.longitude.map { "\($0)" } ?? "", a.alertID, a.kind?.rawValue ?? "", a.state, a.outcome?.rawValue ?? "", "", "", "", "", "",
+                    // Whether a dispatcher was sent it (false: kept because AutomatedSOS was off).
+                    "\(a.dispatched)",
                 ])
             )
         }
