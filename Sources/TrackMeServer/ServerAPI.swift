@@ -29,6 +29,8 @@ struct ServerAPI: Sendable {
     let runs: RunsRoom
     /// The taxi fleet and its rides: a room with a store of its own, mounted at `FleetRoom.path`.
     let fleet: FleetRoom
+    /// The emergency contacts' links and pages: a room with a store of its own, at full paths.
+    let contacts: ContactsRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -48,7 +50,6 @@ struct ServerAPI: Sendable {
         router.addRoutes(alerts.routes(), atPath: AlertsRoom.path)
         AccountRoutes(api: self).register(on: router)
         ConsoleRoutes(api: self).register(on: router)
-        ContactRoutes(api: self).register(on: router)
         TokenRoutes(api: self).register(on: router)
         CareRoutes(api: self).register(on: router)
         PeopleRoutes(api: self).register(on: router)
@@ -57,6 +58,7 @@ struct ServerAPI: Sendable {
         router.addRoutes(runs.routes { file, request in pages.serve(file, request) })
         router.addRoutes(fleet.routes(), atPath: FleetRoom.path)
         router.addRoutes(fleet.pages(pages.serve))
+        router.addRoutes(contacts.routes { file, request in pages.serve(file, request) })
         return router
     }
 

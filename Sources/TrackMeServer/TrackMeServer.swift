@@ -179,6 +179,14 @@ public final class TrackMeServer: Service, Sendable {
             ),
             runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
             fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
+            contacts: ContactsRoom(
+                store: store,
+                configuration: configuration,
+                authenticator: authenticator,
+                notifier: notifier,
+                metrics: metrics,
+                logger: logger
+            ),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):

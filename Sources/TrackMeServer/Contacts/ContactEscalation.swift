@@ -11,7 +11,7 @@ import TrackMeSystem
 /// time limit, and is retried with a doubling wait until it exits 0 or the attempts run out; each
 /// attempt and its result is on the alert's timeline.
 struct ContactEscalation: Sendable {
-    let store: any ServerStore
+    let store: any ContactsRoomStore
     let console: ConsoleConfiguration
     let wallClock: @Sendable () -> Int64
     /// Times each run of the notifier (its limit).

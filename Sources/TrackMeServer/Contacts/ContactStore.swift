@@ -9,6 +9,17 @@ struct ContactNotification: Hashable, Sendable {
     var confirmedMilliseconds: Int64?
 }
 
+/// What the contacts' room reads and writes, and nothing more: its own tables, and of the
+/// desk's only the alert a link names (its row, its updates, acknowledging it) and the open ones
+/// the escalation walks; the person's access log for a contact's read.
+protocol ContactsRoomStore: ContactStore, AccessLogStore {
+    func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow]
+    func alertRow(id: String) async throws -> AlertDeskRow?
+    func alertUpdates(alertID: String) async throws -> [AlertUpdateRow]
+    func acknowledgeAlert(id: String, by tokenID: String, atMilliseconds: Int64) async throws -> AcknowledgeOutcome
+    func wearerAccount(deviceID: String) async throws -> String?
+}
+
 /// Which contacts were told of which alert, and who confirmed; both backends.
 protocol ContactStore: ContactAttemptStore, Sendable {
     /// Records that contact `index` is being told of the alert; false if they were already.

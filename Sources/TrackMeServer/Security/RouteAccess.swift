@@ -25,7 +25,7 @@ enum RouteAccess {
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
     /// route declared by two rooms is a mistake the route-enumeration test catches.
-    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, AlertsRoom.access, RunsRoom.access, FleetRoom.access]
+    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, AlertsRoom.access, RunsRoom.access, FleetRoom.access, ContactsRoom.access]
 
     /// Every route's requirement.
     static let table: [String: Requirement] = rooms.reduce(into: [:]) { table, room in table.merge(room) { first, _ in first } }
@@ -58,9 +58,6 @@ enum RouteAccess {
         "GET /v1/devices/{id}/care-version": .personData([.admin, .dispatcher, .wearer, .carer]),
         "PUT /v1/devices/{id}/care-settings": .personData([.admin, .wearer, .carer]),
         "POST /v1/devices/{id}/erase": .personData([.admin, .wearer]),
-        "GET /contact/{token}": .open, "POST /contact/{token}": .open,
-        // The contact's live page: the signed link is the credential, scoped to its one alert.
-        "GET /contact/{token}/live": .open, "GET /assets/contact.js": .open,
         // People's data (Data4Help).
         "POST /v1/people/{id}/devices": .roles([.admin]),
         "GET /v1/people/{id}": .personData(people), "GET /v1/people/{id}/heart-rate": .personData(people),

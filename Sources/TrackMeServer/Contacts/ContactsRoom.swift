@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import TrackMeCore
 
@@ -15,31 +16,66 @@ import TrackMeCore
 ///   position is in the person's access log. The page reads it every few seconds until the
 ///   alert closes.
 /// - `POST /contact/{token}`: confirms receipt, once (which acknowledges the alert); 410 after.
-struct ContactRoutes: Sendable {
-    let api: ServerAPI
+///
+/// The room holds its `ContactsRoomStore` and nothing of the hall's.
+struct ContactsRoom: Sendable {
+    /// The signed link is the credential, scoped to its one alert: no other door.
+    static let access: [String: RouteAccess.Requirement] = [
+        "GET /contact/{token}": .open, "POST /contact/{token}": .open, "GET /contact/{token}/live": .open, "GET /assets/contact.js": .open,
+    ]
+
+    private let store: any ContactsRoomStore
+    private let configuration: ServerConfiguration
+    private let authenticator: Authenticator
+    private let notifier: FeedNotifier
+    private let metrics: ServerMetrics
+    private let logger: Logger
+
+    init(
+        store: any ContactsRoomStore,
+        configuration: ServerConfiguration,
+        authenticator: Authenticator,
+        notifier: FeedNotifier,
+        metrics: ServerMetrics,
+        logger: Logger
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.authenticator = authenticator
+        self.notifier = notifier
+        self.metrics = metrics
+        self.logger = logger
+    }
 
     var escalation: ContactEscalation {
         ContactEscalation(
-            store: api.store,
-            console: api.configuration.console,
-            wallClock: api.configuration.wallClock,
-            clock: api.configuration.clock,
-            logger: api.logger
+            store: store,
+            console: configuration.console,
+            wallClock: configuration.wallClock,
+            clock: configuration.clock,
+            logger: logger
         )
     }
 
-    func register(on router: Router<ServerRequestContext>) {
-        let console = ConsoleRoutes(api: api)
-        router.get("/assets/contact.js") { request, _ in console.serve(WebPages.contactScript, request) }
-        router.get("/contact/:token") { request, context in try await show(request, context.parameters.get("token") ?? "") }
-        router.get("/contact/:token/live") { _, context in try await live(context.parameters.get("token") ?? "") }
-        router.post("/contact/:token") { _, context in try await confirm(context.parameters.get("token") ?? "") }
+    /// The room's routes at their full paths, each behind the door `access` declares. `page`
+    /// serves a page or script under the pages' policy.
+    func routes(page: @escaping @Sendable (EmbeddedFile, Request) -> Response) -> RouteCollection<ServerRequestContext> {
+        let routes = RouteCollection(context: ServerRequestContext.self)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        let room = self
+        doors.on(.get, "/assets/contact.js") { request, _ in page(WebPages.contactScript, request) }
+        doors.on(.get, "/contact/:token") { request, context in
+            try await room.show(request, context.parameters.get("token") ?? "", page: page)
+        }
+        doors.on(.get, "/contact/:token/live") { _, context in try await room.live(context.parameters.get("token") ?? "") }
+        doors.on(.post, "/contact/:token") { _, context in try await room.confirm(context.parameters.get("token") ?? "") }
+        return routes
     }
 
     /// The page, with the status the link has now; the page itself holds nothing of the alert
     /// (its script reads `live`), so a browser revalidating it gets its 304 whatever the link.
-    func show(_ request: Request, _ token: String) async throws -> Response {
-        var response = ConsoleRoutes(api: api).serve(WebPages.contact, request)
+    func show(_ request: Request, _ token: String, page: (EmbeddedFile, Request) -> Response) async throws -> Response {
+        var response = page(WebPages.contact, request)
         guard response.status == .ok else { return response }
         switch try await escalation.follow(token: token) {
         case .forged: response.status = .forbidden
@@ -50,13 +86,13 @@ struct ContactRoutes: Sendable {
     }
 
     func live(_ token: String) async throws -> Response {
-        let now = api.configuration.wallClock()
+        let now = configuration.wallClock()
         switch try await escalation.follow(token: token) {
         case .forged: throw ContactFollow.notValid
         case .expired: throw ContactFollow.expired
         case .over: throw ContactFollow.over
         case .live(let notification, let row, let contact):
-            let updates = row.isOpen ? try await api.store.alertUpdates(alertID: row.alertID) : []
+            let updates = row.isOpen ? try await store.alertUpdates(alertID: row.alertID) : []
             let view = ContactFollow.view(
                 row: row,
                 updates: updates,
@@ -75,8 +111,8 @@ struct ContactRoutes: Sendable {
 
     /// The read in the person's access log (the device's when no wearer account is linked).
     func log(row: AlertDeskRow, contactIndex: Int, contact: EmergencyContact?, at now: Int64) async throws {
-        let subject = try await api.store.wearerAccount(deviceID: row.deviceID).map { "person:\($0)" } ?? "device:\(row.deviceID)"
-        try await api.store.appendAccessLog(
+        let subject = try await store.wearerAccount(deviceID: row.deviceID).map { "person:\($0)" } ?? "device:\(row.deviceID)"
+        try await store.appendAccessLog(
             AccessLogEntry(
                 id: 0,
                 subject: subject,
@@ -96,9 +132,9 @@ struct ContactRoutes: Sendable {
         case .expired: throw ContactFollow.expired
         case .used: throw ContactFollow.used
         case .valid(let notification, let row, let contact):
-            let now = api.configuration.wallClock()
+            let now = configuration.wallClock()
             guard
-                try await api.store.confirmContactNotification(
+                try await store.confirmContactNotification(
                     alertID: notification.alertID,
                     contactIndex: notification.contactIndex,
                     nonce: notification.nonce,
@@ -107,10 +143,10 @@ struct ContactRoutes: Sendable {
             else { throw ContactFollow.used }
             // A contact's confirmation counts as an acknowledgement.
             let actor = "contact:\(contact?.name ?? "\(notification.contactIndex)")"
-            if case .acknowledged = try await api.store.acknowledgeAlert(id: row.alertID, by: actor, atMilliseconds: now) {
-                api.metrics.alertsAcknowledged.increment()
+            if case .acknowledged = try await store.acknowledgeAlert(id: row.alertID, by: actor, atMilliseconds: now) {
+                metrics.alertsAcknowledged.increment()
             }
-            api.notifier.notify()
+            notifier.notify()
             return try json(.ok, ContactConfirmation(confirmed: true, confirmedMilliseconds: now))
         }
     }
