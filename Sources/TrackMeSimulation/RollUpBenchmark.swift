@@ -120,7 +120,15 @@ public enum RollUpBenchmark {
                 wall.store(day + dayMilliseconds + 1_800_000, ordering: .relaxed)
                 let rollUp = try await clock.measure { try await server.server.rollUpGroupFigures() }
                 // Every wearer summarised, or the figure would time an empty roll-up.
-                let summarised = try await server.server.plainGroupAggregate(ageFrom: 0, ageTo: 130, south: 44, west: 8, north: 47.5, east: 10, days: 3)
+                let summarised = try await server.server.plainGroupAggregate(
+                    ageFrom: 0,
+                    ageTo: 130,
+                    south: 44,
+                    west: 8,
+                    north: 47.5,
+                    east: 10,
+                    days: 3
+                )
                 guard summarised == devices else {
                     throw ExportMemoryBenchmark.Failure("the roll-up summarised \(summarised) of \(devices) wearers")
                 }

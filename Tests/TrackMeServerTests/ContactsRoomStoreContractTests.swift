@@ -31,9 +31,17 @@ struct ContactsRoomStoreContractTests {
             #expect(try await store.contactNotification(alertID: "alert-1", contactIndex: 0) == told)
             #expect(try await store.contactNotification(alertID: "alert-1", contactIndex: 1) == nil)
 
-            #expect(try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-b", atMilliseconds: Self.start + 2000) == false)
-            #expect(try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-a", atMilliseconds: Self.start + 3000))
-            #expect(try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-a", atMilliseconds: Self.start + 4000) == false)
+            #expect(
+                try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-b", atMilliseconds: Self.start + 2000)
+                    == false
+            )
+            #expect(
+                try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-a", atMilliseconds: Self.start + 3000)
+            )
+            #expect(
+                try await store.confirmContactNotification(alertID: "alert-1", contactIndex: 0, nonce: "nonce-a", atMilliseconds: Self.start + 4000)
+                    == false
+            )
             #expect(try await store.contactNotification(alertID: "alert-1", contactIndex: 0)?.confirmedMilliseconds == Self.start + 3000)
         }
     }
@@ -68,7 +76,10 @@ struct ContactsRoomStoreContractTests {
         try await Self.withStore(backend) { (store: any ContactsRoomStore) async throws in
             #expect(try await store.alertRows(open: true, limit: 10).map(\.alertID) == ["alert-1"])
             #expect(try await store.alertUpdates(alertID: "alert-1").count == 1)
-            #expect(try await store.acknowledgeAlert(id: "alert-1", by: "contact:Ann", atMilliseconds: Self.start + 1000) == .acknowledged(deviceID: "pi-0001"))
+            #expect(
+                try await store.acknowledgeAlert(id: "alert-1", by: "contact:Ann", atMilliseconds: Self.start + 1000)
+                    == .acknowledged(deviceID: "pi-0001")
+            )
             #expect(try await store.alertRow(id: "alert-1")?.acknowledgedBy == "contact:Ann")
             #expect(try await store.wearerAccount(deviceID: "pi-0001") == nil, "no wearer account linked")
         }
