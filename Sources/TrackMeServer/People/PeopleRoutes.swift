@@ -206,9 +206,10 @@ struct PeopleRoutes: Sendable {
     func alerts(_ request: Request, id: String) async throws -> Response {
         let (principal, person, all) = try await open(request, id: id)
         let grants = try data.grants(all, covering: .alerts)
-        let alerts = try await data.alerts(person, grants: grants)
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let (alerts, next) = try await data.alerts(person, grants: grants, page: page)
         if !alerts.isEmpty { try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts") }
-        return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
+        return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts, next: next))
     }
 
     /// The person's download, written as it is read (`PersonExport`). Like every read, it is
@@ -328,7 +329,10 @@ struct PeopleRoutes: Sendable {
             throw APIError.forbidden("only the person sees their access log")
         }
         let subjects = ["person:\(person.account.id)"] + person.deviceIDs.map { "device:\($0)" }
-        return try json(.ok, AccessLogBody(entries: try await store.accessLog(subjects: subjects, limit: 1000)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let entries = try await store.accessLog(subjects: subjects, beforeID: try page.after?.integer(), limit: page.fetchLimit)
+        let cut = page.cut(entries) { PageCursor(String($0.id)) }
+        return try json(.ok, AccessLogBody(entries: cut.rows, next: cut.next))
     }
 
     func personRequests(_ request: Request, id: String) async throws -> Response {
@@ -337,14 +341,24 @@ struct PeopleRoutes: Sendable {
         guard principal.role == .admin || principal.accountID == person.account.id else {
             throw APIError.forbidden("only the person sees their requests")
         }
-        let requests = try await store.accessRequests(personID: person.account.id)
-        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
+        let cut = page.cut(try await store.accessRequests(personID: person.account.id, before: before, limit: page.fetchLimit), cursor: Self.cursor)
+        return try json(.ok, AccessRequestList(requests: try await bodies(cut.rows), next: cut.next))
     }
 
     func organisationRequests(_ request: Request) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
-        let requests = try await store.accessRequests(organisationID: principal.accountID ?? "")
-        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
+        let requests = try await store.accessRequests(organisationID: principal.accountID ?? "", before: before, limit: page.fetchLimit)
+        let cut = page.cut(requests, cursor: Self.cursor)
+        return try json(.ok, AccessRequestList(requests: try await bodies(cut.rows), next: cut.next))
+    }
+
+    /// Where a page of requests (newest first) stopped.
+    static func cursor(_ request: AccessRequest) -> PageCursor {
+        PageCursor(String(request.requestedMilliseconds), request.id)
     }
 
     func bodies(_ requests: [AccessRequest]) async throws -> [AccessRequestBody] {
@@ -591,14 +605,19 @@ struct StatisticsBody: Codable, Sendable {
 struct PersonAlertList: Codable, Sendable {
     var personID: String
     var alerts: [PersonAlert]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
     enum CodingKeys: String, CodingKey {
         case personID = "person_id"
         case alerts
+        case next
     }
 }
 
 struct AccessLogBody: Codable, Sendable {
     var entries: [AccessLogEntry]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
 }
 
 struct AccessRequestRequest: Codable, Sendable {
@@ -680,4 +699,6 @@ struct AccessRequestBody: Codable, Sendable {
 
 struct AccessRequestList: Codable, Sendable {
     var requests: [AccessRequestBody]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
 }
