@@ -99,11 +99,11 @@ struct PagingTests {
 
             for n in 1...9 { _ = try await s.enrol(String(format: "pi-%04d", n)) }
             let tokens = try await s.allPages("/v1/tokens", key: "tokens", limit: 4) { try await s.client.send("GET", $0, token: admin) }
-            let tokenIDs = tokens.items.compactMap { $0["token_id"] as? String }
-            #expect(Set(tokenIDs).count == tokenIDs.count)
+            // Enrolled in the same millisecond: the token ids order them, each once.
             let tokenDevices = tokens.items.compactMap { $0["device_id"] as? String }
-            #expect(tokenDevices == (1...9).map { String(format: "pi-%04d", $0) })
-            #expect(tokens.pages == (tokenIDs.count + 3) / 4)
+            #expect(tokenDevices.count == 9, "\(tokens.items)")
+            #expect(Set(tokenDevices) == Set((1...9).map { String(format: "pi-%04d", $0) }))
+            #expect(tokens.pages == 3)
 
             let (ada, _) = try await s.wearer("ada", device: "pi-0100")
             for n in 0..<25 {
