@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -138,6 +139,26 @@ struct PeopleRoutes: Sendable {
 
     static let viewLimit = 100_000
 
+    /// Charges a download or statistic to the principal's reading budget before any reading is
+    /// read (`ServerLimits.readingsPerPrincipal`): 429 with `Retry-After` past it.
+    func charge(
+        _ principal: Principal,
+        _ person: PersonData.Person,
+        kinds: [PersonDataKind],
+        from: Int64,
+        to: Int64,
+        grants: [AccessPolicy.Grant]
+    ) async throws {
+        guard let budget = api.readingBudget else { return }
+        let cost = try await data.readingCost(person, kinds: kinds, from: from, to: to, grants: grants, atMost: budget.countCeiling)
+        do {
+            try budget.charge(cost, to: principal, now: now)
+        } catch {
+            api.metrics.rateLimited.increment()
+            throw error
+        }
+    }
+
     // A read of one kind needs a grant of that kind (403 otherwise), and only a read that returned
     // data goes into the person's access log.
 
@@ -184,6 +205,7 @@ struct PeopleRoutes: Sendable {
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
+        try await charge(principal, person, kinds: [.heartRate], from: from, to: to, grants: grants)
         // Counters per day, fed page by page: 93 days of 1 Hz readings never sit in memory at once.
         var days = DailyStatistics.Accumulator(limits: data.limits(person))
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
@@ -222,6 +244,7 @@ struct PeopleRoutes: Sendable {
         let grants = allGrants.filter(\.export)
         guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
         let (from, to) = try span(request, defaultDays: 36_500)
+        try await charge(principal, person, kinds: format == .gpx ? [.position] : [.heartRate, .position], from: from, to: to, grants: grants)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
         let what = format == .gpx ? "track gpx" : "export \(format.rawValue)"
         let data = self.data

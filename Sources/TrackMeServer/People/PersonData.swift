@@ -202,6 +202,38 @@ struct PersonData: Sendable {
         }
     }
 
+    /// How many readings of `kinds` a download or statistic over `[from, to)` would read (each
+    /// device, each window a grant opens), counted in the store and no further than `atMost`:
+    /// the request's cost, known before any of it is read.
+    func readingCost(
+        _ person: Person,
+        kinds: [PersonDataKind],
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
+        atMost: Int64
+    ) async throws -> Int64 {
+        var total: Int64 = 0
+        for kind in kinds {
+            let wire: WireReading.Kind = kind == .position ? .position : .heartRate
+            for deviceID in person.deviceIDs {
+                for window in Self.windows(kind, from: from, to: to, grants: grants) {
+                    guard total < atMost else { return total }
+                    let query = ReadingQuery(
+                        deviceID: deviceID,
+                        fromMilliseconds: window.lower,
+                        toMilliseconds: window.upper,
+                        kind: wire,
+                        afterSequence: 0,
+                        limit: Int(atMost - total)
+                    )
+                    total += Int64(try await store.readingCount(query))
+                }
+            }
+        }
+        return total
+    }
+
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
         guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else {
             return nil
