@@ -274,6 +274,24 @@ final class PostgresServerStore: ServerStore {
     /// The channel feed appends are announced on (`LISTEN`/`NOTIFY`).
     static let feedChannel = "trackme_feed"
 
+    func readingCount(_ query: ReadingQuery) async throws -> Int {
+        let kind = query.kind?.rawValue
+        let rows = try await client.query(
+            """
+            SELECT COUNT(*) FROM (SELECT 1 FROM readings
+            WHERE device_id = \(query.deviceID) AND seq > \(query.afterSequence)
+                AND (\(query.fromMilliseconds)::BIGINT IS NULL OR placed_ms >= \(query.fromMilliseconds))
+                AND (\(query.toMilliseconds)::BIGINT IS NULL OR placed_ms < \(query.toMilliseconds))
+                AND (\(kind)::TEXT IS NULL OR kind = \(kind))
+            LIMIT \(query.limit)) AS counted
+            """,
+            logger: logger
+        )
+        var count: Int64 = 0
+        for try await (value) in rows.decode(Int64.self) { count = value }
+        return Int(count)
+    }
+
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
         // NULL parameters switch the optional filters off, so one statement serves every query.
         let kind = query.kind?.rawValue

@@ -282,8 +282,10 @@ final class SQLiteServerStore: ServerStore {
         try db.execute(sql: "INSERT INTO feed (kind, data, at_ms) VALUES (?, ?, ?)", arguments: [kind, data, at])
     }
 
-    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
-        var sql = "SELECT seq, body, placed_ms, received_ms, time_flag FROM readings WHERE device_id = ? AND seq > ?"
+    /// The rows `query` selects, in sequence order, at most its limit: the statement behind
+    /// `readings` and `readingCount`.
+    private static func readingRows(_ query: ReadingQuery, columns: String) -> (sql: String, arguments: StatementArguments) {
+        var sql = "SELECT \(columns) FROM readings WHERE device_id = ? AND seq > ?"
         var arguments: StatementArguments = [query.deviceID, query.afterSequence]
         if let from = query.fromMilliseconds {
             sql += " AND placed_ms >= ?"
@@ -299,8 +301,16 @@ final class SQLiteServerStore: ServerStore {
         }
         sql += " ORDER BY seq LIMIT ?"
         arguments += [query.limit]
-        let finalSQL = sql
-        let finalArguments = arguments
+        return (sql, arguments)
+    }
+
+    func readingCount(_ query: ReadingQuery) async throws -> Int {
+        let (rows, arguments) = Self.readingRows(query, columns: "1")
+        return try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0 }
+    }
+
+    func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
+        let (finalSQL, finalArguments) = Self.readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
         let rows = try await pool.read { db in
             try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
                 let flag: String? = try row.decode(forColumn: "time_flag")

@@ -20,6 +20,8 @@ struct ServerAPI: Sendable {
     let signInGuard: SignInGuard
     /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
     let heavyRequests: HeavyRequestGate
+    /// What each principal's exports and statistics may read (`ServerLimits.readingsPerPrincipal`); nil for no limit.
+    let readingBudget: ReadingBudget?
     let logger: Logger
     /// Device intake: a room with a store of its own, mounted at `IngestRoom.path`.
     let ingest: IngestRoom

@@ -105,6 +105,9 @@ protocol ServerStore:
     func device(id: String) async throws -> DeviceRow?
 
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow]
+    /// How many rows `readings(query)` would answer (at most its limit), counted without reading
+    /// them: what a download costs, known before it starts.
+    func readingCount(_ query: ReadingQuery) async throws -> Int
 
     /// Marks devices not heard from since `lastSeenBefore` as silent, appending one
     /// `device_silent` event each; returns their ids.

@@ -157,6 +157,7 @@ public final class TrackMeServer: Service, Sendable {
                 notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
             ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
+            readingBudget: configuration.limits.readingsPerPrincipal.map(ReadingBudget.init(limit:)),
             logger: logger,
             ingest: IngestRoom(
                 store: ingestStore,

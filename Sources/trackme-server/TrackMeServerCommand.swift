@@ -184,6 +184,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Exports, GPX tracks, statistics and group figures at once in the server (default: half the cores).")
     var heavyRequests: Int?
 
+    @Option(
+        help:
+            "Readings per minute one account's (or token's) exports, GPX tracks and statistics may read (0: no limit); the burst is 10 minutes' worth."
+    )
+    var readingsPerMinute: Double = 600_000
+
     func validate() throws {
         switch (tlsCert, tlsKey, plainHttp) {
         case (.some, .some, false), (nil, nil, true): break
@@ -224,6 +230,8 @@ struct Serve: AsyncParsableCommand {
             guard passwordHashThreads >= 1 else { throw ValidationError("--password-hash-threads must be at least 1") }
             limits.passwordHashThreads = passwordHashThreads
         }
+        limits.readingsPerPrincipal =
+            readingsPerMinute > 0 ? RateLimit(burst: max(1, Int(readingsPerMinute * 10)), perSecond: readingsPerMinute / 60) : nil
         if let heavyRequests {
             guard heavyRequests >= 1 else { throw ValidationError("--heavy-requests must be at least 1") }
             limits.heavyRequests = heavyRequests

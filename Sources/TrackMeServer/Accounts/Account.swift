@@ -54,7 +54,8 @@ protocol AccountStore: Sendable {
     func insertAccount(_ account: Account) async throws -> Bool
     func account(id: String) async throws -> Account?
     func account(username: String) async throws -> Account?
-    func accounts() async throws -> [Account]
+    /// Accounts after `username` in username order, at most `limit`: one page of the list.
+    func accounts(after username: String?, limit: Int) async throws -> [Account]
     /// Sets `disabled`; a disabled account's sessions are deleted in the same transaction.
     /// False if there is no such account.
     func setAccountDisabled(id: String, disabled: Bool) async throws -> Bool

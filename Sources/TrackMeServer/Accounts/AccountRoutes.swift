@@ -127,7 +127,9 @@ struct AccountRoutes: Sendable {
 
     func listAccounts(_ request: Request) async throws -> Response {
         _ = try await authenticator.authenticate(request, roles: [.admin])
-        return try json(.ok, AccountList(accounts: try await store.accounts().map(AccountBody.init)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let cut = page.cut(try await store.accounts(after: try page.after?.string(), limit: page.fetchLimit)) { PageCursor($0.username) }
+        return try json(.ok, AccountList(accounts: cut.rows.map(AccountBody.init), next: cut.next))
     }
 
     func setDisabled(_ request: Request, id: String, disabled: Bool) async throws -> Response {
@@ -198,6 +200,8 @@ struct AccountBody: Codable, Hashable, Sendable {
 
 struct AccountList: Codable, Sendable {
     var accounts: [AccountBody]
+    /// The next page (`after`); absent on the last page.
+    var next: String?
 }
 
 struct SessionBody: Codable, Sendable {

@@ -29,9 +29,12 @@ extension PostgresServerStore {
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:)).first
     }
 
-    func accounts() async throws -> [Account] {
+    func accounts(after username: String?, limit: Int) async throws -> [Account] {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.accountColumns) FROM accounts ORDER BY username",
+            """
+            SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE (\(username)::TEXT IS NULL OR username > \(username))
+            ORDER BY username LIMIT \(Int64(max(1, limit)))
+            """,
             logger: logger
         )
         return try await collect(rows.decode(AccountColumns.self)).compactMap(Self.account(from:))

@@ -25,9 +25,13 @@ extension SQLiteServerStore {
         try await pool.read { db in try Self.account(db, where: "username = ?", username) }
     }
 
-    func accounts() async throws -> [Account] {
+    func accounts(after username: String?, limit: Int) async throws -> [Account] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM accounts ORDER BY username").compactMap(Self.account(from:))
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM accounts WHERE ? IS NULL OR username > ? ORDER BY username LIMIT \(max(1, limit))",
+                arguments: [username, username]
+            ).compactMap(Self.account(from:))
         }
     }
 

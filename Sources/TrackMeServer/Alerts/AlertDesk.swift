@@ -79,7 +79,13 @@ enum ResolveResult: Hashable, Sendable {
 protocol AlertDeskStore: ContactAttemptStore, AccessLogStore, Sendable {
     /// Open alerts (all of them) or closed ones (newest first, at most `limit`).
     func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow]
+    /// Closed alerts, most recently changed first (the alert id breaking ties, descending), after
+    /// the one `before` names: one page of the history, bounded in the query.
+    func closedAlertRows(before: (updatedMilliseconds: Int64, alertID: String)?, limit: Int) async throws -> [AlertDeskRow]
     func alertRow(id: String) async throws -> AlertDeskRow?
+    /// The alerts of these devices, newest first (the alert id breaking ties, descending), after
+    /// the one `before` names, at most `limit` (nil: every one).
+    func alertRows(deviceIDs: [String], before: (createdMilliseconds: Int64, alertID: String)?, limit: Int?) async throws -> [AlertDeskRow]
     /// Every update of the alert in `update_seq` order.
     func alertUpdates(alertID: String) async throws -> [AlertUpdateRow]
     /// What the alert's page shows, bounded whatever the alert's age: every update that is not a
@@ -92,7 +98,10 @@ protocol AlertDeskStore: ContactAttemptStore, AccessLogStore, Sendable {
     /// Nil if there is no such alert.
     func addNote(alertID: String, author: String, text: String, atMilliseconds: Int64) async throws -> AlertNote?
     func notes(alertID: String) async throws -> [AlertNote]
+    /// Every device, in device id order (jobs that visit each device; no request reads it).
     func deviceRows() async throws -> [DeviceStatusRow]
+    /// Devices after `after` in device id order, at most `limit` (nil: no bound).
+    func deviceRows(after: String?, limit: Int?) async throws -> [DeviceStatusRow]
     /// The id of the feed's newest event (0 if none): a page that reads the board after this
     /// and then follows the feed from it misses nothing and replays no old history.
     func feedHead() async throws -> Int64

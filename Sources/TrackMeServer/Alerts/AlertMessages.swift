@@ -86,10 +86,13 @@ struct AlertList: Codable, Sendable {
     var alerts: [AlertSummary]
     /// Follow the feed after this id to see every change since this list was read.
     var feedLastID: Int64
+    /// The history's next page (`after`); absent on the last page and on the board.
+    var next: String?
 
     enum CodingKeys: String, CodingKey {
         case alerts
         case feedLastID = "feed_last_id"
+        case next
     }
 }
 
@@ -143,6 +146,8 @@ struct DeviceSummary: Codable, Hashable, Sendable {
 
 struct DeviceList: Codable, Sendable {
     var devices: [DeviceSummary]
+    /// The next page (`after`); absent on the last page.
+    var next: String?
 }
 
 struct AlertDetail: Codable, Sendable {

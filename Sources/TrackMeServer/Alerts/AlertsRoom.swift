@@ -81,7 +81,7 @@ struct AlertsRoom: Sendable {
         doors.on(.post, "alerts/:id/notes") { request, context in
             try await room.addNote(request, id: try context.pathID("id"), principal: try context.signedIn())
         }
-        doors.on(.get, "devices") { _, context in try await room.devices(principal: try context.signedIn()) }
+        doors.on(.get, "devices") { request, context in try await room.devices(request, principal: try context.signedIn()) }
         doors.on(.get, "devices/:id/readings") { request, context in
             try await room.listReadings(request, deviceID: try context.pathID("id"), principal: try context.signedIn())
         }
@@ -93,16 +93,29 @@ struct AlertsRoom: Sendable {
     func list(_ request: Request, principal: Principal) async throws -> Response {
         let status = request.uri.queryParameters.get("status") ?? "open"
         guard status == "open" || status == "closed" else { throw APIError.invalid("status", "open or closed") }
-        let limitText = request.uri.queryParameters.get("limit") ?? "100"
-        guard let limit = Int(limitText), (1...1000).contains(limit) else { throw APIError.invalid("limit", "must be 1-1000") }
+        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
         // Read before the alerts: whatever happens after it is on the feed after this id.
         let head = try await store.feedHead()
-        var rows = try await store.alertRows(open: status == "open", limit: limit).map(AlertSummary.init)
-        if status == "open" { rows.sort(by: AlertSummary.boardOrder) }
+        var rows: [AlertSummary]
+        var next: String?
+        if status == "open" {
+            // The board stays whole: it is the dispatchers' working set, which they empty, and
+            // its order (gravest first) is not an order the store can page by. Only the cursor
+            // of the history means anything here.
+            guard page.after == nil else { throw APIError.invalid("after", "the open board is one page: no cursor") }
+            rows = try await store.alertRows(open: true, limit: page.limit).map(AlertSummary.init)
+            rows.sort(by: AlertSummary.boardOrder)
+        } else {
+            let before = try page.after.map { try $0.timeAndID() }
+            let fetched = try await store.closedAlertRows(before: before.map { ($0.milliseconds, $0.id) }, limit: page.fetchLimit)
+            let cut = page.cut(fetched) { PageCursor(String($0.updatedMilliseconds), $0.alertID) }
+            rows = cut.rows.map(AlertSummary.init)
+            next = cut.next
+        }
         rows = rows.map { access.redactHistory($0, principal: principal) }
         var names = ActorNames(store: store)
         for index in rows.indices { try await names.name(&rows[index]) }
-        return try json(.ok, AlertList(alerts: rows, feedLastID: head))
+        return try json(.ok, AlertList(alerts: rows, feedLastID: head, next: next))
     }
 
     func detail(id: String, principal: Principal) async throws -> Response {
@@ -211,9 +224,11 @@ struct AlertsRoom: Sendable {
     /// Every device's health; the person wearing it only where the policy lets the principal
     /// read them now (for a dispatcher: an alert of theirs being handled, or just closed), and
     /// that read logged.
-    func devices(principal: Principal) async throws -> Response {
-        var devices = try await store.deviceRows().map(DeviceSummary.init)
-        guard principal.role != .admin else { return try json(.ok, DeviceList(devices: devices)) }
+    func devices(_ request: Request, principal: Principal) async throws -> Response {
+        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
+        let cut = page.cut(try await store.deviceRows(after: try page.after?.string(), limit: page.fetchLimit)) { PageCursor($0.deviceID) }
+        var devices = cut.rows.map(DeviceSummary.init)
+        guard principal.role != .admin else { return try json(.ok, DeviceList(devices: devices, next: cut.next)) }
         let now = configuration.wallClock()
         // The alerts a dispatcher may be handling: every open one and the recently closed.
         var spans: [String: [AccessPolicy.AlertSpan]] = [:]
@@ -230,7 +245,7 @@ struct AlertsRoom: Sendable {
                 try await access.log(principal, subject: "device:\(deviceID)", grants: grants, what: "devices list: \(deviceID)")
             }
         }
-        return try json(.ok, DeviceList(devices: devices))
+        return try json(.ok, DeviceList(devices: devices, next: cut.next))
     }
 
     func listReadings(_ request: Request, deviceID: String, principal: Principal) async throws -> Response {

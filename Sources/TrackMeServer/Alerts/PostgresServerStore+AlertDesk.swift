@@ -6,26 +6,54 @@ extension PostgresServerStore {
     private typealias DeskColumns = (String, String, String, String, Int64, Int64, Int64?, String?, String?, Int64?, String?, String)
 
     func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow] {
-        let rows =
-            open
-            ? try await client.query(
-                """
-                SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
-                    a.outcome, a.resolved_ms, a.resolved_by, d.person
-                FROM alerts a JOIN devices d ON d.device_id = a.device_id
-                WHERE a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled') ORDER BY a.created_ms DESC
-                """,
-                logger: logger
-            )
-            : try await client.query(
-                """
-                SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
-                    a.outcome, a.resolved_ms, a.resolved_by, d.person
-                FROM alerts a JOIN devices d ON d.device_id = a.device_id
-                WHERE NOT (a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled')) ORDER BY a.updated_ms DESC LIMIT \(Int64(max(1, limit)))
-                """,
-                logger: logger
-            )
+        guard open else { return try await closedAlertRows(before: nil, limit: limit) }
+        let rows = try await client.query(
+            """
+            SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                a.outcome, a.resolved_ms, a.resolved_by, d.person
+            FROM alerts a JOIN devices d ON d.device_id = a.device_id
+            WHERE a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled') ORDER BY a.created_ms DESC
+            """,
+            logger: logger
+        )
+        return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
+    }
+
+    func alertRows(deviceIDs: [String], before: (createdMilliseconds: Int64, alertID: String)?, limit: Int?) async throws -> [AlertDeskRow] {
+        guard !deviceIDs.isEmpty else { return [] }
+        let beforeMilliseconds = before?.createdMilliseconds
+        let beforeID = before?.alertID
+        let rows = try await client.query(
+            """
+            SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                a.outcome, a.resolved_ms, a.resolved_by, d.person
+            FROM alerts a JOIN devices d ON d.device_id = a.device_id
+            WHERE a.device_id = ANY(\(deviceIDs))
+                AND (\(beforeMilliseconds)::BIGINT IS NULL
+                    OR a.created_ms < \(beforeMilliseconds) OR (a.created_ms = \(beforeMilliseconds) AND a.alert_id < \(beforeID)::TEXT))
+            ORDER BY a.created_ms DESC, a.alert_id DESC LIMIT \(limit.map { Int64(max(1, $0)) })
+            """,
+            logger: logger
+        )
+        return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
+    }
+
+    func closedAlertRows(before: (updatedMilliseconds: Int64, alertID: String)?, limit: Int) async throws -> [AlertDeskRow] {
+        // A NULL cursor switches the condition off, so one statement serves the first page and the rest.
+        let beforeMilliseconds = before?.updatedMilliseconds
+        let beforeID = before?.alertID
+        let rows = try await client.query(
+            """
+            SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                a.outcome, a.resolved_ms, a.resolved_by, d.person
+            FROM alerts a JOIN devices d ON d.device_id = a.device_id
+            WHERE NOT (a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled'))
+                AND (\(beforeMilliseconds)::BIGINT IS NULL
+                    OR a.updated_ms < \(beforeMilliseconds) OR (a.updated_ms = \(beforeMilliseconds) AND a.alert_id < \(beforeID)::TEXT))
+            ORDER BY a.updated_ms DESC, a.alert_id DESC LIMIT \(Int64(max(1, limit)))
+            """,
+            logger: logger
+        )
         return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
     }
 
@@ -115,8 +143,16 @@ extension PostgresServerStore {
     }
 
     func deviceRows() async throws -> [DeviceStatusRow] {
+        try await deviceRows(after: nil, limit: nil)
+    }
+
+    func deviceRows(after: String?, limit: Int?) async throws -> [DeviceStatusRow] {
+        // NULL parameters switch the cursor and the bound off: one statement for every page.
         let rows = try await client.query(
-            "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id",
+            """
+            SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices
+            WHERE (\(after)::TEXT IS NULL OR device_id > \(after)) ORDER BY device_id LIMIT \(limit.map { Int64(max(1, $0)) })
+            """,
             logger: logger
         )
         return try await personKeys.readable(

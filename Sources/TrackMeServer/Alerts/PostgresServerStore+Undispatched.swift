@@ -47,12 +47,22 @@ extension PostgresServerStore {
         !(try await client.query("SELECT 1 FROM undispatched_alerts WHERE alert_id = \(id)", logger: logger).collect().isEmpty)
     }
 
-    func undispatchedAlerts(deviceIDs: [String]) async throws -> [UndispatchedAlert] {
+    func undispatchedAlerts(
+        deviceIDs: [String],
+        before: (raisedMilliseconds: Int64, alertID: String)?,
+        limit: Int?
+    ) async throws -> [UndispatchedAlert] {
         guard !deviceIDs.isEmpty else { return [] }
+        // NULL parameters switch the cursor and the bound off: one statement for every page.
+        let beforeMilliseconds = before?.raisedMilliseconds
+        let beforeID = before?.alertID
         let rows = try await client.query(
             """
             SELECT alert_id, device_id, kind, reason, state, update_seq, body, raised_ms, updated_ms FROM undispatched_alerts
-            WHERE device_id = ANY(\(deviceIDs)) ORDER BY raised_ms DESC, alert_id
+            WHERE device_id = ANY(\(deviceIDs))
+                AND (\(beforeMilliseconds)::BIGINT IS NULL
+                    OR raised_ms < \(beforeMilliseconds) OR (raised_ms = \(beforeMilliseconds) AND alert_id < \(beforeID)::TEXT))
+            ORDER BY raised_ms DESC, alert_id DESC LIMIT \(limit.map { Int64(max(1, $0)) })
             """,
             logger: logger
         )

@@ -9,11 +9,45 @@ extension SQLiteServerStore {
     private static let openCondition = "a.outcome IS NULL AND a.state NOT IN ('resolved', 'cancelled')"
 
     func alertRows(open: Bool, limit: Int) async throws -> [AlertDeskRow] {
+        guard open else { return try await closedAlertRows(before: nil, limit: limit) }
         let sql =
-            open
-            ? "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE \(Self.openCondition) ORDER BY a.created_ms DESC"
-            : "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE NOT (\(Self.openCondition)) ORDER BY a.updated_ms DESC LIMIT \(max(1, limit))"
+            "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE \(Self.openCondition) ORDER BY a.created_ms DESC"
         return try await personKeys.readable(try await pool.read { db in try Row.fetchAll(db, sql: sql).map(Self.deskRow(from:)) })
+    }
+
+    func closedAlertRows(before: (updatedMilliseconds: Int64, alertID: String)?, limit: Int) async throws -> [AlertDeskRow] {
+        var sql = "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE NOT (\(Self.openCondition))"
+        var arguments: StatementArguments = []
+        if let before {
+            sql += " AND (a.updated_ms < ? OR (a.updated_ms = ? AND a.alert_id < ?))"
+            arguments += [before.updatedMilliseconds, before.updatedMilliseconds, before.alertID]
+        }
+        sql += " ORDER BY a.updated_ms DESC, a.alert_id DESC LIMIT \(max(1, limit))"
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await personKeys.readable(
+            try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map(Self.deskRow(from:)) }
+        )
+    }
+
+    func alertRows(deviceIDs: [String], before: (createdMilliseconds: Int64, alertID: String)?, limit: Int?) async throws -> [AlertDeskRow] {
+        guard !deviceIDs.isEmpty else { return [] }
+        var sql = """
+            SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id
+            WHERE a.device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ",")))
+            """
+        var arguments = StatementArguments(deviceIDs)
+        if let before {
+            sql += " AND (a.created_ms < ? OR (a.created_ms = ? AND a.alert_id < ?))"
+            arguments += [before.createdMilliseconds, before.createdMilliseconds, before.alertID]
+        }
+        sql += " ORDER BY a.created_ms DESC, a.alert_id DESC"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await personKeys.readable(
+            try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map(Self.deskRow(from:)) }
+        )
     }
 
     func alertRow(id: String) async throws -> AlertDeskRow? {
@@ -131,8 +165,22 @@ extension SQLiteServerStore {
     }
 
     func deviceRows() async throws -> [DeviceStatusRow] {
+        try await deviceRows(after: nil, limit: nil)
+    }
+
+    func deviceRows(after: String?, limit: Int?) async throws -> [DeviceStatusRow] {
+        var sql = "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices"
+        var arguments: StatementArguments = []
+        if let after {
+            sql += " WHERE device_id > ?"
+            arguments += [after]
+        }
+        sql += " ORDER BY device_id"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let finalSQL = sql
+        let finalArguments = arguments
         let rows = try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT device_id, person, enrolled_ms, last_seen_ms, silent, heartbeat FROM devices ORDER BY device_id").map {
+            try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map {
                 DeviceStatusRow(
                     deviceID: try $0.decode(forColumn: "device_id"),
                     person: try $0.decode(forColumn: "person"),

@@ -39,17 +39,27 @@ extension SQLiteServerStore {
         try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM undispatched_alerts WHERE alert_id = ?", arguments: [id]) ?? false }
     }
 
-    func undispatchedAlerts(deviceIDs: [String]) async throws -> [UndispatchedAlert] {
+    func undispatchedAlerts(
+        deviceIDs: [String],
+        before: (raisedMilliseconds: Int64, alertID: String)?,
+        limit: Int?
+    ) async throws -> [UndispatchedAlert] {
         guard !deviceIDs.isEmpty else { return [] }
+        var sql = """
+            SELECT alert_id, device_id, kind, reason, state, update_seq, body, raised_ms, updated_ms FROM undispatched_alerts
+            WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ",")))
+            """
+        var arguments = StatementArguments(deviceIDs)
+        if let before {
+            sql += " AND (raised_ms < ? OR (raised_ms = ? AND alert_id < ?))"
+            arguments += [before.raisedMilliseconds, before.raisedMilliseconds, before.alertID]
+        }
+        sql += " ORDER BY raised_ms DESC, alert_id DESC"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let finalSQL = sql
+        let finalArguments = arguments
         let rows = try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT alert_id, device_id, kind, reason, state, update_seq, body, raised_ms, updated_ms FROM undispatched_alerts
-                    WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ","))) ORDER BY raised_ms DESC, alert_id
-                    """,
-                arguments: StatementArguments(deviceIDs)
-            ).map { row in
+            try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
                 try UndispatchedAlert.stored(
                     alertID: row.decode(forColumn: "alert_id"),
                     deviceID: row.decode(forColumn: "device_id"),

@@ -71,9 +71,14 @@ protocol UndispatchedAlertStore: Sendable {
     func isUndispatchedAlert(id: String) async throws -> Bool
     /// The device's alert is the desk's now (the wearer pressed SOS during it): its kept row goes.
     func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws
-    /// The alerts of these devices, newest first, bodies opened (a body that does not open is
-    /// given empty: the alert is still listed, without its position).
-    func undispatchedAlerts(deviceIDs: [String]) async throws -> [UndispatchedAlert]
+    /// The alerts of these devices, newest first (the alert id breaking ties, descending), after
+    /// the one `before` names, at most `limit` (nil: every one); bodies opened (a body that does
+    /// not open is given empty: the alert is still listed, without its position).
+    func undispatchedAlerts(
+        deviceIDs: [String],
+        before: (raisedMilliseconds: Int64, alertID: String)?,
+        limit: Int?
+    ) async throws -> [UndispatchedAlert]
 }
 
 extension PersonalTables {

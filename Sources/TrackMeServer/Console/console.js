@@ -591,8 +591,20 @@ function devicePower(hb) {
   const percent = hb.device_battery_pct !== undefined && hb.device_battery_pct !== null ? ' ' + hb.device_battery_pct + '%' : '';
   return { battery: 'on battery', charging: 'charging', full: 'charged', mains: 'mains' }[hb.device_power] + percent;
 }
+// Every item of a list the server pages (`limit`, `after`, `next`): the pages one after another
+// until the last, which has no next.
+async function apiAll(path, key) {
+  const items = [];
+  let after = null;
+  do {
+    const page = await api('GET', path + '?limit=1000' + (after ? '&after=' + encodeURIComponent(after) : ''));
+    items.push(...page[key]);
+    after = page.next || null;
+  } while (after);
+  return items;
+}
 async function refreshDevices() {
-  try { state.devices = (await api('GET', '/v1/devices')).devices; } catch (e) { return; }
+  try { state.devices = await apiAll('/v1/devices', 'devices'); } catch (e) { return; }
   const rows = state.devices.map((d) => {
     const hb = d.heartbeat || {};
     return el('tr', { class: d.silent ? 'silent' : '', dataset: { deviceId: d.device_id } },
@@ -683,7 +695,7 @@ function renderHistoryItem(alert) {
 }
 async function refreshAccounts() {
   let list;
-  try { list = (await api('GET', '/v1/accounts')).accounts; } catch (e) { return; }
+  try { list = await apiAll('/v1/accounts', 'accounts'); } catch (e) { return; }
   fill($('account-list'), el('tr', {}, ['Username', 'Name', 'Role', 'State', ''].map(header)),
     list.map((a) => el('tr', { dataset: { accountId: a.id } }, el('td', {}, a.username), el('td', {}, a.display_name), el('td', {}, a.role),
       el('td', {}, a.disabled ? 'disabled' : 'active'),

@@ -40,6 +40,8 @@ struct CarerRoutes: Sendable {
         return person
     }
 
+    /// One page, unpaged: a person names a handful of carers, not a number that grows with the
+    /// people, devices or events on the server.
     func list(_ request: Request, id: String) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
         let person = try await ownPerson(principal, id: id)
@@ -98,6 +100,7 @@ struct CarerRoutes: Sendable {
         return try json(.ok, UnlinkCarerAnswer(personID: person.account.id, carerID: carerID, unlinked: true))
     }
 
+    /// One page, unpaged: a carer looks after a few people, each of whom named them.
     func caredFor(_ request: Request) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.carer])
         var people: [CaredForBody] = []

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -138,6 +139,26 @@ struct PeopleRoutes: Sendable {
 
     static let viewLimit = 100_000
 
+    /// Charges a download or statistic to the principal's reading budget before any reading is
+    /// read (`ServerLimits.readingsPerPrincipal`): 429 with `Retry-After` past it.
+    func charge(
+        _ principal: Principal,
+        _ person: PersonData.Person,
+        kinds: [PersonDataKind],
+        from: Int64,
+        to: Int64,
+        grants: [AccessPolicy.Grant]
+    ) async throws {
+        guard let budget = api.readingBudget else { return }
+        let cost = try await data.readingCost(person, kinds: kinds, from: from, to: to, grants: grants, atMost: budget.countCeiling)
+        do {
+            try budget.charge(cost, to: principal, now: now)
+        } catch {
+            api.metrics.rateLimited.increment()
+            throw error
+        }
+    }
+
     // A read of one kind needs a grant of that kind (403 otherwise), and only a read that returned
     // data goes into the person's access log.
 
@@ -184,6 +205,7 @@ struct PeopleRoutes: Sendable {
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
+        try await charge(principal, person, kinds: [.heartRate], from: from, to: to, grants: grants)
         // Counters per day, fed page by page: 93 days of 1 Hz readings never sit in memory at once.
         var days = DailyStatistics.Accumulator(limits: data.limits(person))
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
@@ -206,9 +228,10 @@ struct PeopleRoutes: Sendable {
     func alerts(_ request: Request, id: String) async throws -> Response {
         let (principal, person, all) = try await open(request, id: id)
         let grants = try data.grants(all, covering: .alerts)
-        let alerts = try await data.alerts(person, grants: grants)
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let (alerts, next) = try await data.alerts(person, grants: grants, page: page)
         if !alerts.isEmpty { try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts") }
-        return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts))
+        return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts, next: next))
     }
 
     /// The person's download, written as it is read (`PersonExport`). Like every read, it is
@@ -221,6 +244,7 @@ struct PeopleRoutes: Sendable {
         let grants = allGrants.filter(\.export)
         guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
         let (from, to) = try span(request, defaultDays: 36_500)
+        try await charge(principal, person, kinds: format == .gpx ? [.position] : [.heartRate, .position], from: from, to: to, grants: grants)
         let alerts = try await data.alerts(person, grants: grants).filter { $0.createdMilliseconds >= from && $0.createdMilliseconds < to }
         let what = format == .gpx ? "track gpx" : "export \(format.rawValue)"
         let data = self.data
@@ -328,7 +352,10 @@ struct PeopleRoutes: Sendable {
             throw APIError.forbidden("only the person sees their access log")
         }
         let subjects = ["person:\(person.account.id)"] + person.deviceIDs.map { "device:\($0)" }
-        return try json(.ok, AccessLogBody(entries: try await store.accessLog(subjects: subjects, limit: 1000)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let entries = try await store.accessLog(subjects: subjects, beforeID: try page.after?.integer(), limit: page.fetchLimit)
+        let cut = page.cut(entries) { PageCursor(String($0.id)) }
+        return try json(.ok, AccessLogBody(entries: cut.rows, next: cut.next))
     }
 
     func personRequests(_ request: Request, id: String) async throws -> Response {
@@ -337,14 +364,24 @@ struct PeopleRoutes: Sendable {
         guard principal.role == .admin || principal.accountID == person.account.id else {
             throw APIError.forbidden("only the person sees their requests")
         }
-        let requests = try await store.accessRequests(personID: person.account.id)
-        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
+        let cut = page.cut(try await store.accessRequests(personID: person.account.id, before: before, limit: page.fetchLimit), cursor: Self.cursor)
+        return try json(.ok, AccessRequestList(requests: try await bodies(cut.rows), next: cut.next))
     }
 
     func organisationRequests(_ request: Request) async throws -> Response {
         let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
-        let requests = try await store.accessRequests(organisationID: principal.accountID ?? "")
-        return try json(.ok, AccessRequestList(requests: try await bodies(requests)))
+        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
+        let requests = try await store.accessRequests(organisationID: principal.accountID ?? "", before: before, limit: page.fetchLimit)
+        let cut = page.cut(requests, cursor: Self.cursor)
+        return try json(.ok, AccessRequestList(requests: try await bodies(cut.rows), next: cut.next))
+    }
+
+    /// Where a page of requests (newest first) stopped.
+    static func cursor(_ request: AccessRequest) -> PageCursor {
+        PageCursor(String(request.requestedMilliseconds), request.id)
     }
 
     func bodies(_ requests: [AccessRequest]) async throws -> [AccessRequestBody] {
@@ -591,14 +628,19 @@ struct StatisticsBody: Codable, Sendable {
 struct PersonAlertList: Codable, Sendable {
     var personID: String
     var alerts: [PersonAlert]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
     enum CodingKeys: String, CodingKey {
         case personID = "person_id"
         case alerts
+        case next
     }
 }
 
 struct AccessLogBody: Codable, Sendable {
     var entries: [AccessLogEntry]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
 }
 
 struct AccessRequestRequest: Codable, Sendable {
@@ -680,4 +722,6 @@ struct AccessRequestBody: Codable, Sendable {
 
 struct AccessRequestList: Codable, Sendable {
     var requests: [AccessRequestBody]
+    /// The next (older) page (`after`); absent on the last page.
+    var next: String?
 }

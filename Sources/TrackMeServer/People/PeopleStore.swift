@@ -107,12 +107,17 @@ protocol PeopleStore: CarerStore, AccessLogStore, Sendable {
 
     func insertAccessRequest(_ request: AccessRequest) async throws
     func accessRequest(id: String) async throws -> AccessRequest?
-    func accessRequests(personID: String) async throws -> [AccessRequest]
-    func accessRequests(organisationID: String) async throws -> [AccessRequest]
+    /// A person's requests, newest first (the id breaking ties), after `before`, at most `limit`
+    /// (nil: every one, which the access policy reads for the consents).
+    func accessRequests(personID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest]
+    /// An organisation's requests, in the same order and pages.
+    func accessRequests(organisationID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest]
     /// Writes `request` only if the stored one still has `expected` status; false otherwise.
     func updateAccessRequest(_ request: AccessRequest, expected: AccessRequest.Status) async throws -> Bool
 
-    func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry]
+    /// The log's entries about these subjects, newest first, with ids below `beforeID` (nil:
+    /// from the newest), at most `limit`: one page, bounded in the query.
+    func accessLog(subjects: [String], beforeID: Int64?, limit: Int) async throws -> [AccessLogEntry]
 
     /// Inserts or replaces these person-days.
     func upsertPersonDays(_ days: [PersonDay]) async throws
@@ -130,4 +135,16 @@ protocol PeopleStore: CarerStore, AccessLogStore, Sendable {
     /// The benchmark's population: `people` people, `days` days each from `firstDay`, generated
     /// in the database.
     func seedPersonDays(people: Int, days: Int, firstDay: Int) async throws
+}
+
+extension PeopleStore {
+    /// Every request made to the person (the consents the access policy judges by).
+    func accessRequests(personID: String) async throws -> [AccessRequest] {
+        try await accessRequests(personID: personID, before: nil, limit: nil)
+    }
+
+    /// The newest `limit` entries about these subjects.
+    func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry] {
+        try await accessLog(subjects: subjects, beforeID: nil, limit: limit)
+    }
 }

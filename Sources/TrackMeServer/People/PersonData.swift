@@ -202,6 +202,38 @@ struct PersonData: Sendable {
         }
     }
 
+    /// How many readings of `kinds` a download or statistic over `[from, to)` would read (each
+    /// device, each window a grant opens), counted in the store and no further than `atMost`:
+    /// the request's cost, known before any of it is read.
+    func readingCost(
+        _ person: Person,
+        kinds: [PersonDataKind],
+        from: Int64?,
+        to: Int64?,
+        grants: [AccessPolicy.Grant],
+        atMost: Int64
+    ) async throws -> Int64 {
+        var total: Int64 = 0
+        for kind in kinds {
+            let wire: WireReading.Kind = kind == .position ? .position : .heartRate
+            for deviceID in person.deviceIDs {
+                for window in Self.windows(kind, from: from, to: to, grants: grants) {
+                    guard total < atMost else { return total }
+                    let query = ReadingQuery(
+                        deviceID: deviceID,
+                        fromMilliseconds: window.lower,
+                        toMilliseconds: window.upper,
+                        kind: wire,
+                        afterSequence: 0,
+                        limit: Int(atMost - total)
+                    )
+                    total += Int64(try await store.readingCount(query))
+                }
+            }
+        }
+        return total
+    }
+
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
         guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else {
             return nil
@@ -254,25 +286,36 @@ struct PersonData: Sendable {
 
     /// The person's alerts that a grant covers (by when they opened), newest first: those sent
     /// to a dispatcher and the rules' alerts kept while the person was not enrolled in
-    /// AutomatedSOS (`dispatched` false).
+    /// AutomatedSOS (`dispatched` false). Every one (a download).
     func alerts(_ person: Person, grants: [AccessPolicy.Grant]) async throws -> [PersonAlert] {
-        var alerts: [PersonAlert] = []
-        var dispatched = Set<String>()
-        for alertID in try await store.alertIDs(deviceIDs: person.deviceIDs) {
-            guard let row = try await store.alertRow(id: alertID) else { continue }
-            dispatched.insert(row.alertID)
-            guard grants.contains(where: { $0.covers(.alerts, at: row.createdMilliseconds) }) else { continue }
-            alerts.append(PersonAlert(AlertSummary(row)))
+        try await alerts(person, grants: grants, page: nil).alerts
+    }
+
+    /// One page of them: at most `page.limit` from each table after the cursor, merged in one
+    /// order (time, then alert id, both descending), so the store reads no more than a page
+    /// plus one whatever the person's history. An alert outside every grant takes its place in
+    /// the page unshown, so a page may hold fewer than the limit while more follow.
+    func alerts(_ person: Person, grants: [AccessPolicy.Grant], page: PageRequest?) async throws -> (alerts: [PersonAlert], next: String?) {
+        let before = try page?.after.map { try $0.timeAndID() }
+        let limit = page?.fetchLimit
+        let desk = try await store.alertRows(
+            deviceIDs: person.deviceIDs,
+            before: before.map { ($0.milliseconds, $0.id) },
+            limit: limit
+        )
+        let dispatched = Set(desk.map(\.alertID))
+        let kept = try await store.undispatchedAlerts(deviceIDs: person.deviceIDs, before: before.map { ($0.milliseconds, $0.id) }, limit: limit)
+        // A kept alert handed to the desk since is listed once, as the desk's.
+        var merged = desk.map { PersonAlert(AlertSummary($0)) } + kept.filter { !dispatched.contains($0.alertID) }.map(PersonAlert.init)
+        merged.sort { a, b in
+            a.createdMilliseconds != b.createdMilliseconds ? a.createdMilliseconds > b.createdMilliseconds : a.alertID > b.alertID
         }
-        for kept in try await store.undispatchedAlerts(deviceIDs: person.deviceIDs) where !dispatched.contains(kept.alertID) {
-            guard grants.contains(where: { $0.covers(.alerts, at: kept.raisedMilliseconds) }) else { continue }
-            alerts.append(PersonAlert(kept))
+        var next: String?
+        if let page {
+            (merged, next) = page.cut(Array(merged.prefix(page.fetchLimit))) { PageCursor(String($0.createdMilliseconds), $0.alertID) }
         }
-        // Stable: the desk's order (newest first) is kept among equal times.
-        return alerts.enumerated().sorted { a, b in
-            a.element.createdMilliseconds != b.element.createdMilliseconds
-                ? a.element.createdMilliseconds > b.element.createdMilliseconds : a.offset < b.offset
-        }.map(\.element)
+        let shown = merged.filter { alert in grants.contains { $0.covers(.alerts, at: alert.createdMilliseconds) } }
+        return (shown, next)
     }
 
     /// The heart-rate limits of the person (their first device's profile).

@@ -71,20 +71,37 @@ extension PostgresServerStore {
         try await requests(PostgresQuery(unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE id = $1", binds: binds([id]))).first
     }
 
-    func accessRequests(personID: String) async throws -> [AccessRequest] {
-        try await requests(
-            PostgresQuery(
-                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = $1 ORDER BY requested_ms DESC",
-                binds: binds([personID])
-            )
-        )
+    func accessRequests(personID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest] {
+        try await requests(column: "person_id", value: personID, before: before, limit: limit)
     }
 
-    func accessRequests(organisationID: String) async throws -> [AccessRequest] {
-        try await requests(
+    func accessRequests(organisationID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest] {
+        try await requests(column: "organisation_id", value: organisationID, before: before, limit: limit)
+    }
+
+    /// One person's or one organisation's requests, newest first (the id breaking ties); NULL
+    /// parameters switch the cursor and the bound off.
+    private func requests(
+        column: String,
+        value: String,
+        before: (requestedMilliseconds: Int64, id: String)?,
+        limit: Int?
+    ) async throws
+        -> [AccessRequest]
+    {
+        var bindings = PostgresBindings()
+        bindings.append(value)
+        bindings.append(before?.requestedMilliseconds)
+        bindings.append(before?.id)
+        bindings.append(limit.map { Int64(max(1, $0)) })
+        return try await requests(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = $1 ORDER BY requested_ms DESC",
-                binds: binds([organisationID])
+                unsafeSQL: """
+                    SELECT \(Self.requestColumns) FROM access_requests WHERE \(column) = $1
+                        AND ($2::BIGINT IS NULL OR requested_ms < $2 OR (requested_ms = $2 AND id < $3::TEXT))
+                    ORDER BY requested_ms DESC, id DESC LIMIT $4
+                    """,
+                binds: bindings
             )
         )
     }
@@ -138,13 +155,14 @@ extension PostgresServerStore {
         )
     }
 
-    func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry] {
+    func accessLog(subjects: [String], beforeID: Int64?, limit: Int) async throws -> [AccessLogEntry] {
         guard !subjects.isEmpty else { return [] }
         let limit = max(1, limit)
+        let before = beforeID ?? Int64.max
         let rows = try await client.query(
             """
             SELECT id, subject, reader_id, reader_name, reader_role, reason, what, at_ms FROM access_log
-            WHERE subject = ANY(\(subjects)) ORDER BY id DESC LIMIT \(limit)
+            WHERE subject = ANY(\(subjects)) AND id < \(before) ORDER BY id DESC LIMIT \(limit)
             """,
             logger: logger
         )

@@ -57,25 +57,34 @@ extension SQLiteServerStore {
         }
     }
 
-    func accessRequests(personID: String) async throws -> [AccessRequest] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE person_id = ? ORDER BY requested_ms DESC",
-                arguments: [personID]
-            )
-            .compactMap(Self.request(from:))
-        }
+    func accessRequests(personID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest] {
+        try await requests(column: "person_id", value: personID, before: before, limit: limit)
     }
 
-    func accessRequests(organisationID: String) async throws -> [AccessRequest] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT \(Self.requestColumns) FROM access_requests WHERE organisation_id = ? ORDER BY requested_ms DESC",
-                arguments: [organisationID]
-            ).compactMap(Self.request(from:))
+    func accessRequests(organisationID: String, before: (requestedMilliseconds: Int64, id: String)?, limit: Int?) async throws -> [AccessRequest] {
+        try await requests(column: "organisation_id", value: organisationID, before: before, limit: limit)
+    }
+
+    /// One person's or one organisation's requests, newest first (the id breaking ties).
+    private func requests(
+        column: String,
+        value: String,
+        before: (requestedMilliseconds: Int64, id: String)?,
+        limit: Int?
+    ) async throws
+        -> [AccessRequest]
+    {
+        var sql = "SELECT \(Self.requestColumns) FROM access_requests WHERE \(column) = ?"
+        var arguments: StatementArguments = [value]
+        if let before {
+            sql += " AND (requested_ms < ? OR (requested_ms = ? AND id < ?))"
+            arguments += [before.requestedMilliseconds, before.requestedMilliseconds, before.id]
         }
+        sql += " ORDER BY requested_ms DESC, id DESC"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).compactMap(Self.request(from:)) }
     }
 
     func updateAccessRequest(_ request: AccessRequest, expected: AccessRequest.Status) async throws -> Bool {
@@ -132,16 +141,17 @@ extension SQLiteServerStore {
         }
     }
 
-    func accessLog(subjects: [String], limit: Int) async throws -> [AccessLogEntry] {
+    func accessLog(subjects: [String], beforeID: Int64?, limit: Int) async throws -> [AccessLogEntry] {
         guard !subjects.isEmpty else { return [] }
         return try await pool.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
                     SELECT id, subject, reader_id, reader_name, reader_role, reason, what, at_ms FROM access_log
-                    WHERE subject IN (\(subjects.map { _ in "?" }.joined(separator: ","))) ORDER BY id DESC LIMIT \(max(1, limit))
+                    WHERE subject IN (\(subjects.map { _ in "?" }.joined(separator: ","))) AND id < ?
+                    ORDER BY id DESC LIMIT \(max(1, limit))
                     """,
-                arguments: StatementArguments(subjects)
+                arguments: StatementArguments(subjects) + [beforeID ?? Int64.max]
             ).map {
                 AccessLogEntry(
                     id: try $0.decode(forColumn: "id"),

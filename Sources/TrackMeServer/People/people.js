@@ -435,7 +435,7 @@
 
   // The wearer's consents and access log.
   async function loadWearerRequests() {
-    const [requests, log] = await Promise.all([api("GET", "/v1/people/me/access-requests"), api("GET", "/v1/people/me/access-log")]);
+    const [requests, log] = await Promise.all([api("GET", "/v1/people/me/access-requests?limit=1000"), api("GET", "/v1/people/me/access-log?limit=1000")]);
     table($("requests"), ["organisation", "asks for", "for", "purpose", "window", "status", ""],
       requests.requests.map((r) => {
         const actions = el("span");
@@ -813,7 +813,7 @@
   });
 
   async function loadOrgRequests() {
-    const list = await api("GET", "/v1/access-requests");
+    const list = await api("GET", "/v1/access-requests?limit=1000");
     table($("org-request-list"), ["person", "data", "status", "window", ""],
       list.requests.map((r) => {
         const actions = el("span");

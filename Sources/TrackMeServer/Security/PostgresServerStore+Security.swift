@@ -3,10 +3,18 @@ import Logging
 import PostgresNIO
 
 extension PostgresServerStore {
-    func tokens() async throws -> [TokenSummary] {
+    func tokens(after: (createdMilliseconds: Int64, tokenID: String)?, limit: Int?) async throws -> [TokenSummary] {
         var result: [TokenSummary] = []
+        // NULL parameters switch the cursor and the bound off: one statement for every page.
+        let afterMilliseconds = after?.createdMilliseconds
+        let afterID = after?.tokenID
         let rows = try await client.query(
-            "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id",
+            """
+            SELECT id, role, device_id, created_ms, expires_ms FROM tokens
+            WHERE \(afterMilliseconds)::BIGINT IS NULL OR created_ms > \(afterMilliseconds)
+                OR (created_ms = \(afterMilliseconds) AND id > \(afterID)::TEXT)
+            ORDER BY created_ms, id LIMIT \(limit.map { Int64(max(1, $0)) })
+            """,
             logger: logger
         )
         for try await (id, role, deviceID, created, expires) in rows.decode((String, String, String?, Int64, Int64?).self) {

@@ -18,13 +18,22 @@ struct TokenBucket: Hashable, Sendable {
 
     /// Takes one request's token, or says after how many whole seconds one will be there.
     mutating func take(limit: RateLimit, now: Int64) -> RateDecision {
+        take(1, limit: limit, now: now)
+    }
+
+    /// Takes `cost` tokens at once (a request that costs more than one), or none and says after
+    /// how many whole seconds that many will be there. A cost above the burst is charged as the
+    /// whole burst: such a request waits for a full bucket and empties it, rather than being
+    /// refused for ever.
+    mutating func take(_ cost: Double, limit: RateLimit, now: Int64) -> RateDecision {
         refill(limit: limit, now: now)
-        if tokens >= 1 {
-            tokens -= 1
+        let charged = min(max(0, cost), Double(max(1, limit.burst)))
+        if tokens >= charged {
+            tokens -= charged
             return .allowed
         }
         guard limit.perSecond > 0 else { return .refused(retryAfterSeconds: 3600) }
-        let seconds = (1 - tokens) / limit.perSecond
+        let seconds = (charged - tokens) / limit.perSecond
         return .refused(retryAfterSeconds: max(1, Int(seconds.rounded(.up))))
     }
 
@@ -48,10 +57,10 @@ struct RateLimiterState: Sendable {
         self.maxKeys = maxKeys
     }
 
-    mutating func take(_ key: String, now: Int64) -> RateDecision {
+    mutating func take(_ key: String, cost: Double = 1, now: Int64) -> RateDecision {
         if buckets.count >= maxKeys, buckets[key] == nil { prune(now: now) }
         var bucket = buckets[key] ?? TokenBucket(limit: limit, now: now)
-        let decision = bucket.take(limit: limit, now: now)
+        let decision = bucket.take(cost, limit: limit, now: now)
         buckets[key] = bucket
         return decision
     }
@@ -74,8 +83,8 @@ final class RateLimiter: Sendable {
         state = Mutex(RateLimiterState(limit: limit))
     }
 
-    func take(_ key: String, now: Int64) -> RateDecision {
-        state.withLock { $0.take(key, now: now) }
+    func take(_ key: String, cost: Double = 1, now: Int64) -> RateDecision {
+        state.withLock { $0.take(key, cost: cost, now: now) }
     }
 }
 

@@ -1,9 +1,19 @@
 import GRDB
 
 extension SQLiteServerStore {
-    func tokens() async throws -> [TokenSummary] {
-        try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, role, device_id, created_ms, expires_ms FROM tokens ORDER BY created_ms, id").compactMap { row in
+    func tokens(after: (createdMilliseconds: Int64, tokenID: String)?, limit: Int?) async throws -> [TokenSummary] {
+        var sql = "SELECT id, role, device_id, created_ms, expires_ms FROM tokens"
+        var arguments: StatementArguments = []
+        if let after {
+            sql += " WHERE created_ms > ? OR (created_ms = ? AND id > ?)"
+            arguments += [after.createdMilliseconds, after.createdMilliseconds, after.tokenID]
+        }
+        sql += " ORDER BY created_ms, id"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in
+            try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).compactMap { row in
                 guard let role = Role(rawValue: try row.decode(forColumn: "role")) else { return nil }
                 return TokenSummary(
                     tokenID: try row.decode(forColumn: "id"),

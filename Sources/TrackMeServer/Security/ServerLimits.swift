@@ -47,6 +47,14 @@ public struct ServerLimits: Hashable, Sendable {
     /// the rest to device intake; and hashes that may wait for them before a sign-in is a 503.
     public var passwordHashThreads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
     public var passwordHashQueue = 32
+    /// Readings one principal (an account, else a token) may have its exports, GPX tracks and
+    /// statistics read: a bucket of `burst` readings refilled at `perSecond`. Each such request
+    /// counts the readings it would read (in the store, at most the burst) and is charged that
+    /// before it starts; past the budget it is 429 with `Retry-After` and nothing is read. A
+    /// request over the whole burst waits for a full bucket. The default lets anyone download
+    /// two months of 1 Hz heart rate and positions (six million readings) at once, and then
+    /// 600,000 readings a minute; `nil` for none.
+    public var readingsPerPrincipal: RateLimit? = RateLimit(burst: 6_000_000, perSecond: 10_000)
     /// Exports, GPX tracks, statistics and group figures running at once in the server (one
     /// per principal): half the cores, the rest stay for device intake.
     public var heavyRequests = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
@@ -83,6 +91,7 @@ public struct ServerLimits: Hashable, Sendable {
         limits.alertRaisesPerDevice = nil
         limits.signInsPerAddress = nil
         limits.registrationsPerAddress = nil
+        limits.readingsPerPrincipal = nil
         return limits
     }
 }

@@ -35,8 +35,9 @@ struct RevokedToken: Codable, Hashable, Sendable {
 
 /// Revocation and rotation, one code path for the admin API and the `trackme-server token` CLI.
 extension ServerAdministration {
+    /// Every token (the command line's list).
     func tokens() async throws -> [TokenSummary] {
-        try await store.tokens()
+        try await store.tokens(after: nil, limit: nil)
     }
 
     /// Refused from the next request on, on every instance (the authenticator reads the store).
@@ -72,7 +73,11 @@ struct TokenRoutes: Sendable {
     func register(on router: Router<ServerRequestContext>) {
         router.get("/v1/tokens") { request, _ in
             _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-            return try json(.ok, ["tokens": try await administration.tokens()])
+            let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+            let after = try page.after.map { try $0.timeAndID() }
+            let tokens = try await api.store.tokens(after: after.map { ($0.milliseconds, $0.id) }, limit: page.fetchLimit)
+            let cut = page.cut(tokens) { PageCursor(String($0.createdMilliseconds), $0.tokenID) }
+            return try json(.ok, TokenList(tokens: cut.rows, next: cut.next))
         }
         router.post("/v1/tokens/:id/revoke") { request, context in
             _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
@@ -97,4 +102,10 @@ struct TokenRoutes: Sendable {
             dispatcherTokenLifetime: api.configuration.dispatcherTokenLifetime
         )
     }
+}
+
+struct TokenList: Codable, Sendable {
+    var tokens: [TokenSummary]
+    /// The next page (`after`); absent on the last page.
+    var next: String?
 }

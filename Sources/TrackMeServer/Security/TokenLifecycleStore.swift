@@ -20,7 +20,9 @@ public struct TokenSummary: Codable, Hashable, Sendable {
 /// Revoking deletes the row: the authenticator reads the row on every request (no cache), so a
 /// deleted token is refused on the next request on every instance sharing the database.
 protocol TokenLifecycleStore: Sendable {
-    func tokens() async throws -> [TokenSummary]
+    /// Tokens in creation order (the id breaking ties) after `after`, at most `limit` (nil: every
+    /// one, for the command line).
+    func tokens(after: (createdMilliseconds: Int64, tokenID: String)?, limit: Int?) async throws -> [TokenSummary]
     /// Deletes a token; false if there was none.
     func deleteToken(id: String) async throws -> Bool
     /// In one transaction, inserts `replacement` with the role and device of token `id` and
