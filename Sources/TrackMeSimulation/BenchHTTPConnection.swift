@@ -10,6 +10,8 @@ package import NIOSSL
 package struct BenchHTTPConnection {
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
+        /// The answer's status, 0 when there was none.
+        package var status = 0
     }
 
     let inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>
@@ -69,7 +71,7 @@ package struct BenchHTTPConnection {
             case .end: break reading
             }
         }
-        guard status == expect else { throw Failure(description: "\(method) \(uri): \(status) \(responseBody)") }
+        guard status == expect else { throw Failure(description: "\(method) \(uri): \(status) \(responseBody)", status: status) }
         return (start.duration(to: clock.now), responseBody)
     }
 }

@@ -99,6 +99,8 @@ public enum IntakeUnderLoadBenchmark {
         public var batchesOffered: Int?
         public var batchesStored: Int?
         public var batchesFailed: Int?
+        /// What the failed ones got: their status, or `connection` when it broke.
+        public var batchFailures: [String: Int]?
         public var batchP99Milliseconds: Double?
         public var readingsPerSecond: Double?
 
@@ -117,6 +119,7 @@ public enum IntakeUnderLoadBenchmark {
             case batchesOffered = "batches_offered"
             case batchesStored = "batches_stored"
             case batchesFailed = "batches_failed"
+            case batchFailures = "batch_failures"
             case batchP99Milliseconds = "batch_p99_ms"
             case readingsPerSecond = "readings_per_s"
         }
@@ -164,7 +167,10 @@ public enum IntakeUnderLoadBenchmark {
         configuration.limits.requestsPerToken = nil
         configuration.limits.requestsPerAddress = nil
         configuration.limits.signInsPerAddress = nil
-        configuration.limits.maxConnectionsPerAddress = configuration.limits.maxConnections
+        // Every connection comes from 127.0.0.1 here: the caps are as high as the file limit
+        // allows (the server fits them under it), as bench-load.sh starts the server.
+        configuration.limits.maxConnections = 100_000
+        configuration.limits.maxConnectionsPerAddress = 100_000
         if let hashThreads = options.hashThreads { configuration.limits.passwordHashThreads = hashThreads }
         let server = try await TrackMeServer(configuration: configuration, logger: logger)
         let serverTask = Task { try await server.run() }
@@ -406,6 +412,7 @@ public enum IntakeUnderLoadBenchmark {
         load.batchesOffered = result.batchesOffered
         load.batchesStored = result.batchesAcknowledged
         load.batchesFailed = result.batchesFailed
+        load.batchFailures = result.failures
         load.batchP99Milliseconds = result.batchP99Milliseconds
         load.readingsPerSecond = result.readingsPerSecond
         return load

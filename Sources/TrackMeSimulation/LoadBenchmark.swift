@@ -18,6 +18,8 @@ package struct LoadBenchmarkResult: Encodable, Sendable {
     package var batchesOffered: Int
     package var batchesAcknowledged: Int
     package var batchesFailed: Int
+    /// What the failed requests got: their status, or `connection` when it broke.
+    package var failures: [String: Int]
     package var batchP50Milliseconds: Double
     package var batchP99Milliseconds: Double
     package var batchMaxMilliseconds: Double
@@ -37,6 +39,7 @@ package struct LoadBenchmarkResult: Encodable, Sendable {
         case batchesOffered = "batches_offered"
         case batchesAcknowledged = "batches_acknowledged"
         case batchesFailed = "batches_failed"
+        case failures
         case batchP50Milliseconds = "batch_p50_ms"
         case batchP99Milliseconds = "batch_p99_ms"
         case batchMaxMilliseconds = "batch_max_ms"
@@ -182,6 +185,8 @@ package struct LoadBenchmark {
             var batchLatencies: [Duration] = []
             var alertLatencies: [Duration] = []
             var failed = 0
+            /// By status, or `connection` when the connection broke.
+            var failures: [String: Int] = [:]
         }
         let state = Mutex(State())
     }
@@ -261,6 +266,7 @@ package struct LoadBenchmark {
             batchesOffered: offered,
             batchesAcknowledged: state.batchLatencies.count,
             batchesFailed: state.failed,
+            failures: state.failures,
             batchP50Milliseconds: Self.percentile(state.batchLatencies, 0.5),
             batchP99Milliseconds: Self.percentile(state.batchLatencies, 0.99),
             batchMaxMilliseconds: Self.percentile(state.batchLatencies, 1),
@@ -288,7 +294,7 @@ package struct LoadBenchmark {
                 try await BenchHTTPConnection.with(port: port, tls: tls) { connection in
                     while let job = await queue.next() {
                         let (path, token, body, headers) = request(job)
-                        let ok: Bool
+                        let failure: String?
                         do {
                             _ = try await connection.request(
                                 method: .POST,
@@ -297,15 +303,15 @@ package struct LoadBenchmark {
                                 body: body,
                                 expect: 200
                             )
-                            ok = true
-                        } catch let failure as BenchHTTPConnection.Failure {
-                            _ = failure
-                            ok = false
+                            failure = nil
+                        } catch let refused as BenchHTTPConnection.Failure {
+                            failure = "\(refused.status)"
                         }
                         let latency = job.scheduled.duration(to: ContinuousClock.now)
                         tally.state.withLock { state in
-                            guard ok else {
+                            if let failure {
                                 state.failed += 1
+                                state.failures[failure, default: 0] += 1
                                 return
                             }
                             switch job.kind {
@@ -319,7 +325,10 @@ package struct LoadBenchmark {
                 }
                 done = true
             } catch {
-                tally.state.withLock { $0.failed += 1 }
+                tally.state.withLock { state in
+                    state.failed += 1
+                    state.failures["connection", default: 0] += 1
+                }
             }
         }
     }

@@ -89,7 +89,7 @@ struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
             case .batches:
                 what =
                     "\(load.devices ?? 0) devices, a batch each every \(batchInterval) s; \(load.batchesStored ?? 0) of \(load.batchesOffered ?? 0) batches stored, "
-                    + "\(load.batchesFailed ?? 0) failed, batch p99 \(ms(load.batchP99Milliseconds ?? 0)), "
+                    + "\(load.batchesFailed ?? 0) failed \(load.batchFailures ?? [:]), batch p99 \(ms(load.batchP99Milliseconds ?? 0)), "
                     + String(format: "%.0f readings/s", load.readingsPerSecond ?? 0)
             }
             print("\(phase.beside.rawValue):")
