@@ -55,15 +55,8 @@ public enum ExportMemoryBenchmark {
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
             do {
                 let base = server.baseURL.absoluteString
-                let token = try await server.enrol("pi-export")
-                let created = try await call(
-                    http,
-                    .POST,
-                    base + "/v1/accounts",
-                    json: ["username": "wearer", "password": "correct horse battery", "role": "wearer"]
-                )
-                guard let person = created["id"] as? String else { throw Failure("account not created: \(created)") }
-                _ = try await call(http, .POST, base + "/v1/people/\(person)/devices", json: ["device_id": "pi-export"])
+                let token = try await server.enrol(deviceID)
+                let person = try await wearer(http, base: base)
                 try await fill(http, base: base, token: token, from: first, count: days * 86_400, wall: wall)
                 wall.store(now, ordering: .relaxed)
                 let path = base + "/v1/people/\(person)/export?format=csv&to=\(now)&from="
@@ -78,13 +71,30 @@ public enum ExportMemoryBenchmark {
         }
     }
 
+    /// The device whose readings `fill` sends unless told another.
+    static let deviceID = "pi-export"
+
+    /// A wearer's account with `deviceID` linked to it (the admin creates both, as an operator
+    /// would); the account's id. The device must be enrolled first.
+    static func wearer(_ http: HTTPClient, base: String) async throws -> String {
+        let created = try await call(
+            http,
+            .POST,
+            base + "/v1/accounts",
+            json: ["username": "wearer", "password": "correct horse battery", "role": "wearer"]
+        )
+        guard let person = created["id"] as? String else { throw Failure("account not created: \(created)") }
+        _ = try await call(http, .POST, base + "/v1/people/\(person)/devices", json: ["device_id": deviceID])
+        return person
+    }
+
     /// One reading a second from `from`, a thousand to a batch, as the device's readings lane
     /// sends them: heart rate, or the reading `payload` makes of the reading's number.
     static func fill(
         _ http: HTTPClient,
         base: String,
         token: String,
-        deviceID: String = "pi-export",
+        deviceID: String = ExportMemoryBenchmark.deviceID,
         from: Int64,
         count: Int,
         wall: borrowing Atomic<Int64>,
