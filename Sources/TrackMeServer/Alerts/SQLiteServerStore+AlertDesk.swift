@@ -18,11 +18,8 @@ extension SQLiteServerStore {
     func closedAlertRows(before: (updatedMilliseconds: Int64, alertID: String)?, limit: Int) async throws -> [AlertDeskRow] {
         var sql = "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE NOT (\(Self.openCondition))"
         var arguments: StatementArguments = []
-        if let before {
-            sql += " AND (a.updated_ms < ? OR (a.updated_ms = ? AND a.alert_id < ?))"
-            arguments += [before.updatedMilliseconds, before.updatedMilliseconds, before.alertID]
-        }
-        sql += " ORDER BY a.updated_ms DESC, a.alert_id DESC LIMIT \(max(1, limit))"
+        SQLiteKeysetPage(time: "a.updated_ms", id: "a.alert_id", newestFirst: true)
+            .append(to: &sql, &arguments, after: before.map { ($0.updatedMilliseconds, $0.alertID) }, limit: limit, filtered: true)
         let finalSQL = sql
         let finalArguments = arguments
         return try await personKeys.readable(
@@ -37,12 +34,8 @@ extension SQLiteServerStore {
             WHERE a.device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ",")))
             """
         var arguments = StatementArguments(deviceIDs)
-        if let before {
-            sql += " AND (a.created_ms < ? OR (a.created_ms = ? AND a.alert_id < ?))"
-            arguments += [before.createdMilliseconds, before.createdMilliseconds, before.alertID]
-        }
-        sql += " ORDER BY a.created_ms DESC, a.alert_id DESC"
-        if let limit { sql += " LIMIT \(max(1, limit))" }
+        SQLiteKeysetPage(time: "a.created_ms", id: "a.alert_id", newestFirst: true)
+            .append(to: &sql, &arguments, after: before.map { ($0.createdMilliseconds, $0.alertID) }, limit: limit, filtered: true)
         let finalSQL = sql
         let finalArguments = arguments
         return try await personKeys.readable(

@@ -50,12 +50,8 @@ extension SQLiteServerStore {
             WHERE device_id IN (\(deviceIDs.map { _ in "?" }.joined(separator: ",")))
             """
         var arguments = StatementArguments(deviceIDs)
-        if let before {
-            sql += " AND (raised_ms < ? OR (raised_ms = ? AND alert_id < ?))"
-            arguments += [before.raisedMilliseconds, before.raisedMilliseconds, before.alertID]
-        }
-        sql += " ORDER BY raised_ms DESC, alert_id DESC"
-        if let limit { sql += " LIMIT \(max(1, limit))" }
+        SQLiteKeysetPage(time: "raised_ms", id: "alert_id", newestFirst: true)
+            .append(to: &sql, &arguments, after: before.map { ($0.raisedMilliseconds, $0.alertID) }, limit: limit, filtered: true)
         let finalSQL = sql
         let finalArguments = arguments
         let rows = try await pool.read { db in

@@ -76,12 +76,8 @@ extension SQLiteServerStore {
     {
         var sql = "SELECT \(Self.requestColumns) FROM access_requests WHERE \(column) = ?"
         var arguments: StatementArguments = [value]
-        if let before {
-            sql += " AND (requested_ms < ? OR (requested_ms = ? AND id < ?))"
-            arguments += [before.requestedMilliseconds, before.requestedMilliseconds, before.id]
-        }
-        sql += " ORDER BY requested_ms DESC, id DESC"
-        if let limit { sql += " LIMIT \(max(1, limit))" }
+        SQLiteKeysetPage(time: "requested_ms", id: "id", newestFirst: true)
+            .append(to: &sql, &arguments, after: before.map { ($0.requestedMilliseconds, $0.id) }, limit: limit, filtered: true)
         let finalSQL = sql
         let finalArguments = arguments
         return try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).compactMap(Self.request(from:)) }

@@ -4,12 +4,8 @@ extension SQLiteServerStore {
     func tokens(after: (createdMilliseconds: Int64, tokenID: String)?, limit: Int?) async throws -> [TokenSummary] {
         var sql = "SELECT id, role, device_id, created_ms, expires_ms FROM tokens"
         var arguments: StatementArguments = []
-        if let after {
-            sql += " WHERE created_ms > ? OR (created_ms = ? AND id > ?)"
-            arguments += [after.createdMilliseconds, after.createdMilliseconds, after.tokenID]
-        }
-        sql += " ORDER BY created_ms, id"
-        if let limit { sql += " LIMIT \(max(1, limit))" }
+        SQLiteKeysetPage(time: "created_ms", id: "id", newestFirst: false)
+            .append(to: &sql, &arguments, after: after.map { ($0.createdMilliseconds, $0.tokenID) }, limit: limit, filtered: false)
         let finalSQL = sql
         let finalArguments = arguments
         return try await pool.read { db in
