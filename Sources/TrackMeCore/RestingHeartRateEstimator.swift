@@ -27,9 +27,21 @@ public struct RestingHeartRateEstimator: Hashable, Sendable, Codable {
     public mutating func add(_ reading: HeartRateReading) {
         guard reading.contact != .notDetected, Self.range.contains(reading.bpm) else { return }
         let index = reading.bpm - Self.range.lowerBound
-        if counts[index] < UInt32.max {
+        // A decoded estimator may carry fewer counts than the range (a damaged saved value).
+        if index < counts.count, counts[index] < UInt32.max {
             counts[index] += 1
             sampleCount += 1
+        }
+    }
+
+    /// Adds another estimator's counts, as if its readings had been added here: the day figures
+    /// keep one per device and day and combine them without the readings.
+    public mutating func merge(_ other: RestingHeartRateEstimator) {
+        for index in counts.indices where index < other.counts.count {
+            let sum = UInt64(counts[index]) + UInt64(other.counts[index])
+            let kept = UInt32(min(sum, UInt64(UInt32.max)))
+            sampleCount += Int(kept - counts[index])
+            counts[index] = kept
         }
     }
 

@@ -352,7 +352,10 @@ final class SQLiteServerStore: ServerStore {
     func deleteReadings(placedBefore cutoff: Int64) async throws -> Int {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM readings WHERE placed_ms < ?", arguments: [cutoff])
-            return db.changesCount
+            let deleted = db.changesCount
+            // The day summaries go with their readings, the cut-off's own day too (part of it went).
+            try db.execute(sql: "DELETE FROM heart_rate_days WHERE day <= ?", arguments: [HeartRateDays.day(cutoff)])
+            return deleted
         }
     }
 

@@ -31,6 +31,8 @@ final class ServerMetrics: Sendable {
     let batchesConflicting: Counter
     let retentionRefusals: Counter
     let erasures: Counter
+    let statisticsDaysKept: Counter
+    let statisticsDaysSummarised: Counter
     /// Rows deleted by the retention job, per kind; every kind is listed from the start (at 0) so
     /// that a dashboard's rate has a series before the first deletion.
     private let retentionDeleted: [PersonalDataKind: Counter]
@@ -66,6 +68,8 @@ final class ServerMetrics: Sendable {
         batchesConflicting = counter(.batchesConflicting)
         retentionRefusals = counter(.retentionRefusals)
         erasures = counter(.erasures)
+        statisticsDaysKept = counter(.statisticsDaysKept)
+        statisticsDaysSummarised = counter(.statisticsDaysSummarised)
         var deleted: [PersonalDataKind: Counter] = [:]
         for kind in PersonalDataKind.allCases {
             deleted[kind] = Counter(label: Name.retentionDeleted.rawValue, dimensions: [("kind", kind.rawValue)], factory: factory)
@@ -146,6 +150,8 @@ final class ServerMetrics: Sendable {
         case batchesConflicting = "trackme_server_batches_conflict_total"
         case retentionRefusals = "trackme_server_retention_refused_total"
         case erasures = "trackme_server_erasures_total"
+        case statisticsDaysKept = "trackme_server_statistics_days_kept_total"
+        case statisticsDaysSummarised = "trackme_server_statistics_days_summarised_total"
         case retentionDeleted = "trackme_server_retention_deleted_total"
         case responses = "trackme_server_responses_total"
         case databaseDamaged = "trackme_server_database_damaged"
@@ -178,6 +184,8 @@ final class ServerMetrics: Sendable {
             case .batchesConflicting: "Batches refused with 409: a store epoch to re-base or a key reused with other content."
             case .retentionRefusals: "Retention passes refused because the wall clock jumped ahead."
             case .erasures: "People whose data was erased on request."
+            case .statisticsDaysKept: "Device-days a statistics request answered from a kept summary."
+            case .statisticsDaysSummarised: "Device-days a statistics request summarised from their readings (and kept)."
             case .retentionDeleted: "Rows of personal data deleted by the retention job, by kind."
             case .responses: "HTTP responses by status."
             case .databaseDamaged: "1 when the database failed its integrity check at start (ingest refused)."

@@ -34,6 +34,33 @@ import TrackMeCore
         #expect(limits.minimum == min(40, max(30, resting - 20)))
     }
 
+    @Test func mergedEstimatorsEqualOneFedEveryReading() {
+        var morning = RestingHeartRateEstimator(minimumSamples: 10)
+        var evening = RestingHeartRateEstimator(minimumSamples: 10)
+        var whole = RestingHeartRateEstimator(minimumSamples: 10)
+        for bpm in 50..<100 {
+            morning.add(HeartRateReading(bpm: bpm, contact: .detected))
+            whole.add(HeartRateReading(bpm: bpm, contact: .detected))
+        }
+        for bpm in 40..<60 {
+            evening.add(HeartRateReading(bpm: bpm, contact: .detected))
+            whole.add(HeartRateReading(bpm: bpm, contact: .detected))
+        }
+        morning.merge(evening)
+        #expect(morning == whole)
+        #expect(morning.sampleCount == 70)
+        #expect(morning.estimate == 46)
+    }
+
+    @Test func aDamagedSavedEstimatorDoesNotTrap() throws {
+        let damaged = #"{"counts":[1,2],"sampleCount":3,"minimumSamples":1,"quantile":0.1}"#
+        var estimator = try JSONDecoder().decode(RestingHeartRateEstimator.self, from: Data(damaged.utf8))
+        estimator.add(HeartRateReading(bpm: 120, contact: .detected))
+        var fresh = RestingHeartRateEstimator(minimumSamples: 1)
+        fresh.merge(estimator)
+        #expect(fresh.sampleCount == 3)
+    }
+
     @Test func survivesARestartThroughCodable() throws {
         var estimator = RestingHeartRateEstimator(minimumSamples: 3)
         for bpm in [58, 61, 64] { estimator.add(HeartRateReading(bpm: bpm, contact: .detected)) }

@@ -280,6 +280,13 @@ struct RetentionErasureTests {
             #expect(try await Self.rows(s, "SELECT count(*) FROM person_days WHERE person_key = 'person:\(wearerID)'") == 1)
             let cell = GroupFigures.Cell(ageBandFrom: 0, ageBandTo: 10, south: 0, west: 0, north: 10, east: 10, dayFrom: 0, dayTo: 1)
             try await s.server.store.recordAnsweredGroup(AnsweredGroup(organisationID: "org", cell: cell, people: 1001, atMilliseconds: s.wall.now))
+            // A day of her statistics kept as a summary.
+            try await s.server.store.saveHeartRateDays(
+                deviceID: "pi-erase-me",
+                [HeartRateDays.day(TestServer.startWall): try HeartRateDays.encode(DailyStatistics.Accumulator.Day())],
+                limits: HeartRateLimits(profile: PersonProfile(name: "Zelda Quixote", age: 70)),
+                computedMilliseconds: s.wall.now
+            )
             // Every table that can hold a person holds a row before the erasure.
             for table in PersonalTables.all where !table.keys.isEmpty {
                 #expect(

@@ -30,6 +30,8 @@ struct ServerMetricsTests {
         ("trackme_server_batches_conflict_total", "counter"),
         ("trackme_server_retention_refused_total", "counter"),
         ("trackme_server_erasures_total", "counter"),
+        ("trackme_server_statistics_days_kept_total", "counter"),
+        ("trackme_server_statistics_days_summarised_total", "counter"),
         ("trackme_server_retention_deleted_total", "counter"),
         ("trackme_server_responses_total", "counter"),
         ("trackme_server_database_damaged", "gauge"),

@@ -93,6 +93,12 @@ struct IngestRoom: Sendable {
         }
         try refuseOnDamagedDatabase()
         let rows = incoming.readings
+        // Before the batch: a day summary read between the two is then read again, never kept
+        // without these readings.
+        let lateDays = HeartRateDays.lateDays(rows, receivedMilliseconds: incoming.receivedMilliseconds)
+        if !lateDays.isEmpty {
+            try await store.markHeartRateDaysLate(deviceID: incoming.deviceID, days: lateDays, receivedMilliseconds: incoming.receivedMilliseconds)
+        }
         let result = try await store.ingest(incoming)
         if let conflict = result.conflict {
             metrics.batchesConflicting.increment()

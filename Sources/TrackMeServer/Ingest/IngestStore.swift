@@ -45,6 +45,9 @@ protocol IngestStore: Sendable {
 
     /// When the device whose token this digest is was erased (`WipeOrderDigest`), or nil.
     func wipeOrder(tokenDigest: String) async throws -> Int64?
+    /// Marks days whose heart-rate readings arrive late, before their batch is written, so that
+    /// a kept day summary of them is read again (`HeartRateDays`).
+    func markHeartRateDaysLate(deviceID: String, days: Set<Int64>, receivedMilliseconds: Int64) async throws
 }
 
 /// One reading of a batch, ready to store.
@@ -155,5 +158,9 @@ extension HallBackedIngestStore {
 
     func wipeOrder(tokenDigest: String) async throws -> Int64? {
         try await store.wipeOrder(tokenDigest: tokenDigest)
+    }
+
+    func markHeartRateDaysLate(deviceID: String, days: Set<Int64>, receivedMilliseconds: Int64) async throws {
+        try await store.markHeartRateDaysLate(deviceID: deviceID, days: days, receivedMilliseconds: receivedMilliseconds)
     }
 }

@@ -143,6 +143,9 @@ extension PostgresServerStore {
             logger.info("retention dropped a readings partition", metadata: ["server.partition": "\(partition.name)"])
         }
         deleted += try await client.query("DELETE FROM readings WHERE placed_ms < \(cutoff) RETURNING 1", logger: logger).collect().count
+        // The day summaries go with their readings, the cut-off's own day too (part of it went).
+        let cutoffDay = HeartRateDays.day(cutoff)
+        try await client.query("DELETE FROM heart_rate_days WHERE day <= \(cutoffDay)", logger: logger)
         return deleted
     }
 

@@ -75,7 +75,9 @@ struct DailyStatistics: Codable, Hashable, Sendable {
     /// reading out of range counts until the same strap's next reading on the same day: two straps
     /// worn at once are two witnesses, not one faster one.
     struct Accumulator: Sendable {
-        struct Day: Sendable {
+        /// One day's counters. Those of one device and a whole day are what the statistics keep
+        /// between requests (`HeartRateDays`); they merge as if their readings had been added.
+        struct Day: Codable, Hashable, Sendable {
             var readings = 0
             var sum = 0
             var minimum = Int.max
@@ -90,6 +92,17 @@ struct DailyStatistics: Codable, Hashable, Sendable {
 
         init(limits: HeartRateLimits) {
             self.limits = limits
+        }
+
+        /// A day's counters kept from an earlier pass (one device's whole day): merged, never
+        /// re-read. The device's out-of-range time stays within its day, so nothing carries over.
+        mutating func merge(dayNumber: Int64, _ figures: Day) {
+            byDay[dayNumber, default: Day()].merge(figures)
+        }
+
+        /// The counters of one UTC day (by its number), if it had a reading.
+        func figures(ofDay dayNumber: Int64) -> Day? {
+            byDay[dayNumber]
         }
 
         mutating func add(_ sample: HeartRateSample) {
@@ -123,6 +136,16 @@ struct DailyStatistics: Codable, Hashable, Sendable {
 }
 
 extension DailyStatistics.Accumulator.Day {
+    fileprivate mutating func merge(_ other: Self) {
+        guard other.readings > 0 else { return }
+        readings += other.readings
+        sum += other.sum
+        minimum = min(minimum, other.minimum)
+        maximum = max(maximum, other.maximum)
+        estimator.merge(other.estimator)
+        outOfRangeMilliseconds += other.outOfRangeMilliseconds
+    }
+
     fileprivate mutating func add(_ sample: HeartRateSample) {
         readings += 1
         sum += sample.bpm

@@ -150,7 +150,14 @@ struct PeopleRoutes: Sendable {
         grants: [AccessPolicy.Grant]
     ) async throws {
         guard let budget = api.readingBudget else { return }
-        let cost = try await data.readingCost(person, kinds: kinds, from: from, to: to, grants: grants, atMost: budget.countCeiling)
+        try charge(
+            try await data.readingCost(person, kinds: kinds, from: from, to: to, grants: grants, atMost: budget.countCeiling),
+            to: principal,
+            budget: budget
+        )
+    }
+
+    func charge(_ cost: Int64, to principal: Principal, budget: ReadingBudget) throws {
         do {
             try budget.charge(cost, to: principal, now: now)
         } catch {
@@ -205,12 +212,17 @@ struct PeopleRoutes: Sendable {
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
-        try await charge(principal, person, kinds: [.heartRate], from: from, to: to, grants: grants)
-        // Counters per day, fed page by page: 93 days of 1 Hz readings never sit in memory at once.
-        var days = DailyStatistics.Accumulator(limits: data.limits(person))
-        try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
-            for row in page { if let sample = PersonData.heartRate(row, deviceID: deviceID) { days.add(sample) } }
+        // Whole past days from their kept summaries, the rest page by page: 93 days of 1 Hz
+        // readings are read at most once, and never sit in memory at once. The request is
+        // charged what it reads, not the days its summaries answer for.
+        let plan = try await data.statisticsPlan(person, from: from, to: to, grants: grants)
+        if let budget = api.readingBudget {
+            try charge(try await data.readingCost(plan, atMost: budget.countCeiling), to: principal, budget: budget)
         }
+        let figures = try await data.dayFigures(plan)
+        api.metrics.statisticsDaysKept.increment(by: figures.keptDaysUsed)
+        api.metrics.statisticsDaysSummarised.increment(by: figures.daysSummarised)
+        let days = figures.days
         if !days.days.isEmpty {
             try await data.log(
                 principal,

@@ -101,6 +101,24 @@ enum PeopleSchema {
                     """
             )
         }
+        // The statistics' day summaries (`HeartRateDays`): one device's whole UTC day of
+        // heart-rate counters, or only a late mark (`late_ms`) until a request summarises it.
+        migrator.registerMigration("people-3") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE heart_rate_days (
+                        device_id TEXT NOT NULL,
+                        day INTEGER NOT NULL,
+                        computed_ms INTEGER,
+                        limit_min INTEGER,
+                        limit_max INTEGER,
+                        summary TEXT,
+                        late_ms INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (device_id, day)
+                    );
+                    """
+            )
+        }
     }
 
     static var postgres: [(String, [String])] {
@@ -150,6 +168,16 @@ enum PeopleSchema {
                         granted_by TEXT NOT NULL, PRIMARY KEY (person_id, carer_id))
                     """,
                     "CREATE INDEX carer_links_carer ON carer_links (carer_id)",
+                ]
+            ),
+            (
+                "people-3",
+                [
+                    """
+                    CREATE TABLE heart_rate_days (
+                        device_id TEXT NOT NULL, day BIGINT NOT NULL, computed_ms BIGINT, limit_min INTEGER, limit_max INTEGER,
+                        summary TEXT, late_ms BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (device_id, day))
+                    """
                 ]
             ),
         ]

@@ -15,6 +15,9 @@ extension PersonalTables {
             keys: [.soleWearer("person_key", prefix: "person:"), .device("person_key", prefix: "device:")],
             retention: [.init(kind: .groupFigures, sql: "day < ?", binds: [.cutoffDay])]
         ),
+        // Kept as long as the readings they summarise: `deleteReadings` deletes them with the
+        // readings' cut-off.
+        PersonalTable(name: "heart_rate_days", keys: [.device("device_id")], retention: [PersonalTables.retiredRule()]),
         PersonalTable(
             name: "group_queries",
             retention: [.init(kind: .groupFigures, sql: "at_ms < ?")],

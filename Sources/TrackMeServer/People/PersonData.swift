@@ -177,29 +177,142 @@ struct PersonData: Sendable {
         grants: [AccessPolicy.Grant],
         _ body: (_ deviceID: String, _ page: [StoredReadingRow]) async throws -> Void
     ) async throws {
-        let wire: WireReading.Kind = kind == .position ? .position : .heartRate
-        let pageSize = api.configuration.maxPageSize
         for deviceID in person.deviceIDs {
             for window in Self.windows(kind, from: from, to: to, grants: grants) {
-                var after: Int64 = 0
-                while true {
-                    try Task.checkCancellation()
-                    let page = try await store.readings(
-                        ReadingQuery(
-                            deviceID: deviceID,
-                            fromMilliseconds: window.lower,
-                            toMilliseconds: window.upper,
-                            kind: wire,
-                            afterSequence: after,
-                            limit: pageSize
-                        )
-                    )
-                    if !page.isEmpty { try await body(deviceID, page) }
-                    guard page.count == pageSize, let last = page.last else { break }
-                    after = last.sequence
+                try await forEachPage(deviceID: deviceID, kind: kind, from: window.lower, to: window.upper) { page in
+                    try await body(deviceID, page)
                 }
             }
         }
+    }
+
+    /// One device's readings of `kind` in `[from, to)`, a store page at a time, in sequence
+    /// order. The caller has decided that a grant covers the span.
+    private func forEachPage(
+        deviceID: String,
+        kind: PersonDataKind,
+        from: Int64?,
+        to: Int64?,
+        _ body: (_ page: [StoredReadingRow]) async throws -> Void
+    ) async throws {
+        let wire: WireReading.Kind = kind == .position ? .position : .heartRate
+        let pageSize = api.configuration.maxPageSize
+        var after: Int64 = 0
+        while true {
+            try Task.checkCancellation()
+            let page = try await store.readings(
+                ReadingQuery(deviceID: deviceID, fromMilliseconds: from, toMilliseconds: to, kind: wire, afterSequence: after, limit: pageSize)
+            )
+            if !page.isEmpty { try await body(page) }
+            guard page.count == pageSize, let last = page.last else { break }
+            after = last.sequence
+        }
+    }
+
+    /// How a statistics request reads the person's heart rate over `[from, to)` within the
+    /// grants: whole days that are over from kept summaries (`HeartRateDays`), a whole day
+    /// without one that stands summarised once from its readings and kept, and the partial days
+    /// at the span's ends and the days too recent to keep read each time.
+    struct StatisticsPlan: Sendable {
+        var limits: HeartRateLimits
+        var kept: [(day: Int64, figures: DailyStatistics.Accumulator.Day)] = []
+        /// A device's days to summarise, in one pass over the span from the first to the last.
+        var summarise: [(deviceID: String, days: [Int64])] = []
+        var read: [(deviceID: String, span: Range<Int64>)] = []
+
+        /// The readings the plan reads: the spans of the days it summarises and its pieces.
+        var readSpans: [(deviceID: String, span: Range<Int64>)] {
+            summarise.compactMap { item in
+                guard let first = item.days.first, let last = item.days.last else { return nil }
+                return (item.deviceID, (first * GroupFigures.dayMilliseconds)..<((last + 1) * GroupFigures.dayMilliseconds))
+            } + read
+        }
+    }
+
+    func statisticsPlan(_ person: Person, from: Int64, to: Int64, grants: [AccessPolicy.Grant]) async throws -> StatisticsPlan {
+        var plan = StatisticsPlan(limits: limits(person))
+        for deviceID in person.deviceIDs {
+            for window in Self.windows(.heartRate, from: from, to: to, grants: grants) {
+                let cut = HeartRateDays.plan(from: window.lower ?? from, to: window.upper ?? to, now: now)
+                if let keptDays = cut.keptDays {
+                    var standing: [Int64: DailyStatistics.Accumulator.Day] = [:]
+                    for row in try await store.heartRateDays(deviceID: deviceID, days: keptDays) where HeartRateDays.stands(row, limits: plan.limits)
+                    {
+                        if let summary = row.summary, let figures = HeartRateDays.decode(summary) { standing[row.day] = figures }
+                    }
+                    var missing: [Int64] = []
+                    for day in keptDays {
+                        if let figures = standing[day] { plan.kept.append((day, figures)) } else { missing.append(day) }
+                    }
+                    if !missing.isEmpty { plan.summarise.append((deviceID, missing)) }
+                }
+                plan.read += cut.readPieces.map { (deviceID, $0) }
+            }
+        }
+        return plan
+    }
+
+    /// How many readings the plan reads, counted in the store and no further than `atMost`.
+    func readingCost(_ plan: StatisticsPlan, atMost: Int64) async throws -> Int64 {
+        var total: Int64 = 0
+        for (deviceID, span) in plan.readSpans {
+            guard total < atMost else { break }
+            let query = ReadingQuery(
+                deviceID: deviceID,
+                fromMilliseconds: span.lowerBound,
+                toMilliseconds: span.upperBound,
+                kind: .heartRate,
+                afterSequence: 0,
+                limit: Int(atMost - total)
+            )
+            total += Int64(try await store.readingCount(query))
+        }
+        return total
+    }
+
+    /// What a statistics request read: the day figures, and how many device-days came from kept
+    /// summaries and how many were summarised now from their readings.
+    struct DayFigures: Sendable {
+        var days: DailyStatistics.Accumulator
+        var keptDaysUsed = 0
+        var daysSummarised = 0
+    }
+
+    func dayFigures(_ plan: StatisticsPlan) async throws -> DayFigures {
+        var figures = DayFigures(days: DailyStatistics.Accumulator(limits: plan.limits))
+        for (day, kept) in plan.kept { figures.days.merge(dayNumber: day, kept) }
+        figures.keptDaysUsed = plan.kept.count
+        for (deviceID, days) in plan.summarise {
+            guard let first = days.first, let last = days.last else { continue }
+            // The pass's time is taken before its first read: a reading arriving late during it
+            // marks the day after this time, so the summary kept here does not stand (`HeartRateDays`).
+            let pass = now
+            var device = DailyStatistics.Accumulator(limits: plan.limits)
+            // One pass from the first missing day to the last; days between them that stand are
+            // read again but only the missing ones are taken.
+            try await forEachPage(
+                deviceID: deviceID,
+                kind: .heartRate,
+                from: first * GroupFigures.dayMilliseconds,
+                to: (last + 1) * GroupFigures.dayMilliseconds
+            ) { page in
+                for row in page { if let sample = Self.heartRate(row, deviceID: deviceID) { device.add(sample) } }
+            }
+            var summaries: [Int64: String] = [:]
+            for day in days {
+                let counted = device.figures(ofDay: day) ?? DailyStatistics.Accumulator.Day()
+                figures.days.merge(dayNumber: day, counted)
+                summaries[day] = try HeartRateDays.encode(counted)
+            }
+            figures.daysSummarised += days.count
+            try await store.saveHeartRateDays(deviceID: deviceID, summaries, limits: plan.limits, computedMilliseconds: pass)
+        }
+        for (deviceID, span) in plan.read {
+            try await forEachPage(deviceID: deviceID, kind: .heartRate, from: span.lowerBound, to: span.upperBound) { page in
+                for row in page { if let sample = Self.heartRate(row, deviceID: deviceID) { figures.days.add(sample) } }
+            }
+        }
+        return figures
     }
 
     /// How many readings of `kinds` a download or statistic over `[from, to)` would read (each

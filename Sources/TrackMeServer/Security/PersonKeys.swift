@@ -250,6 +250,10 @@ final class PersonKeys: Sendable {
         RowIdentity(bytes: Array("trackme/server/readings\0\(owner)\0\(sequence)".utf8), description: "reading \(sequence) of \(owner)")
     }
 
+    private static func heartRateDayIdentity(_ owner: String, _ day: Int64) -> RowIdentity {
+        RowIdentity(bytes: Array("trackme/server/heart-rate-days\0\(owner)\0\(day)".utf8), description: "heart-rate day \(day) of \(owner)")
+    }
+
     private static func profileIdentity(_ owner: String) -> RowIdentity {
         RowIdentity(bytes: Array("trackme/server/profile\0\(owner)".utf8), description: "profile of \(owner)")
     }
@@ -308,6 +312,17 @@ final class PersonKeys: Sendable {
 
     func openBody(_ body: String, owner: String, sequence: Int64) async throws -> String {
         try await open(body, owner, Self.readingIdentity(owner, sequence))
+    }
+
+    /// A day's heart-rate counters as stored (`HeartRateDays`), sealed like the readings they
+    /// come from: they are the person's health data too.
+    func sealHeartRateDay(_ summary: String, owner: String, day: Int64) async throws -> String {
+        guard let cipher = try await dataKey(owner, create: true) else { return summary }
+        return try Self.seal(summary, cipher, Self.heartRateDayIdentity(owner, day))
+    }
+
+    func openHeartRateDay(_ summary: String, owner: String, day: Int64) async throws -> String {
+        try await open(summary, owner, Self.heartRateDayIdentity(owner, day))
     }
 
     /// An undispatched alert's latest update as stored, sealed under the owner's key.
