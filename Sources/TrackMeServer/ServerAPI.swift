@@ -33,6 +33,8 @@ struct ServerAPI: Sendable {
     let fleet: FleetRoom
     /// The emergency contacts' links and pages: a room with a store of its own, at full paths.
     let contacts: ContactsRoom
+    /// A person's care settings and erasure: a room with a store of its own, at full paths.
+    let care: CareRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -53,7 +55,7 @@ struct ServerAPI: Sendable {
         AccountRoutes(api: self).register(on: router)
         ConsoleRoutes(api: self).register(on: router)
         TokenRoutes(api: self).register(on: router)
-        CareRoutes(api: self).register(on: router)
+        router.addRoutes(care.routes())
         PeopleRoutes(api: self).register(on: router)
         PeoplePages(api: self).register(on: router)
         let pages = ConsoleRoutes(api: self)

@@ -188,6 +188,14 @@ public final class TrackMeServer: Service, Sendable {
                 metrics: metrics,
                 logger: logger
             ),
+            care: CareRoom(
+                store: store,
+                configuration: configuration,
+                authenticator: authenticator,
+                notifier: notifier,
+                metrics: metrics,
+                logger: logger
+            ),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):

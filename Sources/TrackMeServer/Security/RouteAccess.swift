@@ -25,7 +25,10 @@ enum RouteAccess {
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
     /// route declared by two rooms is a mistake the route-enumeration test catches.
-    static let rooms: [[String: Requirement]] = [hall, IngestRoom.access, AlertsRoom.access, RunsRoom.access, FleetRoom.access, ContactsRoom.access]
+    static let rooms: [[String: Requirement]] = [
+        hall, IngestRoom.access, AlertsRoom.access, RunsRoom.access, FleetRoom.access, ContactsRoom.access,
+        CareRoom.access,
+    ]
 
     /// Every route's requirement.
     static let table: [String: Requirement] = rooms.reduce(into: [:]) { table, room in table.merge(room) { first, _ in first } }
@@ -54,10 +57,6 @@ enum RouteAccess {
         "POST /v1/tokens/{id}/revoke": .roles([.admin]), "POST /v1/tokens/{id}/rotate": .roles([.admin, .device]),
         // Devices.
         "POST /v1/devices": .roles([.admin]),
-        "GET /v1/devices/{id}/care-settings": .personData([.admin, .dispatcher, .wearer, .carer]),
-        "GET /v1/devices/{id}/care-version": .personData([.admin, .dispatcher, .wearer, .carer]),
-        "PUT /v1/devices/{id}/care-settings": .personData([.admin, .wearer, .carer]),
-        "POST /v1/devices/{id}/erase": .personData([.admin, .wearer]),
         // People's data (Data4Help).
         "POST /v1/people/{id}/devices": .roles([.admin]),
         "GET /v1/people/{id}": .personData(people), "GET /v1/people/{id}/heart-rate": .personData(people),

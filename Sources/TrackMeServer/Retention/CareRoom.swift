@@ -27,40 +27,76 @@ import TrackMeCore
 /// reads and sets the settings, and does not erase. Dispatchers read them around an alert of the
 /// person being handled (`AccessPolicy`). Every read and change by anyone but the person is in
 /// the person's access log.
-struct CareRoutes: Sendable {
-    let api: ServerAPI
+///
+/// The room holds its `CareRoomStore` and nothing of the hall's.
+struct CareRoom: Sendable {
+    static let access: [String: RouteAccess.Requirement] = [
+        "GET /v1/devices/{id}/care-settings": .personData(CareAccess.readers),
+        "GET /v1/devices/{id}/care-version": .personData(CareAccess.readers),
+        "PUT /v1/devices/{id}/care-settings": .personData(CareAccess.changers),
+        "POST /v1/devices/{id}/erase": .personData(CareAccess.erasers),
+    ]
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/devices/:id/care-settings") { request, context in
-            try await show(request, deviceID: try context.pathID("id"))
-        }
-        router.get("/v1/devices/:id/care-version") { request, context in
-            try await version(request, deviceID: try context.pathID("id"))
-        }
-        router.put("/v1/devices/:id/care-settings") { request, context in
-            try await change(request, deviceID: try context.pathID("id"))
-        }
-        router.post("/v1/devices/:id/erase") { request, context in
-            try await erase(request, deviceID: try context.pathID("id"))
-        }
+    private let store: any CareRoomStore
+    private let configuration: ServerConfiguration
+    private let authenticator: Authenticator
+    private let notifier: FeedNotifier
+    private let metrics: ServerMetrics
+    private let logger: Logger
+
+    init(
+        store: any CareRoomStore,
+        configuration: ServerConfiguration,
+        authenticator: Authenticator,
+        notifier: FeedNotifier,
+        metrics: ServerMetrics,
+        logger: Logger
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.authenticator = authenticator
+        self.notifier = notifier
+        self.metrics = metrics
+        self.logger = logger
     }
 
-    func show(_ request: Request, deviceID: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
-        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
-        guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
-        let stored = try await api.store.careSettings(deviceID: deviceID)
-        let contact = try await api.store.deviceContact(id: deviceID)
+    private var now: Int64 { configuration.wallClock() }
+
+    /// The room's routes at their full paths, each behind the door `access` declares.
+    func routes() -> RouteCollection<ServerRequestContext> {
+        let routes = RouteCollection(context: ServerRequestContext.self)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        let room = self
+        doors.on(.get, "/v1/devices/:id/care-settings") { _, context in
+            try await room.show(try context.signedIn(), deviceID: try context.pathID("id"))
+        }
+        doors.on(.get, "/v1/devices/:id/care-version") { _, context in
+            try await room.version(try context.signedIn(), deviceID: try context.pathID("id"))
+        }
+        doors.on(.put, "/v1/devices/:id/care-settings") { request, context in
+            try await room.change(request, try context.signedIn(), deviceID: try context.pathID("id"))
+        }
+        doors.on(.post, "/v1/devices/:id/erase") { _, context in
+            try await room.erase(try context.signedIn(), deviceID: try context.pathID("id"))
+        }
+        return routes
+    }
+
+    func show(_ principal: Principal, deviceID: String) async throws -> Response {
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: store, now: now)
+        guard try await store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
+        let stored = try await store.careSettings(deviceID: deviceID)
+        let contact = try await store.deviceContact(id: deviceID)
         let heartbeat = contact.heartbeatJSON.flatMap { try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8)) }
         var updatedByName: String?
         if let by = stored?.updatedBy {
             if by.hasPrefix("account:") {
-                updatedByName = try await api.store.account(id: String(by.dropFirst("account:".count)))?.displayName
+                updatedByName = try await store.accountName(id: String(by.dropFirst("account:".count)))
             } else {
                 updatedByName = by
             }
         }
-        try await CareAccess.log(principal, access, deviceID: deviceID, what: "care settings of \(deviceID)", api: api)
+        try await log(principal, access, deviceID: deviceID, what: "care settings of \(deviceID)")
         return try json(
             .ok,
             CareSettingsView(
@@ -77,12 +113,11 @@ struct CareRoutes: Sendable {
         )
     }
 
-    func version(_ request: Request, deviceID: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.readers)
-        try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
-        guard try await api.store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
-        let stored = try await api.store.careSettings(deviceID: deviceID)
-        let heartbeat = try await api.store.deviceContact(id: deviceID).heartbeatJSON.flatMap {
+    func version(_ principal: Principal, deviceID: String) async throws -> Response {
+        try await CareAccess.mayAct(principal, on: deviceID, store: store, now: now)
+        guard try await store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
+        let stored = try await store.careSettings(deviceID: deviceID)
+        let heartbeat = try await store.deviceContact(id: deviceID).heartbeatJSON.flatMap {
             try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8))
         }
         return try json(
@@ -96,53 +131,68 @@ struct CareRoutes: Sendable {
         )
     }
 
-    func change(_ request: Request, deviceID: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.changers)
-        let access = try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
-        let body = try await api.readBody(request)
-        var settings = try api.decode(CareSettings.self, body)
+    func change(_ request: Request, _ principal: Principal, deviceID: String) async throws -> Response {
+        let access = try await CareAccess.mayAct(principal, on: deviceID, store: store, now: now)
+        var settings = try RequestBody.decode(CareSettings.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
-        guard let device = try await api.store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
+        guard let device = try await store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
         // The AutomatedSOS enrolment is switched only through its own endpoint (`AutomatedSOSRoutes`).
-        settings.automatedSOS = try await api.store.careSettings(deviceID: deviceID)?.settings.automatedSOS
-        let stored = try await api.store.putCareSettings(
+        settings.automatedSOS = try await store.careSettings(deviceID: deviceID)?.settings.automatedSOS
+        let stored = try await store.putCareSettings(
             deviceID: deviceID,
             settings: settings,
             person: CareAccess.profile(device.person, with: settings),
             by: principal.actor,
-            atMilliseconds: api.configuration.wallClock()
+            atMilliseconds: now
         )
-        try await CareAccess.log(
-            principal,
-            access,
-            deviceID: deviceID,
-            what: "changed care settings of \(deviceID) to version \(stored.version)",
-            api: api
-        )
-        api.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
+        try await log(principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)")
+        logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
         return try json(.ok, stored)
     }
 
-    func erase(_ request: Request, deviceID: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: CareAccess.erasers)
-        try await CareAccess.mayAct(principal, on: deviceID, store: api.store, now: api.configuration.wallClock())
+    func erase(_ principal: Principal, deviceID: String) async throws -> Response {
+        try await CareAccess.mayAct(principal, on: deviceID, store: store, now: now)
         // The person's key first: should deleting the rows fail, what is left no longer opens and
         // asking again deletes it; and again after, for a batch sealed in between under a new key.
-        try await api.store.personKeys.destroy(owner: deviceID)
-        guard let result = try await api.store.erase(deviceID: deviceID, nowMilliseconds: api.configuration.wallClock()) else {
+        try await store.personKeys.destroy(owner: deviceID)
+        guard let result = try await store.erase(deviceID: deviceID, nowMilliseconds: now) else {
             throw APIError.notFound("no device \(deviceID)")
         }
-        try await api.store.personKeys.destroy(owner: deviceID)
-        api.notifier.notify()
-        api.metrics.erasures.increment()
+        try await store.personKeys.destroy(owner: deviceID)
+        notifier.notify()
+        metrics.erasures.increment()
         // The log names the device id (the operator's own record that an erasure was done),
         // nothing of the person.
-        api.logger.notice(
+        logger.notice(
             "person's data erased",
             metadata: ["device.id": "\(deviceID)", "server.by": "\(principal.actor)", "server.rows": "\(result.rowsDeleted)"]
         )
         return try json(.ok, ErasureAnswer(deviceID: deviceID, erased: true, rowsDeleted: result.rowsDeleted, wipeOrders: result.wipeOrders))
     }
+
+    /// Records a read or change in the person's access log (the device's when no wearer account
+    /// is linked), unless the person did it.
+    private func log(_ principal: Principal, _ access: CareAccess.Access, deviceID: String, what: String) async throws {
+        guard access.reason != AccessPolicy.Reason.ownData.rawValue else { return }
+        let subject = access.personID.map { "person:\($0)" } ?? "device:\(deviceID)"
+        try await AccessLog(store: store, wallClock: configuration.wallClock).record(principal, subject: subject, reason: access.reason, what: what)
+    }
+}
+
+/// What the care room reads and writes: the device, its care settings and erasure, who may act
+/// on it (`CareAccessStore`), and the person's access log.
+protocol CareRoomStore: CareStore, CareAccessStore, AccessLogStore {
+    var personKeys: PersonKeys { get }
+    func device(id: String) async throws -> DeviceRow?
+    func deviceContact(id: String) async throws -> (heartbeatJSON: String?, lastSeenMilliseconds: Int64?)
+}
+
+/// What deciding who may act on a device reads: its wearer, their carers, its alerts.
+protocol CareAccessStore: Sendable {
+    func wearerAccount(deviceID: String) async throws -> String?
+    func carerLinks(personID: String) async throws -> [CarerLink]
+    func alertIDs(deviceIDs: [String]) async throws -> [String]
+    func alertRow(id: String) async throws -> AlertDeskRow?
 }
 
 /// Who may read and change a person's care settings and erase their data.
@@ -165,7 +215,7 @@ enum CareAccess {
     /// the same answer whether or not the device exists); the other roles were checked by
     /// `authenticate`.
     @discardableResult
-    static func mayAct(_ principal: Principal, on deviceID: String, store: any ServerStore, now: Int64) async throws -> Access {
+    static func mayAct(_ principal: Principal, on deviceID: String, store: any CareAccessStore, now: Int64) async throws -> Access {
         let personID = try await store.wearerAccount(deviceID: deviceID)
         switch principal.role {
         case .wearer, .carer:
@@ -193,14 +243,6 @@ enum CareAccess {
         case .device, .thirdParty, .organiser, .fleetOperator:
             return Access(personID: personID, reason: principal.role.rawValue)
         }
-    }
-
-    /// Records a read or change in the person's access log (the device's when no wearer account
-    /// is linked), unless the person did it.
-    static func log(_ principal: Principal, _ access: Access, deviceID: String, what: String, api: ServerAPI) async throws {
-        guard access.reason != AccessPolicy.Reason.ownData.rawValue else { return }
-        let subject = access.personID.map { "person:\($0)" } ?? "device:\(deviceID)"
-        try await PersonData(api: api).log(principal, subject: subject, reason: access.reason, what: what)
     }
 
     /// The person's profile with the care settings' thresholds and contacts.
@@ -273,7 +315,7 @@ struct CareSettingsView: Codable, Sendable {
     }
 }
 
-/// The versions of a device's care settings, and nothing of their values (`CareRoutes.version`).
+/// The versions of a device's care settings, and nothing of their values (`CareRoom.version`).
 struct CareVersionView: Codable, Sendable {
     var deviceID: String
     var settingsVersion: Int64?
