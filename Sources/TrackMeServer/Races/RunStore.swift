@@ -68,7 +68,9 @@ struct RunListQuery: Hashable, Sendable {
 /// earlier finish first, then the farther, then the earlier last fix, then the device id. The
 /// stores page the organiser's list of runners by it, so each part is a column's value with the
 /// missing ones replaced as the ranking treats them, and the distance negated so that every part
-/// ascends; `rank` is the runner's place, which numbers the next page.
+/// ascends; `rank` is the runner's place, which numbers the next page. While the race is live
+/// runners overtake between two pages: each page is the standings as they were when it was read,
+/// as a refresh of the organiser's page is.
 struct RunStanding: Hashable, Sendable {
     var rank: Int
     var unfinished: Int64
