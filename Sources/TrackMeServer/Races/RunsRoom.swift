@@ -162,6 +162,8 @@ struct RunsRoom: Sendable {
     /// check-ins, positions and, while the run is live, the heart rate of those who consented at
     /// enrolment, each read decided by the access policy and written to the runner's access log.
     /// Only the page's runners are read: a large field costs each refresh one page, not the race.
+    /// The standing is computed from the entry's columns, so no index holds that order: the
+    /// database ranks the run's runners (at most its cap) and hands over one page of them.
     func showRun(_ request: Request?, id: String, principal: Principal) async throws -> Response {
         let run = try await ownRun(id: id, principal: principal)
         let page = try request.map { try PageRequest($0, maxLimit: configuration.maxPageSize) } ?? PageRequest(limit: PageRequest.defaultLimit)
