@@ -258,6 +258,68 @@ class RaceTest(CheckRun):
         browser.find("#sign-out").click()
         wait_for(lambda: not any(c["name"] == "trackme_session" for c in browser.cookies()), what="signed out")
 
+    def paging_flow(self, server, browser):
+        """Lists longer than a page: the public list shows its first page and "More runs" adds
+        the next; the organiser turns the pages of a field of 101 runners."""
+        for n in range(101):
+            status, body = http(server.base, "POST", "/v1/runs", {"name": f"Series race {n:03d}", "place": "Series Park", "start_ms": int(time.time() * 1000) + 86400000 + n * 60000, "code": f"SERIES-{n:03d}", "gpx": course_gpx()}, token=ADMIN)
+            assert status == 201, (status, body)
+
+        def more_runs():
+            browser.get(server.base + "/runs?q=series")
+            wait_for(lambda: len(browser.find_all("#runs tbody tr")) == 100, timeout=10, what="the first page of the series")
+            assert browser.find("#more-runs").displayed()
+            names = [r.find("td a").text for r in browser.find_all("#runs tbody tr")]
+            assert names[0] == "Series race 100" and names[-1] == "Series race 001", (names[0], names[-1])
+            browser.find("#more-runs").click()
+            wait_for(lambda: len(browser.find_all("#runs tbody tr")) == 101, timeout=10, what="the next page added")
+            assert browser.find_all("#runs tbody tr")[-1].find("td a").text == "Series race 000"
+            assert not browser.find("#more-runs").displayed()
+            assert browser.find("#count").text == "101 runs matching “series”", browser.find("#count").text
+        self.check("the public list shows a page of runs and More runs adds the next one", more_runs)
+
+        status, _ = http(server.base, "POST", "/v1/accounts", {"username": "paula", "password": "correct horse battery", "role": "organiser"}, token=ADMIN)
+        assert status == 201
+
+        def turn_pages():
+            browser.get(server.base + "/organise")
+            wait_for(lambda: browser.find("#signin").displayed(), what="the organiser's sign-in form")
+            browser.find("#username").send_keys("paula")
+            browser.find("#password").send_keys("correct horse battery")
+            browser.find("#signin-button").click()
+            wait_for(lambda: browser.find("#desk").displayed(), what="the organiser's desk")
+            # The run and its enrolment as the page would make them, with the session's CSRF token.
+            made = browser.async_script(
+                "const done = arguments[arguments.length - 1];"
+                "(async () => {"
+                "  const session = await (await fetch('/v1/session')).json();"
+                "  const headers = { 'Content-Type': 'application/json', 'X-CSRF-Token': session.csrf_token };"
+                "  const run = await (await fetch('/v1/runs', { method: 'POST', headers, body: JSON.stringify({ name: 'Big field', start_ms: Date.now() - 120000, code: 'BIG-FIELD', gpx: arguments[0] }) })).json();"
+                "  await fetch('/v1/runs/' + run.id + '/enrolment', { method: 'POST', headers, body: JSON.stringify({ open: true }) });"
+                "  return run.id;"
+                "})().then(done, (e) => done('failed: ' + e));", course_gpx())
+            assert not made.startswith("failed"), made
+            early = int(time.time() * 1000) - 90000
+            for n in range(101):
+                Device(server, f"big-{n:03d}", f"Runner {n:03d}").run("BIG-FIELD", 0, True, at_ms=early)
+            browser.get(server.base + "/organise")
+            wait_for(lambda: len(browser.find_all("#my-runs tbody tr")) == 1, timeout=10, what="Paula's run listed")
+            browser.find("#my-runs tbody tr button").click()
+            wait_for(lambda: len(browser.find_all("#entries tbody tr")) == 100, timeout=10, what="the first page of runners")
+            assert "101 runners" in browser.find("#run-facts").text, browser.find("#run-facts").text
+            assert browser.find("#entries-next").displayed() and not browser.find("#entries-previous").displayed()
+            browser.find("#entries-next").click()
+            wait_for(lambda: len(browser.find_all("#entries tbody tr")) == 1, timeout=10, what="the last runner on the next page")
+            assert browser.find("#entries tbody tr td.rank").text == "101"
+            assert not browser.find("#entries-next").displayed()
+            browser.find("#entries-previous").click()
+            wait_for(lambda: len(browser.find_all("#entries tbody tr")) == 100, timeout=10, what="back to the leaders")
+            assert browser.find("#entries tbody tr td.rank").text == "1"
+            self.shot(browser, "organise-04-pages")
+        self.check("the organiser turns the pages of a field larger than a page, ranked across them", turn_pages)
+        browser.find("#sign-out").click()
+        wait_for(lambda: not any(c["name"] == "trackme_session" for c in browser.cookies()), what="signed out")
+
     def fleet_flow(self, server, browser):
         status, _ = http(server.base, "POST", "/v1/accounts", {"username": "fred", "password": "correct horse battery", "role": "fleet_operator"}, token=ADMIN)
         assert status == 201
@@ -330,6 +392,7 @@ class RaceTest(CheckRun):
         try:
             self.spectator_flow(server, browser)
             self.organiser_flow(server, browser)
+            self.paging_flow(server, browser)
             self.fleet_flow(server, browser)
         finally:
             browser.quit()

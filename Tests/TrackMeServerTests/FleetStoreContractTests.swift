@@ -51,8 +51,8 @@ struct FleetStoreContractTests {
             #expect(try await fleet.saveRide(ended, replacing: 0, actions: [], now: Self.start + 10_000))
             #expect(try await fleet.ride(id: "r1") == ended)
             #expect(try await fleet.openRides().isEmpty)
-            #expect(try await fleet.rides(endedSince: Self.start, limit: 10).map(\.id) == ["r1"])
-            #expect(try await fleet.rides(endedSince: Self.start + 20_000, limit: 10).isEmpty)
+            #expect(try await fleet.rides(endedSince: Self.start, after: nil, limit: 10).map(\.id) == ["r1"])
+            #expect(try await fleet.rides(endedSince: Self.start + 20_000, after: nil, limit: 10).isEmpty)
         }
     }
 
@@ -104,8 +104,8 @@ struct FleetStoreContractTests {
             old.endedMilliseconds = Self.start + 5_000
             old.version = 1
             #expect(try await fleet.saveRide(old, replacing: 0, actions: [], now: Self.start + 5_000))
-            #expect(try await fleet.rides(endedSince: Self.start + 6_000, limit: 10).map(\.id) == ["r4", "r3", "r2", "r1"])
-            #expect(try await fleet.rides(endedSince: Self.start, limit: 3).map(\.id) == ["r4", "r3", "r2"])
+            #expect(try await fleet.rides(endedSince: Self.start + 6_000, after: nil, limit: 10).map(\.id) == ["r4", "r3", "r2", "r1"])
+            #expect(try await fleet.rides(endedSince: Self.start, after: nil, limit: 3).map(\.id) == ["r4", "r3", "r2"])
             #expect(try await fleet.openRides().map(\.id) == ["r1", "r2", "r3", "r4"])
         }
     }

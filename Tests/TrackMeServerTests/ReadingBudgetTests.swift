@@ -87,6 +87,47 @@ struct ReadingBudgetTests {
         }
     }
 
+    @Test(
+        "a group query is charged the daily summaries it scans: past the budget 429 with Retry-After, counted; another organisation is unaffected",
+        arguments: Backend.enabled
+    )
+    func groupFigures(backend: Backend) async throws {
+        var limits = ServerLimits.withoutRateLimits
+        limits.readingsPerPrincipal = RateLimit(burst: 25_000, perSecond: 100)
+        try await TestServer.with(backend, limits: limits) { s in
+            s.at(40 * GroupFigures.dayMilliseconds)
+            let acme = try await s.organisation("acme", name: "Acme")
+            let other = try await s.organisation("other", name: "Other")
+            // 1,001 people over ten days: 10,010 person-days in the group's cell.
+            try await s.population("p", count: 1001, days: 1...10)
+            let refusedBefore = MetricsScrape(try await s.client.send("GET", "/metrics").text).value("trackme_server_rate_limited_total") ?? 0
+
+            // Twice 10,010 fit in 25,000; the third needs 5,030 more than is left: 51 s at 100 a second.
+            #expect(try await s.groupQuery(acme).status == 200)
+            #expect(try await s.groupQuery(acme).status == 200)
+            let refused = try await s.groupQuery(acme)
+            #expect(refused.status == 429, "\(refused.text)")
+            #expect(refused.errorCode == "too_many_requests")
+            #expect(refused.headers["retry-after"] == "51")
+            let message = (refused.object["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(message.contains("10010 readings"), "\(message)")
+            let refusedAfter = MetricsScrape(try await s.client.send("GET", "/metrics").text).value("trackme_server_rate_limited_total") ?? 0
+            #expect(refusedAfter == refusedBefore + 1)
+
+            // Another organisation's budget is its own. Its wider group overlaps the three answered
+            // before: each one's two differences scan the cell twice more, over the burst, charged
+            // as the whole burst, so it waits for a full bucket (10,010 spent: 101 s).
+            #expect(try await s.groupQuery(other).status == 200)
+            let wider = try await s.groupQuery(other, north: 45.2)
+            #expect(wider.status == 429, "\(wider.text)")
+            #expect(wider.headers["retry-after"] == "101")
+
+            // The refusal charged nothing: 51 s later the same group is answered.
+            s.wall.advance(milliseconds: 51_000)
+            #expect(try await s.groupQuery(acme).status == 200)
+        }
+    }
+
     @Test("a bucket charged a cost: all or nothing, capped at the burst, and the wait it names is the wait it needs")
     func bucketWithCost() {
         let limit = RateLimit(burst: 100, perSecond: 10)

@@ -64,20 +64,22 @@ struct RunStoreContractTests {
         }
     }
 
+    static func matching(_ text: String?) -> RunListQuery { RunListQuery(text: text, now: start) }
+
     @Test("runs are found by name or place, whatever the case; % and _ are plain characters", arguments: Backend.enabled)
     func search(backend: Backend) async throws {
         try await Self.withStores(backend) { runs, _, _ throws in
             #expect(try await runs.insertRun(try Self.run("a", name: "City 10K", place: "Turin", start: Self.start)))
             #expect(try await runs.insertRun(try Self.run("b", name: "Park Run", place: "Milano Parco Sempione", start: Self.start + 1)))
             #expect(try await runs.insertRun(try Self.run("c", name: "100% Trail", place: "Aosta", start: Self.start + 2)))
-            #expect(try await runs.runs(matching: nil, limit: 10).map(\.id) == ["c", "b", "a"], "newest start first")
-            #expect(try await runs.runs(matching: "city", limit: 10).map(\.id) == ["a"])
-            #expect(try await runs.runs(matching: "TURIN", limit: 10).map(\.id) == ["a"])
-            #expect(try await runs.runs(matching: "parco", limit: 10).map(\.id) == ["b"])
-            #expect(try await runs.runs(matching: "run", limit: 10).map(\.id) == ["b"])
-            #expect(try await runs.runs(matching: "%", limit: 10).map(\.id) == ["c"])
-            #expect(try await runs.runs(matching: "_", limit: 10).isEmpty)
-            #expect(try await runs.runs(matching: nil, limit: 2).count == 2)
+            #expect(try await runs.runs(Self.matching(nil), after: nil, limit: 10).map(\.id) == ["c", "b", "a"], "newest start first")
+            #expect(try await runs.runs(Self.matching("city"), after: nil, limit: 10).map(\.id) == ["a"])
+            #expect(try await runs.runs(Self.matching("TURIN"), after: nil, limit: 10).map(\.id) == ["a"])
+            #expect(try await runs.runs(Self.matching("parco"), after: nil, limit: 10).map(\.id) == ["b"])
+            #expect(try await runs.runs(Self.matching("run"), after: nil, limit: 10).map(\.id) == ["b"])
+            #expect(try await runs.runs(Self.matching("%"), after: nil, limit: 10).map(\.id) == ["c"])
+            #expect(try await runs.runs(Self.matching("_"), after: nil, limit: 10).isEmpty)
+            #expect(try await runs.runs(Self.matching(nil), after: nil, limit: 2).count == 2)
         }
     }
 

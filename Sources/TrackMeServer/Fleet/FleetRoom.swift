@@ -41,7 +41,7 @@ struct FleetRoom: Sendable {
         desk.get("") { _, _ in try await board() }
         desk.get("zones/:id/next") { _, context in try await next(zoneID: try context.pathID("id")) }
         desk.post("rides") { request, _ in try await book(request) }
-        desk.get("rides") { _, _ in try await rides() }
+        desk.get("rides") { request, _ in try await rides(request) }
         // A booking system's token is the admin's to hand out.
         routes.post("tokens") { request, _ in try await createToken(request) }
         let terminals = routes.group().add(middleware: FleetDoor(authenticator: authenticator, roles: [.device]))
@@ -73,6 +73,10 @@ struct FleetRoom: Sendable {
         return try json(.created, ZoneBody(zone: zone, queue: [], taxis: []))
     }
 
+    /// The board stays whole: it is the fleet as it is now, one row per taxi and zone the
+    /// operator has, not a record that grows with rides or time, and its parts (each zone's
+    /// queue in arrival order, the taxis outside every zone) are groupings no keyset can cut
+    /// into pages. Rides, which do grow, page (`rides`).
     func board() async throws -> Response {
         try json(.ok, FleetBoard(zones: try await store.zones(), taxis: try await store.fleetTaxis(), now: configuration.wallClock()))
     }
@@ -119,9 +123,13 @@ struct FleetRoom: Sendable {
 
     static let longestReservation: Int64 = 30 * 86_400_000
 
-    func rides() async throws -> Response {
+    /// The rides, a page at a time, newest first.
+    func rides(_ request: Request) async throws -> Response {
+        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
+        let after = try page.after.map { try $0.timeAndID() }.map { (createdMilliseconds: $0.milliseconds, id: $0.id) }
+        let cut = page.cut(try await desk.rides(after: after, limit: page.fetchLimit)) { PageCursor(String($0.createdMilliseconds), $0.id) }
         let settings = await desk.settings
-        return try json(.ok, RideList(rides: try await desk.rides().map { RideBody($0, settings: settings) }))
+        return try json(.ok, RideList(rides: cut.rows.map { RideBody($0, settings: settings) }, next: cut.next))
     }
 
     /// `POST /v1/fleet/ride-answers`: a taxi terminal accepts or refuses its offer, or says the
@@ -224,6 +232,7 @@ struct RideBody: Codable, Sendable {
 
 struct RideList: Codable, Sendable {
     var rides: [RideBody]
+    var next: String?
 }
 
 struct RideAnswerBody: Codable, Sendable {

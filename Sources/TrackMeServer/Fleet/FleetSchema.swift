@@ -14,6 +14,11 @@ enum FleetSchema {
                     """
             )
         }
+        // The rides list pages newest first: each page is a range of an index, not a sort of
+        // every ride.
+        migrator.registerMigration("fleet-2-ride-order") { db in
+            try db.execute(sql: "CREATE INDEX fleet_rides_created ON fleet_rides (created_ms, id)")
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -27,6 +32,7 @@ enum FleetSchema {
                 """,
                 "CREATE INDEX fleet_rides_open ON fleet_rides (open, created_ms)",
             ]
-        )
+        ),
+        ("fleet-2-ride-order", ["CREATE INDEX fleet_rides_created ON fleet_rides (created_ms, id)"]),
     ]
 }

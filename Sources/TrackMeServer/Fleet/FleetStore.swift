@@ -13,8 +13,10 @@ protocol FleetStore: Sendable {
     func ride(id: String) async throws -> Ride?
     /// Rides not ended (waiting, offered, accepted, on ride), oldest first.
     func openRides() async throws -> [Ride]
-    /// Open rides and those ended at or after `endedSince`, newest first, at most `limit`.
-    func rides(endedSince: Int64, limit: Int) async throws -> [Ride]
+    /// One page of the open rides and those ended at or after `endedSince`: newest first, the id
+    /// (descending) breaking ties, past `after` (the creation time and id of the previous page's
+    /// last ride), at most `limit`.
+    func rides(endedSince: Int64, after: (createdMilliseconds: Int64, id: String)?, limit: Int) async throws -> [Ride]
     /// Saves `ride` if the stored one is still at `replacing` (its version before the change),
     /// and in the same transaction performs `actions` on the taxis at `now`: a requeued taxi
     /// that is still queued goes to the back of its zone's queue; a taxi on a ride leaves every

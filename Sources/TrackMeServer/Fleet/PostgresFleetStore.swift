@@ -41,10 +41,18 @@ final class PostgresFleetStore: FleetStore {
         try await bodies(client.query("SELECT body FROM fleet_rides WHERE open ORDER BY created_ms, id", logger: logger))
     }
 
-    func rides(endedSince: Int64, limit: Int) async throws -> [Ride] {
-        try await bodies(
+    func rides(endedSince: Int64, after: (createdMilliseconds: Int64, id: String)?, limit: Int) async throws -> [Ride] {
+        // NULL parameters switch the cursor off: one statement for every page.
+        let afterMilliseconds = after?.createdMilliseconds
+        let afterID = after?.id
+        return try await bodies(
             client.query(
-                "SELECT body FROM fleet_rides WHERE open OR ended_ms >= \(endedSince) ORDER BY created_ms DESC, id LIMIT \(limit)",
+                """
+                SELECT body FROM fleet_rides WHERE (open OR ended_ms >= \(endedSince))
+                    AND (\(afterMilliseconds)::BIGINT IS NULL OR created_ms < \(afterMilliseconds)
+                        OR (created_ms = \(afterMilliseconds) AND id < \(afterID)::TEXT))
+                ORDER BY created_ms DESC, id DESC LIMIT \(Int64(max(1, limit)))
+                """,
                 logger: logger
             )
         )

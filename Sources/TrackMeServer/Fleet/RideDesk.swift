@@ -88,10 +88,11 @@ actor RideDesk {
         return policy.notice(ride, deviceID: deviceID, zoneName: zoneName, now: now)
     }
 
-    /// The rides for the fleet page: open ones and those ended in the last `hours`.
-    func rides(hours: Int64 = 12, limit: Int = 500) async throws -> [Ride] {
+    /// A page of the rides for the fleet page: open ones and those ended in the last `hours`,
+    /// newest first, past `after`, at most `limit`.
+    func rides(after: (createdMilliseconds: Int64, id: String)?, limit: Int, hours: Int64 = 12) async throws -> [Ride] {
         try await advance()
-        return try await store.rides(endedSince: wallClock() - hours * 3_600_000, limit: limit)
+        return try await store.rides(endedSince: wallClock() - hours * 3_600_000, after: after, limit: limit)
     }
 
     private func requeued(_ taxi: FleetTaxi, _ deviceID: String, _ now: Int64) -> FleetTaxi {

@@ -40,14 +40,14 @@ final class SQLiteFleetStore: FleetStore {
         }
     }
 
-    func rides(endedSince: Int64, limit: Int) async throws -> [Ride] {
-        try await pool.read { db in
-            try String.fetchAll(
-                db,
-                sql: "SELECT body FROM fleet_rides WHERE open = 1 OR ended_ms >= ? ORDER BY created_ms DESC, id LIMIT ?",
-                arguments: [endedSince, limit]
-            ).map { try StoreJSON.decode($0) }
-        }
+    func rides(endedSince: Int64, after: (createdMilliseconds: Int64, id: String)?, limit: Int) async throws -> [Ride] {
+        var sql = "SELECT body FROM fleet_rides WHERE (open = 1 OR ended_ms >= ?)"
+        var arguments: StatementArguments = [endedSince]
+        SQLiteKeysetPage(time: "created_ms", id: "id", newestFirst: true)
+            .append(to: &sql, &arguments, after: after.map { ($0.createdMilliseconds, $0.id) }, limit: limit, filtered: true)
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in try String.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { try StoreJSON.decode($0) } }
     }
 
     func saveRide(_ ride: Ride, replacing version: Int64, actions: [RideDispatch.Action], now: Int64) async throws -> Bool {

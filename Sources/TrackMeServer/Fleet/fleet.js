@@ -59,11 +59,22 @@
   const STATES = { waiting: 'waiting', offered: 'offered', accepted: 'accepted', on_ride: 'on ride', completed: 'completed', missing_client: 'missing client' };
   function clock(ms) { return ms ? new Date(ms).toLocaleTimeString() : ''; }
   // Rides newest first: what each offer came to (accepted, refused, silent: refused by silence).
+  // The list pages: the page follows `next` up to RIDE_PAGES pages, the newest rides.
+  const RIDE_PAGES = 5;
   async function loadRides(board) {
-    let response;
-    try { response = await fetch('/v1/fleet/rides', { credentials: 'same-origin', cache: 'no-store' }); } catch (e) { return; }
-    if (!response.ok) return;
-    const rides = (await response.json()).rides;
+    const rides = [];
+    let after = null, more = false;
+    for (let page = 0; page < RIDE_PAGES; page++) {
+      let response;
+      const query = '?limit=200' + (after ? '&after=' + encodeURIComponent(after) : '');
+      try { response = await fetch('/v1/fleet/rides' + query, { credentials: 'same-origin', cache: 'no-store' }); } catch (e) { return; }
+      if (!response.ok) return;
+      const data = await response.json();
+      rides.push(...data.rides);
+      after = data.next || null;
+      more = !!after;
+      if (!after) break;
+    }
     const zones = new Map(board.zones.map((z) => [z.id, z.name]));
     const taxis = new Map(board.zones.flatMap((z) => z.taxis).concat(board.outside).map((t) => [t.device_id, t.name]));
     const counts = {};
@@ -80,7 +91,8 @@
         text('td', taxi ? (taxis.get(taxi) || taxi) : ''), text('td', offers), text('td', clock(r.created_ms)), text('td', clock(r.reserved_ms)));
       return tr;
     }));
-    $('ride-counts').textContent = Object.keys(STATES).filter((s) => counts[s]).map((s) => counts[s] + ' ' + STATES[s]).join(' · ') || 'no rides';
+    $('ride-counts').textContent = (Object.keys(STATES).filter((s) => counts[s]).map((s) => counts[s] + ' ' + STATES[s]).join(' · ') || 'no rides') +
+      (more ? ' (the newest ' + rides.length + ')' : '');
   }
   // The zones and taxis on a plain grid (equirectangular around their middle) with a scale bar
   // and north up: queued taxis green, others amber, silent ones hollow.

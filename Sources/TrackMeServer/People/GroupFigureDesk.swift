@@ -12,11 +12,19 @@ struct GroupFigureDesk: Sendable {
     /// and answers (recording the group) or throws `GroupFigures.Refusal`. It reads the summaries
     /// as they are: the roll-up is the server's hourly job (`rollUp`), never a request's work, so
     /// the first query of a day costs what any other does.
-    func answer(_ query: GroupFigures.Query, organisationID: String) async throws -> GroupFigures.Answer {
+    ///
+    /// With a `budget`, the answer is charged to the asking principal before the totals are read
+    /// (`cost`): 429 with `Retry-After` past it, nothing read.
+    func answer(_ query: GroupFigures.Query, organisationID: String, budget: Budget? = nil) async throws -> GroupFigures.Answer {
         let cell = try rules.snap(query)
+        let overlapping = try await store.answeredGroups().filter { $0.cell.overlaps(cell) }
+        if let budget {
+            let rows = try await store.groupRows(in: cell, atMost: budget.ceiling)
+            try budget.charge(Self.cost(rows: rows, differencing: overlapping.count(where: { $0.cell != cell }), ceiling: budget.ceiling))
+        }
         let totals = try await store.groupTotals(cell)
         try rules.checkSize(people: totals.people)
-        for earlier in try await store.answeredGroups() where earlier.cell.overlaps(cell) {
+        for earlier in overlapping {
             guard earlier.cell != cell else {
                 // The same group asked again after late readings or an erasure changed who is
                 // in it: the difference between the two answers would describe the people who
@@ -34,6 +42,27 @@ struct GroupFigureDesk: Sendable {
             AnsweredGroup(organisationID: organisationID, cell: cell, people: totals.people, atMilliseconds: wallClock())
         )
         return rules.answer(totals, group: cell)
+    }
+
+    /// Who pays for an answer: the most a count needs to find (`ReadingBudget.countCeiling`) and
+    /// the charge, which throws 429 past the budget.
+    struct Budget: Sendable {
+        var ceiling: Int64
+        var charge: @Sendable (Int64) throws -> Void
+    }
+
+    /// What an answer reads, in the reading budget's unit of one stored row: the cell's
+    /// person-days once for the totals, and twice more for each earlier overlapping group (the
+    /// two differences scan the cell again). The earlier cells' own rows are taken as many as
+    /// this one's, so that the price needs one count, not one per earlier group. A person-day is
+    /// charged as one reading: it costs the database one row, as a reading does, which is what
+    /// the budget limits, however many readings it summarises. At least one, so that a flood of
+    /// queries over empty cells still drains the bucket; at most the ceiling, beyond which the
+    /// budget charges every cost as the burst.
+    static func cost(rows: Int64, differencing: Int, ceiling: Int64) -> Int64 {
+        let scans = Int64(1 + 2 * differencing)
+        let (product, overflow) = max(1, rows).multipliedReportingOverflow(by: scans)
+        return overflow ? max(1, ceiling) : min(product, max(1, ceiling))
     }
 
     /// How many days back each roll-up looks again (readings of an offline device arrive late).

@@ -166,6 +166,22 @@ struct PeopleRoutes: Sendable {
         }
     }
 
+    /// A group query's charge to the principal's reading budget (`GroupFigureDesk.cost`): 429
+    /// with `Retry-After` past it, counted with the other refusals. Nil when there is no budget.
+    func groupBudget(_ principal: Principal) -> GroupFigureDesk.Budget? {
+        guard let budget = api.readingBudget else { return nil }
+        let metrics = api.metrics
+        let clock = api.configuration.wallClock
+        return GroupFigureDesk.Budget(ceiling: budget.countCeiling) { cost in
+            do {
+                try budget.charge(cost, to: principal, now: clock())
+            } catch {
+                metrics.rateLimited.increment()
+                throw error
+            }
+        }
+    }
+
     // A read of one kind needs a grant of that kind (403 otherwise), and only a read that returned
     // data goes into the person's access log.
 
@@ -503,7 +519,8 @@ struct PeopleRoutes: Sendable {
         do {
             let answer = try await GroupFigureDesk(store: store, wallClock: api.configuration.wallClock).answer(
                 query,
-                organisationID: principal.actor
+                organisationID: principal.actor,
+                budget: groupBudget(principal)
             )
             return try json(.ok, answer)
         } catch let refusal as GroupFigures.Refusal {

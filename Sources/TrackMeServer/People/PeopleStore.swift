@@ -126,6 +126,9 @@ protocol PeopleStore: CarerStore, AccessLogStore, Sendable {
     /// Every device with its person's age (enrolled profile) and wearer account, for the roll-up.
     func devicesForRollup() async throws -> [(deviceID: String, person: String, wearer: String?)]
     func groupTotals(_ cell: GroupFigures.Cell) async throws -> GroupFigures.Totals
+    /// How many person-days lie in `cell`, counted no further than `atMost`: what one scan of the
+    /// cell reads, for the reading budget.
+    func groupRows(in cell: GroupFigures.Cell, atMost: Int64) async throws -> Int64
     /// Distinct people with a person-day in `cell` and not in `other`.
     func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int
     func answeredGroups() async throws -> [AnsweredGroup]

@@ -278,6 +278,21 @@ extension PostgresServerStore {
         return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: [])
     }
 
+    func groupRows(in cell: GroupFigures.Cell, atMost: Int64) async throws -> Int64 {
+        // The inner LIMIT stops the count at the ceiling: counting never reads more than the
+        // budget could admit.
+        var bindings = PostgresBindings()
+        bindings.append(max(1, atMost))
+        let rows = try await client.query(
+            PostgresQuery(
+                unsafeSQL: "SELECT COUNT(*)::BIGINT FROM (SELECT 1 FROM person_days WHERE \(Self.condition(cell)) LIMIT $1) AS rows_in_cell",
+                binds: bindings
+            ),
+            logger: logger
+        )
+        return try await collect(rows.decode(Int64.self)).first ?? 0
+    }
+
     func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
         let rows = try await client.query(
             PostgresQuery(

@@ -240,6 +240,13 @@ extension SQLiteServerStore {
         }
     }
 
+    func groupRows(in cell: GroupFigures.Cell, atMost: Int64) async throws -> Int64 {
+        // The inner LIMIT stops the count at the ceiling: counting never reads more than the
+        // budget could admit.
+        let sql = "SELECT COUNT(*) FROM (SELECT 1 FROM person_days WHERE \(Self.condition(cell)) LIMIT ?)"
+        return try await pool.read { db in try Int64.fetchOne(db, sql: sql, arguments: [max(1, atMost)]) ?? 0 }
+    }
+
     func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
         try await pool.read { db in
             try Int.fetchOne(

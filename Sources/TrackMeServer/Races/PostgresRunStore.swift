@@ -49,36 +49,31 @@ final class PostgresRunStore: RunStore {
         try await runs(PostgresQuery(unsafeSQL: "SELECT \(Self.runColumns) FROM runs WHERE code = $1", binds: binds([code]))).first
     }
 
-    func runs(organiserAccountID: String?) async throws -> [Run] {
-        if let organiserAccountID {
-            return try await runs(
-                PostgresQuery(
-                    unsafeSQL: "SELECT \(Self.runColumns) FROM runs WHERE organiser_id = $1 ORDER BY start_ms DESC",
-                    binds: binds([organiserAccountID])
-                )
-            )
-        }
-        return try await runs(PostgresQuery(unsafeSQL: "SELECT \(Self.runColumns) FROM runs ORDER BY start_ms DESC"))
-    }
-
-    func runs(matching text: String?, limit: Int) async throws -> [Run] {
+    func runs(_ query: RunListQuery, after: (startMilliseconds: Int64, id: String)?, limit: Int) async throws -> [Run] {
         var bindings = PostgresBindings()
-        guard let text, !text.isEmpty else {
-            bindings.append(limit)
-            return try await runs(PostgresQuery(unsafeSQL: "SELECT \(Self.runColumns) FROM runs ORDER BY start_ms DESC LIMIT $1", binds: bindings))
+        var conditions: [String] = []
+        func bind(_ value: some PostgresNonThrowingEncodable) -> String {
+            bindings.append(value)
+            return "$\(bindings.count)"
         }
-        bindings.append(text.lowercased())
-        bindings.append(limit)
-        // strpos on lowered text: a `%` or `_` typed in the search box is a character, not a wildcard.
-        return try await runs(
-            PostgresQuery(
-                unsafeSQL: """
-                    SELECT \(Self.runColumns) FROM runs WHERE strpos(lower(name), $1) > 0 OR strpos(lower(place), $1) > 0
-                    ORDER BY start_ms DESC LIMIT $2
-                    """,
-                binds: bindings
-            )
-        )
+        if let organiser = query.organiserAccountID { conditions.append("organiser_id = \(bind(organiser))") }
+        if let text = query.text, !text.isEmpty {
+            // strpos on lowered text: a `%` or `_` typed in the search box is a character, not a wildcard.
+            let lowered = bind(text.lowercased())
+            conditions.append("(strpos(lower(name), \(lowered)) > 0 OR strpos(lower(place), \(lowered)) > 0)")
+        }
+        if let status = query.status {
+            let now = bind(query.now)
+            conditions.append("\(RunListQuery.statusSQL(now: now)) = \(bind(status.rawValue))")
+        }
+        if let after {
+            let start = bind(after.startMilliseconds)
+            conditions.append("(start_ms < \(start) OR (start_ms = \(start) AND id < \(bind(after.id))))")
+        }
+        var sql = "SELECT \(Self.runColumns) FROM runs"
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        sql += " ORDER BY start_ms DESC, id DESC LIMIT \(bind(Int64(max(1, limit))))"
+        return try await runs(PostgresQuery(unsafeSQL: sql, binds: bindings))
     }
 
     private func runs(_ query: PostgresQuery) async throws -> [Run] {
@@ -183,6 +178,31 @@ final class PostgresRunStore: RunStore {
                 binds: binds([runID])
             )
         )
+    }
+
+    func runEntries(runID: String, after: RunStanding?, limit: Int) async throws -> [RunEntry] {
+        var bindings = PostgresBindings()
+        bindings.append(runID)
+        var sql = "SELECT \(Self.entryColumns) FROM run_entries WHERE run_id = $1 AND removed_ms IS NULL"
+        if let after {
+            sql += " AND (\(RunStanding.keySQL)) > ($2, $3, $4, $5, $6)"
+            bindings.append(after.unfinished)
+            bindings.append(after.finishMilliseconds)
+            bindings.append(after.negatedDistance)
+            bindings.append(after.fixMilliseconds)
+            bindings.append(after.deviceID)
+        }
+        bindings.append(Int64(max(1, limit)))
+        sql += " ORDER BY \(RunStanding.keySQL) LIMIT $\(bindings.count)"
+        return try await entries(PostgresQuery(unsafeSQL: sql, binds: bindings))
+    }
+
+    func runnerCount(runID: String) async throws -> Int {
+        let rows = try await client.query(
+            "SELECT count(*)::BIGINT FROM run_entries WHERE run_id = \(runID) AND removed_ms IS NULL",
+            logger: logger
+        )
+        return Int(try await collect(rows.decode(Int64.self)).first ?? 0)
     }
 
     func runEntries(deviceID: String) async throws -> [RunEntry] {

@@ -80,6 +80,16 @@ enum RaceSchema {
                     """
             )
         }
+        // The lists of runs page newest start first: each page is a range of an index, not a
+        // sort of every run.
+        migrator.registerMigration("race-4-list-order") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX runs_start ON runs (start_ms, id);
+                    CREATE INDEX runs_organiser_start ON runs (organiser_id, start_ms, id);
+                    """
+            )
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -123,6 +133,13 @@ enum RaceSchema {
             [
                 "ALTER TABLE runs ADD COLUMN place TEXT NOT NULL DEFAULT '', ADD COLUMN cap BIGINT, ADD COLUMN closed_ms BIGINT",
                 "ALTER TABLE run_entries ADD COLUMN health BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN removed_ms BIGINT",
+            ]
+        ),
+        (
+            "race-4-list-order",
+            [
+                "CREATE INDEX runs_start ON runs (start_ms, id)",
+                "CREATE INDEX runs_organiser_start ON runs (organiser_id, start_ms, id)",
             ]
         ),
     ]

@@ -75,7 +75,12 @@ struct RunBody: Codable, Sendable {
     var participantCap: Int?
     var status: Run.Status
     var closedMilliseconds: Int64?
+    /// One page of the runners, in standing order, when the run is shown with them.
     var entries: [RunEntryBody]?
+    /// How many runners the run has (not counting those removed), with its entries.
+    var runners: Int?
+    /// The cursor of the next page of runners, when more follow.
+    var next: String?
 
     init(_ run: Run, entries: [RunEntryBody]?, now: Int64) {
         id = run.id
@@ -95,7 +100,7 @@ struct RunBody: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, code, name, entries, place, status
+        case id, code, name, entries, runners, next, place, status
         case participantCap = "cap"
         case closedMilliseconds = "closed_ms"
         case startMilliseconds = "start_ms"
@@ -109,6 +114,7 @@ struct RunBody: Codable, Sendable {
 
 struct RunList: Codable, Sendable {
     var runs: [RunBody]
+    var next: String?
 }
 
 /// A runner as their organiser sees them.
@@ -384,4 +390,5 @@ struct PublicRunBody: Codable, Sendable {
 
 struct PublicRunList: Codable, Sendable {
     var runs: [PublicRunBody]
+    var next: String?
 }

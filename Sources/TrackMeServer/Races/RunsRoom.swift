@@ -74,9 +74,9 @@ struct RunsRoom: Sendable {
         doors.on(.get, "/v1/public/runs/:id") { _, context in try await room.spectatorData(id: try context.pathID("id")) }
         doors.on(.get, "/v1/public/runs/:id/stream") { _, context in try await room.spectatorStream(id: try context.pathID("id")) }
         doors.on(.post, "/v1/runs") { request, context in try await room.createRun(request, principal: try context.signedIn()) }
-        doors.on(.get, "/v1/runs") { _, context in try await room.listRuns(principal: try context.signedIn()) }
-        doors.on(.get, "/v1/runs/:id") { _, context in
-            try await room.showRun(id: try context.pathID("id"), principal: try context.signedIn())
+        doors.on(.get, "/v1/runs") { request, context in try await room.listRuns(request, principal: try context.signedIn()) }
+        doors.on(.get, "/v1/runs/:id") { request, context in
+            try await room.showRun(request, id: try context.pathID("id"), principal: try context.signedIn())
         }
         doors.on(.post, "/v1/runs/:id/enrolment") { request, context in
             try await room.setEnrolment(request, id: try context.pathID("id"), principal: try context.signedIn())
@@ -149,19 +149,31 @@ struct RunsRoom: Sendable {
         return try json(.created, RunBody(run, entries: [], now: now))
     }
 
-    func listRuns(principal: Principal) async throws -> Response {
-        let runs = try await store.runs(organiserAccountID: principal.role == .admin ? nil : Self.organiserID(principal))
+    /// The organiser's runs (every run for the admin), a page at a time, newest start first.
+    func listRuns(_ request: Request, principal: Principal) async throws -> Response {
+        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
         let time = now
-        return try json(.ok, RunList(runs: runs.map { RunBody($0, entries: nil, now: time) }))
+        let query = RunListQuery(organiserAccountID: principal.role == .admin ? nil : Self.organiserID(principal), now: time)
+        let cut = page.cut(try await store.runs(query, after: try Self.runKey(page.after), limit: page.fetchLimit), cursor: Self.cursor)
+        return try json(.ok, RunList(runs: cut.rows.map { RunBody($0, entries: nil, now: time) }, next: cut.next))
     }
 
-    /// The run with every runner as its organiser sees them: check-ins, positions and, while
-    /// the run is live, the heart rate of those who consented at enrolment, each read decided
-    /// by the access policy and written to the runner's access log.
-    func showRun(id: String, principal: Principal) async throws -> Response {
+    /// The run with a page of its runners, in standing order, as its organiser sees them:
+    /// check-ins, positions and, while the run is live, the heart rate of those who consented at
+    /// enrolment, each read decided by the access policy and written to the runner's access log.
+    /// Only the page's runners are read: a large field costs each refresh one page, not the race.
+    /// The standing is computed from the entry's columns, so no index holds that order: the
+    /// database ranks the run's runners (at most its cap) and hands over one page of them.
+    func showRun(_ request: Request?, id: String, principal: Principal) async throws -> Response {
         let run = try await ownRun(id: id, principal: principal)
+        let page = try request.map { try PageRequest($0, maxLimit: configuration.maxPageSize) } ?? PageRequest(limit: PageRequest.defaultLimit)
+        let after = try page.after.map(RunStanding.init)
+        let fetched = try await store.runEntries(runID: run.id, after: after, limit: page.fetchLimit)
+        let first = (after?.rank ?? 0) + 1
+        let cut = page.cut(Array(fetched.enumerated())) { RunStanding($1, rank: first + $0).cursor }
+        let rank = Dictionary(cut.rows.map { ($1.deviceID, first + $0) }, uniquingKeysWith: min)
         let time = now
-        let readable = try await readable(run, principal: principal)
+        let readable = readable(run, entries: cut.rows.map(\.element), principal: principal)
         var health: [String: RunnerHealth] = [:]
         if run.status(now: time) == .live {
             for (entry, grants) in readable where grants.contains(where: { $0.covers(.heartRate, at: time) }) {
@@ -175,9 +187,13 @@ struct RunsRoom: Sendable {
             let what = health[entry.deviceID] == nil ? "position in the run \(run.name)" : "position and heart rate in the run \(run.name)"
             try await log(principal, deviceID: entry.deviceID, what: what)
         }
-        let ranked = RaceStanding.ranked(readable.map(\.0))
-        let entries = ranked.enumerated().map { RunEntryBody($1, rank: $0 + 1, run: run, now: time, health: health[$1.deviceID]) }
-        return try json(.ok, RunBody(run, entries: entries, now: time))
+        let entries = readable.map { entry, _ in
+            RunEntryBody(entry, rank: rank[entry.deviceID] ?? first, run: run, now: time, health: health[entry.deviceID])
+        }
+        var body = RunBody(run, entries: entries, now: time)
+        body.runners = try await store.runnerCount(runID: run.id)
+        body.next = cut.next
+        return try json(.ok, body)
     }
 
     func setEnrolment(_ request: Request, id: String, principal: Principal) async throws -> Response {
@@ -218,12 +234,12 @@ struct RunsRoom: Sendable {
         let run = try await ownRun(id: id, principal: principal)
         _ = try await store.closeRun(runID: run.id, atMilliseconds: now)
         notifier.notify()
-        return try await showRun(id: id, principal: principal)
+        return try await showRun(nil, id: id, principal: principal)
     }
 
     func results(id: String, principal: Principal) async throws -> Response {
         let run = try await ownRun(id: id, principal: principal)
-        let readable = try await readable(run, principal: principal)
+        let readable = readable(run, entries: try await store.runEntries(runID: run.id), principal: principal)
         for (entry, _) in readable { try await log(principal, deviceID: entry.deviceID, what: "result in the run \(run.name)") }
         let ranked = RaceStanding.ranked(readable.map(\.0))
         var csv = "rank,name,distance_m,checked_in_ms,last_fix_ms,finish_ms,elapsed_s,time_s,pace_s_per_km\n"
@@ -242,7 +258,7 @@ struct RunsRoom: Sendable {
     func tracks(id: String, principal: Principal) async throws -> Response {
         let run = try await ownRun(id: id, principal: principal)
         var tracks: [GPXWriter.Track] = []
-        for (entry, grants) in try await readable(run, principal: principal) {
+        for (entry, grants) in readable(run, entries: try await store.runEntries(runID: run.id), principal: principal) {
             var points: [(Int64, Double, Double)] = []
             var after: Int64 = 0
             while true {
@@ -274,7 +290,7 @@ struct RunsRoom: Sendable {
 
     // MARK: - The public
 
-    /// Runs by name or place, newest first, optionally of one status.
+    /// Runs by name or place, optionally of one status, a page at a time, newest start first.
     func publicList(_ request: Request) async throws -> Response {
         let parameters = request.uri.queryParameters
         let text = parameters.get("q")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
@@ -284,11 +300,11 @@ struct RunsRoom: Sendable {
             guard let parsed = Run.Status(rawValue: wanted) else { throw APIError.invalid("status", "upcoming, live or finished") }
             status = parsed
         }
+        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
         let time = now
-        let runs = try await store.runs(matching: text.isEmpty ? nil : text, limit: 500)
-            .filter { status == nil || $0.status(now: time) == status }
-            .prefix(200)
-        var response = try json(.ok, PublicRunList(runs: runs.map { PublicRunBody($0, now: time) }))
+        let query = RunListQuery(text: text.isEmpty ? nil : text, status: status, now: time)
+        let cut = page.cut(try await store.runs(query, after: try Self.runKey(page.after), limit: page.fetchLimit), cursor: Self.cursor)
+        var response = try json(.ok, PublicRunList(runs: cut.rows.map { PublicRunBody($0, now: time) }, next: cut.next))
         response.headers[.cacheControl] = "no-store"
         return response
     }
@@ -337,6 +353,13 @@ struct RunsRoom: Sendable {
         String(decoding: try WireCodec.encode(value), as: UTF8.self)
     }
 
+    /// A list of runs continues after its last run's start and id.
+    static func cursor(_ run: Run) -> PageCursor { PageCursor(String(run.startMilliseconds), run.id) }
+
+    static func runKey(_ cursor: PageCursor?) throws -> (startMilliseconds: Int64, id: String)? {
+        try cursor.map { try $0.timeAndID() }.map { ($0.milliseconds, $0.id) }
+    }
+
     /// Who owns a run: the organiser's account, or the token that created it.
     static func organiserID(_ principal: Principal) -> String { principal.accountID ?? principal.tokenID }
 
@@ -348,14 +371,14 @@ struct RunsRoom: Sendable {
         return run
     }
 
-    /// The entries the access policy lets the principal read now (reason `joined_run`), each
+    /// The `entries` the access policy lets the principal read now (reason `joined_run`), each
     /// with its grants: positions for every runner, heart rate only for those who consented.
-    func readable(_ run: Run, principal: Principal) async throws -> [(RunEntry, [AccessPolicy.Grant])] {
+    func readable(_ run: Run, entries: [RunEntry], principal: Principal) -> [(RunEntry, [AccessPolicy.Grant])] {
         let policy = AccessPolicy()
         let time = now
         var asked = principal
         if asked.accountID == nil { asked.accountID = asked.tokenID }
-        return try await store.runEntries(runID: run.id).compactMap { entry in
+        return entries.compactMap { entry in
             let subject = AccessPolicy.Subject(
                 personID: entry.deviceID,
                 deviceIDs: [entry.deviceID],

@@ -41,28 +41,29 @@ final class SQLiteRunStore: RunStore {
         try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE code = ?", arguments: [code]).flatMap(Self.run(from:)) }
     }
 
-    func runs(organiserAccountID: String?) async throws -> [Run] {
-        try await pool.read { db in
-            if let organiserAccountID {
-                return try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE organiser_id = ? ORDER BY start_ms DESC", arguments: [organiserAccountID])
-                    .compactMap(Self.run(from:))
-            }
-            return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC").compactMap(Self.run(from:))
+    func runs(_ query: RunListQuery, after: (startMilliseconds: Int64, id: String)?, limit: Int) async throws -> [Run] {
+        var conditions: [String] = []
+        var arguments: StatementArguments = []
+        if let organiser = query.organiserAccountID {
+            conditions.append("organiser_id = ?")
+            arguments += [organiser]
         }
-    }
-
-    func runs(matching text: String?, limit: Int) async throws -> [Run] {
-        try await pool.read { db in
-            guard let text, !text.isEmpty else {
-                return try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_ms DESC LIMIT ?", arguments: [limit]).compactMap(Self.run(from:))
-            }
+        if let text = query.text, !text.isEmpty {
             // instr on lowered text: a `%` or `_` typed in the search box is a character, not a wildcard.
-            return try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM runs WHERE instr(lower(name), ?) > 0 OR instr(lower(place), ?) > 0 ORDER BY start_ms DESC LIMIT ?",
-                arguments: [text.lowercased(), text.lowercased(), limit]
-            ).compactMap(Self.run(from:))
+            conditions.append("(instr(lower(name), ?) > 0 OR instr(lower(place), ?) > 0)")
+            arguments += [text.lowercased(), text.lowercased()]
         }
+        if let status = query.status {
+            conditions.append("\(RunListQuery.statusSQL(now: "?")) = ?")
+            arguments += [query.now, query.now, status.rawValue]
+        }
+        var sql = "SELECT * FROM runs"
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        SQLiteKeysetPage(time: "start_ms", id: "id", newestFirst: true)
+            .append(to: &sql, &arguments, after: after.map { ($0.startMilliseconds, $0.id) }, limit: limit, filtered: !conditions.isEmpty)
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).compactMap(Self.run(from:)) }
     }
 
     func setEnrolmentOpen(runID: String, open: Bool) async throws -> Bool {
@@ -120,6 +121,26 @@ final class SQLiteRunStore: RunStore {
                 sql: "SELECT * FROM run_entries WHERE run_id = ? AND removed_ms IS NULL ORDER BY enrolled_ms, device_id",
                 arguments: [runID]
             ).map(Self.entry(from:))
+        }
+    }
+
+    func runEntries(runID: String, after: RunStanding?, limit: Int) async throws -> [RunEntry] {
+        var sql = "SELECT * FROM run_entries WHERE run_id = ? AND removed_ms IS NULL"
+        var arguments: StatementArguments = [runID]
+        if let after {
+            sql += " AND (\(RunStanding.keySQL)) > (?, ?, ?, ?, ?)"
+            arguments += [after.unfinished, after.finishMilliseconds, after.negatedDistance, after.fixMilliseconds, after.deviceID]
+        }
+        sql += " ORDER BY \(RunStanding.keySQL) LIMIT ?"
+        arguments += [max(1, limit)]
+        let finalSQL = sql
+        let finalArguments = arguments
+        return try await pool.read { db in try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map(Self.entry(from:)) }
+    }
+
+    func runnerCount(runID: String) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM run_entries WHERE run_id = ? AND removed_ms IS NULL", arguments: [runID]) ?? 0
         }
     }
 

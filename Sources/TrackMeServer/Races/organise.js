@@ -5,7 +5,9 @@
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
-  const state = { csrf: null, run: null, timer: null };
+  // `after` is the cursor of the page of runners shown (null: the leaders), `before` the
+  // cursors of the pages before it, so that a refresh reads only the page on screen.
+  const state = { csrf: null, run: null, timer: null, after: null, before: [], next: null };
 
   async function api(method, path, body) {
     const headers = {};
@@ -20,6 +22,17 @@
       throw error;
     }
     return data;
+  }
+  // A list that pages: every page, following `next` until there is none.
+  async function allPages(path, key) {
+    const items = [];
+    let after = null;
+    do {
+      const data = await api('GET', path + (after ? (path.includes('?') ? '&' : '?') + 'after=' + encodeURIComponent(after) : ''));
+      items.push(...data[key]);
+      after = data.next || null;
+    } while (after);
+    return items;
   }
   function cell(value, cls) { const td = document.createElement('td'); td.textContent = value; if (cls) td.className = cls; return td; }
   function when(ms) { return ms == null ? '' : new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }); }
@@ -39,8 +52,8 @@
   }
 
   async function loadRuns() {
-    const data = await api('GET', '/v1/runs');
-    $('my-runs').tBodies[0].replaceChildren(...data.runs.map((run) => {
+    const runs = await allPages('/v1/runs', 'runs');
+    $('my-runs').tBodies[0].replaceChildren(...runs.map((run) => {
       const row = document.createElement('tr');
       const name = document.createElement('td');
       const open = document.createElement('button');
@@ -87,6 +100,8 @@
   async function show(id) {
     clearInterval(state.timer);
     state.run = id;
+    state.after = null;
+    state.before = [];
     $('run').hidden = false;
     await refresh();
     state.timer = setInterval(refresh, 5000);
@@ -95,9 +110,13 @@
   async function refresh() {
     if (!state.run) return;
     let run;
-    try { run = await api('GET', '/v1/runs/' + encodeURIComponent(state.run)); } catch (e) { $('run-message').textContent = e.message; return; }
+    const page = state.after ? '?after=' + encodeURIComponent(state.after) : '';
+    try { run = await api('GET', '/v1/runs/' + encodeURIComponent(state.run) + page); } catch (e) { $('run-message').textContent = e.message; return; }
     $('run-title').textContent = run.name;
-    const entered = run.entries.length;
+    state.next = run.next || null;
+    $('entries-next').hidden = !state.next;
+    $('entries-previous').hidden = !state.after;
+    const entered = run.runners;
     $('run-facts').textContent = (run.place ? run.place + ' · ' : '') + 'code ' + run.code + ' · starts ' + when(run.start_ms) + ' · ' + (run.distance_m / 1000).toFixed(2) + ' km · ' +
       entered + (run.cap ? ' of ' + run.cap : '') + ' runner' + (entered === 1 ? '' : 's') + ' · ' + run.status + (run.closed_ms ? ' (closed ' + when(run.closed_ms) + ')' : '');
     $('enrolment-button').textContent = run.enrolment_open ? 'Close enrolment' : 'Open enrolment';
@@ -127,6 +146,17 @@
     if (run.closed_ms) { clearInterval(state.timer); $('run-message').textContent = 'Closed: final standings'; }
   }
 
+  function turn(forward) {
+    if (forward) {
+      if (!state.next) return;
+      state.before.push(state.after);
+      state.after = state.next;
+    } else {
+      state.after = state.before.length ? state.before.pop() : null;
+    }
+    refresh();
+  }
+
   async function removeRunner(r) {
     try {
       await api('POST', '/v1/runs/' + encodeURIComponent(state.run) + '/removals', { device_id: r.device_id });
@@ -145,6 +175,8 @@
     location.reload();
   });
   $('create-form').addEventListener('submit', create);
+  $('entries-next').addEventListener('click', () => turn(true));
+  $('entries-previous').addEventListener('click', () => turn(false));
   $('enrolment-button').addEventListener('click', async () => {
     try { await api('POST', '/v1/runs/' + encodeURIComponent(state.run) + '/enrolment', { open: !$('enrolment-button').dataset.open }); refresh(); }
     catch (e) { $('run-message').textContent = e.message; }

@@ -1,5 +1,6 @@
-/// What one principal's exports, GPX tracks and statistics may read
-/// (`ServerLimits.readingsPerPrincipal`): the request's readings are counted before any is read
+/// What one principal's exports, GPX tracks, statistics and group figures may read
+/// (`ServerLimits.readingsPerPrincipal`): the request's readings (for a group query, the daily
+/// summaries it scans: `GroupFigureDesk.cost`) are counted before any is read
 /// and charged to the principal's bucket, so that one person asking again and again for years
 /// of data waits rather than holding a core and the disk in front of everyone else. The count
 /// itself is bounded by the burst: estimating never costs more than the most it may admit.

@@ -181,8 +181,7 @@ extension CrowdRunner {
             for i in runners.indices { if let newest = runners[i].schedule[second]?.last?.milliseconds { fed[i] = newest } }
 
             // The organiser's view, as the organiser's page reads it.
-            let view = try await request(context, "GET", "/v1/runs/\(runID)")
-            for entry in view["entries"] as? [[String: Any]] ?? [] {
+            for entry in try await allPages(context, "/v1/runs/\(runID)", key: "entries") {
                 guard let deviceID = entry["device_id"] as? String, let i = byDevice[deviceID] else { continue }
                 let name = runners[i].track.name
                 if let fixWall = (entry["fix_ms"] as? NSNumber)?.int64Value, let lat = (entry["lat"] as? NSNumber)?.doubleValue,
@@ -223,9 +222,8 @@ extension CrowdRunner {
         let elapsed = ContinuousClock.now - started
         context.wall.set(Int64(duration) * 1000 + 1000)
         for runner in runners { await runner.device.drain() }
-        let final = try await request(context, "GET", "/v1/runs/\(runID)")
         var shown: [String: [String: Any]] = [:]
-        for entry in final["entries"] as? [[String: Any]] ?? [] {
+        for entry in try await allPages(context, "/v1/runs/\(runID)", key: "entries") {
             if let deviceID = entry["device_id"] as? String { shown[deviceID] = entry }
         }
 

@@ -128,8 +128,7 @@ extension CrowdRunner {
             }
         }
         let elapsed = ContinuousClock.now - started
-        let list = try await request(context, "GET", "/v1/fleet/rides")
-        let served = (list["rides"] as? [[String: Any]] ?? []).filter { booked[$0["id"] as? String ?? ""] != nil }
+        let served = try await allPages(context, "/v1/fleet/rides", key: "rides").filter { booked[$0["id"] as? String ?? ""] != nil }
         var states: [String: Int] = [:]
         var outcomes: [String: Int] = [:]
         var reservedEarly: [String] = []

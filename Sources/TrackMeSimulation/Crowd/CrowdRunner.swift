@@ -737,6 +737,21 @@ public struct CrowdRunner: Sendable {
         }
         return (try? JSONSerialization.jsonObject(with: Data(Array(buffer: body))) as? [String: Any]) ?? [:]
     }
+
+    /// Every item of a list that pages (`key` on each page), following `next` until the last
+    /// page, the largest pages the server gives.
+    func allPages(_ context: Context, _ path: String, key: String, token: String? = CrowdRunner.admin) async throws -> [[String: Any]] {
+        var items: [[String: Any]] = []
+        var after: String?
+        repeat {
+            var query = path + (path.contains("?") ? "&" : "?") + "limit=1000"
+            if let after { query += "&after=\(after.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? after)" }
+            let page = try await request(context, "GET", query, token: token)
+            items += page[key] as? [[String: Any]] ?? []
+            after = page["next"] as? String
+        } while after != nil
+        return items
+    }
 }
 
 func quietLogger(_ label: String) -> Logger {
