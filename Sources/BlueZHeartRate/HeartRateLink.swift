@@ -243,23 +243,3 @@ public struct HeartRateLink: Sendable {
         return await session.client.closeReason?.description ?? "link closed"
     }
 }
-
-/// Elapsed time on an existential clock since creation.
-struct Stopwatch: Sendable {
-    private let clock: any Clock<Duration>
-    private let origin: any InstantProtocol<Duration>
-
-    init(_ clock: any Clock<Duration>) {
-        self.clock = clock
-        self.origin = Self.now(clock)
-    }
-
-    var elapsed: Duration { Self.elapsed(clock, since: origin) }
-
-    private static func now<C: Clock<Duration>>(_ clock: C) -> any InstantProtocol<Duration> { clock.now }
-
-    private static func elapsed<C: Clock<Duration>>(_ clock: C, since origin: any InstantProtocol<Duration>) -> Duration {
-        guard let start = origin as? C.Instant else { return .zero }
-        return start.duration(to: clock.now)
-    }
-}

@@ -40,22 +40,6 @@ public enum SyntheticReadings {
     }
 
     static func isoTime(_ ms: Int64) -> String {
-        var days = ms / 86_400_000
-        let rest = ms % 86_400_000
-        days += 719_468
-        let era = days / 146_097
-        let doe = days - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400
-        func p(_ v: Int64, _ w: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, w - s.count)) + s
-        }
-        return
-            "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rest / 3_600_000, 2)):\(p(rest / 60_000 % 60, 2)):\(p(rest / 1000 % 60, 2)).\(p(rest % 1000, 3))Z"
+        CivilDate.iso8601(milliseconds: ms)
     }
 }

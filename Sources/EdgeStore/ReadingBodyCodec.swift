@@ -220,7 +220,8 @@ public enum ReadingBodyCodec {
 /// without Foundation's formatters (slow, and locale-dependent if misused).
 enum ISOTime {
     /// The milliseconds of years 0000 to 9999, the only ones a four-digit text can carry.
-    static let encodable: Range<Int64> = (daysFromCivil(0, 1, 1) * 86_400_000)..<(daysFromCivil(10_000, 1, 1) * 86_400_000)
+    static let encodable: Range<Int64> =
+        (CivilDate(year: 0, month: 1, day: 1).daysSinceEpoch * 86_400_000)..<(CivilDate(year: 10_000, month: 1, day: 1).daysSinceEpoch * 86_400_000)
 
     static func milliseconds(_ text: String) -> Int64? {
         let u = Array(text.utf8)
@@ -238,43 +239,13 @@ enum ISOTime {
         guard let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), let h = number(11..<13),
             let mi = number(14..<16), let s = number(17..<19), let ms = number(20..<23)
         else { return nil }
-        let days = daysFromCivil(y, mo, d)
+        let days = CivilDate(year: y, month: mo, day: d).daysSinceEpoch
         let result = ((days * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms
         // Only the canonical form is kept as a number; anything else keeps its text.
         return format(result) == text ? result : nil
     }
 
     static func format(_ milliseconds: Int64) -> String {
-        let ms = ((milliseconds % 86_400_000) + 86_400_000) % 86_400_000
-        let days = (milliseconds - ms) / 86_400_000
-        let (y, m, d) = civilFromDays(days)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(ms / 3_600_000, 2)):\(pad(ms / 60_000 % 60, 2)):"
-            + "\(pad(ms / 1000 % 60, 2)).\(pad(ms % 1000, 3))Z"
-    }
-
-    // Howard Hinnant's civil-calendar algorithms.
-    static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civilFromDays(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
+        CivilDate.iso8601(milliseconds: milliseconds)
     }
 }

@@ -337,7 +337,7 @@ public final class TrackMeServer: Service, Sendable {
     @discardableResult
     public func applyRetention() async throws -> [PersonalDataKind: Int] {
         let wall = configuration.wallClock()
-        let monotonic = stopwatch.elapsed()
+        let monotonic = stopwatch.elapsed
         let decision = retentionGuard.withLock { $0.decide(wallMilliseconds: wall, monotonicNow: monotonic) }
         switch decision {
         case .refuse(let ahead):

@@ -51,7 +51,7 @@ public enum SOSLatencyBenchmark {
         func send(_ update: AlertUpdate) async throws {}
     }
 
-    final class Stopwatch: Sendable {
+    final class FirstAlertTime: Sendable {
         let end = Mutex<ContinuousClock.Instant?>(nil)
     }
 
@@ -81,7 +81,7 @@ public enum SOSLatencyBenchmark {
         var laneEvents = lane.events.makeAsyncIterator()
         let profile = PersonProfile(name: "Bench", age: 70)
         let flat = HeartRateMeasurement.encode(HeartRateReading(bpm: 0, contact: .detected))
-        let stopwatch = Stopwatch()
+        let firstAlert = FirstAlertTime()
 
         var latencies: [Double] = []
         var baseline: [Double] = []
@@ -98,16 +98,16 @@ public enum SOSLatencyBenchmark {
                 dispatch: { action in
                     await lane.submit(action)
                     let now = ContinuousClock.now
-                    stopwatch.end.withLock { $0 = now }
+                    firstAlert.end.withLock { $0 = now }
                 },
                 logger: logger
             )
             var second: Int64 = 0
             while second < 30 {
-                stopwatch.end.withLock { $0 = nil }
+                firstAlert.end.withLock { $0 = nil }
                 let start = ContinuousClock.now
                 let actions = await pipeline.heartRateNotification(flat, at: ScenarioRunner.timestamp(origin + second * 1000))
-                if actions.contains(where: { if case .raise = $0 { true } else { false } }), let end = stopwatch.end.withLock({ $0 }) {
+                if actions.contains(where: { if case .raise = $0 { true } else { false } }), let end = firstAlert.end.withLock({ $0 }) {
                     latencies.append(ScenarioRunner.milliseconds(end - start))
                     break
                 }

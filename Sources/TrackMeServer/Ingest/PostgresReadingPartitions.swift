@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import TrackMeCore
 
 /// One partition of `readings` as the catalogue describes it.
 struct ReadingPartition: Hashable, Sendable {
@@ -151,18 +152,7 @@ extension PostgresServerStore {
 
     /// `YYYYMMDD` of the UTC day holding `milliseconds`.
     static func dayName(_ milliseconds: Int64) -> String {
-        // Days to civil date (Howard Hinnant's algorithm), no Foundation calendar needed.
-        let z = milliseconds.floorDivided(by: dayMilliseconds) + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)\(two(month))\(two(day))"
+        CivilDate(containing: milliseconds).compact
     }
 }
 

@@ -58,16 +58,3 @@ struct RetentionClockGuard: Sendable {
         return .refuse(aheadMilliseconds: ahead)
     }
 }
-
-/// Time elapsed on an injected clock since the stopwatch was made (the clock's instants stay
-/// inside; callers see durations).
-struct Stopwatch: Sendable {
-    private let read: @Sendable () -> Duration
-
-    init<C: Clock<Duration>>(_ clock: C) {
-        let start = clock.now
-        read = { start.duration(to: clock.now) }
-    }
-
-    func elapsed() -> Duration { read() }
-}
