@@ -20,6 +20,9 @@ struct ServerAPI: Sendable {
     let signInGuard: SignInGuard
     /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
     let heavyRequests: HeavyRequestGate
+    /// Their CPU (decoding the stored readings they read) on threads of its own at nice 10, as
+    /// many as `heavyRequests`: the kernel gives an alert's handler the core first.
+    let heavyWork: WorkPool
     /// What each principal's exports and statistics may read (`ServerLimits.readingsPerPrincipal`); nil for no limit.
     let readingBudget: ReadingBudget?
     let logger: Logger

@@ -157,6 +157,7 @@ public final class TrackMeServer: Service, Sendable {
                 notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
             ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
+            heavyWork: WorkPool(threads: configuration.limits.heavyRequests, queueLimit: 2 * configuration.limits.heavyRequests, niceness: 10),
             readingBudget: configuration.limits.readingsPerPrincipal.map(ReadingBudget.init(limit:)),
             logger: logger,
             ingest: IngestRoom(

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import TrackMeCore
 
 /// Reads one person's data for one principal, through `AccessPolicy` only: gathers the facts
@@ -296,7 +297,7 @@ struct PersonData: Sendable {
                 from: first * GroupFigures.dayMilliseconds,
                 to: (last + 1) * GroupFigures.dayMilliseconds
             ) { page in
-                for row in page { if let sample = Self.heartRate(row, deviceID: deviceID) { device.add(sample) } }
+                for sample in try await decoded(page, { Self.heartRate($0, deviceID: deviceID) }) { device.add(sample) }
             }
             var summaries: [Int64: String] = [:]
             for day in days {
@@ -309,7 +310,7 @@ struct PersonData: Sendable {
         }
         for (deviceID, span) in plan.read {
             try await forEachPage(deviceID: deviceID, kind: .heartRate, from: span.lowerBound, to: span.upperBound) { page in
-                for row in page { if let sample = Self.heartRate(row, deviceID: deviceID) { figures.days.add(sample) } }
+                for sample in try await decoded(page, { Self.heartRate($0, deviceID: deviceID) }) { figures.days.add(sample) }
             }
         }
         return figures
@@ -345,6 +346,21 @@ struct PersonData: Sendable {
             }
         }
         return total
+    }
+
+    /// A page of stored readings decoded on the heavy requests' own threads (`ServerAPI.heavyWork`),
+    /// not the cooperative pool that takes alerts in.
+    func decoded<T: Sendable>(
+        _ page: [StoredReadingRow],
+        _ decode: @escaping @Sendable (StoredReadingRow) -> T?
+    ) async throws -> [T] {
+        try await api.heavyWork.run(busy: Self.heavyWorkBusy) { page.compactMap(decode) }
+    }
+
+    static var heavyWorkBusy: APIError {
+        var error = APIError(status: .serviceUnavailable, code: .unavailable, message: "the server is busy with other downloads: try again shortly")
+        error.retryAfterSeconds = 5
+        return error
     }
 
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {

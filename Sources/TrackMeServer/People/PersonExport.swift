@@ -84,8 +84,7 @@ struct PersonExport: Sendable {
         var days = DailyStatistics.Accumulator(limits: limits)
         var logged = false
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
-            for stored in page {
-                guard let sample = PersonData.heartRate(stored, deviceID: deviceID) else { continue }
+            for sample in try await data.decoded(page, { PersonData.heartRate($0, deviceID: deviceID) }) {
                 if !logged {
                     try await readLog.mark()
                     logged = true
@@ -100,8 +99,7 @@ struct PersonExport: Sendable {
     private func positions(_ row: (PositionSample) async throws -> Void) async throws {
         var logged = false
         try await data.forEachPage(person, kind: .position, from: from, to: to, grants: grants) { deviceID, page in
-            for stored in page {
-                guard let sample = PersonData.position(stored, deviceID: deviceID) else { continue }
+            for sample in try await data.decoded(page, { PersonData.position($0, deviceID: deviceID) }) {
                 if !logged {
                     try await readLog.mark()
                     logged = true
