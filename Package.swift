@@ -374,9 +374,10 @@ targets += [
             // The server benchmarks' own keep-alive connections (`BenchHTTPConnection`, `bench load`).
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            // Fast mode: the server's router in process, without a socket (router test mode).
+            // Fast mode: the server's router in process, without a socket, its requests' context
+            // on one testing channel (`InProcessRouter`).
             .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ],
         swiftSettings: strictSettings

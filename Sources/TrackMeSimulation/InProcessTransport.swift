@@ -1,15 +1,14 @@
 import EdgeSync
 import HTTPTypes
-import HummingbirdTesting
 import NIOCore
 
 /// Fast mode's HTTP: the agent's requests, as its sync engine and dispatch lane encode them,
-/// handed to the server's own router, middleware and handlers in process by Hummingbird's router
-/// test mode (no socket, no HTTP parser, no event-loop hop). The answer, error statuses
+/// handed to the server's own router, middleware and handlers in process (`InProcessRouter`: no
+/// socket, no HTTP parser, no event-loop hop). The answer, error statuses
 /// included, comes back as `CurlTransport` returns one: the status, the headers by lowercased
 /// name (the last of a repeated name), the body.
 struct InProcessTransport: HTTPTransport {
-    let client: any TestClientProtocol
+    let router: InProcessRouter
 
     func post(path: String, headers: [String: String], body: [UInt8]) async throws(SyncError) -> EdgeSync.HTTPResponse {
         // The path as `CurlTransport` resolves it against the server's root, with or without
@@ -22,9 +21,9 @@ struct InProcessTransport: HTTPTransport {
             }
             fields[field] = value
         }
-        let response: TestResponse
+        let response: InProcessRouter.Answer
         do {
-            response = try await client.executeRequest(uri: uri, method: .post, headers: fields, body: ByteBuffer(bytes: body))
+            response = try await router.execute(uri: uri, method: .post, headers: fields, body: ByteBuffer(bytes: body))
         } catch {
             throw SyncError(code: .transport, message: "in-process request to \(uri) failed: \(error)")
         }

@@ -5,7 +5,6 @@ import EdgeSync
 public import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 public import Logging
 import NIOCore
 import SimulatedStrap
@@ -161,9 +160,7 @@ public struct ScenarioRunner: Sendable {
         )
         switch options.io {
         case .inProcess:
-            return try await server.inProcessApplication().test(.router) { client in
-                try await replay(run, http: InProcessTransport(client: client))
-            }
+            return try await replay(run, http: InProcessTransport(router: InProcessRouter(server: server)))
         case .sockets:
             let serverTask = Task { try await server.run() }
             defer { serverTask.cancel() }
@@ -429,16 +426,13 @@ public struct ScenarioRunner: Sendable {
     /// the connection's).
     static func duplicateAlertUpdates(at server: TrackMeServer) async throws -> Int {
         let name = "trackme_server_alert_updates_duplicate_total"
-        let text = try await server.inProcessApplication().test(.router) { client in
-            let response = try await client.executeRequest(
-                uri: "/metrics",
-                method: .get,
-                headers: [.authorization: "Bearer \(adminToken)"],
-                body: nil
-            )
-            guard response.status == .ok else { throw ScenarioError(message: "the server's /metrics answered \(response.status)") }
-            return String(buffer: response.body)
-        }
+        let response = try await InProcessRouter(server: server).execute(
+            uri: "/metrics",
+            method: .get,
+            headers: [.authorization: "Bearer \(adminToken)"]
+        )
+        guard response.status == .ok else { throw ScenarioError(message: "the server's /metrics answered \(response.status)") }
+        let text = String(buffer: response.body)
         for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
             if let value = Int(line.dropFirst(name.count + 1)) { return value }
         }

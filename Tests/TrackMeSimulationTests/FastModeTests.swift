@@ -2,7 +2,6 @@ import EdgeSync
 import Foundation
 import GzipCodec
 import Hummingbird
-import HummingbirdTesting
 import Logging
 import Testing
 import TrackMeCore
@@ -119,13 +118,10 @@ import TrackMeServer
         let numberedZero = try Self.batchRequest(zero, token: credentials.token) { try Gzip.compress($0) }
         let goodRequest = try Self.batchRequest(good, token: credentials.token) { try Gzip.compress($0) }
 
-        let inProcess = try await server.inProcessApplication().test(.router) { client in
-            let transport = InProcessTransport(client: client)
-            var answers: [EdgeSync.HTTPResponse] = []
-            for request in [cutShort, numberedZero, goodRequest] {
-                answers.append(try await transport.post(path: "/v1/batches", headers: request.headers, body: request.body))
-            }
-            return answers
+        let transport = InProcessTransport(router: InProcessRouter(server: server))
+        var inProcess: [EdgeSync.HTTPResponse] = []
+        for request in [cutShort, numberedZero, goodRequest] {
+            inProcess.append(try await transport.post(path: "/v1/batches", headers: request.headers, body: request.body))
         }
         #expect(try await server.storedSequences(deviceID: credentials.deviceID) == [1])
         var overSockets: [EdgeSync.HTTPResponse] = []
