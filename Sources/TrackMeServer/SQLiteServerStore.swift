@@ -304,6 +304,29 @@ final class SQLiteServerStore: ServerStore {
         return (sql, arguments)
     }
 
+    func readingCountOnThisThread(_ query: ReadingQuery) throws -> Int {
+        let (rows, arguments) = Self.readingRows(query, columns: "1")
+        return try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0 }
+    }
+
+    func sealedReadingRows(_ query: ReadingQuery) throws -> [StoredReadingRow] {
+        let (sql, arguments) = Self.readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
+        return try pool.read { db in try Self.storedReadingRows(db, sql: sql, arguments: arguments) }
+    }
+
+    private static func storedReadingRows(_ db: Database, sql: String, arguments: StatementArguments) throws -> [StoredReadingRow] {
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+            let flag: String? = try row.decode(forColumn: "time_flag")
+            return StoredReadingRow(
+                sequence: try row.decode(forColumn: "seq"),
+                body: try row.decode(forColumn: "body"),
+                placedMilliseconds: try row.decode(forColumn: "placed_ms"),
+                receivedMilliseconds: try row.decode(forColumn: "received_ms"),
+                timeFlag: flag.flatMap(TimeFlag.init(rawValue:))
+            )
+        }
+    }
+
     func readingCount(_ query: ReadingQuery) async throws -> Int {
         let (rows, arguments) = Self.readingRows(query, columns: "1")
         return try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0 }
@@ -311,18 +334,7 @@ final class SQLiteServerStore: ServerStore {
 
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
         let (finalSQL, finalArguments) = Self.readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
-        let rows = try await pool.read { db in
-            try Row.fetchAll(db, sql: finalSQL, arguments: finalArguments).map { row in
-                let flag: String? = try row.decode(forColumn: "time_flag")
-                return StoredReadingRow(
-                    sequence: try row.decode(forColumn: "seq"),
-                    body: try row.decode(forColumn: "body"),
-                    placedMilliseconds: try row.decode(forColumn: "placed_ms"),
-                    receivedMilliseconds: try row.decode(forColumn: "received_ms"),
-                    timeFlag: flag.flatMap(TimeFlag.init(rawValue:))
-                )
-            }
-        }
+        let rows = try await pool.read { db in try Self.storedReadingRows(db, sql: finalSQL, arguments: finalArguments) }
         return try await personKeys.open(rows, owner: query.deviceID)
     }
 

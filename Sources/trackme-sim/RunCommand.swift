@@ -99,10 +99,11 @@ struct RunCommand: AsyncParsableCommand {
         let loaded = try CrowdScenario.load(from: url)
         var logger = Logger(label: "trackme.sim")
         logger.logLevel = verbose ? .info : .critical
-        if fast || field { throw ValidationError("a crowd scenario runs its devices over loopback: leave out --fast and --field") }
+        if field { throw ValidationError("a crowd scenario has no field mode: leave out --field") }
         var options = CrowdRunner.Options(simulationsDirectory: url.deletingLastPathComponent().deletingLastPathComponent(), logger: logger)
         options.scenarioDirectory = url.deletingLastPathComponent()
         options.port = port
+        options.inProcess = fast
         options.serve = try announcedServe("page:", "the run goes at real time from now; the server stays up for \(serve ?? 0) s")
         let outcome = try await CrowdRunner(options: options).run(loaded)
         if let report { try CrowdReport(scenario: loaded.name, outcome: outcome).write(to: URL(fileURLWithPath: report)) }

@@ -201,7 +201,7 @@ struct PersonData: Sendable {
         var after: Int64 = 0
         while true {
             try Task.checkCancellation()
-            let page = try await store.readings(
+            let page = try await heavyReadings(
                 ReadingQuery(deviceID: deviceID, fromMilliseconds: from, toMilliseconds: to, kind: wire, afterSequence: after, limit: pageSize)
             )
             if !page.isEmpty { try await body(page) }
@@ -266,7 +266,7 @@ struct PersonData: Sendable {
                 afterSequence: 0,
                 limit: Int(atMost - total)
             )
-            total += Int64(try await store.readingCount(query))
+            total += Int64(try await heavyReadingCount(query))
         }
         return total
     }
@@ -341,11 +341,26 @@ struct PersonData: Sendable {
                         afterSequence: 0,
                         limit: Int(atMost - total)
                     )
-                    total += Int64(try await store.readingCount(query))
+                    total += Int64(try await heavyReadingCount(query))
                 }
             }
         }
         return total
+    }
+
+    /// A page of readings as a download or statistic reads it: on SQLite, read on the heavy
+    /// requests' own threads (the database's work then runs at their priority: GRDB runs a
+    /// blocking read on the calling thread), opened, and handed back; elsewhere, the store's read.
+    func heavyReadings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
+        guard let blocking = store as? any BlockingReadingStore else { return try await store.readings(query) }
+        let rows = try await api.heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.sealedReadingRows(query) }
+        return try await blocking.personKeys.open(rows, owner: query.deviceID)
+    }
+
+    /// What a download or statistic will read, counted as `heavyReadings` reads.
+    func heavyReadingCount(_ query: ReadingQuery) async throws -> Int {
+        guard let blocking = store as? any BlockingReadingStore else { return try await store.readingCount(query) }
+        return try await api.heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.readingCountOnThisThread(query) }
     }
 
     /// A page of stored readings decoded on the heavy requests' own threads (`ServerAPI.heavyWork`),
@@ -514,3 +529,15 @@ struct PersonAlert: Codable, Hashable, Sendable {
         case dispatched, reason
     }
 }
+
+/// A store whose readings can be read on the calling thread (SQLite: GRDB runs a blocking read
+/// there), so that a download's database work runs on the heavy requests' niced threads
+/// (`ServerAPI.heavyWork`) and not at the priority of the threads that take alerts in. The
+/// bodies come sealed; the caller opens them.
+protocol BlockingReadingStore: Sendable {
+    var personKeys: PersonKeys { get }
+    func sealedReadingRows(_ query: ReadingQuery) throws -> [StoredReadingRow]
+    func readingCountOnThisThread(_ query: ReadingQuery) throws -> Int
+}
+
+extension SQLiteServerStore: BlockingReadingStore {}

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import EdgeSync
+import HTTPTypes
 public import Foundation
 public import Logging
 import NIOCore
@@ -33,6 +34,10 @@ public struct CrowdRunner: Sendable {
         public var serve: ScenarioRunner.Serve?
         /// The server's port; 0 picks a free one.
         public var port = 0
+        /// Fast mode (`trackme-sim run --fast`): every device's requests and the harness's own
+        /// reads go to the server's router in process (`InProcessRouter`), no socket; the devices,
+        /// the server's handlers and its store run the same code.
+        public var inProcess = false
 
         public init(simulationsDirectory: URL, logger: Logger) {
             self.simulationsDirectory = simulationsDirectory
@@ -75,6 +80,8 @@ public struct CrowdRunner: Sendable {
         let server: TrackMeServer
         let base: String
         let http: HTTPClient
+        /// Fast mode's router in process; nil over loopback.
+        let router: InProcessRouter?
         let transport: any HTTPTransport
         let wall: VirtualWall
         /// The devices' lane clock, moved with the wall.
@@ -156,17 +163,22 @@ public struct CrowdRunner: Sendable {
             ),
             logger: quietLogger("trackme.crowd.server")
         )
-        let serverTask = Task { try await server.run() }
-        defer { serverTask.cancel() }
-        let port = try await server.boundPort()
+        if options.inProcess, options.serve != nil {
+            throw ScenarioError(message: "fast mode has no socket for a browser: --serve needs the sockets mode")
+        }
+        let router = options.inProcess ? InProcessRouter(server: server) : nil
+        let serverTask = router == nil ? Task { try await server.run() } : nil
+        defer { serverTask?.cancel() }
+        let base = router == nil ? "http://127.0.0.1:\(try await server.boundPort())" : "http://in-process"
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-        let base = "http://127.0.0.1:\(port)"
         guard let baseURL = URL(string: base) else { throw ScenarioError(message: "bad server URL") }
         let context = Context(
             server: server,
             base: base,
             http: http,
-            transport: CurlTransport(baseURL: baseURL, keptConnections: options.concurrency),
+            router: router,
+            transport: router.map { InProcessTransport(router: $0) as any HTTPTransport }
+                ?? CurlTransport(baseURL: baseURL, keptConnections: options.concurrency),
             wall: wall,
             clock: VirtualClock(),
             work: work,
@@ -723,6 +735,20 @@ public struct CrowdRunner: Sendable {
         json: [String: Any]? = nil,
         token: String? = CrowdRunner.admin
     ) async throws -> [String: Any] {
+        if let router = context.router {
+            var headers = HTTPFields()
+            if let token { headers[.authorization] = "Bearer \(token)" }
+            var body: ByteBuffer?
+            if let json {
+                headers[.contentType] = "application/json"
+                body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
+            }
+            let response = try await router.execute(uri: path, method: HTTPRequest.Method(rawValue: method) ?? .get, headers: headers, body: body)
+            guard (200..<300).contains(response.status.code) else {
+                throw ScenarioError(message: "\(method) \(path): HTTP \(response.status.code): \(String(buffer: response.body))")
+            }
+            return (try? JSONSerialization.jsonObject(with: Data(Array(buffer: response.body))) as? [String: Any]) ?? [:]
+        }
         var request = HTTPClientRequest(url: context.base + path)
         request.method = HTTPMethod(rawValue: method)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
