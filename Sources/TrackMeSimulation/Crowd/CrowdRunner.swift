@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import EdgeSync
-import HTTPTypes
 public import Foundation
+import HTTPTypes
 public import Logging
 import NIOCore
 import NIOHTTP1
