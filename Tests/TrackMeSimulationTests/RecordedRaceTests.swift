@@ -168,6 +168,7 @@ import TrackMeCore
         _ tracks: [String: String],
         align: String,
         distance: Double,
+        inProcess: Bool = false,
         expect: String =
             #"{"distance_within_pct": 2, "finish_within_s": 5, "finish_order_matches_recordings": true, "no_identity_swaps": true, "gaps_shown_stale_within_s": 15, "no_alerts": true, "every_runner_shown": true}"#
     ) async throws -> CrowdRunner.Outcome {
@@ -189,7 +190,27 @@ import TrackMeCore
         logger.logLevel = .critical
         var options = CrowdRunner.Options(simulationsDirectory: folder, logger: logger)
         options.scenarioDirectory = folder
+        options.inProcess = inProcess
         return try await CrowdRunner(options: options).run(scenario)
+    }
+
+    @Test func fastModeGivesTheSameRaceThroughTheRouterInProcess() async throws {
+        // The same two runners over loopback and in fast mode (no socket): the devices, handlers
+        // and store are the same code, so the server's distances, finishes and ranks are the same.
+        let tracks = [
+            "anna.gpx": Self.gpx((0...100).map { ($0, Double($0) * 4, 0) }),
+            "bruno.gpx": Self.gpx((0...100).map { ($0, Double($0) * 3.5, 2) }),
+        ]
+        let sockets = try await Self.race(tracks, align: "start", distance: 300)
+        let fast = try await Self.race(tracks, align: "start", distance: 300, inProcess: true)
+        #expect(sockets.passed && fast.passed, "\(sockets.lines) \(fast.lines)")
+        #expect(sockets.mode == "sockets" && fast.mode == "fast")
+        let overSockets = try #require(sockets.race?.runners)
+        let inProcess = try #require(fast.race?.runners)
+        #expect(overSockets.map(\.name) == inProcess.map(\.name))
+        #expect(overSockets.map(\.rank) == inProcess.map(\.rank))
+        #expect(overSockets.map(\.distanceMetres) == inProcess.map(\.distanceMetres))
+        #expect(overSockets.map(\.finishElapsedSeconds) == inProcess.map(\.finishElapsedSeconds))
     }
 
     @Test func aLapCourseIsCountedAlongTheRunnersFixesWithItsFinishGapAndJump() async throws {

@@ -56,6 +56,8 @@ public struct CrowdRunner: Sendable {
         public var fleet: RecordedFleetReport?
         /// Alerts the devices raised (`--report`'s `alerts`).
         public var alerts: [CrowdAlert] = []
+        /// How the devices reached the server: `sockets` (loopback) or `fast` (its router in process).
+        public var mode = "sockets"
     }
 
     public var options: Options
@@ -186,6 +188,7 @@ public struct CrowdRunner: Sendable {
             watch: options.serve.map(Watch.init)
         )
         var outcome = Outcome(passed: true, lines: [], figures: [:])
+        outcome.mode = router == nil ? "sockets" : "fast"
         do {
             if let race = scenario.crowd.race {
                 try await runRace(race, scenario: scenario, context: context, into: &outcome)
