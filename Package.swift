@@ -366,7 +366,8 @@ targets += [
         name: "TrackMeSimulation",
         dependencies: [
             "TrackMeCore", "TrackMeAgent", "BlueZHeartRate", "SimulatedStrap", "EdgeStore", "EdgeSync", "EdgeDispatch",
-            "TrackMeServer", "GPSDPosition", "GPSDTestSupport", "ServerTestSupport", "EdgeBenchmarks",
+            "TrackMeServer", "GPSDPosition", "GPSDTestSupport", "ServerTestSupport", "EdgeBenchmarks", "TrackMeSystem",
+            .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),

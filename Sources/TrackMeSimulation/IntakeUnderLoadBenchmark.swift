@@ -6,8 +6,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import SystemPackage
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 /// `trackme-sim bench intake-under-load`: how long a new SOS takes to be accepted
 /// (`POST /v1/alerts`, `update_seq` 0, over real HTTP to a real `TrackMeServer` on loopback,
@@ -48,6 +50,10 @@ public enum IntakeUnderLoadBenchmark {
         public var hashThreads: Int?
         /// 1 Hz heart-rate readings of the person whose downloads run beside the alerts.
         public var downloadReadings = 3_000_000
+        /// Who downloads: this process's HTTP client (on the same cores as the server and the
+        /// alerts' sender), or a `curl` process of its own, as a person's browser elsewhere would
+        /// be (the path `curl` gives).
+        public var downloadClient: String?
         public var devices = 2_000
         public var batchInterval = 5.0
         public var readingsPerBatch = 10
@@ -195,7 +201,13 @@ public enum IntakeUnderLoadBenchmark {
                     let history = try await seedHistory(options.downloadReadings, server: server, base: base, wall: recordedWall)
                     seedSeconds = BenchFigures.seconds(ContinuousClock.now - seedStart)
                     phases.append(
-                        try await phase(.downloads, alerts: alerts) { control in try await downloads(history, base: base, control: control) }
+                        try await phase(.downloads, alerts: alerts) { control in
+                            if let curl = options.downloadClient {
+                                try await curlDownloads(history, base: base, curl: curl, control: control)
+                            } else {
+                                try await downloads(history, base: base, control: control)
+                            }
+                        }
                     )
                 case .batches:
                     phases.append(try await phase(.batches, alerts: alerts) { control in try await batches(options, port: port, control: control) })
@@ -387,6 +399,77 @@ public enum IntakeUnderLoadBenchmark {
         load.statisticsCompleted = counted.statistics
         load.downloadAnswers = counted.answers
         load.downloadBytes = counted.bytes
+        return load
+    }
+
+    /// The same downloads by a `curl` process each (`Options.downloadClient`): the bytes go to a
+    /// file, whose first bytes say the answer is under way; on stop the one running is killed
+    /// (the client hangs up).
+    static func curlDownloads(_ history: History, base: String, curl: String, control: LoadControl) async throws -> Load {
+        let start = ContinuousClock.now
+        let people = base + "/v1/people/\(history.person)"
+        let statisticsFrom = max(history.from, history.to - 93 * 86_400_000)
+        let requests = [
+            (export: true, url: people + "/export?format=csv&from=\(history.from)&to=\(history.to)"),
+            (export: false, url: people + "/statistics?from=\(statisticsFrom)&to=\(history.to)"),
+        ]
+        var started = 0
+        var exports = 0
+        var statistics = 0
+        var answers: [String: Int] = [:]
+        var bytes = 0
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-downloads-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+        var next = 0
+        while !control.isStopped {
+            let (isExport, url) = requests[next % requests.count]
+            next += 1
+            started += 1
+            let output = folder.appendingPathComponent("\(next)").path
+            let child = ChildProcess(
+                FilePath(curl),
+                arguments: [
+                    "-s", "-o", output, "-w", "%{http_code}", "-H", "Authorization: Bearer \(ExportMemoryBenchmark.admin)", url,
+                ],
+                output: .captured(limit: 1024)
+            )
+            let ended = Atomic<Bool>(false)
+            let running = Task {
+                let result = await ProcessRunner.run(child)
+                ended.store(true, ordering: .relaxed)
+                return result
+            }
+            // Under way once the answer's first bytes are in the file (or it ended).
+            while size(output) == 0, !control.isStopped, !ended.load(ordering: .relaxed), !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            control.markUnderWay()
+            let stopping = Task {
+                await control.stopped()
+                running.cancel()
+            }
+            let result = await running.value
+            stopping.cancel()
+            bytes += size(output)
+            if case .exited(0) = result.outcome {
+                let code = result.standardOutputText
+                answers[code, default: 0] += 1
+                if code == "200", isExport { exports += 1 }
+                if code == "200", !isExport { statistics += 1 }
+            } else if !control.isStopped {
+                answers["error", default: 0] += 1
+            }
+        }
+        control.markUnderWay()
+        var load = Load(seconds: BenchFigures.seconds(ContinuousClock.now - start))
+        load.historyReadings = history.readings
+        load.downloadsStarted = started
+        load.exportsCompleted = exports
+        load.statisticsCompleted = statistics
+        load.downloadAnswers = answers
+        load.downloadBytes = bytes
         return load
     }
 

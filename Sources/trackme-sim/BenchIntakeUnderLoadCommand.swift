@@ -31,6 +31,8 @@ struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
     var hashThreads: Int?
     @Option(help: "Downloads: 1 Hz heart-rate readings of the person whose export and statistics run beside the alerts.")
     var downloadReadings = 3_000_000
+    @Option(help: "Downloads: a curl executable to download with, a process of its own (default: this process's own HTTP client).")
+    var downloadClient: String?
     @Option(help: "Batches: devices, each sending a batch every --batch-interval seconds (open loop, as bench load).") var devices = 2_000
     @Option(help: "Batches: seconds between one device's batches.") var batchInterval = 5.0
     @Option(help: "Batches: heart-rate readings per batch.") var batchReadings = 10
@@ -57,6 +59,7 @@ struct BenchIntakeUnderLoadCommand: AsyncParsableCommand {
         options.bcryptCost = UInt8(bcryptCost)
         options.hashThreads = hashThreads
         options.downloadReadings = downloadReadings
+        options.downloadClient = downloadClient
         options.devices = devices
         options.batchInterval = batchInterval
         options.readingsPerBatch = batchReadings
