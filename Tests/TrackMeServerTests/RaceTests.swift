@@ -294,8 +294,9 @@ struct FleetTests {
             s.wall.advance(milliseconds: 5_000)
             try await report("taxi-1", .available, lat: 45.007, lon: 7.007)
             #expect(try await queue(a) == ["taxi-1", "taxi-2"])
-            // taxi-1 drives to the station zone next door (556 m in 10 s: faster is a GPS jump).
-            s.wall.advance(milliseconds: 10_000)
+            // taxi-1 drives to the station zone next door (556 m in 20 s, 100 km/h; in 10 s it
+            // would be a GPS jump).
+            s.wall.advance(milliseconds: 20_000)
             try await report("taxi-1", .available, lat: 45.012, lon: 7.007)
             #expect(try await queue(a) == ["taxi-2"])
             #expect(try await queue(b) == ["taxi-1"])
