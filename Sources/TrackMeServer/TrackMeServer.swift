@@ -140,6 +140,7 @@ public final class TrackMeServer: Service, Sendable {
             settings: RideDispatch.Settings(answerWindowMilliseconds: configuration.rideAnswerWindow.milliseconds),
             wallClock: configuration.wallClock
         )
+        let services = RoomServices(configuration: configuration, authenticator: authenticator, notifier: notifier, metrics: metrics, logger: logger)
         api = ServerAPI(
             store: store,
             configuration: configuration,
@@ -171,32 +172,11 @@ public final class TrackMeServer: Service, Sendable {
                 runs: RaceIngest(runs: runStore, store: store, logger: logger),
                 rides: rides
             ),
-            alerts: AlertsRoom(
-                store: store,
-                configuration: configuration,
-                authenticator: authenticator,
-                notifier: notifier,
-                metrics: metrics,
-                logger: logger
-            ),
+            alerts: AlertsRoom(store: store, services: services),
             runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
             fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
-            contacts: ContactsRoom(
-                store: store,
-                configuration: configuration,
-                authenticator: authenticator,
-                notifier: notifier,
-                metrics: metrics,
-                logger: logger
-            ),
-            care: CareRoom(
-                store: store,
-                configuration: configuration,
-                authenticator: authenticator,
-                notifier: notifier,
-                metrics: metrics,
-                logger: logger
-            ),
+            contacts: ContactsRoom(store: store, services: services),
+            care: CareRoom(store: store, services: services),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):

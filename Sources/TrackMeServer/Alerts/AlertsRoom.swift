@@ -35,29 +35,14 @@ struct AlertsRoom: Sendable {
     static let trackPositions = 600
 
     private let store: any AlertDeskStore
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
-    private let notifier: FeedNotifier
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    private let services: RoomServices
     /// Who may read a person's data; one policy for every route.
     private let access: DeskAccess
 
-    init(
-        store: any AlertDeskStore,
-        configuration: ServerConfiguration,
-        authenticator: Authenticator,
-        notifier: FeedNotifier,
-        metrics: ServerMetrics,
-        logger: Logger
-    ) {
+    init(store: any AlertDeskStore, services: RoomServices) {
         self.store = store
-        self.configuration = configuration
-        self.authenticator = authenticator
-        self.notifier = notifier
-        self.metrics = metrics
-        self.logger = logger
-        access = DeskAccess(store: store, wallClock: configuration.wallClock)
+        self.services = services
+        access = DeskAccess(store: store, wallClock: services.configuration.wallClock)
     }
 
     private var policy: AccessPolicy { access.policy }
@@ -65,7 +50,7 @@ struct AlertsRoom: Sendable {
     /// The room's routes, mounted at `path`, each behind the door its declaration names.
     func routes() -> RouteCollection<ServerRequestContext> {
         let routes = RouteCollection(context: ServerRequestContext.self)
-        let doors = RouteAccess.Doors(routes: routes, mountedAt: Self.mount, access: Self.access, authenticator: authenticator)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: Self.mount, access: Self.access, authenticator: services.authenticator)
         let room = self
         doors.on(.get, "alerts") { request, context in try await room.list(request, principal: try context.signedIn()) }
         doors.on(.get, "alerts/stream") { request, context in try await room.alertStream(request, principal: try context.signedIn()) }
@@ -93,7 +78,7 @@ struct AlertsRoom: Sendable {
     func list(_ request: Request, principal: Principal) async throws -> Response {
         let status = request.uri.queryParameters.get("status") ?? "open"
         guard status == "open" || status == "closed" else { throw APIError.invalid("status", "open or closed") }
-        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: services.configuration.maxPageSize)
         // Read before the alerts: whatever happens after it is on the feed after this id.
         let head = try await store.feedHead()
         var rows: [AlertSummary]
@@ -120,7 +105,7 @@ struct AlertsRoom: Sendable {
 
     func detail(id: String, principal: Principal) async throws -> Response {
         guard let row = try await store.alertRow(id: id) else { throw APIError.notFound("no alert \(id)") }
-        let now = configuration.wallClock()
+        let now = services.configuration.wallClock()
         let span = AccessPolicy.AlertSpan(
             openedMilliseconds: row.createdMilliseconds,
             closedMilliseconds: row.isOpen ? nil : (row.resolvedMilliseconds ?? row.updatedMilliseconds)
@@ -163,7 +148,7 @@ struct AlertsRoom: Sendable {
                 updates: updates,
                 notes: notes,
                 attempts: try await store.contactAttempts(alertID: id),
-                maxAttempts: configuration.console.contactRetry.attempts
+                maxAttempts: services.configuration.console.contactRetry.attempts
             ).map { entry in
                 var entry = entry
                 if entry.event == "acknowledged" { entry.detail = summary.acknowledgedBy }
@@ -181,12 +166,12 @@ struct AlertsRoom: Sendable {
     // MARK: - Handling an alert
 
     func acknowledge(id: String, principal: Principal) async throws -> Response {
-        switch try await store.acknowledgeAlert(id: id, by: principal.actor, atMilliseconds: configuration.wallClock()) {
+        switch try await store.acknowledgeAlert(id: id, by: principal.actor, atMilliseconds: services.configuration.wallClock()) {
         case .notFound:
             throw APIError.notFound("no alert \(id)")
         case .acknowledged(let deviceID):
-            metrics.alertsAcknowledged.increment()
-            notifier.notify()
+            services.metrics.alertsAcknowledged.increment()
+            services.notifier.notify()
             return try json(.ok, AcknowledgeResponse(alertID: id, deviceID: deviceID, acknowledged: true, already: false))
         case .alreadyAcknowledged(let deviceID):
             return try json(.ok, AcknowledgeResponse(alertID: id, deviceID: deviceID, acknowledged: true, already: true))
@@ -194,12 +179,12 @@ struct AlertsRoom: Sendable {
     }
 
     func resolve(_ request: Request, id: String, principal: Principal) async throws -> Response {
-        let body = try RequestBody.decode(ResolveRequest.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
-        switch try await store.resolveAlert(id: id, outcome: body.outcome, by: principal.actor, atMilliseconds: configuration.wallClock()) {
+        let body = try RequestBody.decode(ResolveRequest.self, try await RequestBody.read(request, limit: services.configuration.maxBodyBytes))
+        switch try await store.resolveAlert(id: id, outcome: body.outcome, by: principal.actor, atMilliseconds: services.configuration.wallClock()) {
         case .notFound:
             throw APIError.notFound("no alert \(id)")
         case .resolved(let deviceID):
-            notifier.notify()
+            services.notifier.notify()
             return try json(.ok, ResolveResponse(alertID: id, deviceID: deviceID, outcome: body.outcome, alreadyClosed: false))
         case .alreadyClosed(let deviceID):
             return try json(.ok, ResolveResponse(alertID: id, deviceID: deviceID, outcome: body.outcome, alreadyClosed: true))
@@ -207,15 +192,15 @@ struct AlertsRoom: Sendable {
     }
 
     func addNote(_ request: Request, id: String, principal: Principal) async throws -> Response {
-        let body = try RequestBody.decode(NoteRequest.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+        let body = try RequestBody.decode(NoteRequest.self, try await RequestBody.read(request, limit: services.configuration.maxBodyBytes))
         let text = body.text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...2000).contains(text.count) else { throw APIError.invalid("text", "must be 1-2000 characters") }
         var author = principal.actor
         if let accountID = principal.accountID, let name = try await store.accountName(id: accountID) { author = name }
-        guard let note = try await store.addNote(alertID: id, author: author, text: text, atMilliseconds: configuration.wallClock()) else {
+        guard let note = try await store.addNote(alertID: id, author: author, text: text, atMilliseconds: services.configuration.wallClock()) else {
             throw APIError.notFound("no alert \(id)")
         }
-        notifier.notify()
+        services.notifier.notify()
         return try json(.created, note)
     }
 
@@ -225,11 +210,11 @@ struct AlertsRoom: Sendable {
     /// read them now (for a dispatcher: an alert of theirs being handled, or just closed), and
     /// that read logged.
     func devices(_ request: Request, principal: Principal) async throws -> Response {
-        let page = try PageRequest(request, maxLimit: configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: services.configuration.maxPageSize)
         let cut = page.cut(try await store.deviceRows(after: try page.after?.string(), limit: page.fetchLimit)) { PageCursor($0.deviceID) }
         var devices = cut.rows.map(DeviceSummary.init)
         guard principal.role != .admin else { return try json(.ok, DeviceList(devices: devices, next: cut.next)) }
-        let now = configuration.wallClock()
+        let now = services.configuration.wallClock()
         // The alerts a dispatcher may be handling: every open one and the recently closed.
         var spans: [String: [AccessPolicy.AlertSpan]] = [:]
         for row in try await store.alertRows(open: true, limit: 1) + store.alertRows(open: false, limit: 1000) {
@@ -260,9 +245,9 @@ struct AlertsRoom: Sendable {
             guard let parsed = WireReading.Kind(rawValue: text) else { throw APIError.invalid("kind", "expected hr or fix") }
             kind = parsed
         }
-        let limit = Int(try integer("limit") ?? Int64(configuration.maxPageSize))
-        guard (1...configuration.maxPageSize).contains(limit) else {
-            throw APIError.invalid("limit", "must be 1-\(configuration.maxPageSize)")
+        let limit = Int(try integer("limit") ?? Int64(services.configuration.maxPageSize))
+        guard (1...services.configuration.maxPageSize).contains(limit) else {
+            throw APIError.invalid("limit", "must be 1-\(services.configuration.maxPageSize)")
         }
         guard try await store.device(id: deviceID) != nil else { throw APIError.notFound("no device \(deviceID)") }
         let rows = try await store.readings(
@@ -301,7 +286,7 @@ struct AlertsRoom: Sendable {
     /// handle it.
     func alertStream(_ request: Request, principal: Principal) async throws -> Response {
         let authorization = request.headers[.authorization]
-        let authenticator = self.authenticator
+        let authenticator = services.authenticator
         // A stream lasts as long as what opened it: a revoked token, or a browser session that
         // expired, was signed out or whose account was disabled, gets nothing more.
         let stillValid: @Sendable () async -> Bool = {
@@ -316,8 +301,8 @@ struct AlertsRoom: Sendable {
             }
             requested = value
         }
-        let wallClock = configuration.wallClock
-        let heartbeatMilliseconds = configuration.console.feedHeartbeat.milliseconds
+        let wallClock = services.configuration.wallClock
+        let heartbeatMilliseconds = services.configuration.console.feedHeartbeat.milliseconds
         // No id: a heartbeat says the connection is alive and moves no one's Last-Event-ID.
         let heartbeat: @Sendable () -> ByteBuffer = {
             ByteBuffer(string: "event: \(FeedKind.heartbeat)\ndata: {\"at_ms\":\(wallClock()),\"interval_ms\":\(heartbeatMilliseconds)}\n\n")
@@ -325,7 +310,9 @@ struct AlertsRoom: Sendable {
         let (resumeAfter, reset) = try await FeedReplay.start(requested: requested, store: store, now: wallClock())
         let filter = FeedReplay(store: store, principal: principal)
         let store = self.store
-        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: logger, name: "alert stream") { writer, wakes in
+        return EventStream.response(notifier: services.notifier, retryMilliseconds: 1000, logger: services.logger, name: "alert stream") {
+            writer,
+            wakes in
             try await writer.write(heartbeat())
             // Older than the replay window: the page re-reads the board instead.
             if reset { try await writer.write(ByteBuffer(string: "event: \(FeedKind.feedReset)\ndata: {\"after\":\(resumeAfter)}\n\n")) }

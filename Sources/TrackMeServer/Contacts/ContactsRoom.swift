@@ -25,35 +25,20 @@ struct ContactsRoom: Sendable {
     ]
 
     private let store: any ContactsRoomStore
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
-    private let notifier: FeedNotifier
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    private let services: RoomServices
 
-    init(
-        store: any ContactsRoomStore,
-        configuration: ServerConfiguration,
-        authenticator: Authenticator,
-        notifier: FeedNotifier,
-        metrics: ServerMetrics,
-        logger: Logger
-    ) {
+    init(store: any ContactsRoomStore, services: RoomServices) {
         self.store = store
-        self.configuration = configuration
-        self.authenticator = authenticator
-        self.notifier = notifier
-        self.metrics = metrics
-        self.logger = logger
+        self.services = services
     }
 
     var escalation: ContactEscalation {
         ContactEscalation(
             store: store,
-            console: configuration.console,
-            wallClock: configuration.wallClock,
-            clock: configuration.clock,
-            logger: logger
+            console: services.configuration.console,
+            wallClock: services.configuration.wallClock,
+            clock: services.configuration.clock,
+            logger: services.logger
         )
     }
 
@@ -61,7 +46,7 @@ struct ContactsRoom: Sendable {
     /// serves a page or script under the pages' policy.
     func routes(page: @escaping @Sendable (EmbeddedFile, Request) -> Response) -> RouteCollection<ServerRequestContext> {
         let routes = RouteCollection(context: ServerRequestContext.self)
-        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: services.authenticator)
         let room = self
         doors.on(.get, "/assets/contact.js") { request, _ in page(WebPages.contactScript, request) }
         doors.on(.get, "/contact/:token") { request, context in
@@ -86,7 +71,7 @@ struct ContactsRoom: Sendable {
     }
 
     func live(_ token: String) async throws -> Response {
-        let now = configuration.wallClock()
+        let now = services.configuration.wallClock()
         switch try await escalation.follow(token: token) {
         case .forged: throw ContactFollow.notValid
         case .expired: throw ContactFollow.expired
@@ -132,7 +117,7 @@ struct ContactsRoom: Sendable {
         case .expired: throw ContactFollow.expired
         case .used: throw ContactFollow.used
         case .valid(let notification, let row, let contact):
-            let now = configuration.wallClock()
+            let now = services.configuration.wallClock()
             guard
                 try await store.confirmContactNotification(
                     alertID: notification.alertID,
@@ -144,9 +129,9 @@ struct ContactsRoom: Sendable {
             // A contact's confirmation counts as an acknowledgement.
             let actor = "contact:\(contact?.name ?? "\(notification.contactIndex)")"
             if case .acknowledged = try await store.acknowledgeAlert(id: row.alertID, by: actor, atMilliseconds: now) {
-                metrics.alertsAcknowledged.increment()
+                services.metrics.alertsAcknowledged.increment()
             }
-            notifier.notify()
+            services.notifier.notify()
             return try json(.ok, ContactConfirmation(confirmed: true, confirmedMilliseconds: now))
         }
     }

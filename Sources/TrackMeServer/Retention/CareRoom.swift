@@ -38,34 +38,19 @@ struct CareRoom: Sendable {
     ]
 
     private let store: any CareRoomStore
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
-    private let notifier: FeedNotifier
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    private let services: RoomServices
 
-    init(
-        store: any CareRoomStore,
-        configuration: ServerConfiguration,
-        authenticator: Authenticator,
-        notifier: FeedNotifier,
-        metrics: ServerMetrics,
-        logger: Logger
-    ) {
+    init(store: any CareRoomStore, services: RoomServices) {
         self.store = store
-        self.configuration = configuration
-        self.authenticator = authenticator
-        self.notifier = notifier
-        self.metrics = metrics
-        self.logger = logger
+        self.services = services
     }
 
-    private var now: Int64 { configuration.wallClock() }
+    private var now: Int64 { services.configuration.wallClock() }
 
     /// The room's routes at their full paths, each behind the door `access` declares.
     func routes() -> RouteCollection<ServerRequestContext> {
         let routes = RouteCollection(context: ServerRequestContext.self)
-        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: services.authenticator)
         let room = self
         doors.on(.get, "/v1/devices/:id/care-settings") { _, context in
             try await room.show(try context.signedIn(), deviceID: try context.pathID("id"))
@@ -133,7 +118,7 @@ struct CareRoom: Sendable {
 
     func change(_ request: Request, _ principal: Principal, deviceID: String) async throws -> Response {
         let access = try await CareAccess.mayAct(principal, on: deviceID, store: store, now: now)
-        var settings = try RequestBody.decode(CareSettings.self, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+        var settings = try RequestBody.decode(CareSettings.self, try await RequestBody.read(request, limit: services.configuration.maxBodyBytes))
         if let problem = settings.problem() { throw APIError.invalid(problem.field, problem.message) }
         guard let device = try await store.device(id: deviceID) else { throw APIError.notFound("no device \(deviceID)") }
         // The AutomatedSOS enrolment is switched only through its own endpoint (`AutomatedSOSRoutes`).
@@ -146,7 +131,7 @@ struct CareRoom: Sendable {
             atMilliseconds: now
         )
         try await log(principal, access, deviceID: deviceID, what: "changed care settings of \(deviceID) to version \(stored.version)")
-        logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
+        services.logger.notice("care settings changed", metadata: ["device.id": "\(deviceID)", "care.version": "\(stored.version)"])
         return try json(.ok, stored)
     }
 
@@ -159,11 +144,11 @@ struct CareRoom: Sendable {
             throw APIError.notFound("no device \(deviceID)")
         }
         try await store.personKeys.destroy(owner: deviceID)
-        notifier.notify()
-        metrics.erasures.increment()
+        services.notifier.notify()
+        services.metrics.erasures.increment()
         // The log names the device id (the operator's own record that an erasure was done),
         // nothing of the person.
-        logger.notice(
+        services.logger.notice(
             "person's data erased",
             metadata: ["device.id": "\(deviceID)", "server.by": "\(principal.actor)", "server.rows": "\(result.rowsDeleted)"]
         )
@@ -175,7 +160,12 @@ struct CareRoom: Sendable {
     private func log(_ principal: Principal, _ access: CareAccess.Access, deviceID: String, what: String) async throws {
         guard access.reason != AccessPolicy.Reason.ownData.rawValue else { return }
         let subject = access.personID.map { "person:\($0)" } ?? "device:\(deviceID)"
-        try await AccessLog(store: store, wallClock: configuration.wallClock).record(principal, subject: subject, reason: access.reason, what: what)
+        try await AccessLog(store: store, wallClock: services.configuration.wallClock).record(
+            principal,
+            subject: subject,
+            reason: access.reason,
+            what: what
+        )
     }
 }
 

@@ -1,0 +1,12 @@
+import Logging
+
+/// What a room is given beside its own store: the server's configuration, the authenticator
+/// its doors ask, the feed's wake-ups, the counters and the log. Made once by the server and
+/// handed to each room, so that no room spells the same five out again.
+struct RoomServices: Sendable {
+    let configuration: ServerConfiguration
+    let authenticator: Authenticator
+    let notifier: FeedNotifier
+    let metrics: ServerMetrics
+    let logger: Logger
+}
