@@ -38,7 +38,7 @@ struct ReadingPartition: Hashable, Sendable {
 /// Day partitions of `readings` (see `PostgresIngestSchema`): created a week ahead, dropped
 /// whole by retention.
 extension PostgresServerStore {
-    static let dayMilliseconds: Int64 = 86_400_000
+    static let dayMilliseconds = CivilDate.dayMilliseconds
     /// Days of partitions kept ready ahead of today.
     static let partitionDaysAhead: Int64 = 7
 
@@ -79,7 +79,7 @@ extension PostgresServerStore {
                 now = value
             }
             let partitions = try await self.readingPartitions()
-            let today = now - now.mod(Self.dayMilliseconds)
+            let today = CivilDate.days(containing: now) * Self.dayMilliseconds
             let last = today + Self.partitionDaysAhead * Self.dayMilliseconds
             var start = partitions.compactMap(\.to).max() ?? today
             var created: [String] = []
@@ -156,15 +156,4 @@ extension PostgresServerStore {
     }
 }
 
-extension Int64 {
-    /// The remainder with the divisor's sign (days before 1970 stay in their day).
-    func mod(_ divisor: Int64) -> Int64 {
-        let remainder = self % divisor
-        return remainder < 0 ? remainder + divisor : remainder
-    }
-
-    func floorDivided(by divisor: Int64) -> Int64 {
-        (self - mod(divisor)) / divisor
-    }
-}
 #endif

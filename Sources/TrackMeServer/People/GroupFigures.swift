@@ -22,7 +22,7 @@ struct GroupFigures: Sendable {
     /// The area grid, in degrees.
     static let cellDegrees = 0.1
     static let cellsPerDegree = 10.0
-    static let dayMilliseconds: Int64 = 86_400_000
+    static let dayMilliseconds = CivilDate.dayMilliseconds
     /// The alert kinds counted, in column order (fixed: the table's columns follow it).
     static let alertKinds: [AlertKind] = [.heartRateLow, .heartRateHigh, .noPulse, .contactLost, .strapSilent, .manual]
 
@@ -93,7 +93,7 @@ struct GroupFigures: Sendable {
 
     static func cellIndex(_ degrees: Double) -> Int { Int((degrees * cellsPerDegree).rounded(.down)) }
     static func ageBand(_ age: Int) -> Int { max(0, age) / 10 }
-    static func day(_ milliseconds: Int64) -> Int { Int((milliseconds >= 0 ? milliseconds : milliseconds - dayMilliseconds + 1) / dayMilliseconds) }
+    static func day(_ milliseconds: Int64) -> Int { Int(CivilDate.days(containing: milliseconds)) }
 
     /// Snaps a query outward to the grid, or says what is wrong with it.
     func snap(_ query: Query) throws(Refusal) -> Cell {

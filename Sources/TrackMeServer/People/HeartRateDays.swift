@@ -20,7 +20,7 @@ enum HeartRateDays {
     static let settle: Int64 = 10 * 60_000
 
     /// The UTC day number of a time.
-    static func day(_ milliseconds: Int64) -> Int64 { Int64(GroupFigures.day(milliseconds)) }
+    static func day(_ milliseconds: Int64) -> Int64 { CivilDate.days(containing: milliseconds) }
 
     /// The days of heart-rate readings in a batch received at `received` that arrive late (after
     /// their day's end and `grace`): empty for a device that is online.
