@@ -223,10 +223,13 @@ struct PersonData: Sendable {
 
         /// The readings the plan reads: the spans of the days it summarises and its pieces.
         var readSpans: [(deviceID: String, span: Range<Int64>)] {
-            summarise.compactMap { item in
-                guard let first = item.days.first, let last = item.days.last else { return nil }
-                return (item.deviceID, (first * GroupFigures.dayMilliseconds)..<((last + 1) * GroupFigures.dayMilliseconds))
-            } + read
+            summarise.compactMap { item in Self.span(item.days).map { (item.deviceID, $0) } } + read
+        }
+
+        /// From the first of `days` to the end of the last: one pass reads them all.
+        static func span(_ days: [Int64]) -> Range<Int64>? {
+            guard let first = days.first, let last = days.last else { return nil }
+            return (first * GroupFigures.dayMilliseconds)..<((last + 1) * GroupFigures.dayMilliseconds)
         }
     }
 
@@ -255,17 +258,28 @@ struct PersonData: Sendable {
 
     /// How many readings the plan reads, counted in the store and no further than `atMost`.
     func readingCost(_ plan: StatisticsPlan, atMost: Int64) async throws -> Int64 {
+        try await readingCost(
+            plan.readSpans.map { deviceID, span in
+                ReadingQuery(
+                    deviceID: deviceID,
+                    fromMilliseconds: span.lowerBound,
+                    toMilliseconds: span.upperBound,
+                    kind: .heartRate,
+                    afterSequence: 0,
+                    limit: 0
+                )
+            },
+            atMost: atMost
+        )
+    }
+
+    /// How many readings `queries` select together, counted query by query and no further than
+    /// `atMost` (each query's limit is what is left of it).
+    private func readingCost(_ queries: [ReadingQuery], atMost: Int64) async throws -> Int64 {
         var total: Int64 = 0
-        for (deviceID, span) in plan.readSpans {
+        for var query in queries {
             guard total < atMost else { break }
-            let query = ReadingQuery(
-                deviceID: deviceID,
-                fromMilliseconds: span.lowerBound,
-                toMilliseconds: span.upperBound,
-                kind: .heartRate,
-                afterSequence: 0,
-                limit: Int(atMost - total)
-            )
+            query.limit = Int(atMost - total)
             total += Int64(try await heavyReadingCount(query))
         }
         return total
@@ -284,19 +298,14 @@ struct PersonData: Sendable {
         for (day, kept) in plan.kept { figures.days.merge(dayNumber: day, kept) }
         figures.keptDaysUsed = plan.kept.count
         for (deviceID, days) in plan.summarise {
-            guard let first = days.first, let last = days.last else { continue }
+            guard let span = StatisticsPlan.span(days) else { continue }
             // The pass's time is taken before its first read: a reading arriving late during it
             // marks the day after this time, so the summary kept here does not stand (`HeartRateDays`).
             let pass = now
             var device = DailyStatistics.Accumulator(limits: plan.limits)
             // One pass from the first missing day to the last; days between them that stand are
             // read again but only the missing ones are taken.
-            try await forEachPage(
-                deviceID: deviceID,
-                kind: .heartRate,
-                from: first * GroupFigures.dayMilliseconds,
-                to: (last + 1) * GroupFigures.dayMilliseconds
-            ) { page in
+            try await forEachPage(deviceID: deviceID, kind: .heartRate, from: span.lowerBound, to: span.upperBound) { page in
                 for sample in try await decoded(page, { Self.heartRate($0, deviceID: deviceID) }) { device.add(sample) }
             }
             var summaries: [Int64: String] = [:]
@@ -327,25 +336,25 @@ struct PersonData: Sendable {
         grants: [AccessPolicy.Grant],
         atMost: Int64
     ) async throws -> Int64 {
-        var total: Int64 = 0
+        var queries: [ReadingQuery] = []
         for kind in kinds {
             let wire: WireReading.Kind = kind == .position ? .position : .heartRate
             for deviceID in person.deviceIDs {
                 for window in Self.windows(kind, from: from, to: to, grants: grants) {
-                    guard total < atMost else { return total }
-                    let query = ReadingQuery(
-                        deviceID: deviceID,
-                        fromMilliseconds: window.lower,
-                        toMilliseconds: window.upper,
-                        kind: wire,
-                        afterSequence: 0,
-                        limit: Int(atMost - total)
+                    queries.append(
+                        ReadingQuery(
+                            deviceID: deviceID,
+                            fromMilliseconds: window.lower,
+                            toMilliseconds: window.upper,
+                            kind: wire,
+                            afterSequence: 0,
+                            limit: 0
+                        )
                     )
-                    total += Int64(try await heavyReadingCount(query))
                 }
             }
         }
-        return total
+        return try await readingCost(queries, atMost: atMost)
     }
 
     /// A page of readings as a download or statistic reads it: on SQLite, read on the heavy
