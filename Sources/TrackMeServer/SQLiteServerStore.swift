@@ -283,7 +283,7 @@ final class SQLiteServerStore: ServerStore {
     }
 
     /// The rows `query` selects, in sequence order, at most its limit: the statement behind
-    /// `readings` and `readingCount`.
+    /// the readings and counts below.
     private static func readingRows(_ query: ReadingQuery, columns: String) -> (sql: String, arguments: StatementArguments) {
         var sql = "SELECT \(columns) FROM readings WHERE device_id = ? AND seq > ?"
         var arguments: StatementArguments = [query.deviceID, query.afterSequence]
@@ -304,18 +304,17 @@ final class SQLiteServerStore: ServerStore {
         return (sql, arguments)
     }
 
-    func readingCountOnThisThread(_ query: ReadingQuery) throws -> Int {
-        let (rows, arguments) = Self.readingRows(query, columns: "1")
-        return try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0 }
+    /// How many rows `query` selects (at most its limit), on the caller's connection: the one
+    /// count behind `readingCount` and `readingCountOnThisThread`.
+    private static func readingCount(_ db: Database, _ query: ReadingQuery) throws -> Int {
+        let (rows, arguments) = readingRows(query, columns: "1")
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0
     }
 
-    func sealedReadingRows(_ query: ReadingQuery) throws -> [StoredReadingRow] {
-        let (sql, arguments) = Self.readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
-        return try pool.read { db in try Self.storedReadingRows(db, sql: sql, arguments: arguments) }
-    }
-
-    private static func storedReadingRows(_ db: Database, sql: String, arguments: StatementArguments) throws -> [StoredReadingRow] {
-        try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+    /// The rows `query` selects as stored (bodies still sealed), on the caller's connection.
+    private static func sealedReadingRows(_ db: Database, _ query: ReadingQuery) throws -> [StoredReadingRow] {
+        let (sql, arguments) = readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
             let flag: String? = try row.decode(forColumn: "time_flag")
             return StoredReadingRow(
                 sequence: try row.decode(forColumn: "seq"),
@@ -327,14 +326,20 @@ final class SQLiteServerStore: ServerStore {
         }
     }
 
+    func readingCountOnThisThread(_ query: ReadingQuery) throws -> Int {
+        try pool.read { db in try Self.readingCount(db, query) }
+    }
+
+    func sealedReadingRows(_ query: ReadingQuery) throws -> [StoredReadingRow] {
+        try pool.read { db in try Self.sealedReadingRows(db, query) }
+    }
+
     func readingCount(_ query: ReadingQuery) async throws -> Int {
-        let (rows, arguments) = Self.readingRows(query, columns: "1")
-        return try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(rows))", arguments: arguments) ?? 0 }
+        try await pool.read { db in try Self.readingCount(db, query) }
     }
 
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
-        let (finalSQL, finalArguments) = Self.readingRows(query, columns: "seq, body, placed_ms, received_ms, time_flag")
-        let rows = try await pool.read { db in try Self.storedReadingRows(db, sql: finalSQL, arguments: finalArguments) }
+        let rows = try await pool.read { db in try Self.sealedReadingRows(db, query) }
         return try await personKeys.open(rows, owner: query.deviceID)
     }
 
