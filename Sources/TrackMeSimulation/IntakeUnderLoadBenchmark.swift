@@ -346,22 +346,10 @@ public enum IntakeUnderLoadBenchmark {
     /// in the chunks it arrives in and thrown away. Under way once the first export's answer has
     /// begun; on stop the request running is cut short (the client hangs up).
     static func downloads(_ history: History, base: String, control: LoadControl) async throws -> Load {
-        struct Tally {
-            var started = 0
-            var exports = 0
-            var statistics = 0
-            var answers: [String: Int] = [:]
-            var bytes = 0
-        }
-        let tally = Mutex(Tally())
+        let tally = Mutex(DownloadTally())
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
         let start = ContinuousClock.now
-        let people = base + "/v1/people/\(history.person)"
-        let statisticsFrom = max(history.from, history.to - 93 * 86_400_000)
-        let requests = [
-            (export: true, url: people + "/export?format=csv&from=\(history.from)&to=\(history.to)"),
-            (export: false, url: people + "/statistics?from=\(statisticsFrom)&to=\(history.to)"),
-        ]
+        let requests = downloadRequests(history, base: base)
         let downloading = Task {
             var next = 0
             while !control.isStopped, !Task.isCancelled {
@@ -374,11 +362,7 @@ public enum IntakeUnderLoadBenchmark {
                     let response = try await http.execute(request, timeout: .seconds(86_400))
                     control.markUnderWay()
                     for try await chunk in response.body { tally.withLock { $0.bytes += chunk.readableBytes } }
-                    tally.withLock { tally in
-                        tally.answers["\(response.status.code)", default: 0] += 1
-                        if response.status == .ok, isExport { tally.exports += 1 }
-                        if response.status == .ok, !isExport { tally.statistics += 1 }
-                    }
+                    tally.withLock { $0.answered("\(response.status.code)", export: isExport) }
                 } catch {
                     // Cut short on stop, or no answer.
                     if !control.isStopped { tally.withLock { $0.answers["error", default: 0] += 1 } }
@@ -391,15 +375,43 @@ public enum IntakeUnderLoadBenchmark {
         await downloading.value
         control.markUnderWay()
         try await http.shutdown()
-        let counted = tally.withLock { $0 }
-        var load = Load(seconds: BenchFigures.seconds(ContinuousClock.now - start))
-        load.historyReadings = history.readings
-        load.downloadsStarted = counted.started
-        load.exportsCompleted = counted.exports
-        load.statisticsCompleted = counted.statistics
-        load.downloadAnswers = counted.answers
-        load.downloadBytes = counted.bytes
-        return load
+        return tally.withLock { $0 }.load(history, since: start)
+    }
+
+    /// What both download clients ask for, in turn: the CSV export of the whole history, then its
+    /// statistics (the last 93 days at most, what the server gives at once).
+    static func downloadRequests(_ history: History, base: String) -> [(export: Bool, url: String)] {
+        let people = base + "/v1/people/\(history.person)"
+        let statisticsFrom = max(history.from, history.to - 93 * 86_400_000)
+        return [
+            (export: true, url: people + "/export?format=csv&from=\(history.from)&to=\(history.to)"),
+            (export: false, url: people + "/statistics?from=\(statisticsFrom)&to=\(history.to)"),
+        ]
+    }
+
+    /// What the downloads did, for either client.
+    struct DownloadTally: Sendable {
+        var started = 0
+        var exports = 0
+        var statistics = 0
+        var answers: [String: Int] = [:]
+        var bytes = 0
+
+        mutating func answered(_ code: String, export: Bool) {
+            answers[code, default: 0] += 1
+            if code == "200" { if export { exports += 1 } else { statistics += 1 } }
+        }
+
+        func load(_ history: History, since start: ContinuousClock.Instant) -> Load {
+            var load = Load(seconds: BenchFigures.seconds(ContinuousClock.now - start))
+            load.historyReadings = history.readings
+            load.downloadsStarted = started
+            load.exportsCompleted = exports
+            load.statisticsCompleted = statistics
+            load.downloadAnswers = answers
+            load.downloadBytes = bytes
+            return load
+        }
     }
 
     /// The same downloads by a `curl` process each (`Options.downloadClient`): the bytes go to a
@@ -407,17 +419,8 @@ public enum IntakeUnderLoadBenchmark {
     /// (the client hangs up).
     static func curlDownloads(_ history: History, base: String, curl: String, control: LoadControl) async throws -> Load {
         let start = ContinuousClock.now
-        let people = base + "/v1/people/\(history.person)"
-        let statisticsFrom = max(history.from, history.to - 93 * 86_400_000)
-        let requests = [
-            (export: true, url: people + "/export?format=csv&from=\(history.from)&to=\(history.to)"),
-            (export: false, url: people + "/statistics?from=\(statisticsFrom)&to=\(history.to)"),
-        ]
-        var started = 0
-        var exports = 0
-        var statistics = 0
-        var answers: [String: Int] = [:]
-        var bytes = 0
+        let requests = downloadRequests(history, base: base)
+        var tally = DownloadTally()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-downloads-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -426,7 +429,7 @@ public enum IntakeUnderLoadBenchmark {
         while !control.isStopped {
             let (isExport, url) = requests[next % requests.count]
             next += 1
-            started += 1
+            tally.started += 1
             let output = folder.appendingPathComponent("\(next)").path
             let child = ChildProcess(
                 FilePath(curl),
@@ -452,25 +455,15 @@ public enum IntakeUnderLoadBenchmark {
             }
             let result = await running.value
             stopping.cancel()
-            bytes += size(output)
+            tally.bytes += size(output)
             if case .exited(0) = result.outcome {
-                let code = result.standardOutputText
-                answers[code, default: 0] += 1
-                if code == "200", isExport { exports += 1 }
-                if code == "200", !isExport { statistics += 1 }
+                tally.answered(result.standardOutputText, export: isExport)
             } else if !control.isStopped {
-                answers["error", default: 0] += 1
+                tally.answers["error", default: 0] += 1
             }
         }
         control.markUnderWay()
-        var load = Load(seconds: BenchFigures.seconds(ContinuousClock.now - start))
-        load.historyReadings = history.readings
-        load.downloadsStarted = started
-        load.exportsCompleted = exports
-        load.statisticsCompleted = statistics
-        load.downloadAnswers = answers
-        load.downloadBytes = bytes
-        return load
+        return tally.load(history, since: start)
     }
 
     /// `bench load`'s open-loop generator in this process: `devices` devices enrolled through
