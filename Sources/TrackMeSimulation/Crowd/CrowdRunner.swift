@@ -738,31 +738,28 @@ public struct CrowdRunner: Sendable {
         json: [String: Any]? = nil,
         token: String? = CrowdRunner.admin
     ) async throws -> [String: Any] {
+        let payload = try json.map { ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: $0)) }
+        let status: Int
+        let body: ByteBuffer
         if let router = context.router {
             var headers = HTTPFields()
             if let token { headers[.authorization] = "Bearer \(token)" }
-            var body: ByteBuffer?
-            if let json {
-                headers[.contentType] = "application/json"
-                body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
+            if payload != nil { headers[.contentType] = "application/json" }
+            let answer = try await router.execute(uri: path, method: HTTPRequest.Method(rawValue: method) ?? .get, headers: headers, body: payload)
+            (status, body) = (answer.status.code, answer.body)
+        } else {
+            var request = HTTPClientRequest(url: context.base + path)
+            request.method = HTTPMethod(rawValue: method)
+            if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+            if let payload {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(payload)
             }
-            let response = try await router.execute(uri: path, method: HTTPRequest.Method(rawValue: method) ?? .get, headers: headers, body: body)
-            guard (200..<300).contains(response.status.code) else {
-                throw ScenarioError(message: "\(method) \(path): HTTP \(response.status.code): \(String(buffer: response.body))")
-            }
-            return (try? JSONSerialization.jsonObject(with: Data(Array(buffer: response.body))) as? [String: Any]) ?? [:]
+            let response = try await context.http.execute(request, timeout: .seconds(30))
+            (status, body) = (Int(response.status.code), try await response.body.collect(upTo: 16 << 20))
         }
-        var request = HTTPClientRequest(url: context.base + path)
-        request.method = HTTPMethod(rawValue: method)
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        if let json {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json)))
-        }
-        let response = try await context.http.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 16 << 20)
-        guard (200..<300).contains(Int(response.status.code)) else {
-            throw ScenarioError(message: "\(method) \(path): HTTP \(response.status.code): \(String(decoding: Array(buffer: body), as: UTF8.self))")
+        guard (200..<300).contains(status) else {
+            throw ScenarioError(message: "\(method) \(path): HTTP \(status): \(String(buffer: body))")
         }
         return (try? JSONSerialization.jsonObject(with: Data(Array(buffer: body))) as? [String: Any]) ?? [:]
     }
