@@ -1,3 +1,4 @@
+import Hummingbird
 import Logging
 
 /// What a room is given beside its own store: the server's configuration, the authenticator
@@ -9,4 +10,10 @@ struct RoomServices: Sendable {
     let notifier: FeedNotifier
     let metrics: ServerMetrics
     let logger: Logger
+
+    /// The request's body as `type`: inflated if gzip, 413 past the server's limit in either
+    /// form, 400 when it is not the JSON `type` reads.
+    func body<T: Decodable>(_ type: T.Type, of request: Request) async throws -> T {
+        try RequestBody.decode(type, try await RequestBody.read(request, limit: configuration.maxBodyBytes))
+    }
 }

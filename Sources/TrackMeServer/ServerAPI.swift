@@ -8,8 +8,9 @@ import TrackMeCore
 
 /// The HTTP API (openapi.yaml): request parsing, authorisation, and the mapping of store
 /// results to answers. Storage behaviour lives behind `ServerStore`; device intake
-/// (`IngestRoom`), the dispatcher's desk and feed (`AlertsRoom`), runs and the fleet are rooms of
-/// their own, mounted here, each holding only its own store.
+/// (`IngestRoom`), the dispatcher's desk and feed (`AlertsRoom`), people's data (`PeopleRoom`),
+/// care settings, contacts, runs and the fleet are rooms of their own, mounted here, each
+/// holding only its own store.
 struct ServerAPI: Sendable {
     let store: any ServerStore
     let configuration: ServerConfiguration
@@ -20,11 +21,6 @@ struct ServerAPI: Sendable {
     let signInGuard: SignInGuard
     /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
     let heavyRequests: HeavyRequestGate
-    /// Their CPU (decoding the stored readings they read) on threads of its own at nice 10, as
-    /// many as `heavyRequests`: the kernel gives an alert's handler the core first.
-    let heavyWork: WorkPool
-    /// What each principal's exports and statistics may read (`ServerLimits.readingsPerPrincipal`); nil for no limit.
-    let readingBudget: ReadingBudget?
     let logger: Logger
     /// Device intake: a room with a store of its own, mounted at `IngestRoom.path`.
     let ingest: IngestRoom
@@ -38,6 +34,9 @@ struct ServerAPI: Sendable {
     let contacts: ContactsRoom
     /// A person's care settings and erasure: a room with a store of its own, at full paths.
     let care: CareRoom
+    /// Data4Help: a person's data, consents, carers and group figures, and the people's page; a
+    /// room with a store of its own, at full paths.
+    let people: PeopleRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -59,9 +58,8 @@ struct ServerAPI: Sendable {
         ConsoleRoutes(api: self).register(on: router)
         TokenRoutes(api: self).register(on: router)
         router.addRoutes(care.routes())
-        PeopleRoutes(api: self).register(on: router)
-        PeoplePages(api: self).register(on: router)
         let pages = ConsoleRoutes(api: self)
+        router.addRoutes(people.routes { file, request in pages.serve(file, request) })
         router.addRoutes(runs.routes { file, request in pages.serve(file, request) })
         router.addRoutes(fleet.routes(), atPath: FleetRoom.path)
         router.addRoutes(fleet.pages(pages.serve))

@@ -158,8 +158,6 @@ public final class TrackMeServer: Service, Sendable {
                 notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
             ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
-            heavyWork: WorkPool(threads: configuration.limits.heavyRequests, queueLimit: 2 * configuration.limits.heavyRequests, niceness: 10),
-            readingBudget: configuration.limits.readingsPerPrincipal.map(ReadingBudget.init(limit:)),
             logger: logger,
             ingest: IngestRoom(
                 store: ingestStore,
@@ -177,6 +175,12 @@ public final class TrackMeServer: Service, Sendable {
             fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
             contacts: ContactsRoom(store: store, services: services),
             care: CareRoom(store: store, services: services),
+            people: PeopleRoom(
+                store: store,
+                services: services,
+                heavyWork: WorkPool(threads: configuration.limits.heavyRequests, queueLimit: 2 * configuration.limits.heavyRequests, niceness: 10),
+                readingBudget: configuration.limits.readingsPerPrincipal.map(ReadingBudget.init(limit:))
+            ),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):

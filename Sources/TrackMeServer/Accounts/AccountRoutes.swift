@@ -24,7 +24,43 @@ struct AccountRoutes: Sendable {
         router.post("/v1/accounts/:id/enable") { request, context in
             try await setDisabled(request, id: try context.pathID("id"), disabled: false)
         }
+        router.post("/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
         registerSelfService(on: router)
+    }
+
+    /// An organisation registers itself (no token): a `third_party` account that can ask people.
+    func registerOrganisation(_ request: Request, peer: String) async throws -> Response {
+        // The administrator's sign-up switch closes this way in too.
+        if !api.configuration.accounts.signUpOpen {
+            throw APIError(
+                status: .forbidden,
+                code: .signUpClosed,
+                message: "sign-up is turned off on this server: ask its administrator for an account"
+            )
+        }
+        let now = api.configuration.wallClock()
+        try api.signInGuard.admitRegistration(from: peer, now: now)
+        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
+        guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
+        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
+        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
+            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
+        }
+        let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
+        let account = Account(
+            id: BearerToken.generate().id,
+            username: body.username,
+            displayName: displayName,
+            role: .thirdParty,
+            passwordHash: try await api.passwords.hash(body.password),
+            disabled: false,
+            createdMilliseconds: now
+        )
+        guard try await store.insertAccount(account) else {
+            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
+        }
+        return try json(.created, AccountBody(account))
     }
 
     func signIn(_ request: Request, peer: String) async throws -> Response {

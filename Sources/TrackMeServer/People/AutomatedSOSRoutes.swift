@@ -19,13 +19,15 @@ import TrackMeCore
 /// or telling the contacts (`AutomatedSOSService`). Distinct from pause, which stops the
 /// device's monitoring itself.
 struct AutomatedSOSRoutes: Sendable {
-    let api: ServerAPI
+    let room: PeopleRoom
 
-    var data: PersonData { PersonData(api: api) }
+    var data: PersonData { room.data }
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/people/:id/automated-sos") { request, context in try await show(request, id: try context.pathID("id")) }
-        router.put("/v1/people/:id/automated-sos") { request, context in try await change(request, id: try context.pathID("id")) }
+    func register(on doors: RouteAccess.Doors) {
+        doors.on(.get, "/v1/people/:id/automated-sos") { _, context in try await show(try context.signedIn(), id: try context.pathID("id")) }
+        doors.on(.put, "/v1/people/:id/automated-sos") { request, context in
+            try await change(request, try context.signedIn(), id: try context.pathID("id"))
+        }
     }
 
     /// Why the principal may read (`read`) or switch the person's enrolment; 403 otherwise.
@@ -48,8 +50,7 @@ struct AutomatedSOSRoutes: Sendable {
         return reason
     }
 
-    func show(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .carer, .thirdParty, .admin])
+    func show(_ principal: Principal, id: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         let reason = try access(principal, person, switching: false)
         let view = try await view(person)
@@ -62,18 +63,17 @@ struct AutomatedSOSRoutes: Sendable {
         return try json(.ok, view)
     }
 
-    func change(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .carer, .thirdParty, .admin])
+    func change(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         let reason = try access(principal, person, switching: true)
-        let body = try api.decode(AutomatedSOSRequest.self, try await api.readBody(request))
+        let body = try await room.services.body(AutomatedSOSRequest.self, of: request)
         guard !person.deviceIDs.isEmpty else { throw APIError.notFound("no device is linked to this person yet") }
         let now = data.now
         let enrolment = try await enrolment(person, principal: principal, active: body.active, now: now)
         for device in person.devices {
-            var settings = try await api.store.careSettings(deviceID: device.deviceID)?.settings ?? CareSettings()
+            var settings = try await room.store.careSettings(deviceID: device.deviceID)?.settings ?? CareSettings()
             settings.automatedSOS = enrolment
-            _ = try await api.store.putCareSettings(
+            _ = try await room.store.putCareSettings(
                 deviceID: device.deviceID,
                 settings: settings,
                 person: CareAccess.profile(device.person, with: settings),
@@ -87,7 +87,7 @@ struct AutomatedSOSRoutes: Sendable {
             grants: [AccessPolicy.Grant(reason: reason)],
             what: "turned AutomatedSOS \(body.active ? "on" : "off")"
         )
-        api.logger.notice("AutomatedSOS switched", metadata: ["server.by": "\(principal.actor)", "automated_sos.active": "\(body.active)"])
+        room.services.logger.notice("AutomatedSOS switched", metadata: ["server.by": "\(principal.actor)", "automated_sos.active": "\(body.active)"])
         return try json(.ok, try await view(person))
     }
 
@@ -98,7 +98,7 @@ struct AutomatedSOSRoutes: Sendable {
         var provider = current.provider
         var providerID = current.providerID
         if principal.role == .thirdParty, let accountID = principal.accountID {
-            provider = try await api.store.account(id: accountID)?.displayName ?? provider
+            provider = try await room.store.account(id: accountID)?.displayName ?? provider
             providerID = accountID
         }
         let by: String
@@ -113,7 +113,7 @@ struct AutomatedSOSRoutes: Sendable {
     /// The person's enrolment: that of their first device that has one, else the default.
     func current(_ person: PersonData.Person) async throws -> AutomatedSOSService {
         for deviceID in person.deviceIDs {
-            if let service = try await api.store.careSettings(deviceID: deviceID)?.settings.automatedSOS { return service }
+            if let service = try await room.store.careSettings(deviceID: deviceID)?.settings.automatedSOS { return service }
         }
         return AutomatedSOSService()
     }
@@ -121,8 +121,8 @@ struct AutomatedSOSRoutes: Sendable {
     func view(_ person: PersonData.Person) async throws -> AutomatedSOSView {
         var devices: [AutomatedSOSView.Device] = []
         for device in person.devices {
-            let stored = try await api.store.careSettings(deviceID: device.deviceID)
-            let contact = try await api.store.deviceContact(id: device.deviceID)
+            let stored = try await room.store.careSettings(deviceID: device.deviceID)
+            let contact = try await room.store.deviceContact(id: device.deviceID)
             let heartbeat = contact.heartbeatJSON.flatMap { try? WireCodec.decode(DeviceHeartbeat.self, from: Data($0.utf8)) }
             devices.append(
                 AutomatedSOSView.Device(

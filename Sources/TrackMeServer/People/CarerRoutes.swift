@@ -17,18 +17,20 @@ import TrackMeCore
 /// (`AccessPolicy`, reason `carer`), downloads it only with `may_export`, and never erases it.
 /// Every read and change of theirs is in the person's access log.
 struct CarerRoutes: Sendable {
-    let api: ServerAPI
+    let room: PeopleRoom
 
-    var store: any ServerStore { api.store }
-    var data: PersonData { PersonData(api: api) }
+    var store: any PeopleRoomStore { room.store }
+    var data: PersonData { room.data }
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/people/:id/carers") { request, context in try await list(request, id: try context.pathID("id")) }
-        router.post("/v1/people/:id/carers") { request, context in try await link(request, id: try context.pathID("id")) }
-        router.delete("/v1/people/:id/carers/:carer") { request, context in
-            try await unlink(request, id: try context.pathID("id"), carer: try context.pathID("carer"))
+    func register(on doors: RouteAccess.Doors) {
+        doors.on(.get, "/v1/people/:id/carers") { _, context in try await list(try context.signedIn(), id: try context.pathID("id")) }
+        doors.on(.post, "/v1/people/:id/carers") { request, context in
+            try await link(request, try context.signedIn(), id: try context.pathID("id"))
         }
-        router.get("/v1/cared-for") { request, _ in try await caredFor(request) }
+        doors.on(.delete, "/v1/people/:id/carers/:carer") { _, context in
+            try await unlink(try context.signedIn(), id: try context.pathID("id"), carer: try context.pathID("carer"))
+        }
+        doors.on(.get, "/v1/cared-for") { _, context in try await caredFor(try context.signedIn()) }
     }
 
     /// The person behind `id` when the principal is that person or an admin; 403 otherwise.
@@ -42,16 +44,14 @@ struct CarerRoutes: Sendable {
 
     /// One page, unpaged: a person names a handful of carers, not a number that grows with the
     /// people, devices or events on the server.
-    func list(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+    func list(_ principal: Principal, id: String) async throws -> Response {
         let person = try await ownPerson(principal, id: id)
         return try json(.ok, CarerList(carers: try await bodies(try await store.carerLinks(personID: person.account.id))))
     }
 
-    func link(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+    func link(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
         let person = try await ownPerson(principal, id: id)
-        let body = try api.decode(LinkCarerRequest.self, try await api.readBody(request))
+        let body = try await room.services.body(LinkCarerRequest.self, of: request)
         guard Account.isValidUsername(body.carer) else { throw APIError.invalid("carer", "a username: 1-64 characters of A-Z a-z 0-9 . _ - @") }
         guard let carer = try await store.account(username: body.carer), carer.role == .carer, !carer.disabled else {
             throw APIError.notFound("no carer account \(body.carer) (an admin creates carer accounts)")
@@ -60,7 +60,7 @@ struct CarerRoutes: Sendable {
             personID: person.account.id,
             carerID: carer.id,
             mayExport: body.mayExport ?? false,
-            grantedMilliseconds: api.configuration.wallClock(),
+            grantedMilliseconds: room.services.configuration.wallClock(),
             grantedBy: principal.role == .admin ? "admin" : "person"
         )
         let outcome = try await store.linkCarer(link)
@@ -72,13 +72,12 @@ struct CarerRoutes: Sendable {
                 what: "linked carer \(carer.username)\(link.mayExport ? " with downloads" : "")"
             )
         }
-        api.logger.notice("carer linked", metadata: ["server.by": "\(principal.actor)", "server.carer": "\(carer.id)"])
+        room.services.logger.notice("carer linked", metadata: ["server.by": "\(principal.actor)", "server.carer": "\(carer.id)"])
         let stored = try await store.carerLinks(personID: person.account.id).filter { $0.carerID == carer.id }
         return try json(outcome == .linked ? .created : .ok, try await bodies(stored).first ?? CarerBody(link, account: carer))
     }
 
-    func unlink(_ request: Request, id: String, carer: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin, .carer])
+    func unlink(_ principal: Principal, id: String, carer: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         let carerID = carer == "me" ? (principal.accountID ?? "") : carer
         let allowed =
@@ -96,13 +95,12 @@ struct CarerRoutes: Sendable {
             )
         }
         // Open streams of the carer look again at once and end.
-        api.notifier.notify()
+        room.services.notifier.notify()
         return try json(.ok, UnlinkCarerAnswer(personID: person.account.id, carerID: carerID, unlinked: true))
     }
 
     /// One page, unpaged: a carer looks after a few people, each of whom named them.
-    func caredFor(_ request: Request) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.carer])
+    func caredFor(_ principal: Principal) async throws -> Response {
         var people: [CaredForBody] = []
         for link in try await store.carerLinks(carerID: principal.accountID ?? "") {
             guard let account = try await store.account(id: link.personID) else { continue }

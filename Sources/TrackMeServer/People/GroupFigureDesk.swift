@@ -4,7 +4,7 @@ import TrackMeCore
 /// Answers group queries over the daily person summaries (`person_days`), applying the rules of
 /// `GroupFigures`, and keeps the summaries up to date from the readings (`rollUp`).
 struct GroupFigureDesk: Sendable {
-    let store: any ServerStore
+    let store: any PeopleRoomStore
     let wallClock: @Sendable () -> Int64
     var rules = GroupFigures()
 

@@ -8,81 +8,59 @@ import TrackMeCore
 
 /// Data4Help's API: a wearer's own data, third parties' access requests and reads, the access
 /// log, and the anonymised group figures. Every read of a person's data goes through
-/// `PersonData` (and so `AccessPolicy`).
+/// `PersonData` (and so `AccessPolicy`); who may knock at each route is `PeopleRoom.access`.
 struct PeopleRoutes: Sendable {
-    let api: ServerAPI
+    let room: PeopleRoom
 
-    var store: any ServerStore { api.store }
-    var data: PersonData { PersonData(api: api) }
-    var now: Int64 { api.configuration.wallClock() }
+    var store: any PeopleRoomStore { room.store }
+    var data: PersonData { room.data }
+    var now: Int64 { room.now }
 
-    /// Who may ask for a person's data at all (the policy then decides what they get).
-    static let readers: Set<Role> = [.wearer, .thirdParty, .dispatcher, .admin, .carer]
-
-    func register(on router: Router<ServerRequestContext>) {
-        router.post("/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
-        router.post("/v1/people/:id/devices") { request, context in try await link(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id") { request, context in try await profile(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/heart-rate") { request, context in try await heartRate(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/positions") { request, context in try await positions(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/statistics") { request, context in try await statistics(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/alerts") { request, context in try await alerts(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/export") { request, context in try await export(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/track.gpx") { request, context in try await gpx(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/stream") { request, context in try await stream(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/access-log") { request, context in try await accessLog(request, id: try context.pathID("id")) }
-        router.get("/v1/people/:id/access-requests") { request, context in try await personRequests(request, id: try context.pathID("id")) }
-        router.post("/v1/access-requests") { request, _ in try await requestAccess(request) }
-        router.get("/v1/access-requests") { request, _ in try await organisationRequests(request) }
-        router.post("/v1/access-requests/:id/approve") { request, context in try await answer(request, id: try context.pathID("id"), approve: true) }
-        router.post("/v1/access-requests/:id/refuse") { request, context in try await answer(request, id: try context.pathID("id"), approve: false) }
-        router.post("/v1/access-requests/:id/revoke") { request, context in try await revoke(request, id: try context.pathID("id")) }
-        router.post("/v1/group-figures") { request, _ in try await groupFigures(request) }
-        CarerRoutes(api: api).register(on: router)
-        AutomatedSOSRoutes(api: api).register(on: router)
-        ProtectionRoutes(api: api).register(on: router)
-    }
-
-    // MARK: - Accounts
-
-    /// An organisation registers itself (no token): a `third_party` account that can ask people.
-    func registerOrganisation(_ request: Request, peer: String) async throws -> Response {
-        // The administrator's sign-up switch closes this way in too.
-        if !api.configuration.accounts.signUpOpen {
-            throw APIError(
-                status: .forbidden,
-                code: .signUpClosed,
-                message: "sign-up is turned off on this server: ask its administrator for an account"
-            )
+    func register(on doors: RouteAccess.Doors) {
+        doors.on(.post, "/v1/people/:id/devices") { request, context in try await link(request, id: try context.pathID("id")) }
+        doors.on(.get, "/v1/people/:id") { _, context in try await profile(try context.signedIn(), id: try context.pathID("id")) }
+        doors.on(.get, "/v1/people/:id/heart-rate") { request, context in
+            try await heartRate(request, try context.signedIn(), id: try context.pathID("id"))
         }
-        try api.signInGuard.admitRegistration(from: peer, now: now)
-        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
-        guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
-        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
-        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
-            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
+        doors.on(.get, "/v1/people/:id/positions") { request, context in
+            try await positions(request, try context.signedIn(), id: try context.pathID("id"))
         }
-        let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
-        let account = Account(
-            id: BearerToken.generate().id,
-            username: body.username,
-            displayName: displayName,
-            role: .thirdParty,
-            passwordHash: try await api.passwords.hash(body.password),
-            disabled: false,
-            createdMilliseconds: now
-        )
-        guard try await store.insertAccount(account) else {
-            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
+        doors.on(.get, "/v1/people/:id/statistics") { request, context in
+            try await statistics(request, try context.signedIn(), id: try context.pathID("id"))
         }
-        return try json(.created, AccountBody(account))
+        doors.on(.get, "/v1/people/:id/alerts") { request, context in
+            try await alerts(request, try context.signedIn(), id: try context.pathID("id"))
+        }
+        doors.on(.get, "/v1/people/:id/export") { request, context in
+            try await export(request, try context.signedIn(), id: try context.pathID("id"))
+        }
+        doors.on(.get, "/v1/people/:id/track.gpx") { request, context in
+            try await export(request, try context.signedIn(), id: try context.pathID("id"), format: .gpx)
+        }
+        doors.on(.get, "/v1/people/:id/stream") { request, context in
+            try await stream(request, try context.signedIn(), id: try context.pathID("id"))
+        }
+        doors.on(.get, "/v1/people/:id/access-log") { request, context in
+            try await accessLog(request, try context.signedIn(), id: try context.pathID("id"))
+        }
+        doors.on(.get, "/v1/people/:id/access-requests") { request, context in
+            try await personRequests(request, try context.signedIn(), id: try context.pathID("id"))
+        }
+        doors.on(.post, "/v1/access-requests") { request, context in try await requestAccess(request, try context.signedIn()) }
+        doors.on(.get, "/v1/access-requests") { request, context in try await organisationRequests(request, try context.signedIn()) }
+        doors.on(.post, "/v1/access-requests/:id/approve") { _, context in
+            try await answer(try context.signedIn(), id: try context.pathID("id"), approve: true)
+        }
+        doors.on(.post, "/v1/access-requests/:id/refuse") { _, context in
+            try await answer(try context.signedIn(), id: try context.pathID("id"), approve: false)
+        }
+        doors.on(.post, "/v1/access-requests/:id/revoke") { _, context in try await revoke(try context.signedIn(), id: try context.pathID("id")) }
+        doors.on(.post, "/v1/group-figures") { request, context in try await groupFigures(request, try context.signedIn()) }
     }
 
     /// An admin links a wearer account to an enrolled device.
     func link(_ request: Request, id: String) async throws -> Response {
-        _ = try await api.authenticator.authenticate(request, roles: [.admin])
-        let body = try api.decode(LinkDeviceRequest.self, try await api.readBody(request))
+        let body = try await room.services.body(LinkDeviceRequest.self, of: request)
         guard let account = try await store.account(id: id), account.role == .wearer else { throw APIError.notFound("no wearer account \(id)") }
         guard try await store.device(id: body.deviceID) != nil else { throw APIError.notFound("no device \(body.deviceID)") }
         switch try await store.linkDevice(accountID: account.id, deviceID: body.deviceID, atMilliseconds: now) {
@@ -112,14 +90,13 @@ struct PeopleRoutes: Sendable {
         return (from, to)
     }
 
-    func open(_ request: Request, id: String) async throws -> (Principal, PersonData.Person, [AccessPolicy.Grant]) {
-        let principal = try await api.authenticator.authenticate(request, roles: Self.readers)
+    func open(_ principal: Principal, id: String) async throws -> (Principal, PersonData.Person, [AccessPolicy.Grant]) {
         let person = try await data.person(id, principal: principal)
         return (principal, person, try data.grants(principal, person))
     }
 
-    func profile(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+    func profile(_ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(principal, id: id)
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "profile")
         // The person, an admin and the person's carers see the devices with the profile (the carer
         // needs them to set the care settings).
@@ -149,7 +126,7 @@ struct PeopleRoutes: Sendable {
         to: Int64,
         grants: [AccessPolicy.Grant]
     ) async throws {
-        guard let budget = api.readingBudget else { return }
+        guard let budget = room.readingBudget else { return }
         try charge(
             try await data.readingCost(person, kinds: kinds, from: from, to: to, grants: grants, atMost: budget.countCeiling),
             to: principal,
@@ -161,7 +138,7 @@ struct PeopleRoutes: Sendable {
         do {
             try budget.charge(cost, to: principal, now: now)
         } catch {
-            api.metrics.rateLimited.increment()
+            room.services.metrics.rateLimited.increment()
             throw error
         }
     }
@@ -169,9 +146,9 @@ struct PeopleRoutes: Sendable {
     /// A group query's charge to the principal's reading budget (`GroupFigureDesk.cost`): 429
     /// with `Retry-After` past it, counted with the other refusals. Nil when there is no budget.
     func groupBudget(_ principal: Principal) -> GroupFigureDesk.Budget? {
-        guard let budget = api.readingBudget else { return nil }
-        let metrics = api.metrics
-        let clock = api.configuration.wallClock
+        guard let budget = room.readingBudget else { return nil }
+        let metrics = room.services.metrics
+        let clock = room.services.configuration.wallClock
         return GroupFigureDesk.Budget(ceiling: budget.countCeiling) { cost in
             do {
                 try budget.charge(cost, to: principal, now: clock())
@@ -185,8 +162,8 @@ struct PeopleRoutes: Sendable {
     // A read of one kind needs a grant of that kind (403 otherwise), and only a read that returned
     // data goes into the person's access log.
 
-    func heartRate(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(request, id: id)
+    func heartRate(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
@@ -204,8 +181,8 @@ struct PeopleRoutes: Sendable {
         )
     }
 
-    func positions(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(request, id: id)
+    func positions(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .position)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
@@ -223,8 +200,8 @@ struct PeopleRoutes: Sendable {
         )
     }
 
-    func statistics(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(request, id: id)
+    func statistics(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
@@ -232,12 +209,12 @@ struct PeopleRoutes: Sendable {
         // readings are read at most once, and never sit in memory at once. The request is
         // charged what it reads, not the days its summaries answer for.
         let plan = try await data.statisticsPlan(person, from: from, to: to, grants: grants)
-        if let budget = api.readingBudget {
+        if let budget = room.readingBudget {
             try charge(try await data.readingCost(plan, atMost: budget.countCeiling), to: principal, budget: budget)
         }
         let figures = try await data.dayFigures(plan)
-        api.metrics.statisticsDaysKept.increment(by: figures.keptDaysUsed)
-        api.metrics.statisticsDaysSummarised.increment(by: figures.daysSummarised)
+        room.services.metrics.statisticsDaysKept.increment(by: figures.keptDaysUsed)
+        room.services.metrics.statisticsDaysSummarised.increment(by: figures.daysSummarised)
         let days = figures.days
         if !days.days.isEmpty {
             try await data.log(
@@ -253,10 +230,10 @@ struct PeopleRoutes: Sendable {
         )
     }
 
-    func alerts(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(request, id: id)
+    func alerts(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .alerts)
-        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: room.services.configuration.maxPageSize)
         let (alerts, next) = try await data.alerts(person, grants: grants, page: page)
         if !alerts.isEmpty { try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "alerts") }
         return try json(.ok, PersonAlertList(personID: person.account.id, alerts: alerts, next: next))
@@ -266,8 +243,8 @@ struct PeopleRoutes: Sendable {
     /// logged only when it returns data: before the response when it holds alerts, otherwise
     /// before the first reading leaves (`PersonExport.readLog`); a download of an empty span
     /// leaves no row.
-    func export(_ request: Request, id: String, format: PersonExport.Format) async throws -> Response {
-        let (principal, person, allGrants) = try await open(request, id: id)
+    func export(_ request: Request, _ principal: Principal, id: String, format: PersonExport.Format) async throws -> Response {
+        let (principal, person, allGrants) = try await open(principal, id: id)
         // A carer downloads only when the person allowed it (`CarerLink.mayExport`).
         let grants = allGrants.filter(\.export)
         guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
@@ -285,31 +262,27 @@ struct PeopleRoutes: Sendable {
         return PersonExport(data: data, person: person, grants: grants, from: from, to: to, alerts: alerts, readLog: readLog).response(format)
     }
 
-    func export(_ request: Request, id: String) async throws -> Response {
+    func export(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
         let format = request.uri.queryParameters.get("format") ?? "json"
         guard format == "json" || format == "csv" else { throw APIError.invalid("format", "json or csv") }
-        return try await export(request, id: id, format: format == "csv" ? .csv : .json)
-    }
-
-    func gpx(_ request: Request, id: String) async throws -> Response {
-        try await export(request, id: id, format: .gpx)
+        return try await export(request, principal, id: id, format: format == "csv" ? .csv : .json)
     }
 
     // MARK: - Subscribing to new data
 
     /// New readings of the person as SSE (`event: heart_rate` / `position`), from now on, while
     /// a grant covers them; the stream ends when access ends (revoked, expired, signed out).
-    func stream(_ request: Request, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(request, id: id)
+    func stream(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
+        let (principal, person, grants) = try await open(principal, id: id)
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "subscribed to new data")
         var cursors: [String: Int64] = [:]
         for deviceID in person.deviceIDs { cursors[deviceID] = try await store.latestReadingSequence(deviceID: deviceID) }
         let startCursors = cursors
         let data = self.data
-        let notifier = api.notifier
-        let authenticator = api.authenticator
+        let notifier = room.services.notifier
+        let authenticator = room.services.authenticator
         let personID = person.account.id
-        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: api.logger, name: "person stream") { writer, wakes in
+        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: room.services.logger, name: "person stream") { writer, wakes in
             var cursors = startCursors
             var iterator = wakes.makeAsyncIterator()
             while !Task.isCancelled {
@@ -373,34 +346,31 @@ struct PeopleRoutes: Sendable {
 
     // MARK: - Consent
 
-    func accessLog(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+    func accessLog(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         guard principal.role == .admin || principal.accountID == person.account.id else {
             throw APIError.forbidden("only the person sees their access log")
         }
         let subjects = ["person:\(person.account.id)"] + person.deviceIDs.map { "device:\($0)" }
-        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: room.services.configuration.maxPageSize)
         let entries = try await store.accessLog(subjects: subjects, beforeID: try page.after?.integer(), limit: page.fetchLimit)
         let cut = page.cut(entries) { PageCursor(String($0.id)) }
         return try json(.ok, AccessLogBody(entries: cut.rows, next: cut.next))
     }
 
-    func personRequests(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .admin])
+    func personRequests(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         guard principal.role == .admin || principal.accountID == person.account.id else {
             throw APIError.forbidden("only the person sees their requests")
         }
-        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: room.services.configuration.maxPageSize)
         let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
         let cut = page.cut(try await store.accessRequests(personID: person.account.id, before: before, limit: page.fetchLimit), cursor: Self.cursor)
         return try json(.ok, AccessRequestList(requests: try await bodies(cut.rows), next: cut.next))
     }
 
-    func organisationRequests(_ request: Request) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
-        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+    func organisationRequests(_ request: Request, _ principal: Principal) async throws -> Response {
+        let page = try PageRequest(request, maxLimit: room.services.configuration.maxPageSize)
         let before = try page.after.map { try $0.timeAndID() }.map { (requestedMilliseconds: $0.milliseconds, id: $0.id) }
         let requests = try await store.accessRequests(organisationID: principal.accountID ?? "", before: before, limit: page.fetchLimit)
         let cut = page.cut(requests, cursor: Self.cursor)
@@ -433,9 +403,8 @@ struct PeopleRoutes: Sendable {
         return result
     }
 
-    func requestAccess(_ request: Request) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty])
-        let body = try api.decode(AccessRequestRequest.self, try await api.readBody(request))
+    func requestAccess(_ request: Request, _ principal: Principal) async throws -> Response {
+        let body = try await room.services.body(AccessRequestRequest.self, of: request)
         guard !body.kinds.isEmpty else { throw APIError.invalid("kinds", "name at least one of heart_rate, position, alerts") }
         guard (1...365).contains(body.days) else { throw APIError.invalid("days", "must be 1-365") }
         let purpose = body.purpose.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -460,8 +429,7 @@ struct PeopleRoutes: Sendable {
     }
 
     /// The person approves or refuses a pending request (a request older than 3 days was refused by itself).
-    func answer(_ request: Request, id: String, approve: Bool) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer])
+    func answer(_ principal: Principal, id: String, approve: Bool) async throws -> Response {
         guard let access = try await store.accessRequest(id: id), access.personID == principal.accountID else {
             throw APIError.notFound("no request \(id)")
         }
@@ -489,8 +457,7 @@ struct PeopleRoutes: Sendable {
     }
 
     /// Either side ends an approved access (or the organisation withdraws a pending request).
-    func revoke(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .thirdParty])
+    func revoke(_ principal: Principal, id: String) async throws -> Response {
         guard let access = try await store.accessRequest(id: id),
             access.personID == principal.accountID || access.organisationID == principal.accountID
         else { throw APIError.notFound("no request \(id)") }
@@ -507,17 +474,16 @@ struct PeopleRoutes: Sendable {
             throw APIError(status: .conflict, code: .conflict, message: "the request changed meanwhile")
         }
         // Open streams look again at once and end.
-        api.notifier.notify()
+        room.services.notifier.notify()
         return try json(.ok, try await bodies([ended])[0])
     }
 
     // MARK: - Group figures
 
-    func groupFigures(_ request: Request) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.thirdParty, .admin])
-        let query = try api.decode(GroupFigures.Query.self, try await api.readBody(request))
+    func groupFigures(_ request: Request, _ principal: Principal) async throws -> Response {
+        let query = try await room.services.body(GroupFigures.Query.self, of: request)
         do {
-            let answer = try await GroupFigureDesk(store: store, wallClock: api.configuration.wallClock).answer(
+            let answer = try await GroupFigureDesk(store: store, wallClock: room.services.configuration.wallClock).answer(
                 query,
                 organisationID: principal.actor,
                 budget: groupBudget(principal)

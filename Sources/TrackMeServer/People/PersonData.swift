@@ -8,11 +8,13 @@ import TrackMeCore
 ///
 /// A person is a wearer account; their data is that of the devices linked to it.
 struct PersonData: Sendable {
-    let api: ServerAPI
+    let store: any PeopleRoomStore
+    let configuration: ServerConfiguration
+    /// The threads downloads and statistics decode and (on SQLite) read on (`PeopleRoom.heavyWork`).
+    let heavyWork: WorkPool
     var policy = AccessPolicy()
 
-    var store: any ServerStore { api.store }
-    var now: Int64 { api.configuration.wallClock() }
+    var now: Int64 { configuration.wallClock() }
 
     struct Person: Sendable {
         var account: Account
@@ -80,13 +82,13 @@ struct PersonData: Sendable {
 
     /// Records a read in the person's access log unless it is their own.
     func log(_ principal: Principal, subject: String, grants: [AccessPolicy.Grant], what: String) async throws {
-        try await AccessLog(store: store, wallClock: api.configuration.wallClock).record(principal, subject: subject, grants: grants, what: what)
+        try await AccessLog(store: store, wallClock: configuration.wallClock).record(principal, subject: subject, grants: grants, what: what)
     }
 
     /// Records a read or a change by `principal` in the access log of `subject` (`person:ACCOUNT`
     /// or `device:ID`), for a reason given as text.
     func log(_ principal: Principal, subject: String, reason: String, what: String) async throws {
-        try await AccessLog(store: store, wallClock: api.configuration.wallClock).record(principal, subject: subject, reason: reason, what: what)
+        try await AccessLog(store: store, wallClock: configuration.wallClock).record(principal, subject: subject, reason: reason, what: what)
     }
 
     /// What the access log calls a reader that has no account (a token), in place of its id.
@@ -122,7 +124,7 @@ struct PersonData: Sendable {
             let upper = [to, grant.untilMilliseconds].compactMap { $0 }.min()
             if let lower, let upper, lower >= upper { continue }
             var after = afterSequence
-            let pageSize = api.configuration.maxPageSize
+            let pageSize = configuration.maxPageSize
             while rows.count <= limit {
                 let page = try await store.readings(
                     ReadingQuery(
@@ -197,7 +199,7 @@ struct PersonData: Sendable {
         _ body: (_ page: [StoredReadingRow]) async throws -> Void
     ) async throws {
         let wire: WireReading.Kind = kind == .position ? .position : .heartRate
-        let pageSize = api.configuration.maxPageSize
+        let pageSize = configuration.maxPageSize
         var after: Int64 = 0
         while true {
             try Task.checkCancellation()
@@ -362,23 +364,23 @@ struct PersonData: Sendable {
     /// blocking read on the calling thread), opened, and handed back; elsewhere, the store's read.
     func heavyReadings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
         guard let blocking = store as? any BlockingReadingStore else { return try await store.readings(query) }
-        let rows = try await api.heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.sealedReadingRows(query) }
+        let rows = try await heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.sealedReadingRows(query) }
         return try await blocking.personKeys.open(rows, owner: query.deviceID)
     }
 
     /// What a download or statistic will read, counted as `heavyReadings` reads.
     func heavyReadingCount(_ query: ReadingQuery) async throws -> Int {
         guard let blocking = store as? any BlockingReadingStore else { return try await store.readingCount(query) }
-        return try await api.heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.readingCountOnThisThread(query) }
+        return try await heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.readingCountOnThisThread(query) }
     }
 
-    /// A page of stored readings decoded on the heavy requests' own threads (`ServerAPI.heavyWork`),
+    /// A page of stored readings decoded on the heavy requests' own threads (`PeopleRoom.heavyWork`),
     /// not the cooperative pool that takes alerts in.
     func decoded<T: Sendable>(
         _ page: [StoredReadingRow],
         _ decode: @escaping @Sendable (StoredReadingRow) -> T?
     ) async throws -> [T] {
-        try await api.heavyWork.run(busy: Self.heavyWorkBusy) { page.compactMap(decode) }
+        try await heavyWork.run(busy: Self.heavyWorkBusy) { page.compactMap(decode) }
     }
 
     static var heavyWorkBusy: APIError {
@@ -541,7 +543,7 @@ struct PersonAlert: Codable, Hashable, Sendable {
 
 /// A store whose readings can be read on the calling thread (SQLite: GRDB runs a blocking read
 /// there), so that a download's database work runs on the heavy requests' niced threads
-/// (`ServerAPI.heavyWork`) and not at the priority of the threads that take alerts in. The
+/// (`PeopleRoom.heavyWork`) and not at the priority of the threads that take alerts in. The
 /// bodies come sealed; the caller opens them.
 protocol BlockingReadingStore: Sendable {
     var personKeys: PersonKeys { get }

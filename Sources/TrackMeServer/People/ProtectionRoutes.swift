@@ -12,16 +12,15 @@ import TrackMeCore
 /// carer); a carer's read is in the person's access log. An organisation's consent covers kinds
 /// of data, not this: 403.
 struct ProtectionRoutes: Sendable {
-    let api: ServerAPI
+    let room: PeopleRoom
 
-    var data: PersonData { PersonData(api: api) }
+    var data: PersonData { room.data }
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/people/:id/protection") { request, context in try await show(request, id: try context.pathID("id")) }
+    func register(on doors: RouteAccess.Doors) {
+        doors.on(.get, "/v1/people/:id/protection") { _, context in try await show(try context.signedIn(), id: try context.pathID("id")) }
     }
 
-    func show(_ request: Request, id: String) async throws -> Response {
-        let principal = try await api.authenticator.authenticate(request, roles: [.wearer, .carer, .admin])
+    func show(_ principal: Principal, id: String) async throws -> Response {
         let person = try await data.person(id, principal: principal)
         let reason: AccessPolicy.Reason
         switch data.policy.decide(principal, subject: person.subject, now: data.now) {
@@ -32,7 +31,7 @@ struct ProtectionRoutes: Sendable {
         }
         var devices: [ProtectionView.Device] = []
         for deviceID in person.deviceIDs {
-            guard let row = try await api.store.deviceRow(id: deviceID) else { continue }
+            guard let row = try await room.store.deviceRow(id: deviceID) else { continue }
             let summary = DeviceSummary(row)
             devices.append(
                 ProtectionView.Device(

@@ -20,14 +20,13 @@ enum RouteAccess {
         case personData(Set<Role>)
     }
 
-    private static let people: Set<Role> = [.admin, .dispatcher, .wearer, .carer, .thirdParty]
     private static let signedIn: Set<Role> = Set(Role.allCases).subtracting([.device])
 
     /// Each room's declaration, `METHOD /path/{param}` as the router describes its routes. A
     /// route declared by two rooms is a mistake the route-enumeration test catches.
     static let rooms: [[String: Requirement]] = [
         hall, IngestRoom.access, AlertsRoom.access, RunsRoom.access, FleetRoom.access, ContactsRoom.access,
-        CareRoom.access,
+        CareRoom.access, PeopleRoom.access,
     ]
 
     /// Every route's requirement.
@@ -36,9 +35,8 @@ enum RouteAccess {
     /// The routes the hall still serves itself, until each moves into a room of its own.
     private static let hall: [String: Requirement] = [
         // Pages, assets and plumbing.
-        "GET /": .open, "GET /people": .open,
+        "GET /": .open,
         "GET /assets/trackme.css": .open, "GET /assets/console.js": .open,
-        "GET /assets/people.js": .open, "GET /assets/protection.js": .open,
         "GET /assets/leaflet/**": .open, "GET /health": .open, "GET /openapi.yaml": .open,
         // Counts, no person: open to loopback peers, the admin token from elsewhere.
         "GET /metrics": .open,
@@ -57,25 +55,6 @@ enum RouteAccess {
         "POST /v1/tokens/{id}/revoke": .roles([.admin]), "POST /v1/tokens/{id}/rotate": .roles([.admin, .device]),
         // Devices.
         "POST /v1/devices": .roles([.admin]),
-        // People's data (Data4Help).
-        "POST /v1/people/{id}/devices": .roles([.admin]),
-        "GET /v1/people/{id}": .personData(people), "GET /v1/people/{id}/heart-rate": .personData(people),
-        "GET /v1/people/{id}/positions": .personData(people), "GET /v1/people/{id}/statistics": .personData(people),
-        "GET /v1/people/{id}/alerts": .personData(people), "GET /v1/people/{id}/export": .personData(people),
-        "GET /v1/people/{id}/track.gpx": .personData(people), "GET /v1/people/{id}/stream": .personData(people),
-        "GET /v1/people/{id}/access-log": .personData([.admin, .wearer]),
-        "GET /v1/people/{id}/access-requests": .personData([.admin, .wearer, .carer]),
-        "GET /v1/people/{id}/carers": .personData([.admin, .wearer, .carer]), "POST /v1/people/{id}/carers": .personData([.admin, .wearer]),
-        "DELETE /v1/people/{id}/carers/{carer}": .personData([.admin, .wearer, .carer]),
-        "GET /v1/cared-for": .personData([.carer]),
-        "GET /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .carer, .thirdParty]),
-        "PUT /v1/people/{id}/automated-sos": .personData([.admin, .wearer, .thirdParty]),
-        "GET /v1/people/{id}/protection": .personData([.admin, .wearer, .carer]),
-        "GET /v1/access-requests": .roles([.thirdParty, .fleetOperator]), "POST /v1/access-requests": .roles([.thirdParty, .fleetOperator]),
-        "POST /v1/access-requests/{id}/approve": .personData([.wearer, .carer]),
-        "POST /v1/access-requests/{id}/refuse": .personData([.wearer, .carer]),
-        "POST /v1/access-requests/{id}/revoke": .personData([.wearer, .carer, .thirdParty, .fleetOperator]),
-        "POST /v1/group-figures": .roles([.thirdParty]),
     ]
 }
 
