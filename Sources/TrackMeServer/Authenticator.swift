@@ -17,11 +17,11 @@ struct Principal: Hashable, Sendable {
 /// database. The presented secret's hash is compared in constant time.
 final class Authenticator: Sendable {
     private let adminHash: String?
-    let store: any ServerStore
+    let store: any AuthenticatorStore
     /// Judges session expiry.
     let wallClock: @Sendable () -> Int64
 
-    init(adminToken: String?, store: any ServerStore, wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock) {
+    init(adminToken: String?, store: any AuthenticatorStore, wallClock: @escaping @Sendable () -> Int64 = ServerConfiguration.systemWallClock) {
         adminHash = adminToken.map(ServerDigest.sha256Hex)
         self.store = store
         self.wallClock = wallClock
@@ -57,4 +57,12 @@ final class Authenticator: Sendable {
         }
         return Principal(role: stored.role, tokenID: stored.id, deviceID: stored.deviceID)
     }
+}
+
+/// What telling who made a request reads: the token's row, the session's row with its account,
+/// and the expired session it deletes.
+protocol AuthenticatorStore: Sendable {
+    func token(id: String) async throws -> StoredToken?
+    func session(id: String) async throws -> (Session, Account)?
+    func deleteSession(id: String) async throws
 }

@@ -6,19 +6,17 @@ import Logging
 import NIOCore
 import TrackMeCore
 
-/// The HTTP API (openapi.yaml): request parsing, authorisation, and the mapping of store
-/// results to answers. Storage behaviour lives behind `ServerStore`; device intake
+/// The hall of the HTTP API (openapi.yaml): the middleware every request passes (error bodies,
+/// rate limits, the heavy requests' gate), the server's health, counters and API document, and
+/// the rooms mounted behind it, each with its own store and doors declared once: device intake
 /// (`IngestRoom`), the dispatcher's desk and feed (`AlertsRoom`), people's data (`PeopleRoom`),
-/// care settings, contacts, runs and the fleet are rooms of their own, mounted here, each
-/// holding only its own store.
+/// sessions and accounts (`AccessRoom`), care settings, contacts, runs, the fleet and the pages.
 struct ServerAPI: Sendable {
     let store: any ServerStore
     let configuration: ServerConfiguration
     let authenticator: Authenticator
     let notifier: FeedNotifier
     let metrics: ServerMetrics
-    let passwords: PasswordHasher
-    let signInGuard: SignInGuard
     /// People's exports and statistics: `ServerLimits.heavyRequests` at once, one per principal.
     let heavyRequests: HeavyRequestGate
     let logger: Logger
@@ -37,6 +35,10 @@ struct ServerAPI: Sendable {
     /// Data4Help: a person's data, consents, carers and group figures, and the people's page; a
     /// room with a store of its own, at full paths.
     let people: PeopleRoom
+    /// Sessions, accounts and the credentials an admin issues: a room with a store of its own.
+    let access: AccessRoom
+    /// The console page, the shared stylesheet and the pages' headers, which every room serves its pages with.
+    let pages: PagesRoom
     var databaseHealth = DatabaseHealth()
 
     func makeRouter() -> Router<ServerRequestContext> {
@@ -50,45 +52,17 @@ struct ServerAPI: Sendable {
             return try await metricsResponse()
         }
         router.get("/openapi.yaml") { request, _ in APIDocument.response(ifNoneMatch: request.headers[.ifNoneMatch]) }
-        router.post("/v1/devices") { request, _ in try await enrolDevice(request) }
-        router.post("/v1/dispatchers") { request, _ in try await createDispatcher(request) }
         router.addRoutes(ingest.routes(), atPath: IngestRoom.path)
         router.addRoutes(alerts.routes(), atPath: AlertsRoom.path)
-        AccountRoutes(api: self).register(on: router)
-        ConsoleRoutes(api: self).register(on: router)
-        TokenRoutes(api: self).register(on: router)
+        router.addRoutes(pages.routes(authenticator: authenticator))
+        router.addRoutes(access.routes { file, request in pages.serve(file, request) })
         router.addRoutes(care.routes())
-        let pages = ConsoleRoutes(api: self)
         router.addRoutes(people.routes { file, request in pages.serve(file, request) })
         router.addRoutes(runs.routes { file, request in pages.serve(file, request) })
         router.addRoutes(fleet.routes(), atPath: FleetRoom.path)
         router.addRoutes(fleet.pages(pages.serve))
         router.addRoutes(contacts.routes { file, request in pages.serve(file, request) })
         return router
-    }
-
-    // MARK: - Admin
-
-    func enrolDevice(_ request: Request) async throws -> Response {
-        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-        let body = try await readBody(request)
-        let enrolment = try decode(EnrolDeviceRequest.self, body)
-        let credentials = try await ServerAdministration(store: store, wallClock: configuration.wallClock)
-            .enrolDevice(deviceID: enrolment.deviceID, person: enrolment.person)
-        return try json(.created, credentials)
-    }
-
-    func createDispatcher(_ request: Request) async throws -> Response {
-        _ = try await authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-        let body = try await readBody(request)
-        let request = body.isEmpty ? CreateDispatcherRequest() : try decode(CreateDispatcherRequest.self, body)
-        if let days = request.expiresInDays, !(1...3650).contains(days) { throw APIError.invalid("expires_in_days", "must be 1-3650") }
-        let credentials = try await ServerAdministration(
-            store: store,
-            wallClock: configuration.wallClock,
-            dispatcherTokenLifetime: configuration.dispatcherTokenLifetime
-        ).createDispatcher(name: request.name, lifetime: request.expiresInDays.map { .seconds($0 * 24 * 3600) })
-        return try json(.created, credentials)
     }
 
     // MARK: - Plumbing
@@ -108,15 +82,6 @@ struct ServerAPI: Sendable {
             readiness: readiness
         )
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    /// The request body, inflated if gzip, refused with 413 past the limit in either form.
-    func readBody(_ request: Request) async throws -> [UInt8] {
-        try await RequestBody.read(request, limit: configuration.maxBodyBytes)
-    }
-
-    func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        try RequestBody.decode(type, bytes)
     }
 }
 

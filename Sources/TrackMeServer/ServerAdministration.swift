@@ -4,7 +4,7 @@ import TrackMeCore
 /// Enrols devices and creates dispatchers, for the HTTP admin API and for in-process callers
 /// (the simulation), which share this one code path.
 struct ServerAdministration: Sendable {
-    let store: any ServerStore
+    let store: any AccessRoomStore
     let wallClock: @Sendable () -> Int64
     /// How long a new (or rotated) dispatcher token works; nil: until revoked.
     var dispatcherTokenLifetime: Duration? = nil

@@ -147,16 +147,6 @@ public final class TrackMeServer: Service, Sendable {
             authenticator: authenticator,
             notifier: notifier,
             metrics: metrics,
-            passwords: PasswordHasher(
-                cost: configuration.console.bcryptCost,
-                threads: configuration.limits.passwordHashThreads,
-                queueLimit: configuration.limits.passwordHashQueue
-            ),
-            signInGuard: SignInGuard(
-                limits: configuration.limits,
-                rules: try Self.passwordRules(configuration.accounts, logger: logger),
-                notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
-            ),
             heavyRequests: HeavyRequestGate(limit: configuration.limits.heavyRequests),
             logger: logger,
             ingest: IngestRoom(
@@ -181,6 +171,21 @@ public final class TrackMeServer: Service, Sendable {
                 heavyWork: WorkPool(threads: configuration.limits.heavyRequests, queueLimit: 2 * configuration.limits.heavyRequests, niceness: 10),
                 readingBudget: configuration.limits.readingsPerPrincipal.map(ReadingBudget.init(limit:))
             ),
+            access: AccessRoom(
+                store: store,
+                services: services,
+                passwords: PasswordHasher(
+                    cost: configuration.console.bcryptCost,
+                    threads: configuration.limits.passwordHashThreads,
+                    queueLimit: configuration.limits.passwordHashQueue
+                ),
+                signInGuard: SignInGuard(
+                    limits: configuration.limits,
+                    rules: try Self.passwordRules(configuration.accounts, logger: logger),
+                    notices: AccountNotices(configuration.accounts, clock: configuration.clock, logger: logger)
+                )
+            ),
+            pages: PagesRoom(console: configuration.console),
             databaseHealth: databaseHealth
         )
         // A database that opens and migrates may still be damaged inside (a flipped page):

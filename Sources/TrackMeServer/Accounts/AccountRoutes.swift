@@ -4,43 +4,42 @@ import Hummingbird
 import NIOCore
 import TrackMeCore
 
-/// Sign-in, sign-out, the current session, and the admin's accounts API.
+/// Sign-in, sign-out, the current session, organisations registering, and the admin's accounts API.
 struct AccountRoutes: Sendable {
-    let api: ServerAPI
+    let room: AccessRoom
 
-    var store: any ServerStore { api.store }
-    var authenticator: Authenticator { api.authenticator }
-    var console: ConsoleConfiguration { api.configuration.console }
+    var store: any AccessRoomStore { room.store }
+    var authenticator: Authenticator { room.services.authenticator }
+    var console: ConsoleConfiguration { room.configuration.console }
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.post("/v1/session") { request, context in try await signIn(request, peer: context.peerKey) }
-        router.get("/v1/session") { request, _ in try await current(request) }
-        router.delete("/v1/session") { request, _ in try await signOut(request) }
-        router.post("/v1/accounts") { request, _ in try await createAccount(request) }
-        router.get("/v1/accounts") { request, _ in try await listAccounts(request) }
-        router.post("/v1/accounts/:id/disable") { request, context in
-            try await setDisabled(request, id: try context.pathID("id"), disabled: true)
+    func register(on doors: RouteAccess.Doors) {
+        doors.on(.post, "/v1/session") { request, context in try await signIn(request, peer: context.peerKey) }
+        doors.on(.get, "/v1/session") { request, _ in try await current(request) }
+        doors.on(.delete, "/v1/session") { _, context in try await signOut(try context.signedIn()) }
+        doors.on(.post, "/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
+        doors.on(.post, "/v1/accounts") { request, _ in try await createAccount(request) }
+        doors.on(.get, "/v1/accounts") { request, _ in try await listAccounts(request) }
+        doors.on(.post, "/v1/accounts/:id/disable") { _, context in
+            try await setDisabled(try context.signedIn(), id: try context.pathID("id"), disabled: true)
         }
-        router.post("/v1/accounts/:id/enable") { request, context in
-            try await setDisabled(request, id: try context.pathID("id"), disabled: false)
+        doors.on(.post, "/v1/accounts/:id/enable") { _, context in
+            try await setDisabled(try context.signedIn(), id: try context.pathID("id"), disabled: false)
         }
-        router.post("/v1/organisations") { request, context in try await registerOrganisation(request, peer: context.peerKey) }
-        registerSelfService(on: router)
     }
 
     /// An organisation registers itself (no token): a `third_party` account that can ask people.
     func registerOrganisation(_ request: Request, peer: String) async throws -> Response {
         // The administrator's sign-up switch closes this way in too.
-        if !api.configuration.accounts.signUpOpen {
+        if !room.configuration.accounts.signUpOpen {
             throw APIError(
                 status: .forbidden,
                 code: .signUpClosed,
                 message: "sign-up is turned off on this server: ask its administrator for an account"
             )
         }
-        let now = api.configuration.wallClock()
-        try api.signInGuard.admitRegistration(from: peer, now: now)
-        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
+        let now = room.configuration.wallClock()
+        try room.signInGuard.admitRegistration(from: peer, now: now)
+        let body = try await room.services.body(CreateAccountRequest.self, of: request)
         guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
         guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
         guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
@@ -53,7 +52,7 @@ struct AccountRoutes: Sendable {
             username: body.username,
             displayName: displayName,
             role: .thirdParty,
-            passwordHash: try await api.passwords.hash(body.password),
+            passwordHash: try await room.passwords.hash(body.password),
             disabled: false,
             createdMilliseconds: now
         )
@@ -70,17 +69,17 @@ struct AccountRoutes: Sendable {
             let named = URLComponents(string: origin).map { ($0.host ?? "") + ($0.port.map { ":\($0)" } ?? "") }
             guard named == host else { throw APIError.forbidden("sign-in from another site (Origin \(origin))") }
         }
-        let now = api.configuration.wallClock()
-        try api.signInGuard.admitSignIn(from: peer, now: now)
-        let body = try api.decode(SignInRequest.self, try await api.readBody(request))
-        let hasher = api.passwords
+        let now = room.configuration.wallClock()
+        try room.signInGuard.admitSignIn(from: peer, now: now)
+        let body = try await room.services.body(SignInRequest.self, of: request)
+        let hasher = room.passwords
         let account = try await store.account(username: body.username)
-        if let account { try api.signInGuard.admit(account, now: now) }
+        if let account { try room.signInGuard.admit(account, now: now) }
         // An unknown name costs one bcrypt too, so timing does not tell names apart.
         let verified = try await hasher.verify(body.password, hash: account?.passwordHash ?? hasher.decoyHash)
         if let account, !verified {
             let count = try await store.recordFailedSignIn(accountID: account.id, atMilliseconds: now)
-            api.signInGuard.failedSignIn(account, count: count)
+            room.signInGuard.failedSignIn(account, count: count)
         }
         guard let account, verified, !account.disabled else {
             throw APIError(status: .unauthorized, code: .unauthorized, message: "wrong username or password, or the account is disabled")
@@ -124,8 +123,7 @@ struct AccountRoutes: Sendable {
         )
     }
 
-    func signOut(_ request: Request) async throws -> Response {
-        let principal = try await authenticator.authenticate(request, roles: Set(Role.allCases))
+    func signOut(_ principal: Principal) async throws -> Response {
         guard principal.tokenID.hasPrefix("session:") else { throw APIError.forbidden("sign-out ends a browser session, not a token") }
         try await store.deleteSession(id: String(principal.tokenID.dropFirst("session:".count)))
         var response = Response(status: .noContent)
@@ -134,8 +132,7 @@ struct AccountRoutes: Sendable {
     }
 
     func createAccount(_ request: Request) async throws -> Response {
-        _ = try await authenticator.authenticate(request, roles: [.admin])
-        let body = try api.decode(CreateAccountRequest.self, try await api.readBody(request))
+        let body = try await room.services.body(CreateAccountRequest.self, of: request)
         guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
         guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
             throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
@@ -150,9 +147,9 @@ struct AccountRoutes: Sendable {
             username: body.username,
             displayName: displayName,
             role: body.role,
-            passwordHash: try await api.passwords.hash(body.password),
+            passwordHash: try await room.passwords.hash(body.password),
             disabled: false,
-            createdMilliseconds: api.configuration.wallClock(),
+            createdMilliseconds: room.configuration.wallClock(),
             email: email?.isEmpty == false ? email : nil
         )
         guard try await store.insertAccount(account) else {
@@ -162,14 +159,12 @@ struct AccountRoutes: Sendable {
     }
 
     func listAccounts(_ request: Request) async throws -> Response {
-        _ = try await authenticator.authenticate(request, roles: [.admin])
-        let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+        let page = try PageRequest(request, maxLimit: room.configuration.maxPageSize)
         let cut = page.cut(try await store.accounts(after: try page.after?.string(), limit: page.fetchLimit)) { PageCursor($0.username) }
         return try json(.ok, AccountList(accounts: cut.rows.map(AccountBody.init), next: cut.next))
     }
 
-    func setDisabled(_ request: Request, id: String, disabled: Bool) async throws -> Response {
-        let principal = try await authenticator.authenticate(request, roles: [.admin])
+    func setDisabled(_ principal: Principal, id: String, disabled: Bool) async throws -> Response {
         guard principal.accountID != id else { throw APIError.forbidden("an admin may not disable their own account") }
         guard try await store.setAccountDisabled(id: id, disabled: disabled), let account = try await store.account(id: id) else {
             throw APIError.notFound("no account \(id)")

@@ -8,22 +8,21 @@ import TrackMeCore
 /// reset link and set a new password with it, change the password when signed in. Links go out
 /// through the account notifier (`AccountNotices`); the pages are `account.html` and its files.
 extension AccountRoutes {
-    var settings: AccountsConfiguration { api.configuration.accounts }
-    var rules: PasswordRules { api.signInGuard.rules }
-    var notices: AccountNotices { api.signInGuard.notices }
+    var settings: AccountsConfiguration { room.configuration.accounts }
+    var rules: PasswordRules { room.signInGuard.rules }
+    var notices: AccountNotices { room.signInGuard.notices }
 
-    func registerSelfService(on router: Router<ServerRequestContext>) {
-        router.get("/v1/sign-up") { _, _ in try signUpState() }
-        router.post("/v1/sign-up") { request, context in try await signUp(request, context: context) }
-        router.post("/v1/sign-up/verify") { request, _ in try await verify(request) }
-        router.post("/v1/password-reset") { request, context in try await requestReset(request, context: context) }
-        router.post("/v1/password-reset/confirm") { request, _ in try await confirmReset(request) }
-        router.post("/v1/session/password") { request, _ in try await changePassword(request) }
-        let pages = ConsoleRoutes(api: api)
+    func registerSelfService(on doors: RouteAccess.Doors, page: @escaping @Sendable (EmbeddedFile, Request) -> Response) {
+        doors.on(.get, "/v1/sign-up") { _, _ in try signUpState() }
+        doors.on(.post, "/v1/sign-up") { request, context in try await signUp(request, context: context) }
+        doors.on(.post, "/v1/sign-up/verify") { request, _ in try await verify(request) }
+        doors.on(.post, "/v1/password-reset") { request, context in try await requestReset(request, context: context) }
+        doors.on(.post, "/v1/password-reset/confirm") { request, _ in try await confirmReset(request) }
+        doors.on(.post, "/v1/session/password") { request, context in try await changePassword(request, try context.signedIn()) }
         for path in ["/account/sign-up", "/account/verify", "/account/reset", "/account/password"] {
-            router.get(RouterPath(path)) { request, _ in pages.serve(WebPages.account, request) }
+            doors.on(.get, path) { request, _ in page(WebPages.account, request) }
         }
-        router.get("/assets/account.js") { request, _ in pages.serve(WebPages.accountScript, request) }
+        doors.on(.get, "/assets/account.js") { request, _ in page(WebPages.accountScript, request) }
     }
 
     /// Why sign-up is closed, or nil when it is open.
@@ -49,9 +48,9 @@ extension AccountRoutes {
 
     func signUp(_ request: Request, context: ServerRequestContext) async throws -> Response {
         if let closed = signUpClosed { throw APIError(status: .forbidden, code: .signUpClosed, message: closed) }
-        let now = api.configuration.wallClock()
-        try api.signInGuard.admitRegistration(from: context.peerKey, now: now)
-        let body = try api.decode(SignUpRequest.self, try await api.readBody(request))
+        let now = room.configuration.wallClock()
+        try room.signInGuard.admitRegistration(from: context.peerKey, now: now)
+        let body = try await room.services.body(SignUpRequest.self, of: request)
         guard body.role == .wearer || body.role == .thirdParty else {
             throw APIError.invalid("role", "people sign up as wearer or third_party (an organisation)")
         }
@@ -70,7 +69,7 @@ extension AccountRoutes {
             username: body.username,
             displayName: displayName,
             role: body.role,
-            passwordHash: try await api.passwords.hash(body.password),
+            passwordHash: try await room.passwords.hash(body.password),
             disabled: false,
             createdMilliseconds: now,
             email: email,
@@ -84,9 +83,9 @@ extension AccountRoutes {
     }
 
     func verify(_ request: Request) async throws -> Response {
-        let body = try api.decode(LinkRequest.self, try await api.readBody(request))
+        let body = try await room.services.body(LinkRequest.self, of: request)
         let (link, account) = try await check(body.token, purpose: .verifyAccount)
-        try Self.answer(try await store.useAccountLink(link, atMilliseconds: api.configuration.wallClock(), newPasswordHash: nil))
+        try Self.answer(try await store.useAccountLink(link, atMilliseconds: room.configuration.wallClock(), newPasswordHash: nil))
         return try json(.ok, LinkAnswer(username: account.username, status: "verified"))
     }
 
@@ -98,9 +97,9 @@ extension AccountRoutes {
             // Not a fault of the server's (no 503): the feature is not here.
             throw APIError.notFound("password reset by link is not set up on this server: ask its administrator to set a new password")
         }
-        let now = api.configuration.wallClock()
-        try api.signInGuard.admitSignIn(from: context.peerKey, now: now)
-        let body = try api.decode(ResetRequest.self, try await api.readBody(request))
+        let now = room.configuration.wallClock()
+        try room.signInGuard.admitSignIn(from: context.peerKey, now: now)
+        let body = try await room.services.body(ResetRequest.self, of: request)
         let username = body.username?.trimmingCharacters(in: .whitespaces) ?? ""
         let email = body.email?.trimmingCharacters(in: .whitespaces) ?? ""
         guard !username.isEmpty || !email.isEmpty else { throw APIError.invalid("username", "give the account's username or its address") }
@@ -122,38 +121,37 @@ extension AccountRoutes {
     }
 
     func confirmReset(_ request: Request) async throws -> Response {
-        let body = try api.decode(ResetConfirmation.self, try await api.readBody(request))
+        let body = try await room.services.body(ResetConfirmation.self, of: request)
         let (link, account) = try await check(body.token, purpose: .passwordReset)
         // A refused password leaves the link as it was: the owner tries another with it.
         if let problem = rules.problem(body.password, username: account.username, displayName: account.displayName) {
             throw APIError.invalid("password", problem)
         }
-        let hash = try await api.passwords.hash(body.password)
-        try Self.answer(try await store.useAccountLink(link, atMilliseconds: api.configuration.wallClock(), newPasswordHash: hash))
+        let hash = try await room.passwords.hash(body.password)
+        try Self.answer(try await store.useAccountLink(link, atMilliseconds: room.configuration.wallClock(), newPasswordHash: hash))
         return try json(.ok, LinkAnswer(username: account.username, status: "password_set"))
     }
 
     /// Signed in with the session cookie (and its CSRF token): the current password, then the new
     /// one. Every other session of the account ends; this one stays.
-    func changePassword(_ request: Request) async throws -> Response {
-        let principal = try await authenticator.authenticate(request, roles: Set(Role.allCases))
+    func changePassword(_ request: Request, _ principal: Principal) async throws -> Response {
         guard principal.tokenID.hasPrefix("session:") else {
             throw APIError.forbidden("a password is changed by its owner signed in to a page, not with a bearer token")
         }
         let (session, account) = try await authenticator.session(of: request)
-        let body = try api.decode(ChangePasswordRequest.self, try await api.readBody(request))
-        let now = api.configuration.wallClock()
-        try api.signInGuard.admit(account, now: now)
-        guard try await api.passwords.verify(body.currentPassword, hash: account.passwordHash) else {
+        let body = try await room.services.body(ChangePasswordRequest.self, of: request)
+        let now = room.configuration.wallClock()
+        try room.signInGuard.admit(account, now: now)
+        guard try await room.passwords.verify(body.currentPassword, hash: account.passwordHash) else {
             let count = try await store.recordFailedSignIn(accountID: account.id, atMilliseconds: now)
-            api.signInGuard.failedSignIn(account, count: count)
+            room.signInGuard.failedSignIn(account, count: count)
             throw APIError(status: .unauthorized, code: .unauthorized, field: "current_password", message: "the current password is wrong")
         }
         if let problem = rules.problem(body.newPassword, username: account.username, displayName: account.displayName) {
             throw APIError.invalid("new_password", problem)
         }
         guard body.newPassword != body.currentPassword else { throw APIError.invalid("new_password", "must differ from the current password") }
-        let hash = try await api.passwords.hash(body.newPassword)
+        let hash = try await room.passwords.hash(body.newPassword)
         guard try await store.setPassword(accountID: account.id, passwordHash: hash, keepingSession: session.id) else {
             throw APIError.unauthorized()
         }
@@ -179,7 +177,7 @@ extension AccountRoutes {
         // The token rides in the fragment: browsers send it neither to the server in the page's
         // request nor to anyone as a Referer.
         let page = purpose == .verifyAccount ? "/account/verify#" : "/account/reset#"
-        let url = linkBase(context) + page + link.token(linkKey: api.configuration.console.contactLinkKey)
+        let url = linkBase(context) + page + link.token(linkKey: room.configuration.console.contactLinkKey)
         notices.send(purpose == .verifyAccount ? .verifyAccount : .passwordReset, to: account, link: url)
         return link
     }
@@ -188,16 +186,16 @@ extension AccountRoutes {
     /// header, which the sender of the request chooses).
     func linkBase(_ context: ServerRequestContext) -> String {
         if let base = console.publicURL, !base.isEmpty { return base }
-        let port = context.localAddress?.port ?? api.configuration.port
-        return "\(api.configuration.tls == nil ? "http" : "https")://\(api.configuration.host):\(port)"
+        let port = context.localAddress?.port ?? room.configuration.port
+        return "\(room.configuration.tls == nil ? "http" : "https")://\(room.configuration.host):\(port)"
     }
 
     /// The link a token names and its account, if the token is genuine, unexpired and unused.
     func check(_ token: String, purpose: AccountLinkPurpose) async throws -> (AccountLink, Account) {
-        guard let link = AccountLink(token: token, linkKey: api.configuration.console.contactLinkKey), link.purpose == purpose else {
+        guard let link = AccountLink(token: token, linkKey: room.configuration.console.contactLinkKey), link.purpose == purpose else {
             throw Self.invalidLink
         }
-        guard link.expiresMilliseconds > api.configuration.wallClock() else { throw Self.expiredLink }
+        guard link.expiresMilliseconds > room.configuration.wallClock() else { throw Self.expiredLink }
         guard let stored = try await store.accountLink(id: link.id), stored.accountID == link.accountID,
             BearerToken.digestsEqual(stored.nonceHash, link.nonceHash), let account = try await store.account(id: link.accountID)
         else { throw Self.invalidLink }

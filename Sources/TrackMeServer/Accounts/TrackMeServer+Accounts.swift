@@ -12,7 +12,7 @@ extension TrackMeServer {
             username: username,
             displayName: displayName,
             role: dispatcher ? .dispatcher : .admin,
-            passwordHash: try await api.passwords.hash(password),
+            passwordHash: try await api.access.passwords.hash(password),
             disabled: false,
             createdMilliseconds: configuration.wallClock()
         )
@@ -63,7 +63,7 @@ extension TrackMeServer {
     /// Waits for every run of the account notifier started so far (tests; the runs are off the
     /// request so that answers do not tell which accounts exist).
     func accountNoticesSettled() async {
-        await api.signInGuard.notices.settle()
+        await api.access.signInGuard.notices.settle()
     }
 
     /// How many clients follow the dispatcher feed now (a console that is open).

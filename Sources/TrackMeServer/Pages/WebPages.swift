@@ -43,7 +43,7 @@ struct EmbeddedFile: Sendable {
 /// is `Pages/head.html` (the stylesheet, the page's title and its one script) followed by the
 /// page's own body file, so a page is added with its body and script files (listed under the
 /// target's `resources` in Package.swift), one `WebPages.page` line below and a route serving
-/// it with `ConsoleRoutes.serve`.
+/// it with `PagesRoom.serve`.
 enum WebPages {
     static let stylesheet = EmbeddedFile(PackageResources.trackme_css, type: "text/css; charset=utf-8")
 

@@ -68,39 +68,29 @@ extension ServerAdministration {
 
 /// `GET /v1/tokens`, `POST /v1/tokens/{id}/revoke`, `POST /v1/tokens/{id}/rotate` (admin).
 struct TokenRoutes: Sendable {
-    let api: ServerAPI
+    let room: AccessRoom
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/v1/tokens") { request, _ in
-            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
-            let page = try PageRequest(request, maxLimit: api.configuration.maxPageSize)
+    func register(on doors: RouteAccess.Doors) {
+        let room = self.room
+        doors.on(.get, "/v1/tokens") { request, _ in
+            let page = try PageRequest(request, maxLimit: room.configuration.maxPageSize)
             let after = try page.after.map { try $0.timeAndID() }
-            let tokens = try await api.store.tokens(after: after.map { ($0.milliseconds, $0.id) }, limit: page.fetchLimit)
+            let tokens = try await room.store.tokens(after: after.map { ($0.milliseconds, $0.id) }, limit: page.fetchLimit)
             let cut = page.cut(tokens) { PageCursor(String($0.createdMilliseconds), $0.tokenID) }
             return try json(.ok, TokenList(tokens: cut.rows, next: cut.next))
         }
-        router.post("/v1/tokens/:id/revoke") { request, context in
-            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+        doors.on(.post, "/v1/tokens/:id/revoke") { _, context in
             let id = try context.pathID("id")
-            try await administration.revokeToken(id: id)
-            api.logger.notice("token revoked", metadata: ["server.token": "\(id)"])
+            try await room.administration.revokeToken(id: id)
+            room.services.logger.notice("token revoked", metadata: ["server.token": "\(id)"])
             return try json(.ok, RevokedToken(tokenID: id, revoked: true))
         }
-        router.post("/v1/tokens/:id/rotate") { request, context in
-            _ = try await api.authenticator.authenticate(request.headers[.authorization], roles: [.admin])
+        doors.on(.post, "/v1/tokens/:id/rotate") { _, context in
             let id = try context.pathID("id")
-            let rotated = try await administration.rotateToken(id: id)
-            api.logger.notice("token rotated", metadata: ["server.token": "\(id)", "server.new_token": "\(rotated.tokenID)"])
+            let rotated = try await room.administration.rotateToken(id: id)
+            room.services.logger.notice("token rotated", metadata: ["server.token": "\(id)", "server.new_token": "\(rotated.tokenID)"])
             return try json(.created, rotated)
         }
-    }
-
-    private var administration: ServerAdministration {
-        ServerAdministration(
-            store: api.store,
-            wallClock: api.configuration.wallClock,
-            dispatcherTokenLifetime: api.configuration.dispatcherTokenLifetime
-        )
     }
 }
 

@@ -4,26 +4,33 @@ import Hummingbird
 import NIOCore
 import TrackMeCore
 
-/// The dispatcher console: one page at `/`, its script, the pages' stylesheet, Leaflet from Debian's
-/// `libjs-leaflet` when installed, and the page's settings. Everything is served by this server;
+/// The pages: the dispatcher console at `/` with its script and settings, the stylesheet every
+/// page shares, Leaflet from Debian's `libjs-leaflet` when installed, and `serve`, with which
+/// every room serves its own pages under the same headers. Everything is served by this server;
 /// nothing comes from a CDN. The Content-Security-Policy allows scripts and styles from this
 /// origin only, so even a name that slipped through as markup could not run.
-struct ConsoleRoutes: Sendable {
-    let api: ServerAPI
+struct PagesRoom: Sendable {
+    static let access: [String: RouteAccess.Requirement] = [
+        "GET /": .open, "GET /assets/trackme.css": .open, "GET /assets/console.js": .open, "GET /assets/leaflet/**": .open,
+        "GET /v1/console/config": .open,
+    ]
 
-    var console: ConsoleConfiguration { api.configuration.console }
+    let console: ConsoleConfiguration
 
-    func register(on router: Router<ServerRequestContext>) {
-        router.get("/") { request, _ in serve(WebPages.console, request) }
-        router.get("/assets/console.js") { request, _ in serve(WebPages.consoleScript, request) }
-        router.get("/assets/trackme.css") { request, _ in serve(WebPages.stylesheet, request) }
-        router.get("/assets/leaflet/**") { _, context in try leaflet(context.parameters.getCatchAll().joined(separator: "/")) }
-        router.get("/v1/console/config") { _, _ in
+    func routes(authenticator: Authenticator) -> RouteCollection<ServerRequestContext> {
+        let routes = RouteCollection(context: ServerRequestContext.self)
+        let doors = RouteAccess.Doors(routes: routes, mountedAt: "", access: Self.access, authenticator: authenticator)
+        doors.on(.get, "/") { request, _ in serve(WebPages.console, request) }
+        doors.on(.get, "/assets/console.js") { request, _ in serve(WebPages.consoleScript, request) }
+        doors.on(.get, "/assets/trackme.css") { request, _ in serve(WebPages.stylesheet, request) }
+        doors.on(.get, "/assets/leaflet/**") { _, context in try leaflet(context.parameters.getCatchAll().joined(separator: "/")) }
+        doors.on(.get, "/v1/console/config") { _, _ in
             try json(
                 .ok,
                 ConsoleSettings(tileURL: console.tileURL, leaflet: leafletAvailable, feedHeartbeatMilliseconds: console.feedHeartbeat.milliseconds)
             )
         }
+        return routes
     }
 
     var leafletAvailable: Bool { FileManager.default.fileExists(atPath: console.leafletDirectory + "/leaflet.js") }
