@@ -56,7 +56,10 @@ struct AccessRoom: Sendable {
             let bytes = try await RequestBody.read(request, limit: room.configuration.maxBodyBytes)
             let body = bytes.isEmpty ? CreateDispatcherRequest() : try RequestBody.decode(CreateDispatcherRequest.self, bytes)
             if let days = body.expiresInDays, !(1...3650).contains(days) { throw APIError.invalid("expires_in_days", "must be 1-3650") }
-            let credentials = try await room.administration.createDispatcher(name: body.name, lifetime: body.expiresInDays.map { .seconds($0 * 24 * 3600) })
+            let credentials = try await room.administration.createDispatcher(
+                name: body.name,
+                lifetime: body.expiresInDays.map { .seconds($0 * 24 * 3600) }
+            )
             return try json(.created, credentials)
         }
         return routes

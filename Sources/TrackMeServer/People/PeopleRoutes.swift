@@ -282,7 +282,8 @@ struct PeopleRoutes: Sendable {
         let notifier = room.services.notifier
         let authenticator = room.services.authenticator
         let personID = person.account.id
-        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: room.services.logger, name: "person stream") { writer, wakes in
+        let logger = room.services.logger
+        return EventStream.response(notifier: notifier, retryMilliseconds: 1000, logger: logger, name: "person stream") { writer, wakes in
             var cursors = startCursors
             var iterator = wakes.makeAsyncIterator()
             while !Task.isCancelled {
