@@ -12,7 +12,8 @@ import TrackMeCore
 /// (`IngestRoom`), the dispatcher's desk and feed (`AlertsRoom`), people's data (`PeopleRoom`),
 /// sessions and accounts (`AccessRoom`), care settings, contacts, runs, the fleet and the pages.
 struct ServerAPI: Sendable {
-    let store: any ServerStore
+    /// Only what `/health` and `/metrics` read: the counts and whether the database answers.
+    let store: any HallStore
     let configuration: ServerConfiguration
     let authenticator: Authenticator
     let notifier: FeedNotifier
@@ -136,4 +137,11 @@ struct ErrorBodyMiddleware: RouterMiddleware {
         metrics.recordResponse(status: response.status.code)
         return response
     }
+}
+
+/// What the hall reads of the database: counts for `/metrics`, and whether it answers and a
+/// write would succeed, for `/health`.
+protocol HallStore: Sendable {
+    func counts() async throws -> StoreCounts
+    func readiness(minimumFreeBytes: Int64) async -> StoreReadiness
 }

@@ -82,7 +82,7 @@ struct StoreCounts: Hashable, Sendable {
 /// reports, so the feed never tells of something that was rolled back and never misses what
 /// was committed.
 protocol ServerStore:
-    AccessRoomStore, AuthenticatorStore, AlertDeskStore, ContactsRoomStore, PeopleRoomStore, RaceStore, CareRoomStore,
+    AccessRoomStore, AuthenticatorStore, HallStore, AlertDeskStore, ContactsRoomStore, PeopleRoomStore, RaceStore, CareRoomStore,
     UndispatchedAlertStore, Sendable
 {
     /// A short name for logs: `sqlite:/path` or `postgres://host:port/db`.

@@ -151,18 +151,14 @@ public final class TrackMeServer: Service, Sendable {
             logger: logger,
             ingest: IngestRoom(
                 store: ingestStore,
-                configuration: configuration,
-                authenticator: authenticator,
-                notifier: notifier,
-                metrics: metrics,
-                logger: logger,
+                services: services,
                 databaseHealth: databaseHealth,
                 runs: RaceIngest(runs: runStore, store: store, logger: logger),
                 rides: rides
             ),
             alerts: AlertsRoom(store: store, services: services),
-            runs: RunsRoom(store: runStore, configuration: configuration, authenticator: authenticator, notifier: notifier, logger: logger),
-            fleet: FleetRoom(store: fleetStore, desk: rides, configuration: configuration, authenticator: authenticator),
+            runs: RunsRoom(store: runStore, services: services),
+            fleet: FleetRoom(store: fleetStore, desk: rides, services: services),
             contacts: ContactsRoom(store: store, services: services),
             care: CareRoom(store: store, services: services),
             people: PeopleRoom(

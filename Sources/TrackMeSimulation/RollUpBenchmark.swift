@@ -6,13 +6,19 @@ import TrackMeCore
 import TrackMeServer
 
 /// `trackme-sim bench rollup`: the hourly job's roll-up of the group figures (each person's day
-/// summarised from their stored readings: heart-rate bins, position cell, alerts) over `devices`
-/// wearers with `readingsPerDevice` readings each on one day, once with the readings in clear and
-/// once sealed under per-person keys (a master key file), on identical data, one after the other
-/// in the same run. A real server on loopback (SQLite); the readings go in as devices send them
-/// (`POST /v1/batches`, a thousand to a batch); the roll-up is the job's own call, timed alone.
-/// The clear roll-up is the baseline: the ratio is what opening every sealed body costs, and the
-/// time per reading says what a day of 1 Hz readings of a population would cost the job.
+/// summed from the counters intake kept for each device's day, `DeviceDay`, and the day's
+/// alerts). Three phases, one after the other in the same run:
+///
+/// - through intake: `devices` wearers send `readingsPerDevice` readings each on one day to a
+///   real server on loopback (SQLite, readings sealed under per-person keys) as devices send
+///   them (`POST /v1/batches`, a thousand to a batch); the roll-up is the job's own call, timed
+///   alone, and must summarise every wearer: the check that intake keeps the counters;
+/// - the baseline: the daily job over a seeded population of `baselinePopulation` devices
+///   (eight days of counters each, the last seven summarised again as the job does);
+/// - the population: the same over `population` devices.
+///
+/// The ratio says how the job's cost grows with the people: per device-day, population over
+/// baseline (1.0: linear).
 public enum RollUpBenchmark {
     public struct Phase: Codable, Sendable {
         public var sealed: Bool
@@ -30,33 +36,79 @@ public enum RollUpBenchmark {
         }
     }
 
+    /// The daily job over a seeded population.
+    public struct Population: Codable, Sendable {
+        public var devices: Int
+        /// Device-days the job summarised (its look-back included).
+        public var deviceDays: Int
+        public var seedSeconds: Double
+        public var rollUpSeconds: Double
+        public var microsecondsPerDeviceDay: Double
+
+        enum CodingKeys: String, CodingKey {
+            case devices
+            case deviceDays = "device_days"
+            case seedSeconds = "seed_s"
+            case rollUpSeconds = "rollup_s"
+            case microsecondsPerDeviceDay = "us_per_device_day"
+        }
+    }
+
     public struct Result: Codable, Sendable {
         public var devices: Int
         public var readingsPerDevice: Int
-        public var clear: Phase
-        public var sealed: Phase
-        /// `sealed.rollUpSeconds / clear.rollUpSeconds`.
+        public var intake: Phase
+        public var baseline: Population
+        public var population: Population
+        /// `population.microsecondsPerDeviceDay / baseline.microsecondsPerDeviceDay`.
         public var ratio: Double
 
         enum CodingKeys: String, CodingKey {
-            case devices, clear, sealed, ratio
+            case devices, intake, baseline, population, ratio
             case readingsPerDevice = "readings_per_device"
         }
     }
 
     /// One in `fixEvery` readings is a position fix (the roll-up's cell), the rest heart rate.
     static let fixEvery = 5
+    /// Days of counters seeded per device: the job summarises the last `lookBackDays` + 1.
+    static let seededDays = 8
 
-    public static func run(devices: Int, readingsPerDevice: Int) async throws -> Result {
-        let clear = try await phase(devices: devices, readingsPerDevice: readingsPerDevice, sealed: false)
-        let sealed = try await phase(devices: devices, readingsPerDevice: readingsPerDevice, sealed: true)
+    public static func run(devices: Int, readingsPerDevice: Int, baselinePopulation: Int, population: Int) async throws -> Result {
+        let intake = try await phase(devices: devices, readingsPerDevice: readingsPerDevice, sealed: true)
+        let baseline = try await seeded(devices: baselinePopulation)
+        let large = try await seeded(devices: population)
         return Result(
             devices: devices,
             readingsPerDevice: readingsPerDevice,
-            clear: clear,
-            sealed: sealed,
-            ratio: sealed.rollUpSeconds / max(clear.rollUpSeconds, 1e-9)
+            intake: intake,
+            baseline: baseline,
+            population: large,
+            ratio: large.microsecondsPerDeviceDay / max(baseline.microsecondsPerDeviceDay, 1e-9)
         )
+    }
+
+    /// The daily job over `devices` seeded devices; every one must be summarised.
+    static func seeded(devices: Int) async throws -> Population {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return try await InProcessServer.with(configure: { $0.wallClock = { now } }) { server in
+            let clock = ContinuousClock()
+            let seeding = try await clock.measure { try await server.server.seedDeviceDayPopulation(devices: devices, days: seededDays) }
+            let rollUp = try await clock.measure { try await server.server.rollUpGroupFigures() }
+            let summarised = try await server.server.plainGroupAggregate(ageFrom: 0, ageTo: 130, south: 44, west: 8, north: 47.5, east: 11, days: 2)
+            guard summarised == devices else {
+                throw ExportMemoryBenchmark.Failure("the roll-up summarised \(summarised) of \(devices) devices yesterday")
+            }
+            let deviceDays = devices * seededDays
+            let seconds = seconds(rollUp)
+            return Population(
+                devices: devices,
+                deviceDays: deviceDays,
+                seedSeconds: Self.seconds(seeding),
+                rollUpSeconds: seconds,
+                microsecondsPerDeviceDay: seconds * 1e6 / Double(deviceDays)
+            )
+        }
     }
 
     static func phase(devices: Int, readingsPerDevice: Int, sealed: Bool) async throws -> Phase {

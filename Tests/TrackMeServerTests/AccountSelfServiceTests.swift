@@ -146,13 +146,13 @@ struct AccountSelfServiceTests {
             #expect(organisation.status == 403, "the organisations' own way in is closed too: \(organisation.text)")
             #expect(Self.code(organisation) == "sign_up_closed")
             #expect(await Self.notices(s, scratch).isEmpty)
-            #expect(try await s.server.api.store.account(username: "ada") == nil)
+            #expect(try await s.server.store.account(username: "ada") == nil)
         }
         try await TestServer.with(backend) { s in
             let refused = try await signUp(s, "ada")
             #expect(refused.status == 403)
             #expect(Self.code(refused) == "sign_up_closed")
-            #expect(try await s.server.api.store.account(username: "ada") == nil)
+            #expect(try await s.server.store.account(username: "ada") == nil)
             let reset = try await s.client.send("POST", "/v1/password-reset", json: ["username": "ada"])
             #expect(reset.status == 404, "\(reset.text)")
             #expect(
@@ -265,7 +265,7 @@ struct AccountSelfServiceTests {
             var fields = try #require(ContactLink.unbase64url(parts[0]).map { String(decoding: $0, as: UTF8.self) }).split(separator: "\n").map(
                 String.init
             )
-            let erik = try #require(try await s.server.api.store.account(username: "erik"))
+            let erik = try #require(try await s.server.store.account(username: "erik"))
             fields[3] = erik.id
             let forgedPayload = ContactLink.base64url(Array(fields.joined(separator: "\n").utf8)) + "." + parts[1]
             let flipped = parts[0] + "." + String(parts[1].dropLast()) + (parts[1].hasSuffix("0") ? "1" : "0")

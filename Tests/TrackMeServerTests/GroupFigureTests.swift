@@ -167,7 +167,47 @@ struct GroupFigureTests {
         }
     }
 
-    @Test("the roll-up summarises each person's day from the stored readings, a wearer's devices together")
+    @Test(
+        "intake keeps each stored batch's day counters once (a replay or a batch with readings held already adds nothing); the roll-up reads no reading",
+        arguments: Backend.enabled
+    )
+    func dayCountersAtIntake(backend: Backend) async throws {
+        try await TestServer.with(backend) { s in
+            let token = try await s.enrol("pi-0001", age: 72)
+            s.at(60_000)
+            let wall = TestServer.startWall
+            let batch = Sample.batch(
+                "pi-0001",
+                seq: 1,
+                readings: [Sample.heartRate(seq: 1, bpm: 60, wall: wall + 1_000), Sample.fix(seq: 2, wall: wall + 2_000)]
+            )
+            #expect(try await s.send(batch, token: token).status == 200)
+            #expect(try await s.send(batch, token: token).status == 200, "the same batch again: a replay")
+            let overlapping = Sample.batch(
+                "pi-0001",
+                seq: 2,
+                readings: [Sample.heartRate(seq: 1, bpm: 60, wall: wall + 1_000), Sample.heartRate(seq: 3, bpm: 90, wall: wall + 3_000)]
+            )
+            #expect(try await s.send(overlapping, token: token).status == 200)
+            let day = GroupFigures.day(wall)
+            let counters = try await s.server.store.deviceDays(day: day)
+            #expect(counters.count == 1)
+            #expect(counters.first?.day.heartRateCount == 1)
+            #expect(counters.first?.day.heartRateSum == 60)
+            #expect(counters.first?.day.fixCount == 1)
+            // The readings gone, the roll-up still has the day: it sums the counters.
+            _ = try await s.server.store.deleteReadings(placedBefore: wall + GroupFigures.dayMilliseconds)
+            #expect(try await s.readings("pi-0001").isEmpty)
+            s.at(2 * GroupFigures.dayMilliseconds)
+            try await GroupFigureDesk(store: s.server.store, wallClock: { s.wall.now }).rollUp()
+            let totals = try await s.server.store.groupTotals(GroupFigures.Cell.atSampleFix(ageBands: 0...13, day: day))
+            #expect(totals.people == 1)
+            #expect(totals.readings == 1)
+            #expect(totals.heartRateSum == 60)
+        }
+    }
+
+    @Test("the roll-up summarises each person's day from the counters intake kept, a wearer's devices together")
     func rollUp() async throws {
         try await TestServer.with(.sqlite) { s in
             let (_, first) = try await s.wearer("ada", device: "pi-0001", age: 72)

@@ -38,6 +38,19 @@ extension PostgresServerStore {
         return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
     }
 
+    func alertRows(createdFrom from: Int64, to: Int64) async throws -> [AlertDeskRow] {
+        let rows = try await client.query(
+            """
+            SELECT a.alert_id, a.device_id, a.record, a.state, a.created_ms, a.updated_ms, a.acknowledged_ms, a.acknowledged_by,
+                a.outcome, a.resolved_ms, a.resolved_by, d.person
+            FROM alerts a JOIN devices d ON d.device_id = a.device_id
+            WHERE a.created_ms >= \(from) AND a.created_ms < \(to)
+            """,
+            logger: logger
+        )
+        return try await personKeys.readable(try await collect(rows.decode(DeskColumns.self)).map(Self.deskRow(from:)))
+    }
+
     func closedAlertRows(before: (updatedMilliseconds: Int64, alertID: String)?, limit: Int) async throws -> [AlertDeskRow] {
         // A NULL cursor switches the condition off, so one statement serves the first page and the rest.
         let beforeMilliseconds = before?.updatedMilliseconds

@@ -43,6 +43,13 @@ extension SQLiteServerStore {
         )
     }
 
+    func alertRows(createdFrom from: Int64, to: Int64) async throws -> [AlertDeskRow] {
+        let sql = "SELECT \(Self.deskColumns) FROM alerts a JOIN devices d ON d.device_id = a.device_id WHERE a.created_ms >= ? AND a.created_ms < ?"
+        return try await personKeys.readable(
+            try await pool.read { db in try Row.fetchAll(db, sql: sql, arguments: [from, to]).map(Self.deskRow(from:)) }
+        )
+    }
+
     func alertRow(id: String) async throws -> AlertDeskRow? {
         try await personKeys.readable(try await pool.read { db in try Self.deskRow(db, id: id) }.map { [$0] } ?? []).first
     }

@@ -23,14 +23,14 @@ struct FleetRoom: Sendable {
 
     private let store: any FleetStore
     private let desk: RideDesk
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
+    private let services: RoomServices
+    private var configuration: ServerConfiguration { services.configuration }
+    private var authenticator: Authenticator { services.authenticator }
 
-    init(store: any FleetStore, desk: RideDesk, configuration: ServerConfiguration, authenticator: Authenticator) {
+    init(store: any FleetStore, desk: RideDesk, services: RoomServices) {
         self.store = store
         self.desk = desk
-        self.configuration = configuration
-        self.authenticator = authenticator
+        self.services = services
     }
 
     /// The API, mounted at `path`.

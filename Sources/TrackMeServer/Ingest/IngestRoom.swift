@@ -20,11 +20,12 @@ struct IngestRoom: Sendable {
 
     private let store: any IngestStore
     private let devices: DeviceDirectory
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
-    private let notifier: FeedNotifier
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    private let services: RoomServices
+    private var configuration: ServerConfiguration { services.configuration }
+    private var authenticator: Authenticator { services.authenticator }
+    private var notifier: FeedNotifier { services.notifier }
+    private var metrics: ServerMetrics { services.metrics }
+    private var logger: Logger { services.logger }
     private let databaseHealth: DatabaseHealth
     /// Runs and the fleet follow a runner's or a taxi's newest fix from what intake stored.
     private let runs: RaceIngest
@@ -39,11 +40,7 @@ struct IngestRoom: Sendable {
 
     init(
         store: any IngestStore,
-        configuration: ServerConfiguration,
-        authenticator: Authenticator,
-        notifier: FeedNotifier,
-        metrics: ServerMetrics,
-        logger: Logger,
+        services: RoomServices,
         databaseHealth: DatabaseHealth,
         runs: RaceIngest,
         rides: RideDesk? = nil
@@ -51,13 +48,10 @@ struct IngestRoom: Sendable {
         self.rides = rides
         self.store = store
         devices = DeviceDirectory(store: store)
-        self.configuration = configuration
-        self.authenticator = authenticator
-        self.notifier = notifier
-        self.metrics = metrics
-        self.logger = logger
+        self.services = services
         self.databaseHealth = databaseHealth
         self.runs = runs
+        let configuration = services.configuration
         alertFloods = configuration.limits.alertRaisesPerDevice.map(AlertFloodGuard.init(limit:))
         batchWork = WorkPool(threads: configuration.limits.batchThreads, queueLimit: configuration.limits.batchQueue, niceness: 5)
     }
@@ -197,7 +191,8 @@ struct IngestRoom: Sendable {
             readings: rows,
             receivedMilliseconds: now,
             storeEpoch: batch.storeEpoch,
-            digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget)
+            digest: BatchDigest.digest(readings: rows, droppedByBudget: batch.droppedByBudget),
+            days: DeviceDay.days(of: batch.readings, placed: rows.map(\.placedMilliseconds))
         )
         return (batch, incoming, device)
     }

@@ -75,6 +75,9 @@ struct IncomingBatch: Sendable {
     var storeEpoch: String? = nil
     /// `BatchDigest` of the batch's content: a key replayed with another digest is a conflict.
     var digest: String? = nil
+    /// The batch's counters for the group figures, by day (`DeviceDay`): added in the batch's
+    /// transaction when every one of its readings is stored.
+    var days: [DeviceDay] = []
 }
 
 /// Why a batch was refused with 409, and the floors the device must re-base to.

@@ -44,11 +44,24 @@ final class SQLiteIngestStore: HallBackedIngestStore {
         try db.inSavepoint {
             var ingested = try ingest(batch, in: db)
             if ingested.conflict == nil { ingested.news = try news(deviceID: batch.deviceID, in: db) }
+            if ingested.conflict == nil, !ingested.replayed, ingested.stored == batch.readings.count {
+                try addDays(batch.days, deviceID: batch.deviceID, in: db)
+            }
             result = ingested
             return .commit
         }
         guard let result else { throw StoreError(code: .inconsistent, message: "batch not written") }
         return result
+    }
+
+    /// Adds a stored batch's counters to its device's days (`DeviceDay`).
+    private static func addDays(_ days: [DeviceDay], deviceID: String, in db: Database) throws {
+        guard !days.isEmpty else { return }
+        let placeholders = Array(repeating: "?", count: DeviceDay.columns.count + 2).joined(separator: ", ")
+        let statement = try db.cachedStatement(sql: DeviceDay.addSQL(rows: "VALUES (\(placeholders))"))
+        for day in days {
+            try statement.execute(arguments: StatementArguments([deviceID, day.day] + day.values.map { $0 as any DatabaseValueConvertible }))
+        }
     }
 
     /// Batches from many devices arriving together are written in one transaction, one fsync

@@ -69,27 +69,38 @@ struct GroupFigureDesk: Sendable {
     static let lookBackDays = 7
 
     /// Summarises every whole UTC day up to yesterday not summarised yet, and the last
-    /// `lookBackDays` again: one row per person and day (a person's devices together).
+    /// `lookBackDays` again: one row per person and day (a person's devices together), made of
+    /// the counters intake kept for each device's day (`DeviceDay`) and the day's alerts, never
+    /// of the readings: a day costs one row per device that sent something.
     func rollUp() async throws {
         let today = GroupFigures.day(wallClock())
         let through = try await store.rollupThroughDay()
         if let through, through >= today - 1 { return }
         let first = through.map { $0 + 1 - Self.lookBackDays } ?? (today - 60)
         guard first < today else { return }
-        let devices = try await store.devicesForRollup()
+        var owners: [String: (key: String, ageBand: Int)] = [:]
+        for device in try await store.devicesForRollup() {
+            let age = (try? StoreJSON.decode(device.person) as PersonProfile)?.age ?? 0
+            owners[device.deviceID] = (device.wearer.map { "person:\($0)" } ?? "device:\(device.deviceID)", GroupFigures.ageBand(age))
+        }
+        var alerts: [Int: [(deviceID: String, column: Int)]] = [:]
+        let from = Int64(first) * GroupFigures.dayMilliseconds
+        for row in try await store.alertRows(createdFrom: from, to: Int64(today) * GroupFigures.dayMilliseconds) {
+            guard let kind = AlertSummary(row).kind, let column = GroupFigures.alertKinds.firstIndex(of: GroupFigures.column(for: kind)) else {
+                continue
+            }
+            alerts[GroupFigures.day(row.createdMilliseconds), default: []].append((row.deviceID, column))
+        }
         for day in first..<today {
+            var counters: [String: DeviceDay] = [:]
             var byPerson: [String: PersonDay] = [:]
-            let start = Int64(day) * GroupFigures.dayMilliseconds
-            let end = start + GroupFigures.dayMilliseconds
-            for device in devices {
-                let key = device.wearer.map { "person:\($0)" } ?? "device:\(device.deviceID)"
-                let age = (try? StoreJSON.decode(device.person) as PersonProfile)?.age ?? 0
-                var summary =
-                    byPerson[key]
-                    ?? PersonDay(
-                        personKey: key,
+            func person(_ deviceID: String) -> String? {
+                guard let owner = owners[deviceID] else { return nil }
+                if byPerson[owner.key] == nil {
+                    byPerson[owner.key] = PersonDay(
+                        personKey: owner.key,
                         day: day,
-                        ageBand: GroupFigures.ageBand(age),
+                        ageBand: owner.ageBand,
                         cellLatitude: nil,
                         cellLongitude: nil,
                         heartRateCount: 0,
@@ -97,56 +108,23 @@ struct GroupFigureDesk: Sendable {
                         bins: Array(repeating: 0, count: PeopleSchema.binCount),
                         alerts: Array(repeating: 0, count: GroupFigures.alertKinds.count)
                     )
-                var latitudes: [Double] = []
-                var longitudes: [Double] = []
-                var after: Int64 = 0
-                let before = summary
-                readings: while true {
-                    let page: [StoredReadingRow]
-                    do {
-                        page = try await store.readings(
-                            ReadingQuery(
-                                deviceID: device.deviceID,
-                                fromMilliseconds: start,
-                                toMilliseconds: end,
-                                kind: nil,
-                                afterSequence: after,
-                                limit: 5000
-                            )
-                        )
-                    } catch is PersonKeyError {
-                        // A person whose readings do not open (their key damaged, or erased
-                        // meanwhile) is left out of the day's figures rather than stopping them for
-                        // everyone; their own reads answer why.
-                        summary = before
-                        latitudes = []
-                        longitudes = []
-                        break readings
-                    }
-                    for row in page {
-                        if let hr = PersonData.heartRate(row, deviceID: device.deviceID), hr.contact, hr.bpm > 0 {
-                            summary.heartRateCount += 1
-                            summary.heartRateSum += Int64(hr.bpm)
-                            summary.bins[GroupFigures.bin(of: hr.bpm)] += 1
-                        } else if let fix = PersonData.position(row, deviceID: device.deviceID) {
-                            latitudes.append(fix.latitude)
-                            longitudes.append(fix.longitude)
-                        }
-                    }
-                    guard page.count == 5000, let last = page.last else { break }
-                    after = last.sequence
                 }
-                if !latitudes.isEmpty {
-                    summary.cellLatitude = GroupFigures.cellIndex(latitudes.reduce(0, +) / Double(latitudes.count))
-                    summary.cellLongitude = GroupFigures.cellIndex(longitudes.reduce(0, +) / Double(longitudes.count))
-                }
-                for alertID in try await store.alertIDs(deviceIDs: [device.deviceID]) {
-                    guard let row = try await store.alertRow(id: alertID), row.createdMilliseconds >= start, row.createdMilliseconds < end,
-                        let kind = AlertSummary(row).kind, let index = GroupFigures.alertKinds.firstIndex(of: GroupFigures.column(for: kind))
-                    else { continue }
-                    summary.alerts[index] += 1
-                }
-                byPerson[key] = summary
+                return owner.key
+            }
+            for (deviceID, part) in try await store.deviceDays(day: day) {
+                guard let key = person(deviceID) else { continue }
+                counters[key, default: DeviceDay(day: day)].merge(part)
+            }
+            for alert in alerts[day] ?? [] {
+                guard let key = person(alert.deviceID) else { continue }
+                byPerson[key]?.alerts[alert.column] += 1
+            }
+            for (key, total) in counters {
+                byPerson[key]?.heartRateCount = total.heartRateCount
+                byPerson[key]?.heartRateSum = total.heartRateSum
+                byPerson[key]?.bins = total.bins
+                byPerson[key]?.cellLatitude = total.cell?.latitude
+                byPerson[key]?.cellLongitude = total.cell?.longitude
             }
             let days = byPerson.values.filter { $0.heartRateCount > 0 || $0.alerts.contains { $0 > 0 } || $0.cellLatitude != nil }
             try await store.upsertPersonDays(Array(days))

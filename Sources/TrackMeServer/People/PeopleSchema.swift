@@ -119,6 +119,21 @@ enum PeopleSchema {
                     """
             )
         }
+        // The group figures' counters of each device's day (`DeviceDay`), added at intake.
+        migrator.registerMigration("people-4") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_days (
+                        device_id TEXT NOT NULL,
+                        day INTEGER NOT NULL,
+                        \(DeviceDay.columns.map { "\($0) INTEGER NOT NULL DEFAULT 0" }.joined(separator: ",\n"))
+                        ,
+                        PRIMARY KEY (device_id, day)
+                    );
+                    CREATE INDEX device_days_day ON device_days (day);
+                    """
+            )
+        }
     }
 
     static var postgres: [(String, [String])] {
@@ -178,6 +193,18 @@ enum PeopleSchema {
                         device_id TEXT NOT NULL, day BIGINT NOT NULL, computed_ms BIGINT, limit_min INTEGER, limit_max INTEGER,
                         summary TEXT, late_ms BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (device_id, day))
                     """
+                ]
+            ),
+            (
+                "people-4",
+                [
+                    """
+                    CREATE TABLE device_days (
+                        device_id TEXT NOT NULL, day BIGINT NOT NULL,
+                        \(DeviceDay.columns.map { "\($0) BIGINT NOT NULL DEFAULT 0" }.joined(separator: ", ")),
+                        PRIMARY KEY (device_id, day))
+                    """,
+                    "CREATE INDEX device_days_day ON device_days (day)",
                 ]
             ),
         ]

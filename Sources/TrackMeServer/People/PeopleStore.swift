@@ -138,6 +138,13 @@ protocol PeopleStore: CarerStore, AccessLogStore, Sendable {
     /// The benchmark's population: `people` people, `days` days each from `firstDay`, generated
     /// in the database.
     func seedPersonDays(people: Int, days: Int, firstDay: Int) async throws
+    /// Every device's counters of one UTC day (`DeviceDay`).
+    func deviceDays(day: Int) async throws -> [(deviceID: String, day: DeviceDay)]
+    /// The alerts opened in `[from, to)` (ms), for the group figures' counts by kind.
+    func alertRows(createdFrom from: Int64, to: Int64) async throws -> [AlertDeskRow]
+    /// For the benchmark: `devices` enrolled devices `sim-N` of made-up people, each with
+    /// counters for `days` days from `firstDay`.
+    func seedDeviceDays(devices: Int, days: Int, firstDay: Int) async throws
 }
 
 extension PeopleStore {

@@ -363,5 +363,39 @@ extension PostgresServerStore {
         try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         try await client.query("ANALYZE person_days", logger: logger)
     }
+
+    func deviceDays(day: Int) async throws -> [(deviceID: String, day: DeviceDay)] {
+        let rows = try await client.query(
+            PostgresQuery(
+                unsafeSQL: "SELECT device_id, ARRAY[\(DeviceDay.columns.joined(separator: ", "))]::BIGINT[] FROM device_days WHERE day = $1",
+                binds: { var bindings = PostgresBindings(); bindings.append(Int64(day)); return bindings }()
+            ),
+            logger: logger
+        )
+        return try await collect(rows.decode((String, [Int64]).self)).compactMap { deviceID, values in
+            DeviceDay(day: day, values: values).map { (deviceID, $0) }
+        }
+    }
+
+    func seedDeviceDays(devices: Int, days: Int, firstDay: Int) async throws {
+        try await client.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO devices (device_id, person, enrolled_ms)
+                    SELECT 'sim-' || i, '{"name":"Sim","age":' || (20 + i % 70) || '}', 0 FROM generate_series(0, \(devices - 1)) i
+                    """
+            ),
+            logger: logger
+        )
+        let sql = """
+            INSERT INTO device_days (device_id, day, \(DeviceDay.columns.joined(separator: ", ")))
+            SELECT 'sim-' || i, \(firstDay) + j, cnt, cnt * mean,
+            \(PeopleSchema.binColumns.indices.map { "CASE WHEN LEAST(\(PeopleSchema.binCount - 1), GREATEST(0, (mean - 40) / 10)) = \($0) THEN cnt ELSE 0 END" }.joined(separator: ", ")),
+            cnt / 5, (cnt / 5) * (450 + i % 20), (cnt / 5) * (90 + (i / 20) % 20)
+            FROM (SELECT i, j, 40000 + (i * 7 + j * 13) % 40000 AS cnt, 55 + (i * 31 + j * 17) % 50 AS mean
+                  FROM generate_series(0, \(devices - 1)) i, generate_series(0, \(days - 1)) j) s
+            """
+        try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+    }
 }
 #endif

@@ -324,4 +324,37 @@ extension SQLiteServerStore {
             """
         try await pool.write { db in try db.execute(sql: sql) }
     }
+
+    func deviceDays(day: Int) async throws -> [(deviceID: String, day: DeviceDay)] {
+        let sql = "SELECT device_id, \(DeviceDay.columns.joined(separator: ", ")) FROM device_days WHERE day = ?"
+        return try await pool.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: [day]).compactMap { row -> (deviceID: String, day: DeviceDay)? in
+                let values = try DeviceDay.columns.indices.map { try row.decode(Int64.self, atIndex: $0 + 1) }
+                guard let counters = DeviceDay(day: day, values: values) else { return nil }
+                return (try row.decode(String.self, atIndex: 0), counters)
+            }
+        }
+    }
+
+    func seedDeviceDays(devices: Int, days: Int, firstDay: Int) async throws {
+        let sql = """
+            WITH RECURSIVE p(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM p WHERE i + 1 < \(devices)),
+            d(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM d WHERE j + 1 < \(days)),
+            s AS (SELECT i, j, 40000 + (i * 7 + j * 13) % 40000 AS cnt, 55 + (i * 31 + j * 17) % 50 AS mean FROM p, d)
+            INSERT INTO device_days (device_id, day, \(DeviceDay.columns.joined(separator: ", ")))
+            SELECT 'sim-' || i, \(firstDay) + j, cnt, cnt * mean,
+            \(PeopleSchema.binColumns.indices.map { "CASE WHEN MIN(\(PeopleSchema.binCount - 1), MAX(0, (mean - 40) / 10)) = \($0) THEN cnt ELSE 0 END" }.joined(separator: ", ")),
+            cnt / 5, (cnt / 5) * (450 + i % 20), (cnt / 5) * (90 + (i / 20) % 20)
+            FROM s
+            """
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE p(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM p WHERE i + 1 < \(devices))
+                    INSERT INTO devices (device_id, person, enrolled_ms) SELECT 'sim-' || i, '{"name":"Sim","age":' || (20 + i % 70) || '}', 0 FROM p
+                    """
+            )
+            try db.execute(sql: sql)
+        }
+    }
 }

@@ -7,6 +7,16 @@ extension TrackMeServer {
         try await store.setRollupThroughDay(today - 1)
     }
 
+    /// Fills the counters intake keeps (`DeviceDay`) for `devices` simulated devices of made-up
+    /// people, `days` days each ending yesterday, and marks the days before yesterday summarised:
+    /// the next roll-up does the daily job's work over that population (`trackme-sim bench
+    /// rollup --population`). Generated inside the database.
+    public func seedDeviceDayPopulation(devices: Int, days: Int) async throws {
+        let today = GroupFigures.day(configuration.wallClock())
+        try await store.seedDeviceDays(devices: devices, days: days, firstDay: today - days)
+        try await store.setRollupThroughDay(today - 2)
+    }
+
     /// What one group query over the seeded population answered, for the benchmark.
     public struct GroupQueryOutcome: Sendable {
         public var people: Int

@@ -41,18 +41,16 @@ struct RunsRoom: Sendable {
     static let healthFreshMilliseconds: Int64 = 5 * 60 * 1000
 
     private let store: any RunStore
-    private let configuration: ServerConfiguration
-    private let authenticator: Authenticator
-    private let notifier: FeedNotifier
-    private let logger: Logger
+    private let services: RoomServices
+    private var configuration: ServerConfiguration { services.configuration }
+    private var authenticator: Authenticator { services.authenticator }
+    private var notifier: FeedNotifier { services.notifier }
+    private var logger: Logger { services.logger }
     private let logged: AccessLogSpans
 
-    init(store: any RunStore, configuration: ServerConfiguration, authenticator: Authenticator, notifier: FeedNotifier, logger: Logger) {
+    init(store: any RunStore, services: RoomServices) {
         self.store = store
-        self.configuration = configuration
-        self.authenticator = authenticator
-        self.notifier = notifier
-        self.logger = logger
+        self.services = services
         logged = AccessLogSpans()
     }
 
