@@ -91,7 +91,8 @@ public enum RollUpBenchmark {
     /// The daily job over `devices` seeded devices; every one must be summarised.
     static func seeded(devices: Int) async throws -> Population {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        return try await InProcessServer.with(configure: { $0.wallClock = { now } }) { server in
+        let configure: (inout ServerConfiguration) -> Void = { $0.wallClock = { now } }
+        return try await InProcessServer.with(configure: configure) { server in
             let clock = ContinuousClock()
             let seeding = try await clock.measure { try await server.server.seedDeviceDayPopulation(devices: devices, days: seededDays) }
             let rollUp = try await clock.measure { try await server.server.rollUpGroupFigures() }

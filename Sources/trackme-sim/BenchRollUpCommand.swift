@@ -19,7 +19,12 @@ struct BenchRollUpCommand: AsyncParsableCommand {
         guard devices >= 1, readings >= 1, baseline >= 1, population >= 1 else {
             throw ValidationError("--devices, --readings, --baseline and --population must be at least 1")
         }
-        let result = try await RollUpBenchmark.run(devices: devices, readingsPerDevice: readings, baselinePopulation: baseline, population: population)
+        let result = try await RollUpBenchmark.run(
+            devices: devices,
+            readingsPerDevice: readings,
+            baselinePopulation: baseline,
+            population: population
+        )
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

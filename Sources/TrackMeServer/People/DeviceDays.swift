@@ -1,7 +1,8 @@
+import TrackMeCore
+
 #if PostgreSQL
 import PostgresNIO
 #endif
-import TrackMeCore
 
 /// One device's counters of one UTC day for the group figures (`device_days`), added up at
 /// intake from each batch it stores, in the batch's own transaction: the readings are decoded

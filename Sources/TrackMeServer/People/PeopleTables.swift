@@ -19,7 +19,11 @@ extension PersonalTables {
         // readings' cut-off.
         PersonalTable(name: "heart_rate_days", keys: [.device("device_id")], retention: [PersonalTables.retiredRule()]),
         // The counters the daily summaries above are made of: kept as long as those.
-        PersonalTable(name: "device_days", keys: [.device("device_id")], retention: [.init(kind: .groupFigures, sql: "day < ?", binds: [.cutoffDay])]),
+        PersonalTable(
+            name: "device_days",
+            keys: [.device("device_id")],
+            retention: [.init(kind: .groupFigures, sql: "day < ?", binds: [.cutoffDay])]
+        ),
         PersonalTable(
             name: "group_queries",
             retention: [.init(kind: .groupFigures, sql: "at_ms < ?")],

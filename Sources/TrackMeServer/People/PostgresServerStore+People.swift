@@ -365,10 +365,12 @@ extension PostgresServerStore {
     }
 
     func deviceDays(day: Int) async throws -> [(deviceID: String, day: DeviceDay)] {
+        var bindings = PostgresBindings()
+        bindings.append(Int64(day))
         let rows = try await client.query(
             PostgresQuery(
                 unsafeSQL: "SELECT device_id, ARRAY[\(DeviceDay.columns.joined(separator: ", "))]::BIGINT[] FROM device_days WHERE day = $1",
-                binds: { var bindings = PostgresBindings(); bindings.append(Int64(day)); return bindings }()
+                binds: bindings
             ),
             logger: logger
         )
