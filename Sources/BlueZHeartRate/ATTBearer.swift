@@ -3,7 +3,7 @@
 import Glibc
 import Synchronization
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 /// A connected ATT bearer: one PDU per message, in both directions.
 ///

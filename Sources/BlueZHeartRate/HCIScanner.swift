@@ -1,7 +1,7 @@
 import CBlueZ
 import Glibc
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 /// Why an LE scan could not run.
 public struct HCIScanError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import CBlueZ
 import Glibc
 import SystemPackage
 import TrackMeCore
+import TrackMeSystem
 
 /// Why connecting to a strap over L2CAP failed.
 public struct L2CAPConnectError: Error, Hashable, Sendable, CustomStringConvertible {

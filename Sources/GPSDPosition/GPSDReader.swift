@@ -1,8 +1,7 @@
-// Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
-import Foundation
 public import Logging
 import Synchronization
 public import TrackMeCore
+import TrackMeSystem
 
 /// Reads position from gpsd through libgps and delivers it as an `AsyncStream` of `GPSDEvent`s.
 ///

@@ -4,6 +4,7 @@ public import Logging
 import Synchronization
 import SystemPackage
 import TrackMeCore
+import TrackMeSystem
 
 /// Reads one key of a Linux input device (`/dev/input/eventN`, what `gpio-keys` and a Pi's
 /// `dtoverlay=gpio-key` give) on a thread of its own, through `CInputShim`, and delivers its
