@@ -24,8 +24,8 @@ targets += [
 // MARK: - System: the system-call layer every shell shares, and nothing else.
 
 // The one errno error and descriptor owner (SystemError.swift, on swift-system), the threads for
-// blocking calls, and the process runner (children start through swift-subprocess, never
-// Foundation's `Process`: see ProcessRunner.swift for why).
+// blocking calls, a reader thread's stop flag, and the process runner (children start through
+// swift-subprocess, never Foundation's `Process`: see ProcessRunner.swift for why).
 targets += [
     .target(
         name: "TrackMeSystem",

@@ -157,13 +157,6 @@ public struct GPSDReader: Sendable {
     }
 }
 
-/// Set once when the consumer goes away; read by the reader thread between polls.
-final class StopFlag: Sendable {
-    private let raised = Atomic<Bool>(false)
-    func raise() { raised.store(true, ordering: .releasing) }
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
-}
-
 /// The state machine shared by the supervisor and the reader thread (which never run at once,
 /// but Swift cannot see that).
 final class SharedStateMachine: Sendable {
