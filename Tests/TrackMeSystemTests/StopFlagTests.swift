@@ -4,12 +4,12 @@ import TrackMeSystem
 /// A reader thread's stop: lowered until raised, raised for good, and seen by the thread that
 /// polls it after another raised it.
 @Suite struct StopFlagTests {
-    @Test("a flag starts lowered and stays raised once raised, however often")
+    @Test("a flag starts lowered and stays raised; only the first raise reports raising it")
     func raisedForGood() {
         let stop = StopFlag()
         #expect(!stop.isRaised)
-        stop.raise()
-        stop.raise()
+        #expect(stop.raise())
+        #expect(!stop.raise())
         #expect(stop.isRaised)
     }
 
