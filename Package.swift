@@ -17,22 +17,15 @@ var targets: [Target] = []
 // MARK: - Core: domain model, wire format, SOS rules. No I/O, no dependencies of ours.
 
 targets += [
-    // swift-system: the one errno error and descriptor owner (SystemError.swift) every shell uses.
-    .target(
-        name: "TrackMeCore",
-        dependencies: [.product(name: "SystemPackage", package: "swift-system")],
-        exclude: ["WIRE.md"],
-        swiftSettings: strictSettings
-    ),
-    .testTarget(
-        name: "TrackMeCoreTests",
-        dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
-        swiftSettings: strictSettings
-    ),
+    .target(name: "TrackMeCore", exclude: ["WIRE.md"], swiftSettings: strictSettings),
+    .testTarget(name: "TrackMeCoreTests", dependencies: ["TrackMeCore"], swiftSettings: strictSettings),
 ]
 
-// The system-call layer's process runner: children start through swift-subprocess, never
-// Foundation's `Process` (see ProcessRunner.swift for why).
+// MARK: - System: the system-call layer every shell shares, and nothing else.
+
+// The one errno error and descriptor owner (SystemError.swift, on swift-system), the threads for
+// blocking calls, a reader thread's stop flag, and the process runner (children start through
+// swift-subprocess, never Foundation's `Process`: see ProcessRunner.swift for why).
 targets += [
     .target(
         name: "TrackMeSystem",
@@ -77,7 +70,7 @@ targets += [
     .target(
         name: "BlueZHeartRate",
         dependencies: [
-            "TrackMeCore", "CBlueZ",
+            "TrackMeCore", "TrackMeSystem", "CBlueZ",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ],
@@ -116,14 +109,14 @@ targets += [
     .target(
         name: "GPSDPosition",
         dependencies: [
-            "CGPSShim", "TrackMeCore",
+            "CGPSShim", "TrackMeCore", "TrackMeSystem",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings
     ),
     .target(
         name: "GPSDTestSupport",
-        dependencies: ["TrackMeCore", .product(name: "SystemPackage", package: "swift-system")],
+        dependencies: ["TrackMeCore", "TrackMeSystem", .product(name: "SystemPackage", package: "swift-system")],
         swiftSettings: strictSettings
     ),
     .testTarget(
@@ -158,7 +151,7 @@ targets += [
     .target(
         name: "EdgeSync",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "GzipCodec", "CCurlShim",
+            "TrackMeCore", "TrackMeSystem", "EdgeStore", "GzipCodec", "CCurlShim",
             .product(name: "Logging", package: "swift-log"),
         ],
         swiftSettings: strictSettings

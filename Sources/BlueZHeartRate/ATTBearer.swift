@@ -1,9 +1,8 @@
 // Data path, step 1 (heart rate): HCI scan, ATT client over an L2CAP LE socket, Heart Rate Measurement decoding, reconnects.
 
 import Glibc
-import Synchronization
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 /// A connected ATT bearer: one PDU per message, in both directions.
 ///
@@ -39,7 +38,7 @@ public final class SeqPacketBearer: ATTBearer {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .bufferingNewest(512))
         incoming = stream
         let stopping = self.stopping
-        continuation.onTermination = { _ in stopping.stop() }
+        continuation.onTermination = { _ in stopping.raise() }
         BlockingThreads.shared.start { [descriptor] in
             Self.receiveLoop(descriptor: descriptor, stopping: stopping, continuation: continuation)
         }
@@ -68,10 +67,10 @@ public final class SeqPacketBearer: ATTBearer {
         }
     }
 
-    deinit { stopping.stop() }
+    deinit { stopping.raise() }
 
     public func close() {
-        stopping.stop()
+        stopping.raise()
         // Shut down now so the peer sees the hang-up at once; the receive thread closes the fd.
         _ = try? descriptor.withOpen("shutdown") { (fd) throws(SystemError) in _ = shutdown(fd.rawValue, Int32(SHUT_RDWR)) }
     }
@@ -100,7 +99,7 @@ public final class SeqPacketBearer: ATTBearer {
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
-        while !stopping.isStopped {
+        while !stopping.isRaised {
             let events = try descriptor.poll(Int16(POLLIN), timeoutMilliseconds: pollSlice)
             if events == 0 { continue }
             if events & Int16(POLLIN) != 0 {
@@ -138,11 +137,4 @@ extension FileDescriptor {
         try SystemError.retrying("getsockopt(SO_ERROR)") { getsockopt(rawValue, SOL_SOCKET, SO_ERROR, &error, &length) }
         return error
     }
-}
-
-/// A flag one side sets and a polling thread reads.
-final class StopFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-    var isStopped: Bool { value.load(ordering: .relaxed) }
-    func stop() { value.store(true, ordering: .relaxed) }
 }

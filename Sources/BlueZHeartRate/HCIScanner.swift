@@ -1,7 +1,7 @@
 import CBlueZ
 import Glibc
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 /// Why an LE scan could not run.
 public struct HCIScanError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -49,7 +49,7 @@ public enum HCIScanner {
     public static func reports(adapter: String?) -> AsyncThrowingStream<AdvertisingReport, any Error> {
         let (stream, continuation) = AsyncThrowingStream<AdvertisingReport, any Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let stop = StopFlag()
-        continuation.onTermination = { _ in stop.stop() }
+        continuation.onTermination = { _ in stop.raise() }
         BlockingThreads.shared.start {
             do {
                 try scanLoop(adapter: adapter, stop: stop) { continuation.yield($0) }
@@ -99,7 +99,7 @@ public enum HCIScanner {
         try SystemError.retrying("fcntl(F_SETFL)") { fcntl(dd, F_SETFL, flags | O_NONBLOCK) }
 
         var buffer = [UInt8](repeating: 0, count: Int(HCI_MAX_EVENT_SIZE) + 1)
-        while !stop.isStopped {
+        while !stop.isRaised {
             guard try hci.poll(Int16(POLLIN), timeoutMilliseconds: SeqPacketBearer.pollSlice, call: "poll(hci)") != 0 else { continue }
             guard let count = try readAvailable(hci, into: &buffer) else { continue }
             // A report that does not parse is one device's problem, not the scan's.

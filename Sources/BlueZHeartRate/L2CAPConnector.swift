@@ -2,6 +2,7 @@ import CBlueZ
 import Glibc
 import SystemPackage
 import TrackMeCore
+import TrackMeSystem
 
 /// Why connecting to a strap over L2CAP failed.
 public struct L2CAPConnectError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -42,7 +43,7 @@ public enum L2CAPConnector {
                     try connect(adapter: adapter, address: address, addressType: addressType, timeout: timeout, stop: stop)
                 }
             } onCancel: {
-                stop.stop()
+                stop.raise()
             }
             return StrapConnector.Connection(bearer: bearer, address: address)
         }
@@ -138,7 +139,7 @@ public enum L2CAPConnector {
     private static func waitConnected(_ descriptor: FileDescriptor, address: BluetoothAddress, timeout: Duration, stop: StopFlag) throws {
         let slices = max(1, Int(timeout.milliseconds) / Int(SeqPacketBearer.pollSlice))
         for _ in 0..<slices {
-            if stop.isStopped { throw CancellationError() }
+            if stop.isRaised { throw CancellationError() }
             let events = try descriptor.poll(Int16(POLLOUT), timeoutMilliseconds: SeqPacketBearer.pollSlice, call: "poll(connect)")
             if events == 0 { continue }
             let error = Errno(rawValue: try descriptor.pendingSocketError())

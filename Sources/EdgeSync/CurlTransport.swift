@@ -4,6 +4,7 @@ import CCurlShim
 public import Foundation
 import Synchronization
 import TrackMeCore
+import TrackMeSystem
 
 /// How the agent checks the server it sends to (`server.ca_file`, `server.pin_sha256`).
 public struct ServerTrust: Hashable, Sendable {

@@ -1,8 +1,7 @@
-// Foundation only for `Thread`: the blocking libgps loop needs a thread of its own.
-import Foundation
 public import Logging
 import Synchronization
 public import TrackMeCore
+import TrackMeSystem
 
 /// Reads position from gpsd through libgps and delivers it as an `AsyncStream` of `GPSDEvent`s.
 ///
@@ -156,13 +155,6 @@ public struct GPSDReader: Sendable {
             return error
         }
     }
-}
-
-/// Set once when the consumer goes away; read by the reader thread between polls.
-final class StopFlag: Sendable {
-    private let raised = Atomic<Bool>(false)
-    func raise() { raised.store(true, ordering: .releasing) }
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
 }
 
 /// The state machine shared by the supervisor and the reader thread (which never run at once,

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 public import Foundation
-import Synchronization
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +12,7 @@ import Glibc
 public final class LogFeedServer: Sendable {
     public let port: Int
     private let listener: OwnedFileDescriptor
-    private let stopped = StoppedFlag()
+    private let stopped = StopFlag()
 
     /// Listens on 127.0.0.1 on a free port and serves `bytes` to each connection.
     public init(bytes: [UInt8]) throws(GPSDTestSupportError) {
@@ -33,16 +32,16 @@ public final class LogFeedServer: Sendable {
 
     /// Stops accepting; the accept thread ends. Idempotent.
     public func stop() {
-        guard !stopped.value.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard stopped.raise() else { return }
         // shutdown wakes the thread blocked in accept; the thread then closes the listener.
         _ = try? listener.withOpen("shutdown") { (fd) throws(SystemError) in shutdown(fd.rawValue, Int32(SHUT_RDWR)) }
     }
 
-    private static func serve(listener owner: OwnedFileDescriptor, bytes: [UInt8], stopped: StoppedFlag) {
+    private static func serve(listener owner: OwnedFileDescriptor, bytes: [UInt8], stopped: StopFlag) {
         defer { owner.close() }
         // Only this thread closes the listener, so the snapshot stays valid.
         guard let listener = owner.descriptor else { return }
-        while !stopped.value.load(ordering: .acquiring) {
+        while !stopped.isRaised {
             guard let accepted = try? SystemError.retrying("accept", { accept(listener.rawValue, nil, nil) }) else { break }
             let client = FileDescriptor(rawValue: accepted)
             // A gpsd spawned by a parallel test must not inherit this connection: it would keep
@@ -90,9 +89,4 @@ public final class LogFeedServer: Sendable {
         }
         return output + endOfLogMarker
     }
-}
-
-/// Shared between the server and its accept thread.
-final class StoppedFlag: Sendable {
-    let value = Atomic<Bool>(false)
 }

@@ -32,10 +32,8 @@ strip_imports() { # file -> stdout, without imports of our own modules
     sed -E '/^(public |package )?import (TrackMeCore|CBlueZ|CZlib|Glibc|Logging|GRDB|EdgeDispatch)$/d' "$1"
 }
 
-core() { # dir: TrackMeCore's sources without its system-call layer (SystemError.swift needs swift-system)
-    for f in "$root"/Sources/TrackMeCore/*.swift; do
-        [ "$(basename "$f")" = SystemError.swift ] || cp "$f" "$1/"
-    done
+core() { # dir: TrackMeCore's sources (no system calls, no dependencies)
+    cp "$root"/Sources/TrackMeCore/*.swift "$1/"
 }
 
 sources() { # name: copies the target's sources into $out/name/src

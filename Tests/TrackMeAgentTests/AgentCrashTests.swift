@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 @testable import TrackMeAgent
 

@@ -3,6 +3,7 @@ import Testing
 import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -6,6 +6,7 @@ import Testing
 import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 /// The whole agent as a child process: `trackme-agent run` with the simulated strap (socket-pair
 /// transport replaying a real trace), a real gpsd fed a recorded receiver log, and the real

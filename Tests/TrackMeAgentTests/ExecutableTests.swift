@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeAgent
 

@@ -4,7 +4,7 @@ import Prometheus
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Testing
-import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeAgent
 

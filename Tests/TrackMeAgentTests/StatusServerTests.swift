@@ -5,6 +5,7 @@ import ServiceLifecycleTestKit
 import SystemPackage
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeAgent
 

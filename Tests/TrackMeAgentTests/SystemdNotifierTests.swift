@@ -4,6 +4,7 @@ import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeAgent
 

@@ -2,6 +2,7 @@ import Foundation
 import ServiceLifecycle
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 

@@ -1,5 +1,5 @@
 import Foundation
-import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
-import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 

@@ -1,9 +1,9 @@
 import CInputShim
 import Foundation
 public import Logging
-import Synchronization
 import SystemPackage
 import TrackMeCore
+import TrackMeSystem
 
 /// Reads one key of a Linux input device (`/dev/input/eventN`, what `gpio-keys` and a Pi's
 /// `dtoverlay=gpio-key` give) on a thread of its own, through `CInputShim`, and delivers its
@@ -31,7 +31,7 @@ public struct ButtonReader: Sendable {
 
     public func events() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
-        let stop = ButtonStopFlag()
+        let stop = StopFlag()
         continuation.onTermination = { _ in stop.raise() }
         let reader = self
         BlockingThreads.shared.start {
@@ -42,7 +42,7 @@ public struct ButtonReader: Sendable {
     }
 
     /// The blocking loop: open, read until the device fails or `stop`; again after a pause.
-    private func loop(stop: ButtonStopFlag, deliver: (Event) -> Void) {
+    private func loop(stop: StopFlag, deliver: (Event) -> Void) {
         let pollMilliseconds = Int32(clamping: pollInterval.milliseconds)
         var failing = false
         while !stop.isRaised {
@@ -91,7 +91,7 @@ public struct ButtonReader: Sendable {
         }
     }
 
-    private func pause(stop: ButtonStopFlag) {
+    private func pause(stop: StopFlag) {
         var left = reopenInterval
         while left > .zero, !stop.isRaised {
             let step = min(left, pollInterval)
@@ -104,11 +104,4 @@ public struct ButtonReader: Sendable {
     private static func describe(_ negativeErrno: Int32) -> String {
         Errno(rawValue: -negativeErrno).description
     }
-}
-
-/// Set once when the consumer goes away; read by the reader thread between polls.
-final class ButtonStopFlag: Sendable {
-    private let raised = Atomic<Bool>(false)
-    func raise() { raised.store(true, ordering: .releasing) }
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
 }

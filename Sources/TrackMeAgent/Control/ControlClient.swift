@@ -1,4 +1,5 @@
 import TrackMeCore
+import TrackMeSystem
 
 /// The CLI's side of the control socket: one connection, one request, one response.
 public enum ControlClient {

@@ -3,6 +3,7 @@ import Foundation
 public import Logging
 public import ServiceLifecycle
 import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc

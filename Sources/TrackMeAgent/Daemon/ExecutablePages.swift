@@ -2,7 +2,7 @@ import Foundation
 public import Logging
 public import ServiceLifecycle
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc

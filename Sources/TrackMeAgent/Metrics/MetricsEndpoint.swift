@@ -3,7 +3,7 @@ import Foundation
 public import Logging
 public import Prometheus
 public import ServiceLifecycle
-import TrackMeCore
+import TrackMeSystem
 
 /// A small HTTP/1.1 server on 127.0.0.1 that serves `GET /metrics` in the Prometheus text
 /// format, from a `PrometheusCollectorRegistry`.

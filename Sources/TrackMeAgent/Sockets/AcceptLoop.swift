@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import TrackMeCore
+import TrackMeSystem
 
 /// Accepts connections on a listening socket from a dedicated thread and yields them as an
 /// `AsyncStream`.

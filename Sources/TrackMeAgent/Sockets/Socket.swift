@@ -1,5 +1,5 @@
 import SystemPackage
-import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +23,7 @@ private let socketCloseOnExec = SOCK_CLOEXEC
 ///
 /// The thin wrapper over the POSIX socket calls the status server, the metrics endpoint, the
 /// systemd notifier and the CLI client share: every `-1` becomes a `SocketError` here (through
-/// TrackMeCore's `SystemError.retrying`, which retries `EINTR`), and no C type leaves this file.
+/// TrackMeSystem's `SystemError.retrying`, which retries `EINTR`), and no C type leaves this file.
 /// All calls block; callers run them on a thread of their own, never on the cooperative pool.
 package final class Socket: Sendable {
     private let owner: OwnedFileDescriptor

@@ -1,5 +1,5 @@
 public import SystemPackage
-public import TrackMeCore
+public import TrackMeSystem
 
 /// A failed socket operation: what went wrong and what the socket was for. A failed system call
 /// (`.systemCall`, `.timedOut`) carries the project's one errno error, `SystemError`, whose call

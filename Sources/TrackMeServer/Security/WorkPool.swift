@@ -1,5 +1,6 @@
 import Synchronization
 import TrackMeCore
+import TrackMeSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import TrackMeCore
+import TrackMeSystem
 
 /// Blocking calls run on kept OS threads: off the calling thread, as many at once as there are
 /// calls, and one after another on the same few threads rather than a new thread per call.

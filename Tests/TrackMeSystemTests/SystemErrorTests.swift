@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 import SystemPackage
 import Testing
-import TrackMeCore
+import TrackMeSystem
 
 /// The one system-call layer: EINTR is retried in `SystemError.retrying`, every other errno
 /// becomes a `SystemError` that names the call, and an owned descriptor closes once.

@@ -1,5 +1,5 @@
-// Data path: the system-call layer every step's shell shares (BLE sockets of step 1, the agent's
-// sockets, LED and button files of step 3, the test feeds); types and one retry loop, no I/O of its own.
+// The system-call layer every shell shares (BLE sockets, the agent's sockets, LED and button
+// files, the test feeds): types and one retry loop, no I/O of its own.
 
 import Synchronization
 public import SystemPackage
