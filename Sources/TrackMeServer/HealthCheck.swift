@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import TrackMeCore
 
-extension ServerAPI {
+extension ServerHall {
     /// `/health`: 200 `ok` only when the database answers and a write would succeed now; 503
     /// `degraded` with the reasons otherwise, or `database_damaged` with what to do.
     func healthResponse() async throws -> Response {

@@ -6,6 +6,6 @@ extension TrackMeServer {
     /// requests through it (`InProcessRouter`). What only a listening server has (the
     /// connection guard, TLS, the periodic jobs) is not there.
     public func inProcessResponder() -> RouterResponder<ServerRequestContext> {
-        api.makeRouter().buildResponder()
+        hall.makeRouter().buildResponder()
     }
 }

@@ -25,7 +25,7 @@ public final class TrackMeServer: Service, Sendable {
     let ingestStore: any IngestStore
     /// The runs room's store (and `RaceIngest`'s, which follows runners from intake).
     let runStore: any RunStore
-    let api: ServerAPI
+    let hall: ServerHall
     let logger: Logger
     private let announcement = PortAnnouncement()
     /// The certificate new connections get; nil for plain HTTP on loopback.
@@ -141,7 +141,7 @@ public final class TrackMeServer: Service, Sendable {
             wallClock: configuration.wallClock
         )
         let services = RoomServices(configuration: configuration, authenticator: authenticator, notifier: notifier, metrics: metrics, logger: logger)
-        api = ServerAPI(
+        hall = ServerHall(
             store: store,
             configuration: configuration,
             authenticator: authenticator,
@@ -187,7 +187,7 @@ public final class TrackMeServer: Service, Sendable {
         // A database that opens and migrates may still be damaged inside (a flipped page):
         // checked once at start, reported by /health and /metrics, and ingest is refused.
         if let problem = await store.integrityProblem() {
-            api.databaseHealth.databaseProblem = problem
+            hall.databaseHealth.databaseProblem = problem
             logger.error(
                 "database failed its integrity check; ingest refused",
                 metadata: ["server.store": "\(store.displayName)", "server.problem": "\(problem)", "server.todo": "\(DatabaseHealth.whatToDo)"]
@@ -203,7 +203,7 @@ public final class TrackMeServer: Service, Sendable {
         let logger = self.logger
         let announcement = self.announcement
         let storeDescription = self.storeDescription
-        let api = self.api
+        let hall = self.hall
         let scheme = certificates == nil ? "http" : "https"
         var jobs: [any Service] = [
             PeriodicJob(interval: configuration.silenceCheckInterval, clock: configuration.clock, logger: logger) { [self] in
@@ -222,13 +222,13 @@ public final class TrackMeServer: Service, Sendable {
             // A wall-clock tick, not a business schedule: finds feed events other instances
             // appended and sends each stream its heartbeat.
             PeriodicJob(interval: configuration.console.feedHeartbeat, clock: configuration.feedTickClock, logger: logger) {
-                api.notifier.notify(.tick)
+                hall.notifier.notify(.tick)
             },
         ]
         // Several instances on one PostgreSQL: another instance's append wakes this one's
         // streams through the database's notifications, not the 5 s tick.
         if let following = store as? any FeedFollowing {
-            jobs.append(FeedListener(store: following, notifier: api.notifier, clock: ContinuousClock(), logger: logger))
+            jobs.append(FeedListener(store: following, notifier: hall.notifier, clock: ContinuousClock(), logger: logger))
         }
         if configuration.console.contactNotifierCommand != nil {
             jobs.append(
@@ -238,8 +238,8 @@ public final class TrackMeServer: Service, Sendable {
             )
         }
         let application = Application(
-            router: api.makeRouter(),
-            server: ServerChannels.builder(limits: configuration.limits, metrics: api.metrics, tls: certificates),
+            router: hall.makeRouter(),
+            server: ServerChannels.builder(limits: configuration.limits, metrics: hall.metrics, tls: certificates),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: nil,
@@ -263,12 +263,12 @@ public final class TrackMeServer: Service, Sendable {
             try await application.run()
         } catch {
             announcement.fail(error)
-            api.notifier.finishAll()
+            hall.notifier.finishAll()
             try? await store.close()
             throw error
         }
         announcement.fail(CancellationError())
-        api.notifier.finishAll()
+        hall.notifier.finishAll()
         try await store.close()
     }
 
@@ -310,8 +310,8 @@ public final class TrackMeServer: Service, Sendable {
             nowMilliseconds: now
         )
         if !silenced.isEmpty {
-            api.metrics.devicesSilenced.increment(by: silenced.count)
-            api.notifier.notify()
+            hall.metrics.devicesSilenced.increment(by: silenced.count)
+            hall.notifier.notify()
             logger.info("devices silent", metadata: ["server.devices": "\(silenced.joined(separator: ","))"])
         }
         return silenced
@@ -328,12 +328,12 @@ public final class TrackMeServer: Service, Sendable {
         switch decision {
         case .refuse(let ahead):
             let reason = "wall clock \(ahead / 1000) s ahead of the last trusted time; retention deletes nothing until it is corrected"
-            api.databaseHealth.retentionRefusal = reason
-            api.metrics.retentionRefusals.increment()
+            hall.databaseHealth.retentionRefusal = reason
+            hall.metrics.retentionRefusals.increment()
             logger.warning("retention refused: the wall clock jumped ahead", metadata: ["server.ahead_ms": "\(ahead)"])
             return [:]
         case .act:
-            api.databaseHealth.retentionRefusal = nil
+            hall.databaseHealth.retentionRefusal = nil
             try await store.setTrustedWallTime(wall)
         }
         var deleted: [PersonalDataKind: Int] = [:]
@@ -341,7 +341,7 @@ public final class TrackMeServer: Service, Sendable {
             let count = try await store.applyRetention(cutoff, nowMilliseconds: wall)
             deleted[cutoff.kind] = count
             if count > 0 {
-                api.metrics.recordRetention(cutoff.kind, deleted: count)
+                hall.metrics.recordRetention(cutoff.kind, deleted: count)
                 logger.info("retention deleted", metadata: ["server.kind": "\(cutoff.kind.rawValue)", "server.deleted": "\(count)"])
             }
         }

@@ -263,7 +263,7 @@ struct ConsentPathTests {
     )
     func everyRouteUnderThePolicy(backend: Backend) async throws {
         try await TestServer.with(backend) { s in
-            let routes = s.server.api.makeRouter().routes.map { "\($0.method) \($0.path)" }
+            let routes = s.server.hall.makeRouter().routes.map { "\($0.method) \($0.path)" }
             #expect(routes.count > 60)
             let undeclared = routes.filter { RouteAccess.table[$0] == nil }
             #expect(undeclared.isEmpty, "routes without a declared access requirement: \(undeclared)")

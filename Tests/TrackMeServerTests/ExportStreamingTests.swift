@@ -27,11 +27,11 @@ struct ExportStreamingTests {
             let session = try await s.signIn("ada")
             let span = "from=\(Self.t0)&to=\(Self.t0 + 86_400_000)"
 
-            #expect(s.server.api.people.heavyWork.threadsStarted == 0)
+            #expect(s.server.hall.people.heavyWork.threadsStarted == 0)
             let csv = try await s.page("GET", "/v1/people/me/export?format=csv&\(span)", session)
             #expect(csv.status == 200)
             // Decoded on the heavy requests' own threads, not the pool that takes alerts in.
-            #expect(s.server.api.people.heavyWork.threadsStarted >= 1)
+            #expect(s.server.hall.people.heavyWork.threadsStarted >= 1)
             // Written while read: no length known up front.
             #expect(csv.headers["content-length"] == nil)
             let rows = csv.text.split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }

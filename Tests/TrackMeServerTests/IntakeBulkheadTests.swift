@@ -20,7 +20,7 @@ struct IntakeBulkheadTests {
         try await TestServer.with(backend, limits: limits) { s in
             let alerter = try await s.enrol("pi-alert")
             let syncer = try await s.enrol("pi-sync")
-            let batchWork = s.server.api.ingest.batchWork
+            let batchWork = s.server.hall.ingest.batchWork
             // The one batch thread, held by work that waits for the test.
             let release = DispatchSemaphore(value: 0)
             let holder = Task { try await batchWork.run(busy: IngestRoom.batchesBusy) { release.wait() } }

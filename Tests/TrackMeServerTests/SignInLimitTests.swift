@@ -99,8 +99,8 @@ struct SignInLimitTests {
             #expect(statuses.allSatisfy { $0 == 401 || $0 == 503 }, "\(statuses)")
             #expect(statuses.contains(503), "\(statuses)")
             #expect(statuses.filter { $0 == 401 }.count >= 4)
-            #expect(s.server.api.access.passwords.pool.threadsStarted == 1)
-            #expect(s.server.api.access.passwords.inFlight == 0)
+            #expect(s.server.hall.access.passwords.pool.threadsStarted == 1)
+            #expect(s.server.hall.access.passwords.inFlight == 0)
         }
     }
 }

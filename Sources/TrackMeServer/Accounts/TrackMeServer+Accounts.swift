@@ -12,7 +12,7 @@ extension TrackMeServer {
             username: username,
             displayName: displayName,
             role: dispatcher ? .dispatcher : .admin,
-            passwordHash: try await api.access.passwords.hash(password),
+            passwordHash: try await hall.access.passwords.hash(password),
             disabled: false,
             createdMilliseconds: configuration.wallClock()
         )
@@ -63,9 +63,9 @@ extension TrackMeServer {
     /// Waits for every run of the account notifier started so far (tests; the runs are off the
     /// request so that answers do not tell which accounts exist).
     func accountNoticesSettled() async {
-        await api.access.signInGuard.notices.settle()
+        await hall.access.signInGuard.notices.settle()
     }
 
     /// How many clients follow the dispatcher feed now (a console that is open).
-    public var feedFollowers: Int { api.notifier.subscriberCount }
+    public var feedFollowers: Int { hall.notifier.subscriberCount }
 }

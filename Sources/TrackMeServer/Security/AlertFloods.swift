@@ -24,7 +24,7 @@ extension FeedKind {
     static let alertFlood = "alert_flood"
 }
 
-extension ServerAPI {
+extension ServerHall {
     /// `/metrics` tells how many devices, readings and alerts there are: loopback peers (a
     /// Prometheus on the same host) may read it, anyone else needs the admin token.
     func authorizeMetrics(_ request: Request, context: ServerRequestContext) async throws {

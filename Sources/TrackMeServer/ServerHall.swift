@@ -11,7 +11,7 @@ import TrackMeCore
 /// the rooms mounted behind it, each with its own store and doors declared once: device intake
 /// (`IngestRoom`), the dispatcher's desk and feed (`AlertsRoom`), people's data (`PeopleRoom`),
 /// sessions and accounts (`AccessRoom`), care settings, contacts, runs, the fleet and the pages.
-struct ServerAPI: Sendable {
+struct ServerHall: Sendable {
     /// Only what `/health` and `/metrics` read: the counts and whether the database answers.
     let store: any HallStore
     let configuration: ServerConfiguration
