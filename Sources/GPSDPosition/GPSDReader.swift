@@ -69,7 +69,7 @@ public struct GPSDReader: Sendable {
     }
 
     private func supervise(continuation: AsyncStream<GPSDEvent>.Continuation, stop: StopFlag) async {
-        let elapsed = ElapsedTime.starting(on: clock)
+        let elapsed = Stopwatch(clock)
         let machine = SharedStateMachine(
             GPSDStateMachine(backoff: configuration.backoff, reconnects: configuration.reconnects)
         )
@@ -83,7 +83,7 @@ public struct GPSDReader: Sendable {
                 stop: stop
             )
             if stop.isRaised { break }
-            let (events, retryIn) = machine.receive(.connectionEnded(ended), now: elapsed.now)
+            let (events, retryIn) = machine.receive(.connectionEnded(ended), now: elapsed.elapsed)
             for event in events { continuation.yield(event) }
             logger.info(
                 "gpsd connection ended",
@@ -105,7 +105,7 @@ public struct GPSDReader: Sendable {
     /// Runs one connection on a thread of its own (`BlockingThreads`); returns why it ended.
     private func runConnectionThread(
         machine: SharedStateMachine,
-        elapsed: ElapsedTime,
+        elapsed: Stopwatch,
         continuation: AsyncStream<GPSDEvent>.Continuation,
         stop: StopFlag
     ) async -> GPSDError {
@@ -122,7 +122,7 @@ public struct GPSDReader: Sendable {
                     stop: stop,
                     logger: logger
                 ) { input in
-                    let (events, _) = machine.receive(input, now: elapsed.now)
+                    let (events, _) = machine.receive(input, now: elapsed.elapsed)
                     for event in events { continuation.yield(event) }
                 }
                 done.resume(returning: ended)
@@ -165,17 +165,4 @@ final class SharedStateMachine: Sendable {
     func receive(_ input: GPSDStateMachine.Input, now: Duration) -> (events: [GPSDEvent], retryIn: Duration?) {
         machine.withLock { $0.receive(input, now: now) }
     }
-}
-
-/// Time on an injected clock since a start, without exposing the clock's instant type.
-struct ElapsedTime: Sendable {
-    private let read: @Sendable () -> Duration
-
-    static func starting(on clock: any Clock<Duration>) -> ElapsedTime { opened(clock) }
-
-    private static func opened<C: Clock>(_ clock: C) -> ElapsedTime where C.Duration == Swift.Duration {
-        let start = clock.now
-        return ElapsedTime(read: { start.duration(to: clock.now) })
-    }
-    var now: Duration { read() }
 }
