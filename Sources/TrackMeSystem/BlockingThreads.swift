@@ -28,11 +28,17 @@ public final class BlockingThreads: @unchecked Sendable {
     /// Threads alive at once; calls beyond them wait their turn (CPU-bound work such as
     /// password hashing, which must not take more of the machine than this).
     public let maxThreads: Int
-    // `@unchecked Sendable` is sound: `jobs`, `idle`, `started` and `alive` are only touched
-    // under `condition`.
+    // `@unchecked Sendable` is sound: `jobs`, `idle`, `finishing`, `started` and `alive` are
+    // only touched under `condition`.
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    /// A job does its blocking work and returns what tells its caller it is done, which its
+    /// thread runs once it counts itself free again (`finishing`).
+    private typealias Job = @Sendable () -> (@Sendable () -> Void)?
+    private var jobs: [Job] = []
     private var idle = 0
+    /// Threads whose job is done and that look for the next one before they wait: the caller
+    /// told by one of them may call again at once, and its job is theirs, not a new thread's.
+    private var finishing = 0
     private var started = 0
     private var alive = 0
 
@@ -44,12 +50,14 @@ public final class BlockingThreads: @unchecked Sendable {
     /// Runs a blocking `body` on one of these threads and awaits its result.
     public func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
-            start {
+            enqueue {
+                let result: Result<T, E>
                 do throws(E) {
-                    continuation.resume(returning: .success(try body()))
+                    result = .success(try body())
                 } catch {
-                    continuation.resume(returning: .failure(error))
+                    result = .failure(error)
                 }
+                return { continuation.resume(returning: result) }
             }
         }
         return try result.get()
@@ -57,11 +65,18 @@ public final class BlockingThreads: @unchecked Sendable {
 
     /// Starts `body` on one of these threads and returns at once.
     public func start(_ body: @escaping @Sendable () -> Void) {
+        enqueue {
+            body()
+            return nil
+        }
+    }
+
+    private func enqueue(_ job: @escaping Job) {
         condition.lock()
-        jobs.append(body)
-        // Each idle thread takes one job; a job beyond them needs a thread of its own, unless
-        // `maxThreads` are alive: then a busy one takes it when done.
-        let needsThread = jobs.count > idle && alive < maxThreads
+        jobs.append(job)
+        // Each idle or finishing thread takes one job; a job beyond them needs a thread of its
+        // own, unless `maxThreads` are alive: then a busy one takes it when done.
+        let needsThread = jobs.count > idle + finishing && alive < maxThreads
         if needsThread {
             started += 1
             alive += 1
@@ -105,7 +120,7 @@ public final class BlockingThreads: @unchecked Sendable {
             alive -= 1
             let job = jobs.isEmpty ? nil : jobs.removeFirst()
             condition.unlock()
-            job?()
+            job?()?()
         }
     }
 
@@ -117,8 +132,15 @@ public final class BlockingThreads: @unchecked Sendable {
             if !jobs.isEmpty {
                 let job = jobs.removeFirst()
                 condition.unlock()
-                job()
+                let done = job()
                 condition.lock()
+                if let done {
+                    finishing += 1
+                    condition.unlock()
+                    done()
+                    condition.lock()
+                    finishing -= 1
+                }
                 continue
             }
             if idle >= keptIdle { break }

@@ -25,9 +25,11 @@ import TrackMeSystem
         let threads = BlockingThreads(keptIdle: 2)
         var seen = Set<UInt>()
         for _ in 0..<200 { seen.insert(await threads.run { UInt(pthread_self()) }) }
-        // Without keeping, 200 calls start 200 threads.
-        #expect(threads.threadsStarted <= 5)
-        #expect(seen.count <= threads.threadsStarted)
+        // Without keeping, 200 calls start 200 threads. A call's thread counts itself free
+        // before its caller hears back, so the next call is its, not a new thread's, however
+        // busy the machine: one thread for all of them.
+        #expect(threads.threadsStarted == 1)
+        #expect(seen.count == 1)
     }
 
     /// Blocks each arriving thread until `count` have arrived (or the deadline passes).
