@@ -68,15 +68,8 @@ struct AccessRoom: Sendable {
 
 /// What the access room reads and writes: accounts, sessions and account links, tokens, and
 /// the devices an admin enrols (with their first care settings).
-protocol AccessRoomStore: AccountStore, TokenLifecycleStore, Sendable {
+protocol AccessRoomStore: AccountStore, TokenLifecycleStore, CareSettingsStore, Sendable {
     func insertToken(_ token: StoredToken, createdMilliseconds: Int64) async throws
     /// Enrols a device with its first token; false if the device id is taken.
     func enrolDevice(_ device: DeviceRow, token: StoredToken) async throws -> Bool
-    func putCareSettings(
-        deviceID: String,
-        settings: CareSettings,
-        person: PersonProfile,
-        by actor: String,
-        atMilliseconds: Int64
-    ) async throws -> CareSettings
 }

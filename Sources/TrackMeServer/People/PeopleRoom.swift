@@ -77,7 +77,7 @@ struct PeopleRoom: Sendable {
 /// carers, the access log, readings and day summaries, the person's alerts (for the policy's
 /// spans and the person's list), care settings (the AutomatedSOS enrolment rides in them), the
 /// device's last report, and the group summaries.
-protocol PeopleRoomStore: PeopleStore, HeartRateDayStore, CareAccessStore, Sendable {
+protocol PeopleRoomStore: PeopleStore, HeartRateDayStore, CareAccessStore, CareSettingsStore, Sendable {
     func account(id: String) async throws -> Account?
     func account(username: String) async throws -> Account?
     func device(id: String) async throws -> DeviceRow?
@@ -92,12 +92,4 @@ protocol PeopleRoomStore: PeopleStore, HeartRateDayStore, CareAccessStore, Senda
         before: (raisedMilliseconds: Int64, alertID: String)?,
         limit: Int?
     ) async throws -> [UndispatchedAlert]
-    func careSettings(deviceID: String) async throws -> StoredCareSettings?
-    func putCareSettings(
-        deviceID: String,
-        settings: CareSettings,
-        person: PersonProfile,
-        by actor: String,
-        atMilliseconds: Int64
-    ) async throws -> CareSettings
 }

@@ -8,8 +8,8 @@ import TrackMeCore
 struct RaceIngest: Sendable {
     /// The runs room's store: a runner's entry and progress.
     let runs: any RunStore
-    /// The hall's: the fleet's taxis and zones.
-    let store: any ServerStore
+    /// The fleet's taxis and zones, as their reports leave them.
+    let store: any RaceStore
     let logger: Logger
 
     /// Fixes before a run's start by more than this are not shown (a runner's walk to the start).

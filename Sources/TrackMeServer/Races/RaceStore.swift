@@ -197,7 +197,7 @@ struct FleetTaxi: Hashable, Sendable {
     }
 }
 
-/// What the fleet keeps in the hall's store: zones and taxis.
+/// What intake writes of the fleet (`RaceIngest`): zones and the taxis as their reports leave them.
 protocol RaceStore: Sendable {
     func insertZone(_ zone: FleetZone) async throws
     func zones() async throws -> [FleetZone]

@@ -15,9 +15,9 @@ struct ErasureResult: Hashable, Sendable {
     var wipeOrders: Int
 }
 
-/// Storage of retention, erasure and care settings (both backends; the behaviour suite runs
-/// against each).
-protocol CareStore: Sendable {
+/// Storage of retention and erasure, and the care settings (`CareSettingsStore`); both
+/// backends, and the behaviour suite runs against each.
+protocol CareStore: CareSettingsStore, Sendable {
     /// Deletes one kind's data older than the cut-off (`RetentionSQL`; readings through
     /// `deleteReadings(placedBefore:)`, the one method a partitioned table replaces). Returns
     /// the rows deleted.
@@ -30,7 +30,11 @@ protocol CareStore: Sendable {
 
     /// When the device holding a token with this digest was erased, or nil.
     func wipeOrder(tokenDigest: String) async throws -> Int64?
+}
 
+/// A device's care settings: read by the care and people rooms, written there and at enrolment
+/// (the thresholds enrolled with become the first version).
+protocol CareSettingsStore: Sendable {
     func careSettings(deviceID: String) async throws -> StoredCareSettings?
 
     /// Stores `settings` as the device's next version (1 for the first) and returns them with it;
