@@ -90,13 +90,14 @@ struct PeopleRoutes: Sendable {
         return (from, to)
     }
 
-    func open(_ principal: Principal, id: String) async throws -> (Principal, PersonData.Person, [AccessPolicy.Grant]) {
+    /// The person behind `id` and what the principal may read of them; 403 when nothing.
+    func open(_ principal: Principal, id: String) async throws -> (PersonData.Person, [AccessPolicy.Grant]) {
         let person = try await data.person(id, principal: principal)
-        return (principal, person, try data.grants(principal, person))
+        return (person, try data.grants(principal, person))
     }
 
     func profile(_ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(principal, id: id)
+        let (person, grants) = try await open(principal, id: id)
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "profile")
         // The person, an admin and the person's carers see the devices with the profile (the carer
         // needs them to set the care settings).
@@ -163,7 +164,7 @@ struct PeopleRoutes: Sendable {
     // data goes into the person's access log.
 
     func heartRate(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(principal, id: id)
+        let (person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.heartRate(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
@@ -182,7 +183,7 @@ struct PeopleRoutes: Sendable {
     }
 
     func positions(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(principal, id: id)
+        let (person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .position)
         let (from, to) = try span(request)
         let (samples, truncated) = try await data.positions(person, from: from, to: to, grants: grants, limit: Self.viewLimit)
@@ -201,7 +202,7 @@ struct PeopleRoutes: Sendable {
     }
 
     func statistics(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(principal, id: id)
+        let (person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .heartRate)
         let (from, to) = try span(request, defaultDays: 7)
         guard to - from <= 93 * GroupFigures.dayMilliseconds else { throw APIError.invalid("from", "at most 93 days of statistics at once") }
@@ -231,7 +232,7 @@ struct PeopleRoutes: Sendable {
     }
 
     func alerts(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, all) = try await open(principal, id: id)
+        let (person, all) = try await open(principal, id: id)
         let grants = try data.grants(all, covering: .alerts)
         let page = try PageRequest(request, maxLimit: room.services.configuration.maxPageSize)
         let (alerts, next) = try await data.alerts(person, grants: grants, page: page)
@@ -244,7 +245,7 @@ struct PeopleRoutes: Sendable {
     /// before the first reading leaves (`PersonExport.readLog`); a download of an empty span
     /// leaves no row.
     func export(_ request: Request, _ principal: Principal, id: String, format: PersonExport.Format) async throws -> Response {
-        let (principal, person, allGrants) = try await open(principal, id: id)
+        let (person, allGrants) = try await open(principal, id: id)
         // A carer downloads only when the person allowed it (`CarerLink.mayExport`).
         let grants = allGrants.filter(\.export)
         guard !grants.isEmpty else { throw APIError.forbidden("the person has not allowed their carer to download their data") }
@@ -273,7 +274,7 @@ struct PeopleRoutes: Sendable {
     /// New readings of the person as SSE (`event: heart_rate` / `position`), from now on, while
     /// a grant covers them; the stream ends when access ends (revoked, expired, signed out).
     func stream(_ request: Request, _ principal: Principal, id: String) async throws -> Response {
-        let (principal, person, grants) = try await open(principal, id: id)
+        let (person, grants) = try await open(principal, id: id)
         try await data.log(principal, subject: "person:\(person.account.id)", grants: grants, what: "subscribed to new data")
         var cursors: [String: Int64] = [:]
         for deviceID in person.deviceIDs { cursors[deviceID] = try await store.latestReadingSequence(deviceID: deviceID) }
