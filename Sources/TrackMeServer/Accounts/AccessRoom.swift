@@ -66,6 +66,27 @@ struct AccessRoom: Sendable {
     }
 }
 
+extension AccessRoom {
+    /// 400 naming `username` for one outside `Account.isValidUsername`.
+    static func checkUsername(_ username: String) throws {
+        guard Account.isValidUsername(username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
+    }
+
+    /// 400 naming `password` for one bcrypt cannot take whole (`PasswordHasher.passwordBytes`).
+    static func checkPasswordBytes(_ password: String) throws {
+        guard PasswordHasher.passwordBytes.contains(password.utf8.count) else {
+            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
+        }
+    }
+
+    /// Stores a new account; 409 naming the username when it is taken.
+    func insertNew(_ account: Account) async throws {
+        guard try await store.insertAccount(account) else {
+            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(account.username) is taken")
+        }
+    }
+}
+
 /// What the access room reads and writes: accounts, sessions and account links, tokens, and
 /// the devices an admin enrols (with their first care settings).
 protocol AccessRoomStore: AccountStore, TokenLifecycleStore, CareSettingsStore, Sendable {

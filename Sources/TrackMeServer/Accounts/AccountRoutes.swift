@@ -41,10 +41,8 @@ struct AccountRoutes: Sendable {
         try room.signInGuard.admitRegistration(from: peer, now: now)
         let body = try await room.services.body(CreateAccountRequest.self, of: request)
         guard body.role == .thirdParty else { throw APIError.invalid("role", "organisations register as third_party") }
-        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
-        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
-            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
-        }
+        try AccessRoom.checkUsername(body.username)
+        try AccessRoom.checkPasswordBytes(body.password)
         let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         let account = Account(
@@ -56,9 +54,7 @@ struct AccountRoutes: Sendable {
             disabled: false,
             createdMilliseconds: now
         )
-        guard try await store.insertAccount(account) else {
-            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
-        }
+        try await room.insertNew(account)
         return try json(.created, AccountBody(account))
     }
 
@@ -133,10 +129,8 @@ struct AccountRoutes: Sendable {
 
     func createAccount(_ request: Request) async throws -> Response {
         let body = try await room.services.body(CreateAccountRequest.self, of: request)
-        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
-        guard PasswordHasher.passwordBytes.contains(body.password.utf8.count) else {
-            throw APIError.invalid("password", "must be \(PasswordHasher.passwordBytes.lowerBound)-\(PasswordHasher.passwordBytes.upperBound) bytes")
-        }
+        try AccessRoom.checkUsername(body.username)
+        try AccessRoom.checkPasswordBytes(body.password)
         let displayName = body.displayName ?? body.username
         guard (1...100).contains(displayName.count) else { throw APIError.invalid("display_name", "must be 1-100 characters") }
         guard body.role != .device else { throw APIError.invalid("role", "devices are enrolled with POST /v1/devices") }
@@ -152,9 +146,7 @@ struct AccountRoutes: Sendable {
             createdMilliseconds: room.configuration.wallClock(),
             email: email?.isEmpty == false ? email : nil
         )
-        guard try await store.insertAccount(account) else {
-            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
-        }
+        try await room.insertNew(account)
         return try json(.created, AccountBody(account))
     }
 

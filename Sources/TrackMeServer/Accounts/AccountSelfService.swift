@@ -54,7 +54,7 @@ extension AccountRoutes {
         guard body.role == .wearer || body.role == .thirdParty else {
             throw APIError.invalid("role", "people sign up as wearer or third_party (an organisation)")
         }
-        guard Account.isValidUsername(body.username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
+        try AccessRoom.checkUsername(body.username)
         let email = body.email.trimmingCharacters(in: .whitespaces)
         guard Self.isPlausibleAddress(email) else { throw APIError.invalid("email", "an address the link can be sent to, such as name@example.org") }
         let displayName = (body.displayName ?? body.username).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -75,9 +75,7 @@ extension AccountRoutes {
             email: email,
             unverified: true
         )
-        guard try await store.insertAccount(account) else {
-            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(body.username) is taken")
-        }
+        try await room.insertNew(account)
         let link = try await sendLink(.verifyAccount, to: account, now: now, context: context)
         return try json(.accepted, SignUpAnswer(username: account.username, email: email, linkExpiresMilliseconds: link.expiresMilliseconds))
     }

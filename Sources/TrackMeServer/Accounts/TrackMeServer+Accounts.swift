@@ -5,8 +5,8 @@ extension TrackMeServer {
     /// Creates a console account (as `POST /v1/accounts` does), for in-process callers such as
     /// `trackme-sim run --serve`. Throws `APIError` for a bad or taken username or password.
     public func createAccount(username: String, password: String, displayName: String, dispatcher: Bool = true) async throws {
-        guard Account.isValidUsername(username) else { throw APIError.invalid("username", "1-64 characters of A-Z a-z 0-9 . _ - @") }
-        guard PasswordHasher.passwordBytes.contains(password.utf8.count) else { throw APIError.invalid("password", "must be 8-72 bytes") }
+        try AccessRoom.checkUsername(username)
+        try AccessRoom.checkPasswordBytes(password)
         let account = Account(
             id: BearerToken.generate().id,
             username: username,
@@ -16,9 +16,7 @@ extension TrackMeServer {
             disabled: false,
             createdMilliseconds: configuration.wallClock()
         )
-        guard try await store.insertAccount(account) else {
-            throw APIError(status: .conflict, code: .conflict, field: "username", message: "username \(username) is taken")
-        }
+        try await hall.access.insertNew(account)
     }
 
     /// One pass of the contact escalation (the job runs it every `silenceCheckInterval` when a
