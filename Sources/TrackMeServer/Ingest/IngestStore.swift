@@ -76,8 +76,12 @@ struct IncomingBatch: Sendable {
     /// `BatchDigest` of the batch's content: a key replayed with another digest is a conflict.
     var digest: String? = nil
     /// The batch's counters for the group figures, by day (`DeviceDay`): added in the batch's
-    /// transaction when every one of its readings is stored.
+    /// transaction when every one of its readings is stored (`days(whenStored:)`).
     var days: [DeviceDay] = []
+
+    /// The counters to add once the store knows how many of the readings it stored: all of them
+    /// when every reading was new, none when it held some already (none is counted twice).
+    func days(whenStored stored: Int) -> [DeviceDay] { stored == readings.count ? days : [] }
 }
 
 /// Why a batch was refused with 409, and the floors the device must re-base to.

@@ -72,8 +72,8 @@ final class PostgresIngestStore: HallBackedIngestStore {
             var rows: [IngestGroupCall.Row] = []
             rows.reserveCapacity(batches.count)
             for try await row in try await connection.execute(call, logger: logger) { rows.append(row) }
-            // The group figures' counters of every batch stored whole, in the same transaction.
-            let stored = zip(batches, rows).filter { batch, row in row.0 == "stored" && row.1 == batch.readings.count }.map(\.0)
+            // The group figures' counters of the batches stored, in the same transaction.
+            let stored = zip(batches, rows).filter { $0.1.0 == "stored" }.map { batch, row in (batch.deviceID, batch.days(whenStored: row.1)) }
             if let add = DeviceDay.postgresAdd(stored) { _ = try await connection.query(add, logger: logger) }
             return rows
         }

@@ -44,8 +44,8 @@ final class SQLiteIngestStore: HallBackedIngestStore {
         try db.inSavepoint {
             var ingested = try ingest(batch, in: db)
             if ingested.conflict == nil { ingested.news = try news(deviceID: batch.deviceID, in: db) }
-            if ingested.conflict == nil, !ingested.replayed, ingested.stored == batch.readings.count {
-                try addDays(batch.days, deviceID: batch.deviceID, in: db)
+            if ingested.conflict == nil, !ingested.replayed {
+                try addDays(batch.days(whenStored: ingested.stored), deviceID: batch.deviceID, in: db)
             }
             result = ingested
             return .commit

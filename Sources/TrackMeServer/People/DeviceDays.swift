@@ -104,9 +104,9 @@ struct DeviceDay: Hashable, Sendable {
 
 #if PostgreSQL
 extension DeviceDay {
-    /// One statement that adds the days of `batches` (each stored whole), a column an array,
-    /// or nil when they count nothing.
-    static func postgresAdd(_ batches: [IncomingBatch]) -> PostgresQuery? {
+    /// One statement that adds each device's `days`, a column an array, or nil when they count
+    /// nothing.
+    static func postgresAdd(_ batches: [(deviceID: String, days: [DeviceDay])]) -> PostgresQuery? {
         var devices: [String] = []
         var days: [Int64] = []
         var columns = Array(repeating: [Int64](), count: Self.columns.count)

@@ -92,42 +92,28 @@ struct GroupFigureDesk: Sendable {
             alerts[GroupFigures.day(row.createdMilliseconds), default: []].append((row.deviceID, column))
         }
         for day in first..<today {
-            var counters: [String: DeviceDay] = [:]
-            var byPerson: [String: PersonDay] = [:]
-            func person(_ deviceID: String) -> String? {
-                guard let owner = owners[deviceID] else { return nil }
-                if byPerson[owner.key] == nil {
-                    byPerson[owner.key] = PersonDay(
-                        personKey: owner.key,
-                        day: day,
-                        ageBand: owner.ageBand,
-                        cellLatitude: nil,
-                        cellLongitude: nil,
-                        heartRateCount: 0,
-                        heartRateSum: 0,
-                        bins: Array(repeating: 0, count: PeopleSchema.binCount),
-                        alerts: Array(repeating: 0, count: GroupFigures.alertKinds.count)
-                    )
-                }
-                return owner.key
+            // Each person's day: their devices' counters together, and their alerts by kind.
+            var people: [String: (ageBand: Int, counters: DeviceDay, alerts: [Int64])] = [:]
+            func add(_ deviceID: String, _ change: (inout (ageBand: Int, counters: DeviceDay, alerts: [Int64])) -> Void) {
+                guard let owner = owners[deviceID] else { return }
+                change(&people[owner.key, default: (owner.ageBand, DeviceDay(day: day), Array(repeating: 0, count: GroupFigures.alertKinds.count))])
             }
-            for (deviceID, part) in try await store.deviceDays(day: day) {
-                guard let key = person(deviceID) else { continue }
-                counters[key, default: DeviceDay(day: day)].merge(part)
+            for (deviceID, part) in try await store.deviceDays(day: day) { add(deviceID) { $0.counters.merge(part) } }
+            for alert in alerts[day] ?? [] { add(alert.deviceID) { $0.alerts[alert.column] += 1 } }
+            let summaries = people.map { key, person in
+                PersonDay(
+                    personKey: key,
+                    day: day,
+                    ageBand: person.ageBand,
+                    cellLatitude: person.counters.cell?.latitude,
+                    cellLongitude: person.counters.cell?.longitude,
+                    heartRateCount: person.counters.heartRateCount,
+                    heartRateSum: person.counters.heartRateSum,
+                    bins: person.counters.bins,
+                    alerts: person.alerts
+                )
             }
-            for alert in alerts[day] ?? [] {
-                guard let key = person(alert.deviceID) else { continue }
-                byPerson[key]?.alerts[alert.column] += 1
-            }
-            for (key, total) in counters {
-                byPerson[key]?.heartRateCount = total.heartRateCount
-                byPerson[key]?.heartRateSum = total.heartRateSum
-                byPerson[key]?.bins = total.bins
-                byPerson[key]?.cellLatitude = total.cell?.latitude
-                byPerson[key]?.cellLongitude = total.cell?.longitude
-            }
-            let days = byPerson.values.filter { $0.heartRateCount > 0 || $0.alerts.contains { $0 > 0 } || $0.cellLatitude != nil }
-            try await store.upsertPersonDays(Array(days))
+            try await store.upsertPersonDays(summaries.filter { $0.heartRateCount > 0 || $0.alerts.contains { $0 > 0 } || $0.cellLatitude != nil })
         }
         try await store.setRollupThroughDay(today - 1)
     }
