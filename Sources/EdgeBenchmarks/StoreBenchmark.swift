@@ -64,8 +64,8 @@ public enum StoreBenchmark {
         )
         let committer = GroupCommitter(store: store, clock: ContinuousClock(), interval: .seconds(3600), maxGroupSize: groupSize)
         let storeStart = ContinuousClock.now
-        for (timestamp, payload) in inputs { await committer.append(payload, at: timestamp) }
-        await committer.flush()
+        for (timestamp, payload) in inputs { committer.append(payload, at: timestamp) }
+        committer.flush()
         let storeElapsed = ContinuousClock.now - storeStart
         let used = try store.usedBytes()
         store.close()

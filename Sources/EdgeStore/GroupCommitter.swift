@@ -1,3 +1,4 @@
+import Synchronization
 public import TrackMeCore
 
 /// Buffers readings in memory and commits them to the store in groups: when `interval` has
@@ -15,16 +16,25 @@ public import TrackMeCore
 /// grown with `mount -o remount,size=20m` every buffered reading committed: 23,510 contiguous
 /// sequence numbers, `integrity_check` ok. Tests inject the same `SQLITE_FULL` instead, as
 /// they cannot rely on mounting file systems.)
-public actor GroupCommitter {
+///
+/// Appending takes a short lock and never waits for a commit: the pipeline hands a reading over
+/// without a hop or an fsync in its way. Commits are serialised by a lock of their own, so
+/// groups reach the store in the order their readings were appended.
+public final class GroupCommitter: Sendable {
     public let store: ReadingStore
     private let clock: any Clock<Duration>
     private let interval: Duration
     private let maxGroupSize: Int
     private let memoryLimit: Int
     private let onCommit: @Sendable ([Int64]) -> Void
-    private var buffer: [NewReading] = []
-    /// The last commit failure, cleared by the next successful commit.
-    public private(set) var lastError: StoreError?
+    private struct Buffer {
+        var readings: [NewReading] = []
+        /// The last commit failure, cleared by the next successful commit.
+        var lastError: StoreError?
+    }
+    private let buffer = Mutex(Buffer())
+    /// Held for a whole commit: one group at a time, in order.
+    private let committing = Mutex(())
 
     public init(
         store: ReadingStore,
@@ -44,33 +54,54 @@ public actor GroupCommitter {
 
     /// Queues a reading for the next group commit; commits at once when the group is full.
     public func append(_ payload: WireReading.Payload, at timestamp: ReadingTimestamp) {
-        buffer.append(NewReading(timestamp: timestamp, payload: payload))
-        if buffer.count > memoryLimit {
-            let excess = buffer.count - memoryLimit
-            buffer.removeFirst(excess)
-            store.countDroppedInMemory(excess)
+        let (dropped, full) = buffer.withLock { buffer -> (Int, Bool) in
+            buffer.readings.append(NewReading(timestamp: timestamp, payload: payload))
+            var excess = 0
+            if buffer.readings.count > memoryLimit {
+                excess = buffer.readings.count - memoryLimit
+                buffer.readings.removeFirst(excess)
+            }
+            return (excess, buffer.readings.count >= maxGroupSize && buffer.lastError == nil)
         }
-        if buffer.count >= maxGroupSize, lastError == nil { flush() }
+        if dropped > 0 { store.countDroppedInMemory(dropped) }
+        if full { flush() }
     }
 
     /// Readings waiting in memory for a commit.
-    public var bufferedCount: Int { buffer.count }
+    public var bufferedCount: Int { buffer.withLock { $0.readings.count } }
+
+    /// The last commit failure, cleared by the next successful commit.
+    public var lastError: StoreError? { buffer.withLock { $0.lastError } }
 
     /// Commits everything buffered now; returns the sequence numbers committed (empty when
     /// nothing was buffered or the store could not write, see `lastError`).
     @discardableResult
     public func flush() -> [Int64] {
-        store.retryMemoryAlerts()
-        guard !buffer.isEmpty else { return [] }
-        do {
-            let seqs = try store.append(buffer)
-            buffer.removeAll(keepingCapacity: true)
-            lastError = nil
-            onCommit(seqs)
-            return seqs
-        } catch {
-            lastError = error
-            return []
+        committing.withLock { _ in
+            store.retryMemoryAlerts()
+            let group = buffer.withLock { buffer in
+                defer { buffer.readings.removeAll(keepingCapacity: true) }
+                return buffer.readings
+            }
+            guard !group.isEmpty else { return [] }
+            do throws(StoreError) {
+                let seqs = try store.append(group)
+                buffer.withLock { $0.lastError = nil }
+                onCommit(seqs)
+                return seqs
+            } catch {
+                // Kept, ahead of what came meanwhile, for the next tick to try again.
+                buffer.withLock { buffer in
+                    buffer.readings.insert(contentsOf: group, at: 0)
+                    buffer.lastError = error
+                    if buffer.readings.count > memoryLimit {
+                        let excess = buffer.readings.count - memoryLimit
+                        buffer.readings.removeFirst(excess)
+                        store.countDroppedInMemory(excess)
+                    }
+                }
+                return []
+            }
         }
     }
 

@@ -55,7 +55,7 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
 ///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
 ///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) },
 ///     alertsFirst: { await dispatchLane.alertsFirst() })
-/// // readings:  await committer.append(.heartRate(hr), at: timestamp)
+/// // readings:  committer.append(.heartRate(hr), at: timestamp)
 /// // run:       async let a: Void = committer.run(); async let b: Void = engine.run()
 /// ```
 public actor SyncEngine {

@@ -35,25 +35,6 @@ public actor AgentPipeline {
         }
     }
 
-    /// What the pipeline has seen, for `status` and the simulation's report.
-    public struct Snapshot: Sendable {
-        public var lastHeartRate: TimedHeartRate?
-        public var lastFix: PositionFix?
-        public var lastFixAt: ReadingTimestamp?
-        public var openAlert: AlertRecord?
-        public var monitoring: Bool
-        public var readingsProduced: Int
-        public var malformedNotifications: Int
-        public var alertsJournaledInMemoryOnly: Int
-        /// The heart-rate band in force and where each bound came from.
-        public var limits: HeartRateLimits = HeartRateLimits(profile: PersonProfile(name: "", age: 0))
-        /// The resting rate learned from this person's readings, once there is one.
-        public var learnedRestingRate: Int?
-        /// Readings the learned baseline has counted, and how many it needs for an estimate.
-        public var baselineSamples = 0
-        public var baselineSamplesNeeded = 0
-    }
-
     /// What the agent keeps across restarts beside the journal: the learned resting rate and
     /// whether the wearer paused monitoring (the store's `device_state`).
     public struct DeviceState: Sendable {
@@ -73,7 +54,11 @@ public actor AgentPipeline {
     private var sampling: PositionSamplingPolicy
     private let dispatch: @Sendable (SOSAction) async -> Void
     private let logger: Logger
-    private var snapshot: Snapshot
+    /// What the agent knows now: the pipeline records each reading, fix and what the rules
+    /// decided in it, so a reading is one hop into the agent.
+    public nonisolated let state: AgentStateCell
+    /// The wearer's outputs, told of every action the rules take; nil where none are wired.
+    private let feedback: FeedbackDriver?
     /// Learns the resting rate from every reading with contact; nil: not learning (the simulation).
     private var baseline: RestingHeartRateEstimator?
     private var readingsSinceBaselineSaved = 0
@@ -89,6 +74,7 @@ public actor AgentPipeline {
     ///   - restoring: the open alert found in the journal after a restart: it stays open.
     ///   - deviceState: the learned baseline and pause kept across restarts (`deviceState(in:)`);
     ///     nil neither learns nor keeps anything (the simulation's devices).
+    ///   - state: the agent's state the pipeline records into; nil: one of its own (benchmarks).
     public init(
         configuration: Configuration,
         store: ReadingStore,
@@ -97,6 +83,8 @@ public actor AgentPipeline {
         now: ReadingTimestamp,
         restoring openAlert: AlertRecord? = nil,
         deviceState: DeviceState? = nil,
+        state: AgentStateCell? = nil,
+        feedback: FeedbackDriver? = nil,
         dispatch: @escaping @Sendable (SOSAction) async -> Void,
         logger: Logger
     ) {
@@ -120,16 +108,26 @@ public actor AgentPipeline {
         self.sampling = configuration.positionSampling
         self.dispatch = dispatch
         self.logger = logger
-        self.snapshot = Snapshot(
-            lastHeartRate: nil,
-            lastFix: nil,
-            lastFixAt: nil,
-            openAlert: engine.openAlert,
-            monitoring: engine.isMonitoring,
-            readingsProduced: 0,
-            malformedNotifications: 0,
-            alertsJournaledInMemoryOnly: 0
-        )
+        self.feedback = feedback
+        let cell =
+            state
+            ?? AgentStateCell(
+                AgentState(
+                    deviceID: configuration.deviceID,
+                    started: now,
+                    storeBudgetBytes: Int(clamping: store.configuration.diskBudgetBytes),
+                    batteryWarningPercent: StrapConfiguration.defaultBatteryWarningPercent,
+                    rulesProfile: engine.profile
+                ),
+                clock: ContinuousClock()
+            )
+        self.state = cell
+        let rules = RulesInForce(engine, deviceState?.baseline)
+        let (open, monitoring) = (engine.openAlert, engine.isMonitoring)
+        cell.update { state, elapsed in
+            state.record(openAlert: open, monitoring: monitoring, actions: [], at: elapsed)
+            rules.record(into: &state)
+        }
     }
 
     /// The learned baseline and pause the store kept; defaults (nothing learned, monitoring on)
@@ -147,15 +145,44 @@ public actor AgentPipeline {
         return state
     }
 
-    public var current: Snapshot {
-        var s = snapshot
-        s.openAlert = engine.openAlert
-        s.monitoring = engine.isMonitoring
-        s.limits = engine.limits
-        s.learnedRestingRate = baseline?.estimate
-        s.baselineSamples = baseline?.sampleCount ?? 0
-        s.baselineSamplesNeeded = baseline?.minimumSamples ?? 0
-        return s
+    /// What the agent knows now.
+    public nonisolated var current: AgentState { state.current }
+
+    /// The limits in force, the profile the rules use and the learned baseline, as the state shows them.
+    private struct RulesInForce: Sendable {
+        var limits: HeartRateLimits
+        var profile: PersonProfile
+        var learnedRestingRate: Int?
+        var samples: Int
+        var samplesNeeded: Int
+
+        init(_ engine: SOSEngine, _ baseline: RestingHeartRateEstimator?) {
+            limits = engine.limits
+            profile = engine.profile
+            learnedRestingRate = baseline?.estimate
+            samples = baseline?.sampleCount ?? 0
+            samplesNeeded = baseline?.minimumSamples ?? 0
+        }
+
+        func record(into state: inout AgentState) {
+            state.limits = limits
+            state.rulesProfile = profile
+            state.learnedRestingRate = learnedRestingRate
+            state.baselineSamples = samples
+            state.baselineSamplesNeeded = samplesNeeded
+        }
+    }
+
+    /// Records what the rules hold after an event (and `change`, the event's own observation)
+    /// in the state, in one lock, and tells the wearer's outputs of each action.
+    private func record(_ actions: [SOSAction], _ change: (inout AgentState) -> Void = { _ in }) {
+        let open = engine.openAlert
+        let monitoring = engine.isMonitoring
+        state.update { state, now in
+            change(&state)
+            state.record(openAlert: open, monitoring: monitoring, actions: actions, at: now)
+        }
+        if let feedback { for action in actions { feedback.receive(.engine(action)) } }
     }
 
     public var limits: HeartRateLimits { engine.limits }
@@ -167,6 +194,8 @@ public actor AgentPipeline {
     /// New care settings (`SyncReplyOrders`): the rules use them from the next event on.
     public func reconfigure(profile: PersonProfile, settings: SOSSettings) {
         engine.reconfigure(profile: profile, settings: settings)
+        let rules = RulesInForce(engine, baseline)
+        state.update { state, _ in rules.record(into: &state) }
     }
 
     /// A Heart Rate Measurement notification as it came off the air: decoded here, so the
@@ -177,7 +206,7 @@ public actor AgentPipeline {
             let reading = try HeartRateMeasurement.decode(raw)
             return await heartRate(reading, at: timestamp)
         } catch {
-            snapshot.malformedNotifications += 1
+            state.update { state, _ in state.malformedNotifications += 1 }
             logger.info("malformed heart rate measurement ignored", metadata: ["ble.error": "\(error)", "ble.bytes": "\(raw.count)"])
             return []
         }
@@ -186,19 +215,27 @@ public actor AgentPipeline {
     /// A decoded reading: stored (group commit) and evaluated.
     @discardableResult
     public func heartRate(_ reading: HeartRateReading, at timestamp: ReadingTimestamp) async -> [SOSAction] {
-        snapshot.lastHeartRate = TimedHeartRate(reading: reading, timestamp: timestamp)
-        snapshot.readingsProduced += 1
         // The rules first: an alert must not wait behind the store.
         let actions = engine.receive(.heartRate(reading), now: timestamp)
+        let learned = learn(reading)
+        let samples = baseline?.sampleCount
+        let rules = learned ? RulesInForce(engine, baseline) : nil
+        record(actions) { state in
+            state.record(heartRate: reading, at: timestamp)
+            state.readingsProduced += 1
+            if let samples { state.baselineSamples = samples }
+            rules?.record(into: &state)
+        }
         await perform(actions, at: timestamp)
-        await committer.append(.heartRate(reading), at: timestamp)
-        learn(reading)
+        committer.append(.heartRate(reading), at: timestamp)
+        saveBaselineIfDue(learned: learned)
         return actions
     }
 
-    /// Counts the reading into the learned baseline; a new estimate reshapes the limits.
-    private func learn(_ reading: HeartRateReading) {
-        guard baseline != nil else { return }
+    /// Counts the reading into the learned baseline; a new estimate reshapes the limits (returns
+    /// whether it did).
+    private func learn(_ reading: HeartRateReading) -> Bool {
+        guard baseline != nil else { return false }
         // Mutated in place (no copy of its histogram per reading).
         let before = baseline?.estimate
         baseline?.add(reading)
@@ -210,8 +247,15 @@ public actor AgentPipeline {
                 metadata: ["sos.resting_bpm": "\(after.map(String.init) ?? "none")", "sos.minimum_bpm": "\(engine.limits.minimum)"]
             )
         }
+        return after != before
+    }
+
+    /// After the alert and the reading are handed on: the baseline is written every
+    /// `baselineSaveInterval` readings and whenever its estimate changed.
+    private func saveBaselineIfDue(learned: Bool) {
+        guard baseline != nil else { return }
         readingsSinceBaselineSaved += 1
-        if readingsSinceBaselineSaved >= Self.baselineSaveInterval || after != before { saveBaseline() }
+        if readingsSinceBaselineSaved >= Self.baselineSaveInterval || learned { saveBaseline() }
     }
 
     /// Writes the learned baseline to the store now (also at shutdown).
@@ -238,16 +282,14 @@ public actor AgentPipeline {
     /// stored and synced.
     @discardableResult
     public func position(_ fix: PositionFix, at timestamp: ReadingTimestamp) async -> [SOSAction] {
-        if fix.hasPosition {
-            snapshot.lastFix = fix
-            snapshot.lastFixAt = timestamp
-        }
         let actions = engine.receive(.position(fix), now: timestamp)
-        await perform(actions, at: timestamp)
-        if fix.hasPosition, sampling.shouldStore(fix, at: timestamp, alertOpen: engine.openAlert?.state.isOpen == true) {
-            snapshot.readingsProduced += 1
-            await committer.append(.position(fix), at: timestamp)
+        let stored = fix.hasPosition && sampling.shouldStore(fix, at: timestamp, alertOpen: engine.openAlert?.state.isOpen == true)
+        record(actions) { state in
+            if fix.hasPosition { state.record(fix: fix, at: timestamp) }
+            if stored { state.readingsProduced += 1 }
         }
+        await perform(actions, at: timestamp)
+        if stored { committer.append(.position(fix), at: timestamp) }
         return actions
     }
 
@@ -260,6 +302,7 @@ public actor AgentPipeline {
     @discardableResult
     public func receive(_ event: SOSEvent, at timestamp: ReadingTimestamp) async -> [SOSAction] {
         let actions = engine.receive(event, now: timestamp)
+        record(actions)
         await perform(actions, at: timestamp)
         return actions
     }
@@ -345,7 +388,7 @@ public actor AgentPipeline {
         case .durable:
             break
         case .memoryOnly(let error):
-            snapshot.alertsJournaledInMemoryOnly += 1
+            state.update { state, _ in state.alertsJournaledInMemoryOnly += 1 }
             logger.error("alert not journaled on disk, dispatching from memory", metadata: ["store.error": "\(error)"])
         }
     }

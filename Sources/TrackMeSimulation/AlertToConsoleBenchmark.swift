@@ -158,7 +158,7 @@ public enum AlertToConsoleBenchmark {
                 if case .sent(let update) = event, update.type == .cancelled { closed = true }
             }
             if !closed { throw ScenarioError(message: "sample \(sample): the lane never delivered the cancellation") }
-            await committer.flush()
+            committer.flush()
 
             // Baseline: the same server's cheapest round trip, from the same client.
             let healthStart = ContinuousClock.now

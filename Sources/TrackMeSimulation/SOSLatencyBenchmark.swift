@@ -122,7 +122,7 @@ public enum SOSLatencyBenchmark {
                 if case .sent(let update) = event, update.type == .cancelled { closed = true }
             }
             if !closed { throw ScenarioError(message: "sample \(sample): the lane never delivered the cancellation") }
-            await committer.flush()
+            committer.flush()
 
             // Baseline: the same readings through decode and rules only.
             var engine = SOSEngine(

@@ -113,10 +113,9 @@ final class SimulatedDevice {
     private(set) var timestamps: AgentTimestamps
 
     /// The agent's parts around the pipeline that a run of it builds anew, as the daemon's
-    /// assembly does: what the sources tell the heartbeat, the wearer's feedback, and the power
-    /// reader over the run's supply directory with its watch.
+    /// assembly does: the wearer's feedback, and the power reader over the run's supply
+    /// directory with its watch.
     struct Surroundings {
-        var heartbeat: HeartbeatState
         var feedback: FeedbackDriver
         var power: PowerService?
     }
@@ -242,12 +241,9 @@ final class SimulatedDevice {
         inputs.onAlertsAcknowledged = { inbox.noteAcknowledged($0) }
         inputs.onDispatch = { inbox.hand($0) }
         inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
-        // The heartbeat as the daemon makes it: what the sources told it, timed on the agent's clock.
-        let heartbeat = HeartbeatState(batteryWarningPercent: StrapConfiguration.defaultBatteryWarningPercent, clock: clock)
-        _ = heartbeat.heartbeat(store: store.statistics())
-        inputs.heartbeat = { heartbeat.heartbeat(store: store.statistics()) }
-        let core = AgentCore(inputs)
         let feedback = FeedbackDriver(clock: clock)
+        inputs.feedback = feedback
+        let core = AgentCore(inputs)
         var power: PowerService?
         if let source = scenario.power {
             let configuration = PowerConfiguration()
@@ -257,7 +253,7 @@ final class SimulatedDevice {
                 interval: .milliseconds(Int64((source.pollSeconds ?? configuration.pollSeconds) * 1000)),
                 monitor: PowerMonitor(
                     settings: PowerWatch.Settings(lowPercent: configuration.lowPercent, criticalPercent: configuration.criticalPercent),
-                    heartbeat: heartbeat,
+                    state: core.state,
                     feedback: feedback,
                     sendHeartbeat: {
                         let at = clock.now.offset.milliseconds
@@ -269,7 +265,7 @@ final class SimulatedDevice {
                 clock: clock
             )
         }
-        return (core, Surroundings(heartbeat: heartbeat, feedback: feedback, power: power))
+        return (core, Surroundings(feedback: feedback, power: power))
     }
 
     // MARK: Strap
@@ -293,7 +289,7 @@ final class SimulatedDevice {
                 throw ScenarioError(message: "the heart-rate link did not connect to the simulated strap within 30 s")
             }
             if case .linkState(.connected) = arrival.event {
-                surroundings.heartbeat.strap("connected")
+                core.state.update { state, _ in state.record(strapLink: .connected) }
                 await receive(.strapLink(.connected), at: ms)
                 return
             }
@@ -307,7 +303,7 @@ final class SimulatedDevice {
         while let arrival = await linkInbox.next(limit: .seconds(10)) {
             if case .linkState(.lost) = arrival.event { break }
         }
-        surroundings.heartbeat.strap("lost")
+        core.state.update { state, _ in state.record(strapLink: .disconnected) }
         await receive(.strapLink(.disconnected), at: ms)
     }
 
@@ -439,7 +435,7 @@ final class SimulatedDevice {
     }
 
     func commit() async {
-        let seqs = await committer.flush()
+        let seqs = committer.flush()
         if !seqs.isEmpty { committed.withLock { $0.append(contentsOf: seqs) } }
     }
 
@@ -500,7 +496,7 @@ final class SimulatedDevice {
         guard let power = surroundings.power else { return }
         advance(to: ms)
         await power.poll()
-        let beat = surroundings.heartbeat.heartbeat()
+        let beat = core.state.heartbeat()
         let change = SimulationReport.Power.Change(
             atMilliseconds: ms,
             percent: beat.deviceBatteryPercent,
@@ -541,14 +537,14 @@ final class SimulatedDevice {
     /// the dispatch queue) is gone; the store, the journal and the strap remain.
     func crashAndRestart(at ms: Int64) async throws {
         advance(to: ms)
-        uncommittedAtCrash += await committer.bufferedCount
+        uncommittedAtCrash += committer.bufferedCount
         _ = inbox.takeActions()
         linkTask?.cancel()
         linkTask = nil
         store.close()
         await linkInbox.close()
         linkInbox = LinkInbox()
-        producedBeforeCrash += await pipeline.current.readingsProduced
+        producedBeforeCrash += pipeline.current.readingsProduced
         restarts += 1
         _ = inbox.takeLaneEvents()
         // A restarted agent must never reuse an alert id. The composition root restores the
@@ -576,7 +572,7 @@ final class SimulatedDevice {
     /// A dispatcher acknowledges the open alert at the server (through `http`, the run's way to
     /// the server, outside the device's network faults); the device learns of it on its next sync.
     func acknowledgeOpenAlert(server: TrackMeServer, http: any HTTPTransport) async throws {
-        guard let alert = await pipeline.current.openAlert else { return }
+        guard let alert = pipeline.current.openAlert else { return }
         let dispatcher = try await server.createDispatcher(name: "sim-dispatcher")
         let response = try await http.post(
             path: "v1/alerts/\(alert.id)/ack",
@@ -626,7 +622,7 @@ final class SimulatedDevice {
             abs($0.placedMilliseconds - wall.anchor.trueWallMilliseconds($0.timestamp)) > 1000
         }.count
         return SimulationReport.Readings(
-            produced: await pipeline.current.readingsProduced + producedBeforeCrash,
+            produced: pipeline.current.readingsProduced + producedBeforeCrash,
             stored: committed.count,
             synced: synced,
             receivedByServer: distinct.count,

@@ -173,7 +173,7 @@ struct ReadingStoreTests {
         let (commits, continuation) = AsyncStream.makeStream(of: [Int64].self)
         let committer = GroupCommitter(store: store, clock: clock, interval: .seconds(1), maxGroupSize: 1000) { continuation.yield($0) }
         let runner = Task { await committer.run() }
-        for r in newReadings(0..<5) { await committer.append(r.payload, at: r.timestamp) }
+        for r in newReadings(0..<5) { committer.append(r.payload, at: r.timestamp) }
         await clock.waitForSleepers(1)
         #expect(store.statistics().readings == 0)
         clock.advance(by: .seconds(1))
@@ -190,9 +190,9 @@ struct ReadingStoreTests {
         let dir = try TemporaryDirectory()
         let store = try ReadingStore(configuration: StoreConfiguration(path: dir.storePath), logger: quiet)
         let committer = GroupCommitter(store: store, clock: VirtualClock(), interval: .seconds(1), maxGroupSize: 4)
-        for r in newReadings(0..<6) { await committer.append(r.payload, at: r.timestamp) }
+        for r in newReadings(0..<6) { committer.append(r.payload, at: r.timestamp) }
         #expect(store.statistics().readings == 4)
-        #expect(await committer.flush().count == 2)
+        #expect(committer.flush().count == 2)
         #expect(store.statistics().readings == 6)
     }
 
@@ -378,10 +378,10 @@ struct ReadingStoreTests {
         try store.append(newReadings(0..<10))
         try store.simulate(fault)
         let input = newReadings(10..<3000)
-        for r in input { await committer.append(r.payload, at: r.timestamp) }
-        #expect(await committer.flush().isEmpty)
+        for r in input { committer.append(r.payload, at: r.timestamp) }
+        #expect(committer.flush().isEmpty)
         let expected: StoreError.Code = fault == .diskFull ? .diskFull : .readOnly
-        #expect(await committer.lastError?.code == expected)
+        #expect(committer.lastError?.code == expected)
         #expect(store.health != .healthy)
         let update = alertUpdate(id: "while-full", at: 7)
         guard case .memoryOnly(let error) = store.appendAlert(update) else {
@@ -393,7 +393,7 @@ struct ReadingStoreTests {
         #expect(store.statistics().memoryOnlyAlertUpdates == 1)
 
         try store.simulate(.none)
-        let committed = await committer.flush()
+        let committed = committer.flush()
         #expect(committed.count == input.count)
         #expect(store.health == .healthy)
         #expect(store.statistics().memoryOnlyAlertUpdates == 0)

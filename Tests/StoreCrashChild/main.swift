@@ -63,7 +63,7 @@ let commitTask = Task { await committer.run() }
 var index = run * 1_000_000
 while true {
     let (timestamp, payload) = SyntheticReadings.reading(index, bootID: "crash-run-\(run)")
-    await committer.append(payload, at: timestamp)
+    committer.append(payload, at: timestamp)
     index += 1
     if index % 16 == 0 { try await Task.sleep(for: .milliseconds(1)) }
 }

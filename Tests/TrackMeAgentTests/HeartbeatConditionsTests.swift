@@ -13,19 +13,19 @@ struct HeartbeatConditionsTests {
     @Test("paused, strap battery low, device battery low and charging each count from their start; a condition that ends leaves")
     func durations() throws {
         let clock = VirtualClock()
-        let state = HeartbeatState(batteryWarningPercent: 15, clock: clock)
+        let state = AgentStateCell.testing(clock: clock)
         #expect(state.heartbeat().conditionSeconds == nil, "nothing holds")
-        state.paused(true)
+        state.update { $0.record(openAlert: nil, monitoring: false, actions: [], at: $1) }
         clock.advance(by: .seconds(90))
-        state.paused(true)
-        _ = state.battery(10)
-        state.power(DevicePower(percent: 12, source: .battery), level: .low)
+        state.update { $0.record(openAlert: nil, monitoring: false, actions: [], at: $1) }
+        state.update { $0.record(strapBattery: 10, at: $1) }
+        state.update { $0.record(power: DevicePower(percent: 12, source: .battery), level: .low, at: $1) }
         clock.advance(by: .seconds(30))
         var beat = state.heartbeat()
         #expect(beat.conditionSeconds == ["monitoring_paused": 120, "strap_battery_low": 30, "device_battery_low": 30], "a repeat keeps the start")
-        state.paused(false)
-        _ = state.battery(80)
-        state.power(DevicePower(percent: 13, source: .charging), level: .normal)
+        state.update { $0.record(openAlert: nil, monitoring: true, actions: [], at: $1) }
+        state.update { $0.record(strapBattery: 80, at: $1) }
+        state.update { $0.record(power: DevicePower(percent: 13, source: .charging), level: .normal, at: $1) }
         clock.advance(by: .seconds(5))
         beat = state.heartbeat()
         #expect(beat.conditionSeconds == ["charging": 5])
@@ -40,7 +40,7 @@ struct HeartbeatConditionsTests {
         let store = try ReadingStore(configuration: StoreConfiguration(path: directory.file("store.sqlite")), logger: Logger(label: "test"))
         defer { store.close() }
         let clock = VirtualClock()
-        let state = HeartbeatState(batteryWarningPercent: 15, clock: clock)
+        let state = AgentStateCell.testing(clock: clock)
         var stats = store.statistics()
         #expect(state.heartbeat(store: stats).conditionSeconds == nil, "a healthy store on disk")
         stats.memoryOnlyReason = "read_only: the disk refused the store"

@@ -24,11 +24,11 @@ struct PowerServiceTests {
         try Self.write(directory, "usb", ["type": "USB", "online": "0"])
         try Self.write(directory, "BAT0", ["type": "Battery", "capacity": "57", "status": "Discharging"])
         let reader = PowerSupplyDirectory(path: directory.path)
-        let heartbeat = HeartbeatState()
+        let heartbeat = AgentStateCell.testing()
         let sent = Atomic<Int>(0)
         let monitor = PowerMonitor(
             settings: PowerWatch.Settings(),
-            heartbeat: heartbeat,
+            state: heartbeat,
             feedback: nil,
             sendHeartbeat: { sent.add(1, ordering: .relaxed) },
             logger: quietLogger
@@ -65,8 +65,8 @@ struct PowerServiceTests {
     @Test("a board without supply nodes, or with unreadable ones, leaves the heartbeat without power fields")
     func noSupplies() async throws {
         let directory = try TemporaryDirectory()
-        let heartbeat = HeartbeatState()
-        let monitor = PowerMonitor(settings: PowerWatch.Settings(), heartbeat: heartbeat, feedback: nil, sendHeartbeat: {}, logger: quietLogger)
+        let heartbeat = AgentStateCell.testing()
+        let monitor = PowerMonitor(settings: PowerWatch.Settings(), state: heartbeat, feedback: nil, sendHeartbeat: {}, logger: quietLogger)
         await monitor.receive(PowerSupplyDirectory(path: directory.file("absent")).read())
         try Self.write(directory, "BAT0", ["type": "Battery", "capacity": "not a number", "status": "Discharging"])
         // A directory where a file should be: unreadable, skipped.
@@ -76,7 +76,7 @@ struct PowerServiceTests {
         #expect(beat.deviceBatteryPercent == nil)
         #expect(beat.devicePower == .battery)
         #expect(beat.devicePowerLevel == nil)
-        let encoded = String(decoding: try WireCodec.encode(HeartbeatState().heartbeat()), as: UTF8.self)
+        let encoded = String(decoding: try WireCodec.encode(AgentStateCell.testing().heartbeat()), as: UTF8.self)
         #expect(!encoded.contains("device_"), "\(encoded)")
     }
 

@@ -29,12 +29,12 @@ struct ProfileTests {
             configuration: try WearerDeviceTests.configuration(directory, extra: "profile: taxi"),
             logger: quietLogger
         )
-        #expect(parts.heartbeat.heartbeat().profile == .taxi)
-        #expect(parts.heartbeat.heartbeat().taxiState == .unavailable)
+        #expect(parts.state.heartbeat().profile == .taxi)
+        #expect(parts.state.heartbeat().taxiState == .unavailable)
         #expect(try await parts.control.taxi(.available).taxi == .available)
-        #expect(parts.heartbeat.heartbeat().taxiState == .available)
+        #expect(parts.state.heartbeat().taxiState == .available)
         #expect(try await parts.control.taxi(.rideStart).taxi == .onRide)
-        #expect(parts.heartbeat.heartbeat().taxiState == .onRide)
+        #expect(parts.state.heartbeat().taxiState == .onRide)
         await #expect(throws: AgentControlError.self) { try await parts.control.taxi(.available) }
         let status = await parts.control.status()
         #expect(status.profile == ProfileState(profile: .taxi, taxi: .onRide))
@@ -45,7 +45,7 @@ struct ProfileTests {
         let wearerDirectory = try TemporaryDirectory()
         let wearer = try AgentAssembly.make(configuration: try WearerDeviceTests.configuration(wearerDirectory), logger: quietLogger)
         await #expect(throws: AgentControlError.self) { try await wearer.control.taxi(.available) }
-        #expect(wearer.heartbeat.heartbeat().taxiState == nil)
+        #expect(wearer.state.heartbeat().taxiState == nil)
     }
 
     @Test("runner: joins by code over the control socket's protocol, checks in; the heartbeat carries both")
@@ -55,26 +55,26 @@ struct ProfileTests {
             configuration: try WearerDeviceTests.configuration(directory, extra: "profile: runner"),
             logger: quietLogger
         )
-        #expect(parts.heartbeat.heartbeat().run == nil)
+        #expect(parts.state.heartbeat().run == nil)
         await #expect(throws: AgentControlError.self) { try await parts.control.checkInToRun() }
         let request = try ControlCodec.decode(ControlRequest.self, from: Array(#"{"command":"run_join","code":"CITY-10K","show":true}"#.utf8))
         #expect(request == .runJoin(code: "CITY-10K", show: true))
         _ = try await parts.control.joinRun(code: "CITY-10K", show: true)
-        #expect(parts.heartbeat.heartbeat().run == RunParticipation(code: "CITY-10K", showToSpectators: true))
+        #expect(parts.state.heartbeat().run == RunParticipation(code: "CITY-10K", showToSpectators: true))
         let checked = try await parts.control.checkInToRun()
         #expect(checked.run?.checkedInMilliseconds != nil)
-        #expect(parts.heartbeat.heartbeat().run?.checkedInMilliseconds == checked.run?.checkedInMilliseconds)
+        #expect(parts.state.heartbeat().run?.checkedInMilliseconds == checked.run?.checkedInMilliseconds)
         #expect(StatusReport.render(await parts.control.status()).contains("run CITY-10K, shown to spectators, checked in"))
         #expect(parts.control.pipeline.configuration.positionSampling.configuration.stationaryInterval == .seconds(1))
         // Health shared with the organiser only when the runner says so, over the socket too.
-        #expect(parts.heartbeat.heartbeat().run?.shareHealth == false)
+        #expect(parts.state.heartbeat().run?.shareHealth == false)
         let sharing = try ControlCodec.decode(
             ControlRequest.self,
             from: Array(#"{"command":"run_join","code":"CITY-10K","show":false,"health":true}"#.utf8)
         )
         #expect(sharing == .runJoin(code: "CITY-10K", show: false, shareHealth: true))
         _ = try await parts.control.joinRun(code: "CITY-10K", show: false, shareHealth: true)
-        #expect(parts.heartbeat.heartbeat().run == RunParticipation(code: "CITY-10K", showToSpectators: false, shareHealth: true))
+        #expect(parts.state.heartbeat().run == RunParticipation(code: "CITY-10K", showToSpectators: false, shareHealth: true))
         #expect(StatusReport.render(await parts.control.status()).contains("heart rate shared with the organiser"))
     }
 }

@@ -148,7 +148,7 @@ struct RideTerminalTests {
                         ),
                         payload: .position(PositionFix(mode: .threeDimensional, latitude: 45.005, longitude: 7.005))
                     )
-                    let batch = SyncBatch(deviceID: "cab-1", batchSequence: sequence, heartbeat: parts.heartbeat.heartbeat(), readings: [reading])
+                    let batch = SyncBatch(deviceID: "cab-1", batchSequence: sequence, heartbeat: parts.state.heartbeat(), readings: [reading])
                     let (status, body) = try await call("POST", "/v1/batches", token: credentials.token, json: try WireCodec.encode(batch))
                     try #require(status == 200, "\(String(decoding: body, as: UTF8.self))")
                     guard let ride = SyncOrders.inReply(Array(body))?.ride else { return nil }
@@ -167,7 +167,7 @@ struct RideTerminalTests {
 
                 #expect(try await control.ride(.accept)?.stage == .accepted)
                 #expect(await control.status().feedback == .idle)
-                #expect(parts.heartbeat.heartbeat().taxiState == .onRide)
+                #expect(parts.state.heartbeat().taxiState == .onRide)
                 // A stray refusal of the accepted offer: the server's reason, and the ride stays.
                 let stray = await #expect(throws: AgentControlError.self) { try await control.ride(.refuse) }
                 #expect(stray?.code == .refused && stray?.message.hasPrefix("offer_closed") == true, "\(String(describing: stray))")
@@ -175,7 +175,7 @@ struct RideTerminalTests {
                 #expect(try await report()?.stage == .accepted)
                 #expect(try await control.ride(.pickup)?.stage == .onRide)
                 #expect(try await control.ride(.complete) == nil)
-                #expect(parts.heartbeat.heartbeat().taxiState == .available)
+                #expect(parts.state.heartbeat().taxiState == .available)
                 let rides = try await call("GET", "/v1/fleet/rides")
                 let list = try #require((try JSONSerialization.jsonObject(with: rides.1) as? [String: Any])?["rides"] as? [[String: Any]])
                 #expect(list.first?["state"] as? String == "completed" && list.first?["device_id"] as? String == "cab-1")

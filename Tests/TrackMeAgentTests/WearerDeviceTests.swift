@@ -103,18 +103,18 @@ struct WearerDeviceTests {
         let directory = try TemporaryDirectory()
         let configuration = try Self.configuration(directory)
         let first = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
-        #expect(first.heartbeat.heartbeat().monitoringPaused == false)
+        #expect(first.state.heartbeat().monitoringPaused == false)
         _ = await first.control.pauseMonitoring()
-        #expect(first.heartbeat.heartbeat().monitoringPaused == true)
+        #expect(first.state.heartbeat().monitoringPaused == true)
 
         let second = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
         #expect(await second.control.status().monitoringPaused)
-        #expect(second.heartbeat.heartbeat().monitoringPaused == true)
+        #expect(second.state.heartbeat().monitoringPaused == true)
         _ = await second.control.resumeMonitoring()
 
         let third = try AgentAssembly.make(configuration: configuration, logger: quietLogger)
         #expect(await third.control.status().monitoringPaused == false)
-        #expect(third.heartbeat.heartbeat().monitoringPaused == false)
+        #expect(third.state.heartbeat().monitoringPaused == false)
     }
 
     @Test("fallback.after_seconds reaches the dispatch lane")
@@ -128,11 +128,11 @@ struct WearerDeviceTests {
 
     @Test("the heartbeat carries battery low below the configured level and the body location, with snake_case keys")
     func heartbeatFields() throws {
-        let state = HeartbeatState(batteryWarningPercent: 15)
+        let state = AgentStateCell.testing(batteryWarningPercent: 15)
         #expect(state.heartbeat().batteryLow == nil, "unknown until the strap reports")
-        #expect(state.battery(15) == false)
-        #expect(state.battery(14) == true)
-        state.bodyLocation("ear_lobe")
+        #expect(state.update { $0.record(strapBattery: 15, at: $1) } == false)
+        #expect(state.update { $0.record(strapBattery: 14, at: $1) } == true)
+        state.update { state, _ in state.strapBodyLocation = "ear_lobe" }
         let json = String(decoding: try WireCodec.encode(state.heartbeat()), as: UTF8.self)
         #expect(json.contains("\"battery_low\":true"))
         #expect(json.contains("\"body_location\":\"ear_lobe\""))
@@ -161,7 +161,7 @@ struct WearerDeviceTests {
         let table = StatusReport.render(status)
         #expect(table.contains("battery 87% LOW, on the chest"), "\(table)")
         #expect(table.contains("battery_low"), "the feedback row")
-        let heartbeat = parts.heartbeat.heartbeat()
+        let heartbeat = parts.state.heartbeat()
         #expect(heartbeat.batteryLow == true)
         #expect(heartbeat.bodySensorLocation == "chest")
     }

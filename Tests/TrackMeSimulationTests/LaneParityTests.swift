@@ -205,7 +205,7 @@ import FoundationNetworking
                 await second.pipeline.receive(.delivered(alertID: id), at: ScenarioRunner.timestamp(21_000))
             }
         }
-        #expect(await second.pipeline.current.openAlert?.state == .delivered)
+        #expect(second.pipeline.current.openAlert?.state == .delivered)
         #expect(rig.store.pendingAlertUpdates().isEmpty)
         let third = AgentCore(rig.inputs(clock: clock))
         #expect(await third.lane.queuedUpdates.isEmpty)
@@ -335,7 +335,7 @@ import FoundationNetworking
             try await clock.sleep(until: start.advanced(by: .milliseconds(30 * i)))
             rig.faults.update { $0.networkDown = outage.contains(i) }
             await Self.feed(core.pipeline, step: i)
-            await core.committer.flush()
+            core.committer.flush()
         }
         // The cancellation is delivered (the lane retries until it is), then the readings drain.
         await feedback.value
@@ -367,7 +367,7 @@ import FoundationNetworking
         for i in 0..<Self.steps {
             rig.faults.update { $0.networkDown = outage.contains(i) }
             await Self.feed(core.pipeline, step: i)
-            await core.committer.flush()
+            core.committer.flush()
             // 30 ms of the lanes' time per step, in 10 ms ticks.
             for _ in 0..<3 {
                 await step()

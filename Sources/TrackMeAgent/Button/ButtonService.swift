@@ -62,7 +62,7 @@ actor ButtonHandler {
 
     func receive(_ event: ButtonMachine.Event) async {
         if event == .tick && !machine.isPressed { return }
-        let alert = await control.pipeline.current.openAlert?.state
+        let alert = control.pipeline.current.openAlert?.state
         let now = elapsed()
         if event == .down, pressedAt == nil { pressedAt = now }
         let shortPress = event == .up && pressedAt.map { now - $0 < machine.longPress } == true

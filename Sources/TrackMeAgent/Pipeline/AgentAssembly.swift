@@ -22,8 +22,8 @@ public enum AgentAssembly {
         /// In start order: the store first (it stops last), then the consumers.
         public var services: [any Service]
         public var control: PipelineControl
-        /// What the sync heartbeat tells the server about the device.
-        var heartbeat: HeartbeatState
+        /// What the agent knows now; the heartbeat is derived from it.
+        var state: AgentStateCell
         var dispatchSettings: DispatchSettings
         /// Ordered by the server (the person's data was erased): wipe after the services stop.
         public var wipe: WipeSignal
@@ -97,8 +97,6 @@ public enum AgentAssembly {
             fallbacks.isEmpty
             ? transport(baseURL)
             : FailoverTransport(transports: ([baseURL] + fallbacks).map(transport), now: { ContinuousClock.now - started })
-        let heartbeat = HeartbeatState(batteryWarningPercent: configuration.strap.batteryWarningPercent)
-        heartbeat.paused(deviceState.monitoringPaused)
         let (syncEvents, syncEventSink) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
         // What dispatchers decided (acknowledged, resolved), in the order the server said it.
         let (fromDispatchers, dispatcherSink) = AsyncStream.makeStream(of: SOSEvent.self, bufferingPolicy: .bufferingNewest(256))
@@ -137,10 +135,12 @@ public enum AgentAssembly {
             logger: logger
         )
         inputs.onCommit = { committed.increment(by: $0.count) }
-        // The store's conditions count from the start: a store that fell back to memory on
-        // opening has been so since then.
-        _ = heartbeat.heartbeat(store: store.statistics())
-        inputs.heartbeat = { heartbeat.heartbeat(store: store.statistics()) }
+        inputs.batteryWarningPercent = configuration.strap.batteryWarningPercent
+        let feedback = FeedbackDriver(
+            machine: FeedbackMachine(resolvedShownFor: .milliseconds(Int64(configuration.feedback.resolvedShownSeconds * 1000))),
+            clock: ContinuousClock()
+        )
+        inputs.feedback = feedback
         inputs.onAlertsAcknowledged = { ids in for id in ids { dispatcherSink.yield(.acknowledged(alertID: id)) } }
         inputs.onAlertsResolved = { ids in for id in ids { dispatcherSink.yield(.resolved(alertID: id)) } }
         inputs.onSyncEvent = { syncEventSink.yield($0) }
@@ -155,19 +155,12 @@ public enum AgentAssembly {
         if let restored {
             logger.notice("open alert restored from the journal", metadata: ["sos.alert_id": "\(restored.id)", "sos.state": "\(restored.state)"])
         }
-        let feedback = FeedbackDriver(
-            machine: FeedbackMachine(resolvedShownFor: .milliseconds(Int64(configuration.feedback.resolvedShownSeconds * 1000))),
-            clock: ContinuousClock()
-        )
         // An alert still open from before the restart shows again.
         if let restored { feedback.receive(.engine(.update(restored))) }
         let control = PipelineControl(
             pipeline: pipeline,
-            deviceID: deviceID,
-            storeBudgetBytes: configuration.store.diskBudgetBytes,
             timestamps: timestamps,
             feedback: feedback,
-            heartbeat: heartbeat,
             profile: configuration.profile,
             run: configuration.run.map { RunParticipation(code: $0.code, showToSpectators: $0.showToSpectators, shareHealth: $0.shareHealth) },
             rideAnswers: RideAnswerSender(transport: http, token: token)
@@ -181,7 +174,6 @@ public enum AgentAssembly {
             pipeline: pipeline,
             lane: lane,
             feedback: feedback,
-            heartbeat: heartbeat,
             wipe: wipe,
             inForce: care,
             logger: logger
@@ -216,11 +208,10 @@ public enum AgentAssembly {
                 simulated: simulated,
                 pipeline: pipeline,
                 control: control,
-                heartbeat: heartbeat,
                 timestamps: timestamps,
                 logger: logger
             ),
-            GPSService(reader: reader, pipeline: pipeline, control: control, heartbeat: heartbeat, timestamps: timestamps, logger: logger),
+            GPSService(reader: reader, pipeline: pipeline, timestamps: timestamps, logger: logger),
         ]
         let power = configuration.power
         services.append(
@@ -229,7 +220,7 @@ public enum AgentAssembly {
                 interval: .milliseconds(Int64(power.pollSeconds * 1000)),
                 monitor: PowerMonitor(
                     settings: PowerWatch.Settings(lowPercent: power.lowPercent, criticalPercent: power.criticalPercent),
-                    heartbeat: heartbeat,
+                    state: core.state,
                     feedback: feedback,
                     sendHeartbeat: { await sync.sendHeartbeatAlone() },
                     logger: logger
@@ -253,7 +244,7 @@ public enum AgentAssembly {
                 )
             )
         }
-        return Parts(services: services, control: control, heartbeat: heartbeat, dispatchSettings: dispatchSettings, wipe: wipe)
+        return Parts(services: services, control: control, state: core.state, dispatchSettings: dispatchSettings, wipe: wipe)
     }
 
     /// `fallback.after_seconds` becomes the lane's fallback delay.

@@ -19,6 +19,8 @@ public struct AgentCore: Sendable {
     public let sync: SyncEngine
     public let lane: DispatchLane
     public let pipeline: AgentPipeline
+    /// What the agent knows now (the pipeline's); the heartbeat each batch carries comes from it.
+    public var state: AgentStateCell { pipeline.state }
     /// The alert the journal said was open at start (it stays open; its updates go on).
     public let restored: AlertRecord?
 
@@ -44,9 +46,10 @@ public struct AgentCore: Sendable {
         public var deviceState: AgentPipeline.DeviceState?
         public var commitInterval: Duration = .seconds(1)
         public var onCommit: @Sendable ([Int64]) -> Void = { _ in }
-        public var heartbeat: @Sendable () -> DeviceHeartbeat = {
-            DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0)
-        }
+        /// The strap's battery below this many percent is low (`strap.battery_warning_percent`).
+        public var batteryWarningPercent = StrapConfiguration.defaultBatteryWarningPercent
+        /// The wearer's LED and hook, told of every action the rules take; nil where none are wired.
+        public var feedback: FeedbackDriver?
         public var onAlertsAcknowledged: @Sendable ([String]) -> Void = { _ in }
         public var onAlertsResolved: @Sendable ([String]) -> Void = { _ in }
         public var onSyncEvent: @Sendable (SyncEvent) -> Void = { _ in }
@@ -94,6 +97,17 @@ public struct AgentCore: Sendable {
         let store = inputs.store
         let logger = inputs.logger
         self.store = store
+        let state = AgentStateCell(
+            AgentState(
+                deviceID: inputs.sync.deviceID,
+                started: inputs.timestamp(),
+                storeBudgetBytes: Int(clamping: store.configuration.diskBudgetBytes),
+                batteryWarningPercent: inputs.batteryWarningPercent,
+                rulesProfile: inputs.profile
+            ),
+            clock: inputs.clock
+        )
+        state.update { state, now in state.record(store: store.statistics(), at: now) }
         committer = GroupCommitter(store: store, clock: inputs.clock, interval: inputs.commitInterval, onCommit: inputs.onCommit)
         let restored = AgentPipeline.openAlert(in: store, logger: logger)
         self.restored = restored
@@ -144,7 +158,7 @@ public struct AgentCore: Sendable {
             transport: inputs.transport,
             configuration: inputs.sync,
             clock: inputs.clock,
-            heartbeat: inputs.heartbeat,
+            heartbeat: { state.heartbeat(store: store.statistics()) },
             onAlertsAcknowledged: inputs.onAlertsAcknowledged,
             onAlertsResolved: inputs.onAlertsResolved,
             onEvent: inputs.onSyncEvent,
@@ -167,6 +181,8 @@ public struct AgentCore: Sendable {
             now: inputs.timestamp(),
             restoring: restored,
             deviceState: inputs.deviceState,
+            state: state,
+            feedback: inputs.feedback,
             dispatch: { action in
                 await lane.submit(action)
                 await onDispatch(action)

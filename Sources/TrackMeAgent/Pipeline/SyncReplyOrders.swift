@@ -30,7 +30,7 @@ final class SyncReplyOrders: Sendable {
     let pipeline: AgentPipeline
     let lane: DispatchLane?
     let feedback: FeedbackDriver?
-    let heartbeat: HeartbeatState
+    var state: AgentStateCell { pipeline.state }
     let wipe: WipeSignal
     let logger: Logger
     private let inForce: Mutex<Int64?>
@@ -43,7 +43,6 @@ final class SyncReplyOrders: Sendable {
         pipeline: AgentPipeline,
         lane: DispatchLane? = nil,
         feedback: FeedbackDriver? = nil,
-        heartbeat: HeartbeatState,
         wipe: WipeSignal,
         inForce: CareSettingsResolution,
         logger: Logger
@@ -55,11 +54,11 @@ final class SyncReplyOrders: Sendable {
         self.pipeline = pipeline
         self.lane = lane
         self.feedback = feedback
-        self.heartbeat = heartbeat
         self.wipe = wipe
         self.logger = logger
         self.inForce = Mutex(inForce.version)
-        heartbeat.care(inForce.status)
+        let care = inForce.status
+        state.update { state, _ in state.care = care }
         feedback?.receive(.automatedSOS(active: inForce.automatedSOS.active))
     }
 
@@ -109,7 +108,8 @@ final class SyncReplyOrders: Sendable {
         await pipeline.reconfigure(profile: resolution.profile, settings: resolution.settings)
         await lane?.setAutomatedSOS(active: resolution.automatedSOS.active)
         feedback?.receive(.automatedSOS(active: resolution.automatedSOS.active))
-        heartbeat.care(resolution.status)
+        let care = resolution.status
+        state.update { state, _ in state.care = care }
         do {
             try store.setDeviceState(try WireCodec.encode(settings), for: Self.stateKey)
         } catch {

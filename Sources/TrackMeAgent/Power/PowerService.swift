@@ -39,20 +39,20 @@ public struct PowerService: Service {
 package actor PowerMonitor {
     private var watch: PowerWatch
     private var last: DevicePower?
-    private let heartbeat: HeartbeatState
+    private let state: AgentStateCell
     private let feedback: FeedbackDriver?
     private let sendHeartbeat: @Sendable () async -> Void
     private let logger: Logger
 
     package init(
         settings: PowerWatch.Settings,
-        heartbeat: HeartbeatState,
+        state: AgentStateCell,
         feedback: FeedbackDriver?,
         sendHeartbeat: @escaping @Sendable () async -> Void,
         logger: Logger
     ) {
         self.watch = PowerWatch(settings: settings)
-        self.heartbeat = heartbeat
+        self.state = state
         self.feedback = feedback
         self.sendHeartbeat = sendHeartbeat
         self.logger = logger
@@ -70,7 +70,8 @@ package actor PowerMonitor {
         }
         last = power
         let events = watch.receive(power)
-        heartbeat.power(power, level: watch.level)
+        let level = watch.level
+        state.update { state, now in state.record(power: power, level: level, at: now) }
         for event in events {
             switch event {
             case .level(let level):

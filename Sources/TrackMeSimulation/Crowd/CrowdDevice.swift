@@ -59,8 +59,6 @@ actor CrowdDevice {
             configuration: StoreConfiguration(path: storePath, diskBudgetBytes: 10_000_000, durability: .processCrash),
             logger: logger
         )
-        let heartbeat = HeartbeatState()
-        heartbeat.gpsd("fix")
         var (settings, person) = profile.applied(to: SOSSettings(), profile: person)
         // A device carried without a strap: the strap's silence says nothing about its wearer.
         if !wearsStrap { settings.disableStrapRules() }
@@ -84,7 +82,6 @@ actor CrowdDevice {
         )
         // The runner flushes every trace second, as the agent's one-second group commit does.
         inputs.commitInterval = .seconds(3600)
-        inputs.heartbeat = { heartbeat.heartbeat() }
         inputs.seed = seed
         let inbox = inbox
         inputs.onLaneEvent = { inbox.noteLaneEvent($0) }
@@ -93,16 +90,14 @@ actor CrowdDevice {
             if case .orders(let orders) = event, let ride = orders.ride { rideNotices.notices.withLock { $0.append(ride) } }
         }
         core = AgentCore(inputs)
+        core.state.update { state, _ in state.gpsd = .fix }
         // The runner's and driver's commands (check-in, taxi state) are stamped on the crowd's
         // virtual clock, as everything else the device does: the system clock would put a
         // check-in days after the race it belongs to.
         let timestamps = AgentTimestamps(bootID: ScenarioRunner.bootID) { anchor.timestamp(clock.now.offset.milliseconds) }
         control = PipelineControl(
             pipeline: core.pipeline,
-            deviceID: deviceID,
-            storeBudgetBytes: 10_000_000,
             timestamps: timestamps,
-            heartbeat: heartbeat,
             profile: profile,
             rideAnswers: RideAnswerSender(transport: FaultInjectingTransport(base: transport, faults: faults), token: token),
             onRideOffer: onRideOffer
@@ -130,7 +125,7 @@ actor CrowdDevice {
 
     /// The group commit's flush (the agent's one-second commit).
     func commit() async {
-        committed += await core.committer.flush()
+        committed += core.committer.flush()
     }
 
     /// The second's work after its inputs: time passes for the rules (the daemon's ticker), the
