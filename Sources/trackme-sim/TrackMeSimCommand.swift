@@ -34,6 +34,7 @@ struct BenchCommand: AsyncParsableCommand {
             BenchGroupQueryCommand.self,
             BenchRollUpCommand.self,
             BenchRaceCommand.self,
+            BenchPopulationCommand.self,
             BenchIntakeUnderLoadCommand.self,
             BenchExportMemoryCommand.self,
         ]

@@ -23,7 +23,8 @@ public struct CrowdRunner: Sendable {
         public var logger: Logger
         /// Devices stepped side by side within a second (both cores: the devices and the server).
         public var concurrency: Int = 8
-        /// Overrides the scenario's runner count and duration (`trackme-sim bench race`).
+        /// Overrides the scenario's runner (or wearer) count and duration (`trackme-sim bench race`,
+        /// `bench population`).
         public var runners: Int?
         public var durationSeconds: Int?
         /// Measure the server's `GET /health` rate first, as the baseline of `bench race`.
@@ -202,6 +203,9 @@ public struct CrowdRunner: Sendable {
             }
             if let rides = scenario.crowd.rides {
                 try await runRides(rides, scenario: scenario, context: context, into: &outcome)
+            }
+            if let population = scenario.crowd.population {
+                try await runPopulation(population, scenario: scenario, context: context, into: &outcome)
             }
         } catch {
             try? await http.shutdown()

@@ -175,10 +175,42 @@ public struct CrowdScenario: Codable, Sendable {
         }
     }
 
+    /// Wearers going about their day, each with a strap at 1 Hz: most replay one normal
+    /// recording, each from its own point in it; a few hold an episode from another recording.
+    public struct Population: Codable, Sendable {
+        public var wearers: Int
+        public var durationSeconds: Int
+        /// The heart-rate recording every wearer without an episode replays, in a loop.
+        public var trace: String
+        public var episodes: [Episode]?
+
+        enum CodingKeys: String, CodingKey {
+            case wearers, trace, episodes
+            case durationSeconds = "duration_s"
+        }
+    }
+
+    /// One wearer's held episode: from `start_s` of the run the strap records `trace` (its own
+    /// time 0 then), and the condition itself begins `onset_s` into that recording. The
+    /// recording's end is the strap's last notification.
+    public struct Episode: Codable, Sendable {
+        public var wearer: Int
+        public var trace: String
+        public var startSeconds: Int
+        public var onsetSeconds: Int
+
+        enum CodingKeys: String, CodingKey {
+            case wearer, trace
+            case startSeconds = "start_s"
+            case onsetSeconds = "onset_s"
+        }
+    }
+
     public struct Crowd: Codable, Sendable {
         public var race: Race?
         public var fleet: Fleet?
         public var rides: Rides?
+        public var population: Population?
     }
 
     public var name: String
