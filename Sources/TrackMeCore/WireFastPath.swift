@@ -86,10 +86,10 @@ public enum WireFastPath {
     /// `WireCodec.encode(heartbeat)` as text, byte for byte, when its strings need no escaping.
     public static func canonicalJSON(_ heartbeat: DeviceHeartbeat) -> String? {
         let strings = [heartbeat.strap, heartbeat.gpsd, heartbeat.bodySensorLocation, heartbeat.storeState, heartbeat.storeProblem]
-        // The nested fields (profile, taxi state, run, care conflicts and overrides, conditions)
-        // are left to JSONEncoder.
+        // The nested fields (run, care conflicts and overrides, conditions) are left to
+        // JSONEncoder; the profile and a taxi's state are plain words every device sends.
         guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil, heartbeat.careOverrides == nil,
-            heartbeat.profile == nil, heartbeat.taxiState == nil, heartbeat.run == nil, heartbeat.conditionSeconds == nil
+            heartbeat.run == nil, heartbeat.conditionSeconds == nil
         else { return nil }
         // Sorted keys; optional fields are left out when nil (synthesized `encodeIfPresent`).
         var fields: [String] = []
@@ -102,12 +102,14 @@ public enum WireFastPath {
         if let value = heartbeat.devicePowerLevel { fields.append("\"device_power_level\":\"\(value.rawValue)\"") }
         fields.append("\"gpsd\":\"\(heartbeat.gpsd)\"")
         if let value = heartbeat.monitoringPaused { fields.append("\"monitoring_paused\":\(value)") }
+        if let value = heartbeat.profile { fields.append("\"profile\":\"\(value.rawValue)\"") }
         if let value = heartbeat.quarantinedReadings { fields.append("\"quarantined\":\(value)") }
         fields.append("\"store_bytes\":\(heartbeat.storeBytes)")
         fields.append("\"store_depth\":\(heartbeat.storeDepth)")
         if let value = heartbeat.storeProblem { fields.append("\"store_problem\":\"\(value)\"") }
         if let value = heartbeat.storeState { fields.append("\"store_state\":\"\(value)\"") }
         fields.append("\"strap\":\"\(heartbeat.strap)\"")
+        if let value = heartbeat.taxiState { fields.append("\"taxi_state\":\"\(value.rawValue)\"") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 
@@ -583,6 +585,18 @@ struct FastJSONReader {
                 guard let value else { return true }
                 guard let level = PowerWatch.Level(rawValue: value) else { return false }
                 heartbeat.devicePowerLevel = level
+                return true
+            case "profile":
+                guard let value = reader.optional({ $0.string() }) else { return false }
+                guard let value else { return true }
+                guard let profile = DeviceProfile(rawValue: value) else { return false }
+                heartbeat.profile = profile
+                return true
+            case "taxi_state":
+                guard let value = reader.optional({ $0.string() }) else { return false }
+                guard let value else { return true }
+                guard let state = TaxiAvailability(rawValue: value) else { return false }
+                heartbeat.taxiState = state
                 return true
             default: return false
             }

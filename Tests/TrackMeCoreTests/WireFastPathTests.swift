@@ -78,8 +78,10 @@ import TrackMeCore
             beat.deviceBatteryPercent = g.bool() ? Int(g.below(101)) : nil
             beat.devicePower = g.bool() ? [.battery, .charging, .full, .mains][Int(g.below(4))] : nil
             beat.devicePowerLevel = g.bool() ? (g.bool() ? .low : .critical) : nil
+            // The profile and a taxi's state are plain words, on the fast path.
+            if g.bool() { beat.profile = DeviceProfile.allCases[Int(g.below(3))] }
+            if g.below(4) == 0 { beat.taxiState = TaxiAvailability.allCases[Int(g.below(3))] }
             // The nested fields: a canonical text without them would lose them.
-            if g.below(6) == 0 { beat.taxiState = .onRide }
             if g.below(6) == 0 { beat.run = RunParticipation(code: "R-\(g.below(99))", showToSpectators: g.bool()) }
             if g.below(6) == 0 {
                 beat.careVersion = Int64(g.below(9))
@@ -110,7 +112,7 @@ import TrackMeCore
                 batch.readings.allSatisfy { !$0.timestamp.bootID.contains(where: { "\"/é".contains($0) }) }
                 && (batch.heartbeat?.storeProblem.map { !$0.contains("/") } ?? true)
                 // The nested heartbeat fields are left to WireCodec too.
-                && (batch.heartbeat.map { $0.taxiState == nil && $0.run == nil && $0.careConflicts == nil } ?? true)
+                && (batch.heartbeat.map { $0.run == nil && $0.careConflicts == nil } ?? true)
             if plain { #expect(fast == batch, "seed \(seed) batch \(number)") } else { #expect(fast == nil || fast == batch) }
             // Pretty-printed (the WIRE.md layout) decodes the same.
             let encoder = JSONEncoder()
@@ -175,6 +177,8 @@ import TrackMeCore
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"idempotency_key":"d:1","readings":[],"version":1,"extra":true}"#,
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"idempotency_key":"d:1","readings":[,],"version":1}"#,
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"idempotency_key":"d:1","readings":[],"version":truex}"#,
+        #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","profile":"pilot","store_bytes":0,"store_depth":0,"strap":"connected"},"idempotency_key":"d:1","readings":[],"version":1}"#,
+        #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","store_bytes":0,"store_depth":0,"strap":"connected","taxi_state":"parked"},"idempotency_key":"d:1","readings":[],"version":1}"#,
     ])
     func givesUpOnWhatItDoesNotHandle(text: String) {
         #expect(WireFastPath.syncBatch(Array(text.utf8)) == nil)
