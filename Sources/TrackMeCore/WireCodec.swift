@@ -55,6 +55,12 @@ public enum WireCodec {
         }
     }
 
+    /// A stored reading (its wire text): `WireFastPath` when it can, the general decoder otherwise.
+    public static func decodeReading(_ text: String) throws(WireFormatError) -> WireReading {
+        if let reading = WireFastPath.reading(text) { return reading }
+        return try decode(WireReading.self, from: Data(text.utf8))
+    }
+
     /// Renders a coding path as `a.b[2].c`.
     static func path(_ codingPath: [any CodingKey]) -> String {
         var result = ""

@@ -19,6 +19,17 @@ public enum WireFastPath {
         }
     }
 
+    /// One reading (a stored row's body), or nil when `WireCodec.decode(WireReading.self, ...)`
+    /// must decide.
+    public static func reading(_ text: String) -> WireReading? {
+        var text = text
+        return text.withUTF8 { buffer in
+            var reader = FastJSONReader(buffer)
+            guard let reading = reader.reading(), reader.atEnd() else { return nil }
+            return reading
+        }
+    }
+
     /// `WireCodec.encode(reading)` as text, byte for byte, when its strings need no escaping and
     /// its numbers are finite; nil otherwise.
     public static func canonicalJSON(_ reading: WireReading) -> String? {

@@ -12,7 +12,7 @@ extension TrackMeServer {
     /// timestamp the device sent, in sequence order (the simulation checks each reading's time).
     public func storedReadingTimes(deviceID: String) async throws -> [(sequence: Int64, placedMilliseconds: Int64, timestamp: ReadingTimestamp)] {
         try await storedRows(deviceID: deviceID).map { row in
-            (row.sequence, row.placedMilliseconds, try WireCodec.decode(WireReading.self, from: Data(row.body.utf8)).timestamp)
+            (row.sequence, row.placedMilliseconds, try WireCodec.decodeReading(row.body).timestamp)
         }
     }
 
@@ -20,7 +20,7 @@ extension TrackMeServer {
     /// order: tests compare them with what the device's store holds (the agent's sync tests
     /// check the real server, not a copy of it).
     public func storedReadings(deviceID: String) async throws -> [WireReading] {
-        try await storedRows(deviceID: deviceID).map { try WireCodec.decode(WireReading.self, from: Data($0.body.utf8)) }
+        try await storedRows(deviceID: deviceID).map { try WireCodec.decodeReading($0.body) }
     }
 
     /// Every stored row of a device, in sequence order, a page at a time.

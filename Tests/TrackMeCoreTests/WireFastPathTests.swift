@@ -130,10 +130,15 @@ import TrackMeCore
         var batchCount = 0
         for index in 0..<2_000 {
             let reading = Self.reading(&g, sequence: Int64(index) - 5)
+            let text = String(decoding: try WireCodec.encode(reading), as: UTF8.self)
             if let fast = WireFastPath.canonicalJSON(reading) {
                 fastCount += 1
-                #expect(fast == String(decoding: try WireCodec.encode(reading), as: UTF8.self), "seed \(seed) reading \(index)")
+                #expect(fast == text, "seed \(seed) reading \(index)")
+                // A stored reading's text reads back on the fast path as the general decoder reads it.
+                #expect(WireFastPath.reading(text) == reading, "seed \(seed) reading \(index)")
             }
+            #expect(try WireCodec.decodeReading(text) == reading)
+            #expect(WireFastPath.reading(text + " x") == nil)
             let batch = Self.batch(&g, number: Int64(index + 1))
             if let heartbeat = batch.heartbeat, let fast = WireFastPath.canonicalJSON(heartbeat) {
                 #expect(fast == String(decoding: try WireCodec.encode(heartbeat), as: UTF8.self), "seed \(seed) heartbeat \(index)")

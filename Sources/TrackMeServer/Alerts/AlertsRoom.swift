@@ -135,7 +135,7 @@ struct AlertsRoom: Sendable {
         )
         var heartRate: [HeartRatePoint] = []
         for reading in readings {
-            guard let wire = try? WireCodec.decode(WireReading.self, from: Data(reading.body.utf8)), case .heartRate(let hr) = wire.payload else {
+            guard let wire = try? WireCodec.decodeReading(reading.body), case .heartRate(let hr) = wire.payload else {
                 continue
             }
             heartRate.append(HeartRatePoint(atMilliseconds: reading.placedMilliseconds, bpm: hr.bpm))

@@ -390,14 +390,14 @@ struct PersonData: Sendable {
     }
 
     static func heartRate(_ row: StoredReadingRow, deviceID: String) -> HeartRateSample? {
-        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .heartRate(let hr) = wire.payload else {
+        guard let wire = try? WireCodec.decodeReading(row.body), case .heartRate(let hr) = wire.payload else {
             return nil
         }
         return HeartRateSample(atMilliseconds: row.placedMilliseconds, bpm: hr.bpm, deviceID: deviceID, contact: hr.contact != .notDetected)
     }
 
     static func position(_ row: StoredReadingRow, deviceID: String) -> PositionSample? {
-        guard let wire = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = wire.payload,
+        guard let wire = try? WireCodec.decodeReading(row.body), case .position(let fix) = wire.payload,
             let latitude = fix.latitude, let longitude = fix.longitude
         else { return nil }
         return PositionSample(atMilliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude, deviceID: deviceID)

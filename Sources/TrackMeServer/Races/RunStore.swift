@@ -133,7 +133,7 @@ enum RemovalOutcome: Hashable, Sendable {
 extension RunStore {
     /// Decodes a heart-rate reading's body for its bpm.
     static func bpm(ofBody body: String) -> Int? {
-        guard let reading = try? WireCodec.decode(WireReading.self, from: Data(body.utf8)), case .heartRate(let hr) = reading.payload else {
+        guard let reading = try? WireCodec.decodeReading(body), case .heartRate(let hr) = reading.payload else {
             return nil
         }
         return hr.bpm

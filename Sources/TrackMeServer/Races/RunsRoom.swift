@@ -271,7 +271,7 @@ struct RunsRoom: Sendable {
                     )
                 )
                 for row in page where grants.contains(where: { $0.covers(.position, at: row.placedMilliseconds) }) {
-                    if let reading = try? WireCodec.decode(WireReading.self, from: Data(row.body.utf8)), case .position(let fix) = reading.payload,
+                    if let reading = try? WireCodec.decodeReading(row.body), case .position(let fix) = reading.payload,
                         let latitude = fix.latitude, let longitude = fix.longitude
                     {
                         points.append((row.placedMilliseconds, latitude, longitude))
