@@ -59,7 +59,8 @@ extension CrowdRunner {
             let strap = Self.bySecond(try loadTrace(episode.trace))
             wearers[episode.wearer - 1].episode = (episode.startSeconds, episode.onsetSeconds, strap, strap.keys.max() ?? 0)
         }
-        let withEpisode = Set((population.episodes ?? []).filter { $0.startSeconds <= duration }.map { $0.wearer - 1 })
+        // An episode whose condition begins after the run ends is not expected to raise anything.
+        let withEpisode = Set((population.episodes ?? []).filter { $0.startSeconds + $0.onsetSeconds <= duration }.map { $0.wearer - 1 })
 
         var readings = 0
         let started = ContinuousClock.now
