@@ -36,6 +36,9 @@ final class ServerMetrics: Sendable {
     /// Rows deleted by the retention job, per kind; every kind is listed from the start (at 0) so
     /// that a dashboard's rate has a series before the first deletion.
     private let retentionDeleted: [PersonalDataKind: Counter]
+    /// Heavy reads stopped because their client went, per route; every watched route is listed
+    /// from the start (at 0).
+    private let requestsAbandoned: [HangUpWatch.Route: Counter]
     /// Made on a status's first response: the set of statuses is open (Hummingbird's own included).
     private let responses = Mutex<[Int: Counter]>([:])
     /// The gauges read at scrape time that are present now; one lock also keeps two scrapes from
@@ -75,6 +78,16 @@ final class ServerMetrics: Sendable {
             deleted[kind] = Counter(label: Name.retentionDeleted.rawValue, dimensions: [("kind", kind.rawValue)], factory: factory)
         }
         retentionDeleted = deleted
+        var abandoned: [HangUpWatch.Route: Counter] = [:]
+        for route in HangUpWatch.Route.allCases {
+            abandoned[route] = Counter(label: Name.requestsAbandoned.rawValue, dimensions: [("route", route.rawValue)], factory: factory)
+        }
+        requestsAbandoned = abandoned
+    }
+
+    /// Counts a heavy read stopped because its client went (`HangUpWatch`).
+    func recordAbandoned(_ route: HangUpWatch.Route) {
+        requestsAbandoned[route]?.increment()
     }
 
     /// Counts rows the retention job deleted; readings also under
@@ -153,6 +166,7 @@ final class ServerMetrics: Sendable {
         case statisticsDaysKept = "trackme_server_statistics_days_kept_total"
         case statisticsDaysSummarised = "trackme_server_statistics_days_summarised_total"
         case retentionDeleted = "trackme_server_retention_deleted_total"
+        case requestsAbandoned = "trackme_server_requests_abandoned_total"
         case responses = "trackme_server_responses_total"
         case databaseDamaged = "trackme_server_database_damaged"
         case retentionRefusing = "trackme_server_retention_refusing"
@@ -187,6 +201,7 @@ final class ServerMetrics: Sendable {
             case .statisticsDaysKept: "Device-days a statistics request answered from a kept summary."
             case .statisticsDaysSummarised: "Device-days a statistics request summarised from their readings (and kept)."
             case .retentionDeleted: "Rows of personal data deleted by the retention job, by kind."
+            case .requestsAbandoned: "Statistics, views and downloads stopped because their client closed the connection first, by route."
             case .responses: "HTTP responses by status."
             case .databaseDamaged: "1 when the database failed its integrity check at start (ingest refused)."
             case .retentionRefusing: "1 while the retention job refuses to act on a wall clock that jumped."

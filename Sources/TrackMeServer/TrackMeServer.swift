@@ -238,7 +238,7 @@ public final class TrackMeServer: Service, Sendable {
             )
         }
         let application = Application(
-            router: hall.makeRouter(),
+            responder: ListeningResponder(router: hall.makeRouter().buildResponder()),
             server: ServerChannels.builder(limits: configuration.limits, metrics: hall.metrics, tls: certificates),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),

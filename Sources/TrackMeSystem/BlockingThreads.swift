@@ -71,6 +71,14 @@ public final class BlockingThreads: @unchecked Sendable {
         }
     }
 
+    /// Starts `body` on one of these threads and returns at once; what `body` returns is run on
+    /// that thread once it counts itself free, as `run` tells its caller, so that a caller told
+    /// there calls again into the same thread. For a caller that needs to stop waiting before
+    /// its work is taken (`run` waits until it is done).
+    package func startHandingBack(_ body: @escaping @Sendable () -> (@Sendable () -> Void)?) {
+        enqueue(body)
+    }
+
     private func enqueue(_ job: @escaping Job) {
         condition.lock()
         jobs.append(job)

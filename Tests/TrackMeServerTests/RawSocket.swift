@@ -68,6 +68,12 @@ final class RawSocket: @unchecked Sendable {
         return true
     }
 
+    /// Closes the sending side (`shutdown(SHUT_WR)`): the peer reads the end of the stream, as
+    /// when a client closes, and what it still answers can be read here.
+    func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Waits up to `timeout` for the peer to close; true if it did (EOF or reset). Data that
     /// arrives meanwhile is read and kept in `received`.
     func waitForClose(timeout: Duration) -> Bool {

@@ -33,6 +33,7 @@ struct ServerMetricsTests {
         ("trackme_server_statistics_days_kept_total", "counter"),
         ("trackme_server_statistics_days_summarised_total", "counter"),
         ("trackme_server_retention_deleted_total", "counter"),
+        ("trackme_server_requests_abandoned_total", "counter"),
         ("trackme_server_responses_total", "counter"),
         ("trackme_server_database_damaged", "gauge"),
         ("trackme_server_retention_refusing", "gauge"),
@@ -61,6 +62,9 @@ struct ServerMetricsTests {
             #expect(Set(scrape.types.keys) == Set(Self.published.map(\.name)), "a metric was added or removed: update the list and dashboards")
             for kind in PersonalDataKind.allCases {
                 #expect(scrape.value(#"trackme_server_retention_deleted_total{kind="\#(kind.rawValue)"}"#) == 0, "\(kind)")
+            }
+            for route in ["statistics", "export", "track.gpx", "heart-rate", "positions"] {
+                #expect(scrape.value(#"trackme_server_requests_abandoned_total{route="/v1/people/{id}/\#(route)"}"#) == 0, "\(route)")
             }
             #expect(scrape.value(#"trackme_server_responses_total{status="200"}"#) == 1)
         }

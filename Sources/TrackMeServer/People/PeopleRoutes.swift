@@ -17,25 +17,45 @@ struct PeopleRoutes: Sendable {
     var now: Int64 { room.now }
 
     func register(on doors: RouteAccess.Doors) {
+        // The reads that cost pages of readings stop when their client hangs up.
+        let hangUps = HangUpWatch(metrics: room.services.metrics)
         doors.on(.post, "/v1/people/:id/devices") { request, context in try await link(request, id: try context.pathID("id")) }
         doors.on(.get, "/v1/people/:id") { _, context in try await profile(try context.signedIn(), id: try context.pathID("id")) }
         doors.on(.get, "/v1/people/:id/heart-rate") { request, context in
-            try await heartRate(request, try context.signedIn(), id: try context.pathID("id"))
+            try await hangUps.respond(to: request, context: context, route: .heartRate) {
+                try await heartRate(request, try context.signedIn(), id: try context.pathID("id"))
+            }
         }
         doors.on(.get, "/v1/people/:id/positions") { request, context in
-            try await positions(request, try context.signedIn(), id: try context.pathID("id"))
+            try await hangUps.respond(to: request, context: context, route: .positions) {
+                try await positions(request, try context.signedIn(), id: try context.pathID("id"))
+            }
         }
         doors.on(.get, "/v1/people/:id/statistics") { request, context in
-            try await statistics(request, try context.signedIn(), id: try context.pathID("id"))
+            try await hangUps.respond(to: request, context: context, route: .statistics) {
+                try await statistics(request, try context.signedIn(), id: try context.pathID("id"))
+            }
         }
         doors.on(.get, "/v1/people/:id/alerts") { request, context in
             try await alerts(request, try context.signedIn(), id: try context.pathID("id"))
         }
+        // A download's readings are read as its body is written, after the handler returned:
+        // the body is what stops when the client goes.
         doors.on(.get, "/v1/people/:id/export") { request, context in
-            try await export(request, try context.signedIn(), id: try context.pathID("id"))
+            hangUps.streaming(
+                try await export(request, try context.signedIn(), id: try context.pathID("id")),
+                to: request,
+                context: context,
+                route: .export
+            )
         }
         doors.on(.get, "/v1/people/:id/track.gpx") { request, context in
-            try await export(request, try context.signedIn(), id: try context.pathID("id"), format: .gpx)
+            hangUps.streaming(
+                try await export(request, try context.signedIn(), id: try context.pathID("id"), format: .gpx),
+                to: request,
+                context: context,
+                route: .track
+            )
         }
         doors.on(.get, "/v1/people/:id/stream") { request, context in
             try await stream(request, try context.signedIn(), id: try context.pathID("id"))

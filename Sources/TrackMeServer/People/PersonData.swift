@@ -126,6 +126,9 @@ struct PersonData: Sendable {
             var after = afterSequence
             let pageSize = configuration.maxPageSize
             while rows.count <= limit {
+                // The views read up to `limit` readings: they stop between pages when their
+                // client hung up (`HangUpWatch`).
+                try Task.checkCancellation()
                 let page = try await store.readings(
                     ReadingQuery(
                         deviceID: deviceID,

@@ -8,7 +8,7 @@ import TrackMeCore
 /// the readings come from the store one page at a time (`PersonData.forEachPage`) and leave in
 /// chunks of about `chunkBytes`, the day figures are counters (`DailyStatistics.Accumulator`), so years
 /// of 1 Hz data cost the server one page and a few counters per day, not the whole history; and
-/// when the client goes away the next write fails and the reading stops.
+/// when the client goes away the reading stops before its next page (`HangUpWatch`).
 ///
 /// Heart rate and positions come device by device, each device's in time order.
 struct PersonExport: Sendable {

@@ -12,6 +12,12 @@ public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext 
     /// Who the request comes from, once a room's authentication middleware has established it
     /// (`DeviceAuthentication`); nil before and on routes without one.
     var principal: Principal?
+    /// Whether the request's body is still the connection's own stream of request parts, which
+    /// is what lets a handler hear its client hang up (`HangUpWatch`): set for every request the
+    /// listening server takes (`ListeningResponder`); a request handed over in process carries
+    /// a body of its own and leaves it false. A middleware that replaces a request's body must
+    /// set it false.
+    var bodyIsConnectionStream = false
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

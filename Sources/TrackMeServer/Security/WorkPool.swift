@@ -32,33 +32,140 @@ struct WorkPool: Sendable {
 
     /// Runs `work` on one of the pool's threads; throws `busy()` at once when `queueLimit` are
     /// already admitted.
+    ///
+    /// A caller cancelled while its work waits for a thread (a download whose client hung up)
+    /// is told `CancellationError` at once, and the work is dropped when its turn comes rather
+    /// than run for no one. Work already running finishes (it is one page, and the caller waits
+    /// for it, so no work of a request outlives it); the caller's next step sees the cancellation.
     func run<T: Sendable>(
         busy: @autoclosure () -> APIError,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
+        try Task.checkCancellation()
         guard admitted.enter(limit: queueLimit) else { throw busy() }
-        defer { admitted.leave() }
         let niceness = self.niceness
-        return try await threads.run { () throws -> T in
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
-            return try work()
+        let admitted = self.admitted
+        let job = Job<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                job.wait(continuation)
+                threads.startHandingBack { () -> (@Sendable () -> Void)? in
+                    guard job.start() else {
+                        admitted.drop()
+                        return nil
+                    }
+                    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+                    let result = Result { try work() }
+                    admitted.leave()
+                    return { job.finish(result) }
+                }
+            }
+        } onCancel: {
+            job.cancel()
         }
     }
 
-    /// Counts work admitted and not yet done.
+    /// Work dropped unstarted because its caller was cancelled while it waited (for tests).
+    var dropped: Int { admitted.dropped }
+
+    /// Work run to its end (for tests).
+    var completed: Int { admitted.completed }
+
+    /// One caller's work: waiting for a thread, taken by one, done, or dropped because its caller
+    /// went first. The caller is told exactly once.
+    private final class Job<T: Sendable>: Sendable {
+        private enum State {
+            case waiting(CheckedContinuation<T, any Error>?)
+            case running(CheckedContinuation<T, any Error>?)
+            case cancelled
+            case done
+        }
+
+        private let state = Mutex(State.waiting(nil))
+
+        /// The caller's continuation; resumed at once when the caller was cancelled already.
+        func wait(_ continuation: CheckedContinuation<T, any Error>) {
+            let cancelled = state.withLock { state -> Bool in
+                switch state {
+                case .waiting:
+                    state = .waiting(continuation)
+                    return false
+                case .cancelled:
+                    return true
+                case .running, .done:
+                    // `wait` comes before the work is queued: nothing can have taken it yet.
+                    return false
+                }
+            }
+            if cancelled { continuation.resume(throwing: CancellationError()) }
+        }
+
+        /// Whether a thread may run the work: false when the caller has gone meanwhile.
+        func start() -> Bool {
+            state.withLock { state in
+                switch state {
+                case .waiting(let continuation):
+                    state = .running(continuation)
+                    return true
+                case .running, .cancelled, .done:
+                    return false
+                }
+            }
+        }
+
+        func cancel() {
+            let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+                guard case .waiting(let continuation) = state else { return nil }
+                state = .cancelled
+                return continuation
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+
+        func finish(_ result: Result<T, any Error>) {
+            let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+                guard case .running(let continuation) = state else { return nil }
+                state = .done
+                return continuation
+            }
+            continuation?.resume(with: result)
+        }
+    }
+
+    /// Counts work admitted and not yet done, and how admitted work ended.
     private final class Admitted: Sendable {
-        private let value = Mutex(0)
+        private struct Counts {
+            var inFlight = 0
+            var completed = 0
+            var dropped = 0
+        }
+
+        private let value = Mutex(Counts())
 
         func enter(limit: Int) -> Bool {
-            value.withLock { count in
-                guard count < limit else { return false }
-                count += 1
+            value.withLock { counts in
+                guard counts.inFlight < limit else { return false }
+                counts.inFlight += 1
                 return true
             }
         }
 
-        func leave() { value.withLock { $0 -= 1 } }
+        func leave() {
+            value.withLock { counts in
+                counts.inFlight -= 1
+                counts.completed += 1
+            }
+        }
 
-        var count: Int { value.withLock { $0 } }
+        func drop() {
+            value.withLock { counts in
+                counts.inFlight -= 1
+                counts.dropped += 1
+            }
+        }
+
+        var count: Int { value.withLock { $0.inFlight } }
+        var completed: Int { value.withLock { $0.completed } }
+        var dropped: Int { value.withLock { $0.dropped } }
     }
 }
