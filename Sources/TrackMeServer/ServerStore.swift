@@ -65,6 +65,18 @@ struct StoredReadingRow: Hashable, Sendable {
     var timeFlag: TimeFlag?
 }
 
+/// Where one stored reading of a device is: its sequence number, and when it is placed.
+struct StoredReadingReference: Hashable, Sendable {
+    var sequence: Int64
+    var placedMilliseconds: Int64
+
+    /// A reference from nullable columns: nil unless both are there.
+    static func stored(sequence: Int64?, placedMilliseconds: Int64?) -> StoredReadingReference? {
+        guard let sequence, let placedMilliseconds else { return nil }
+        return StoredReadingReference(sequence: sequence, placedMilliseconds: placedMilliseconds)
+    }
+}
+
 /// Counts for `/metrics` and `/health`.
 struct StoreCounts: Hashable, Sendable {
     var devices: Int64

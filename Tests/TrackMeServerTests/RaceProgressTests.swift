@@ -136,6 +136,26 @@ struct RaceProgressTests {
         return fixes
     }
 
+    @Test("a course read back from its stored text is the course stored; text that is no course is nil, never a trap")
+    func courseFromItsStoredText() throws {
+        let points: [[Double]] = (0..<200).map { (index: Int) -> [Double] in
+            let step = Double(index) * 0.0001
+            let wiggle = Double(index % 7) * 0.0001
+            return [45.0 + step, 7.0 + wiggle]
+        }
+        let text = String(decoding: try JSONEncoder().encode(points), as: UTF8.self)
+        #expect(RunPath.stored(text) == (try RunPath(points: points)))
+        #expect(RunPath.stored(text) == RunPath.stored(text))
+        #expect(RunPath.stored("[[45.0, 7.0]]") == nil, "one point is no course")
+        #expect(RunPath.stored("[[95.0, 7.0], [45.0, 7.0]]") == nil, "latitude out of range")
+        #expect(RunPath.stored("not json") == nil)
+        // Many more courses than are kept: each still comes back right.
+        for offset in 0..<300 {
+            let course = [[45.0, 7.0 + Double(offset) * 0.001], [45.001, 7.0 + Double(offset) * 0.001]]
+            #expect(RunPath.stored(String(decoding: try JSONEncoder().encode(course), as: UTF8.self))?.points == course)
+        }
+    }
+
     @Test("a course that uses one street twice: a runner at 170 m out is not placed on the way back", arguments: Backend.enabled)
     func outAndBack(backend: Backend) async throws {
         try await TestServer.with(backend) { s in

@@ -116,7 +116,7 @@ struct RunStoreContractTests {
         }
     }
 
-    @Test("the newest heart rate within a window, and nothing outside it", arguments: Backend.enabled)
+    @Test("a stored heart rate by its sequence number, nothing for another kind or device", arguments: Backend.enabled)
     func heartRate(backend: Backend) async throws {
         try await Self.withStores(backend) { runs, ingest, _ throws in
             func row(_ seq: Int64, bpm: Int?, at placed: Int64) throws -> ReadingRow {
@@ -141,12 +141,23 @@ struct RunStoreContractTests {
             batch.readings = rows
             batch.digest = BatchDigest.digest(readings: rows, droppedByBudget: 0)
             #expect(try await ingest.ingest(batch).stored == 4)
-            let newest = try await runs.newestHeartRate(deviceID: "pi-0001", fromMilliseconds: Self.start, toMilliseconds: Self.start + 5000)
-            #expect(newest?.0 == Self.start + 3000 && newest?.1 == 150, "the fix after it is no heart rate; 170 is outside")
-            #expect(
-                try await runs.newestHeartRate(deviceID: "pi-0001", fromMilliseconds: Self.start + 10_000, toMilliseconds: Self.start + 20_000) == nil
-            )
-            #expect(try await runs.newestHeartRate(deviceID: "other", fromMilliseconds: Self.start, toMilliseconds: Self.start + 20_000) == nil)
+            #expect(try await runs.heartRate(deviceID: "pi-0001", sequence: 2) == 150)
+            #expect(try await runs.heartRate(deviceID: "pi-0001", sequence: 3) == nil, "a fix is no heart rate")
+            #expect(try await runs.heartRate(deviceID: "pi-0001", sequence: 99) == nil)
+            #expect(try await runs.heartRate(deviceID: "other", sequence: 2) == nil)
+        }
+    }
+
+    @Test("a runner's newest heart rate is kept with their entry", arguments: Backend.enabled)
+    func entryKeepsNewestHeartRate(backend: Backend) async throws {
+        try await Self.withStores(backend) { runs, _, _ throws in
+            #expect(try await runs.insertRun(try Self.run("r")))
+            var entry = RunEntry(runID: "r", deviceID: "pi-0001", name: "A", showToSpectators: true, enrolledMilliseconds: Self.start)
+            #expect(try await runs.enrol(entry) == .enrolled)
+            #expect(try await runs.runEntry(runID: "r", deviceID: "pi-0001")?.newestHeartRate == nil)
+            entry.newestHeartRate = StoredReadingReference(sequence: 7, placedMilliseconds: Self.start + 7000)
+            try await runs.saveRunEntry(entry)
+            #expect(try await runs.runEntry(runID: "r", deviceID: "pi-0001")?.newestHeartRate == entry.newestHeartRate)
         }
     }
 

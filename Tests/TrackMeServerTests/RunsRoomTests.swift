@@ -143,6 +143,11 @@ struct RunsRoomTests {
             #expect(annView["shares_health"] as? Bool == true)
             #expect(bobView["health"] is NSNull, "Bob did not consent: \(bobView)")
             #expect(!view.text.contains("171"), "Bob's heart rate is nowhere in the answer")
+            // A backlog from before (older fix, older heart rate) arrives late: the newest stays.
+            try await ann.report(metres: 200, at: start + 60_000, bpm: 140)
+            let afterBacklog = try await s.page("GET", "/v1/runs/\(runID)", olga)
+            let annAfter = try #require((afterBacklog.object["entries"] as? [[String: Any]])?.first { $0["device_id"] as? String == "r-ann" })
+            #expect((annAfter["health"] as? [String: Any])?["heart_rate_bpm"] as? Int == 162, "\(annAfter)")
 
             // The runners' access logs show the organiser's reads, by name, once per span.
             let annLog = try await s.server.store.accessLog(subjects: ["device:r-ann"], limit: 10)

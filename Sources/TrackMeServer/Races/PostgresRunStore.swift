@@ -20,11 +20,12 @@ final class PostgresRunStore: RunStore {
     private static let runColumns =
         "id, code, name, organiser_id, start_ms, end_ms, enrolment_open, path, created_ms, distance_m, place, cap, closed_ms"
     private typealias EntryColumns = (
-        String, String, String, Bool, Int64, Int64?, Double?, Double?, Int64?, Double?, Int64?, Int64?, Double?, Double?, Int64?, Bool, Int64?
+        String, String, String, Bool, Int64, Int64?, Double?, Double?, Int64?, Double?, Int64?, Int64?, Double?, Double?, Int64?, Bool, Int64?,
+        Int64?, Int64?
     )
     private static let entryColumns = """
         run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms, finish_ms, held_lat, held_lon, \
-        held_ms, health, removed_ms
+        held_ms, health, removed_ms, hr_seq, hr_ms
         """
 
     func insertRun(_ run: Run) async throws -> Bool {
@@ -78,7 +79,7 @@ final class PostgresRunStore: RunStore {
 
     private func runs(_ query: PostgresQuery) async throws -> [Run] {
         try await collect(client.query(query, logger: logger).decode(RunColumns.self)).compactMap { c in
-            guard let points: [[Double]] = try? StoreJSON.decode(c.7), let path = try? RunPath(points: points) else { return nil }
+            guard let path = RunPath.stored(c.7) else { return nil }
             return Run(
                 id: c.0,
                 code: c.1,
@@ -158,16 +159,17 @@ final class PostgresRunStore: RunStore {
     private static func upsert(_ entry: RunEntry) -> PostgresQuery {
         """
         INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms,
-            finish_ms, held_lat, held_lon, held_ms, health, removed_ms)
+            finish_ms, held_lat, held_lon, held_ms, health, removed_ms, hr_seq, hr_ms)
         VALUES (\(entry.runID), \(entry.deviceID), \(entry.name), \(entry.showToSpectators), \(entry.enrolledMilliseconds),
             \(entry.checkedInMilliseconds), \(entry.latitude), \(entry.longitude), \(entry.fixMilliseconds), \(entry.distanceMetres),
             \(entry.receivedMilliseconds), \(entry.finishMilliseconds), \(entry.held?.latitude), \(entry.held?.longitude),
-            \(entry.held?.milliseconds), \(entry.shareHealth), \(entry.removedMilliseconds))
+            \(entry.held?.milliseconds), \(entry.shareHealth), \(entry.removedMilliseconds), \(entry.newestHeartRate?.sequence),
+            \(entry.newestHeartRate?.placedMilliseconds))
         ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
             checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
             distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
             held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms, health = excluded.health,
-            removed_ms = excluded.removed_ms
+            removed_ms = excluded.removed_ms, hr_seq = excluded.hr_seq, hr_ms = excluded.hr_ms
         """
     }
 
@@ -245,6 +247,7 @@ final class PostgresRunStore: RunStore {
                 receivedMilliseconds: c.10,
                 finishMilliseconds: c.11,
                 held: RaceIngest.Fix.stored(milliseconds: c.14, latitude: c.12, longitude: c.13),
+                newestHeartRate: StoredReadingReference.stored(sequence: c.17, placedMilliseconds: c.18),
                 shareHealth: c.15,
                 removedMilliseconds: c.16
             )
@@ -255,19 +258,13 @@ final class PostgresRunStore: RunStore {
         try await store.readings(query)
     }
 
-    func newestHeartRate(deviceID: String, fromMilliseconds: Int64, toMilliseconds: Int64) async throws -> (Int64, Int)? {
+    func heartRate(deviceID: String, sequence: Int64) async throws -> Int? {
         let rows = try await client.query(
-            """
-            SELECT seq, placed_ms, body FROM readings WHERE device_id = \(deviceID) AND kind = 'hr' AND placed_ms >= \(fromMilliseconds)
-                AND placed_ms < \(toMilliseconds)
-            ORDER BY placed_ms DESC, seq DESC LIMIT 1
-            """,
+            "SELECT body FROM readings WHERE device_id = \(deviceID) AND seq = \(sequence) AND kind = 'hr'",
             logger: logger
         )
-        for try await (seq, placed, sealed) in rows.decode((Int64, Int64, String).self) {
-            let body = try await store.personKeys.openBody(sealed, owner: deviceID, sequence: seq)
-            guard let bpm = Self.bpm(ofBody: body) else { return nil }
-            return (placed, bpm)
+        for try await sealed in rows.decode(String.self) {
+            return Self.bpm(ofBody: try await store.personKeys.openBody(sealed, owner: deviceID, sequence: sequence))
         }
         return nil
     }

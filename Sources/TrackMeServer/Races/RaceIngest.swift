@@ -36,14 +36,20 @@ struct RaceIngest: Sendable {
     func observe(_ batch: SyncBatch, rows: [ReadingRow], device: DeviceRow, now: Int64) async {
         guard let heartbeat = batch.heartbeat else { return }
         var fixes: [Fix] = []
+        var heartRates: [StoredReadingReference] = []
         for (reading, row) in zip(batch.readings, rows) {
-            if case .position(let fix) = reading.payload, fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
-                fixes.append(Fix(milliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude))
+            switch reading.payload {
+            case .position(let fix):
+                if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+                    fixes.append(Fix(milliseconds: row.placedMilliseconds, latitude: latitude, longitude: longitude))
+                }
+            case .heartRate:
+                heartRates.append(StoredReadingReference(sequence: row.sequence, placedMilliseconds: row.placedMilliseconds))
             }
         }
         do {
             if let run = heartbeat.run {
-                try await observeRunner(run, fixes: fixes, device: device, now: now)
+                try await observeRunner(run, fixes: fixes, heartRates: heartRates, device: device, now: now)
             }
             if heartbeat.profile == .taxi, let state = heartbeat.taxiState {
                 try await observeTaxi(state, fixes: fixes, device: device, now: now)
@@ -53,7 +59,13 @@ struct RaceIngest: Sendable {
         }
     }
 
-    func observeRunner(_ participation: RunParticipation, fixes: [Fix], device: DeviceRow, now: Int64) async throws {
+    func observeRunner(
+        _ participation: RunParticipation,
+        fixes: [Fix],
+        heartRates: [StoredReadingReference] = [],
+        device: DeviceRow,
+        now: Int64
+    ) async throws {
         guard let run = try await runs.run(code: participation.code) else { return }
         var entry: RunEntry
         if let existing = try await runs.runEntry(runID: run.id, deviceID: device.deviceID) {
@@ -105,8 +117,21 @@ struct RaceIngest: Sendable {
             if progress.fix != entry.progress.fix { entry.receivedMilliseconds = now }
             entry.progress = progress
         }
+        // The newest heart rate placed in the run's window (a backlog's older one never replaces
+        // it); the organiser's view decides at each read whether it is fresh and may be shown.
+        let window = (run.startMilliseconds - Self.beforeStartMilliseconds)...run.endMilliseconds
+        if let newest = heartRates.filter({ window.contains($0.placedMilliseconds) }).max(by: Self.older),
+            entry.newestHeartRate.map({ Self.older($0, newest) }) ?? true
+        {
+            entry.newestHeartRate = newest
+        }
         // The ingest room wakes the feeds (the spectators' among them) after this.
         if entry != before { try await runs.saveRunEntry(entry) }
+    }
+
+    /// Placed earlier, or at the same moment with a lower sequence number.
+    static func older(_ a: StoredReadingReference, _ b: StoredReadingReference) -> Bool {
+        (a.placedMilliseconds, a.sequence) < (b.placedMilliseconds, b.sequence)
     }
 
     /// The taxi's state, and the newest of the batch's fixes that is not a GPS jump

@@ -90,6 +90,16 @@ enum RaceSchema {
                     """
             )
         }
+        // Which stored reading is a runner's newest heart rate: the organiser's view opens that
+        // one row, where a search of the device's readings by time scanned all of them.
+        migrator.registerMigration("race-5-newest-heart-rate") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE run_entries ADD COLUMN hr_seq INTEGER;
+                    ALTER TABLE run_entries ADD COLUMN hr_ms INTEGER;
+                    """
+            )
+        }
     }
 
     static let postgres: [(String, [String])] = [
@@ -141,6 +151,10 @@ enum RaceSchema {
                 "CREATE INDEX runs_start ON runs (start_ms, id)",
                 "CREATE INDEX runs_organiser_start ON runs (organiser_id, start_ms, id)",
             ]
+        ),
+        (
+            "race-5-newest-heart-rate",
+            ["ALTER TABLE run_entries ADD COLUMN hr_seq BIGINT, ADD COLUMN hr_ms BIGINT"]
         ),
     ]
 }

@@ -66,6 +66,9 @@ struct RunEntry: Hashable, Sendable {
     var finishMilliseconds: Int64?
     /// A fix held back as a possible GPS jump (`RaceProgress.State.held`).
     var held: RaceIngest.Fix?
+    /// The runner's newest heart-rate reading in the run, as ingest saw it go by: the organiser's
+    /// view opens that one stored reading instead of searching the device's readings for it.
+    var newestHeartRate: StoredReadingReference?
 
     init(
         runID: String,
@@ -81,9 +84,11 @@ struct RunEntry: Hashable, Sendable {
         receivedMilliseconds: Int64? = nil,
         finishMilliseconds: Int64? = nil,
         held: RaceIngest.Fix? = nil,
+        newestHeartRate: StoredReadingReference? = nil,
         shareHealth: Bool = false,
         removedMilliseconds: Int64? = nil
     ) {
+        self.newestHeartRate = newestHeartRate
         self.shareHealth = shareHealth
         self.removedMilliseconds = removedMilliseconds
         self.finishMilliseconds = finishMilliseconds

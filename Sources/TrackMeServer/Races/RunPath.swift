@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TrackMeCore
 
 /// A run's course (Track4Run): the points of a GPX track or route, with the distance along the
@@ -31,6 +32,24 @@ package struct RunPath: Hashable, Sendable, Codable {
     }
 
     static let maximumPoints = 20_000
+
+    /// A course as its store keeps it (the points as JSON), or nil when the text is no valid
+    /// course. Every batch of a runner and every read of a run needs the course, which never
+    /// changes once made, so the decoded courses are kept by their text: decoding the JSON of
+    /// a 200-point course for each batch was the race's largest cost after the database.
+    static func stored(_ text: String) -> RunPath? {
+        if let known = decoded.withLock({ $0[text] }) { return known }
+        guard let points: [[Double]] = try? StoreJSON.decode(text), let path = try? RunPath(points: points) else { return nil }
+        decoded.withLock { cache in
+            // A few hundred live runs at most at once; past that, start again rather than grow.
+            if cache.count >= Self.decodedLimit { cache.removeAll(keepingCapacity: true) }
+            cache[text] = path
+        }
+        return path
+    }
+
+    private static let decodedLimit = 256
+    private static let decoded = Mutex<[String: RunPath]>([:])
 
     /// The `trkpt` (or, failing those, `rtept`) points of a GPX document, in order.
     package static func parseGPX(_ text: String) throws(RunPathError) -> RunPath {

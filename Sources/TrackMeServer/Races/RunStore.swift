@@ -40,8 +40,9 @@ protocol RunStore: Sendable {
 
     /// A device's stored readings of one kind in `[from, to)`, in sequence order (its track).
     func readings(_ query: ReadingQuery) async throws -> [StoredReadingRow]
-    /// The device's newest heart-rate reading placed in `[from, to)`: (placed ms, bpm).
-    func newestHeartRate(deviceID: String, fromMilliseconds: Int64, toMilliseconds: Int64) async throws -> (Int64, Int)?
+    /// The beats per minute of the device's stored heart-rate reading `sequence`; nil when that
+    /// reading is gone (retention, erasure) or is not a heart rate.
+    func heartRate(deviceID: String, sequence: Int64) async throws -> Int?
 
     /// The name an account goes by in the access log, or nil.
     func accountName(id: String) async throws -> String?

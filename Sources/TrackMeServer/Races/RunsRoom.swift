@@ -176,8 +176,10 @@ struct RunsRoom: Sendable {
         if run.status(now: time) == .live {
             for (entry, grants) in readable where grants.contains(where: { $0.covers(.heartRate, at: time) }) {
                 let from = max(run.startMilliseconds - RaceIngest.beforeStartMilliseconds, time - Self.healthFreshMilliseconds)
-                if let (at, bpm) = try await store.newestHeartRate(deviceID: entry.deviceID, fromMilliseconds: from, toMilliseconds: time + 1) {
-                    health[entry.deviceID] = RunnerHealth(heartRate: bpm, atMilliseconds: at)
+                if let newest = entry.newestHeartRate, (from...time).contains(newest.placedMilliseconds),
+                    let bpm = try await store.heartRate(deviceID: entry.deviceID, sequence: newest.sequence)
+                {
+                    health[entry.deviceID] = RunnerHealth(heartRate: bpm, atMilliseconds: newest.placedMilliseconds)
                 }
             }
         }

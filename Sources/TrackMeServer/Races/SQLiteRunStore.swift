@@ -173,23 +173,16 @@ final class SQLiteRunStore: RunStore {
         try await store.readings(query)
     }
 
-    func newestHeartRate(deviceID: String, fromMilliseconds: Int64, toMilliseconds: Int64) async throws -> (Int64, Int)? {
-        let row = try await pool.read { db in
-            try Row.fetchOne(
+    func heartRate(deviceID: String, sequence: Int64) async throws -> Int? {
+        let sealed = try await pool.read { db in
+            try String.fetchOne(
                 db,
-                sql: """
-                    SELECT seq, placed_ms, body FROM readings WHERE device_id = ? AND kind = 'hr' AND placed_ms >= ? AND placed_ms < ?
-                    ORDER BY placed_ms DESC, seq DESC LIMIT 1
-                    """,
-                arguments: [deviceID, fromMilliseconds, toMilliseconds]
-            ).map { row -> (Int64, Int64, String) in
-                (try row.decode(forColumn: "seq"), try row.decode(forColumn: "placed_ms"), try row.decode(forColumn: "body"))
-            }
+                sql: "SELECT body FROM readings WHERE device_id = ? AND seq = ? AND kind = 'hr'",
+                arguments: [deviceID, sequence]
+            )
         }
-        guard let (seq, placed, sealed) = row else { return nil }
-        let body = try await store.personKeys.openBody(sealed, owner: deviceID, sequence: seq)
-        guard let bpm = Self.bpm(ofBody: body) else { return nil }
-        return (placed, bpm)
+        guard let sealed else { return nil }
+        return Self.bpm(ofBody: try await store.personKeys.openBody(sealed, owner: deviceID, sequence: sequence))
     }
 
     func accountName(id: String) async throws -> String? {
@@ -204,27 +197,25 @@ final class SQLiteRunStore: RunStore {
         try db.execute(
             sql: """
                 INSERT INTO run_entries (run_id, device_id, name, show, enrolled_ms, checked_in_ms, lat, lon, fix_ms, distance_m, received_ms,
-                    finish_ms, held_lat, held_lon, held_ms, health, removed_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    finish_ms, held_lat, held_lon, held_ms, health, removed_ms, hr_seq, hr_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (run_id, device_id) DO UPDATE SET name = excluded.name, show = excluded.show,
                     checked_in_ms = excluded.checked_in_ms, lat = excluded.lat, lon = excluded.lon, fix_ms = excluded.fix_ms,
                     distance_m = excluded.distance_m, received_ms = excluded.received_ms, finish_ms = excluded.finish_ms,
                     held_lat = excluded.held_lat, held_lon = excluded.held_lon, held_ms = excluded.held_ms, health = excluded.health,
-                    removed_ms = excluded.removed_ms
+                    removed_ms = excluded.removed_ms, hr_seq = excluded.hr_seq, hr_ms = excluded.hr_ms
                 """,
             arguments: [
                 entry.runID, entry.deviceID, entry.name, entry.showToSpectators, entry.enrolledMilliseconds, entry.checkedInMilliseconds,
                 entry.latitude, entry.longitude, entry.fixMilliseconds, entry.distanceMetres, entry.receivedMilliseconds,
                 entry.finishMilliseconds, entry.held?.latitude, entry.held?.longitude, entry.held?.milliseconds, entry.shareHealth,
-                entry.removedMilliseconds,
+                entry.removedMilliseconds, entry.newestHeartRate?.sequence, entry.newestHeartRate?.placedMilliseconds,
             ]
         )
     }
 
     private static func run(from row: Row) throws -> Run? {
-        guard let points: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "path")),
-            let path = try? RunPath(points: points)
-        else { return nil }
+        guard let path = RunPath.stored(try row.decode(forColumn: "path")) else { return nil }
         return Run(
             id: try row.decode(forColumn: "id"),
             code: try row.decode(forColumn: "code"),
@@ -260,6 +251,10 @@ final class SQLiteRunStore: RunStore {
                 milliseconds: try row.decode(forColumn: "held_ms"),
                 latitude: try row.decode(forColumn: "held_lat"),
                 longitude: try row.decode(forColumn: "held_lon")
+            ),
+            newestHeartRate: StoredReadingReference.stored(
+                sequence: try row.decode(forColumn: "hr_seq"),
+                placedMilliseconds: try row.decode(forColumn: "hr_ms")
             ),
             shareHealth: try row.decode(forColumn: "health"),
             removedMilliseconds: try row.decode(forColumn: "removed_ms")
