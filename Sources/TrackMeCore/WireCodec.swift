@@ -39,6 +39,13 @@ public enum WireCodec {
         return try sortedKeysJSON(batch)
     }
 
+    /// A heartbeat as the device keeps it with a reserved batch: the fast path's text when it
+    /// has one (the same bytes), the generic encoding otherwise.
+    public static func encode(_ heartbeat: DeviceHeartbeat) throws -> Data {
+        if let text = WireFastPath.canonicalJSON(heartbeat) { return Data(text.utf8) }
+        return try sortedKeysJSON(heartbeat)
+    }
+
     private static func sortedKeysJSON<T: Encodable>(_ value: T) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
