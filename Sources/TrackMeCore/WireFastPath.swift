@@ -97,10 +97,10 @@ public enum WireFastPath {
     /// `WireCodec.encode(heartbeat)` as text, byte for byte, when its strings need no escaping.
     public static func canonicalJSON(_ heartbeat: DeviceHeartbeat) -> String? {
         let strings = [heartbeat.strap, heartbeat.gpsd, heartbeat.bodySensorLocation, heartbeat.storeState, heartbeat.storeProblem]
-        // The nested fields (run, care conflicts and overrides, conditions) are left to
-        // JSONEncoder; the profile and a taxi's state are plain words every device sends.
+        // The care conflicts and overrides and the conditions' timings are left to JSONEncoder;
+        // the profile, a taxi's state and a runner's run are what every device of its kind sends.
         guard strings.allSatisfy({ $0.map(isPlain) ?? true }), heartbeat.careConflicts == nil, heartbeat.careOverrides == nil,
-            heartbeat.run == nil, heartbeat.conditionSeconds == nil
+            heartbeat.conditionSeconds == nil, heartbeat.run.map({ isPlain($0.code) }) ?? true
         else { return nil }
         // Sorted keys; optional fields are left out when nil (synthesized `encodeIfPresent`).
         var fields: [String] = []
@@ -115,6 +115,14 @@ public enum WireFastPath {
         if let value = heartbeat.monitoringPaused { fields.append("\"monitoring_paused\":\(value)") }
         if let value = heartbeat.profile { fields.append("\"profile\":\"\(value.rawValue)\"") }
         if let value = heartbeat.quarantinedReadings { fields.append("\"quarantined\":\(value)") }
+        if let run = heartbeat.run {
+            var runFields: [String] = []
+            if let value = run.checkedInMilliseconds { runFields.append("\"checked_in_ms\":\(value)") }
+            runFields.append("\"code\":\"\(run.code)\"")
+            runFields.append("\"health\":\(run.shareHealth)")
+            runFields.append("\"show\":\(run.showToSpectators)")
+            fields.append("\"run\":{" + runFields.joined(separator: ",") + "}")
+        }
         fields.append("\"store_bytes\":\(heartbeat.storeBytes)")
         fields.append("\"store_depth\":\(heartbeat.storeDepth)")
         if let value = heartbeat.storeProblem { fields.append("\"store_problem\":\"\(value)\"") }
@@ -609,6 +617,10 @@ struct FastJSONReader {
                 guard let state = TaxiAvailability(rawValue: value) else { return false }
                 heartbeat.taxiState = state
                 return true
+            case "run":
+                guard let value = reader.optional({ $0.runParticipation() }) else { return false }
+                heartbeat.run = value
+                return true
             default: return false
             }
         }
@@ -618,5 +630,35 @@ struct FastJSONReader {
         heartbeat.storeDepth = depth
         heartbeat.storeBytes = bytesHeld
         return heartbeat
+    }
+
+    /// A runner's `run` as `RunParticipation`'s decoder reads it: `code` and `show` required,
+    /// `health` false when absent, `checked_in_ms` optional.
+    mutating func runParticipation() -> RunParticipation? {
+        var code: String?
+        var show: Bool?
+        var health: Bool?
+        var checkedIn: Int64?
+        let ok = object { reader, name in
+            switch name {
+            case "code":
+                code = reader.string()
+                return code != nil
+            case "show":
+                show = reader.bool()
+                return show != nil
+            case "health":
+                guard let value = reader.optional({ $0.bool() }) else { return false }
+                health = value
+                return true
+            case "checked_in_ms":
+                guard let value = reader.optional({ $0.int64() }) else { return false }
+                checkedIn = value
+                return true
+            default: return false
+            }
+        }
+        guard ok, let code, let show else { return nil }
+        return RunParticipation(code: code, showToSpectators: show, shareHealth: health ?? false, checkedInMilliseconds: checkedIn)
     }
 }

@@ -81,8 +81,16 @@ import TrackMeCore
             // The profile and a taxi's state are plain words, on the fast path.
             if g.bool() { beat.profile = DeviceProfile.allCases[Int(g.below(3))] }
             if g.below(4) == 0 { beat.taxiState = TaxiAvailability.allCases[Int(g.below(3))] }
+            // A runner's run is on the fast path, every optional part of it drawn.
+            if g.below(4) == 0 {
+                beat.run = RunParticipation(
+                    code: "R-\(g.below(99))",
+                    showToSpectators: g.bool(),
+                    shareHealth: g.bool(),
+                    checkedInMilliseconds: g.bool() ? Int64(g.below(1 << 41)) : nil
+                )
+            }
             // The nested fields: a canonical text without them would lose them.
-            if g.below(6) == 0 { beat.run = RunParticipation(code: "R-\(g.below(99))", showToSpectators: g.bool()) }
             if g.below(6) == 0 {
                 beat.careVersion = Int64(g.below(9))
                 beat.careConflicts = ["max_bpm"]
@@ -112,7 +120,7 @@ import TrackMeCore
                 batch.readings.allSatisfy { !$0.timestamp.bootID.contains(where: { "\"/é".contains($0) }) }
                 && (batch.heartbeat?.storeProblem.map { !$0.contains("/") } ?? true)
                 // The nested heartbeat fields are left to WireCodec too.
-                && (batch.heartbeat.map { $0.run == nil && $0.careConflicts == nil } ?? true)
+                && (batch.heartbeat.map { $0.careConflicts == nil } ?? true)
             if plain { #expect(fast == batch, "seed \(seed) batch \(number)") } else { #expect(fast == nil || fast == batch) }
             // Pretty-printed (the WIRE.md layout) decodes the same.
             let encoder = JSONEncoder()
@@ -187,6 +195,9 @@ import TrackMeCore
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"idempotency_key":"d:1","readings":[],"version":truex}"#,
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","profile":"pilot","store_bytes":0,"store_depth":0,"strap":"connected"},"idempotency_key":"d:1","readings":[],"version":1}"#,
         #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","store_bytes":0,"store_depth":0,"strap":"connected","taxi_state":"parked"},"idempotency_key":"d:1","readings":[],"version":1}"#,
+        #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","run":{"code":"R-1"},"store_bytes":0,"store_depth":0,"strap":"connected"},"idempotency_key":"d:1","readings":[],"version":1}"#,
+        #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","run":{"code":"R-1","show":true,"lane":2},"store_bytes":0,"store_depth":0,"strap":"connected"},"idempotency_key":"d:1","readings":[],"version":1}"#,
+        #"{"batch_seq":1,"device_id":"d","dropped_by_budget":0,"heartbeat":{"gpsd":"fix","run":{"code":"R-1","show":"yes"},"store_bytes":0,"store_depth":0,"strap":"connected"},"idempotency_key":"d:1","readings":[],"version":1}"#,
     ])
     func givesUpOnWhatItDoesNotHandle(text: String) {
         #expect(WireFastPath.syncBatch(Array(text.utf8)) == nil)
