@@ -65,10 +65,7 @@ extension CrowdRunner {
         var readings = 0
         let started = ContinuousClock.now
         for second in 0...duration {
-            try await Self.pace(second, on: context.wall.anchor)
-            let ms = Int64(second) * 1000
-            context.wall.set(ms)
-            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            let ms = try await context.enter(second)
             let snapshot = wearers
             readings += await withTaskGroup(of: Int.self) { group in
                 var next = 0

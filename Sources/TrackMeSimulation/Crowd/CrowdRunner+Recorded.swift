@@ -145,10 +145,7 @@ extension CrowdRunner {
         var fed: [Int64?] = runners.map { _ in nil }
         let started = ContinuousClock.now
         for second in 0...duration {
-            try await Self.pace(second, on: context.wall.anchor)
-            let ms = Int64(second) * 1000
-            context.wall.set(ms)
-            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            let ms = try await context.enter(second)
             let snapshot = runners
             await withTaskGroup(of: Void.self) { group in
                 var next = 0

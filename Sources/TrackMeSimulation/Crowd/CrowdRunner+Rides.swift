@@ -69,10 +69,7 @@ extension CrowdRunner {
         try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
         let started = ContinuousClock.now
         for second in 0...rides.durationSeconds {
-            try await Self.pace(second, on: context.wall.anchor)
-            let ms = Int64(second) * 1000
-            context.wall.set(ms)
-            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            let ms = try await context.enter(second)
             for booking in bookings[second] ?? [] {
                 var body: [String: Any] = ["zone_id": zoneIDs[booking.zone], "pickup": "Stand \(booking.zone + 1), door \(booked.count + 1)"]
                 if let ahead = booking.reservedAhead { body["reserved_ms"] = context.wall.wall + ahead }

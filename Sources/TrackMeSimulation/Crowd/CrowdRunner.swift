@@ -93,6 +93,16 @@ public struct CrowdRunner: Sendable {
         let logger: Logger
         /// Set when the run is served for people to watch.
         let watch: Watch?
+
+        /// Trace `second` begins for the server and every device: waited for when the run is
+        /// watched, the wall set to it and the devices' clock moved with it. Its trace ms.
+        func enter(_ second: Int) async throws -> Int64 {
+            try await CrowdRunner.pace(second, on: wall.anchor)
+            let ms = Int64(second) * 1000
+            wall.set(ms)
+            if second > 0 { clock.advance(by: .seconds(1)) }
+            return ms
+        }
     }
 
     /// A run served for people to watch (`Options.serve`): when its page was first announced.
@@ -330,10 +340,7 @@ public struct CrowdRunner: Sendable {
         let nameIndex = Dictionary(uniqueKeysWithValues: runners.enumerated().map { ($1.name, $0) })
         let started = ContinuousClock.now
         for second in 0...duration {
-            try await Self.pace(second, on: context.wall.anchor)
-            let ms = Int64(second) * 1000
-            context.wall.set(ms)
-            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            let ms = try await context.enter(second)
             // Each device: its fix of this second through its pipeline, commit, its lane.
             let snapshot = runners
             let entered = await withTaskGroup(of: (Int, Double, ContinuousClock.Instant, Bool).self) { group in
@@ -583,10 +590,7 @@ public struct CrowdRunner: Sendable {
         try await watchFrom(context, page: "/", role: "fleet_operator", displayName: "Demo fleet operator")
         let started = ContinuousClock.now
         for second in 0...fleet.durationSeconds {
-            try await Self.pace(second, on: context.wall.anchor)
-            let ms = Int64(second) * 1000
-            context.wall.set(ms)
-            if second > 0 { context.clock.advance(by: .seconds(1)) }
+            let ms = try await context.enter(second)
             for i in taxis.indices {
                 var taxi = taxis[i]
                 var command: TaxiStateMachine.Event?
