@@ -65,7 +65,7 @@ public actor DispatchLane {
     private let transport: any AlertTransport
     private let fallback: (any LocalFallback)?
     private let clock: any Clock<Duration>
-    private let elapsed: @Sendable () -> Duration
+    private let stopwatch: Stopwatch
     private let timestamp: @Sendable () -> ReadingTimestamp
     private let tickInterval: Duration
     private let sendTimeout: Duration
@@ -111,7 +111,7 @@ public actor DispatchLane {
         self.transport = transport
         self.fallback = fallback
         self.clock = clock
-        self.elapsed = Self.stopwatch(clock)
+        self.stopwatch = Stopwatch(clock)
         self.timestamp = timestamp
         self.tickInterval = tickInterval
         self.sendTimeout = settings.sendTimeout
@@ -119,11 +119,6 @@ public actor DispatchLane {
         self.observe = observe
         (events, eventSink) = AsyncStream.makeStream(of: DispatchLaneEvent.self, bufferingPolicy: .bufferingNewest(1024))
         (wake, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    }
-
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
     }
 
     /// Hands the lane an action of the SOS engine (`raise`, `positionUpdate`, `update`,
@@ -189,7 +184,7 @@ public actor DispatchLane {
         }
     }
 
-    private var isSendingAlerts: Bool { running && policy.hasWorkDue(now: elapsed()) }
+    private var isSendingAlerts: Bool { running && policy.hasWorkDue(now: stopwatch.elapsed) }
 
     private func releaseAlertsFirst() {
         guard !alertsFirstWaiters.isEmpty, !isSendingAlerts else { return }
@@ -239,7 +234,7 @@ public actor DispatchLane {
     }
 
     private func apply(_ event: DispatchPolicy.Event) {
-        for action in policy.receive(event, now: elapsed(), timestamp: timestamp()) {
+        for action in policy.receive(event, now: stopwatch.elapsed, timestamp: timestamp()) {
             switch action {
             case .send(let update):
                 enqueue(.send(update))

@@ -78,7 +78,7 @@ public actor SyncEngine {
     /// The readings lane's decisions (what is due, which batch, heartbeat, backoff).
     private var policy: ReadingsLanePolicy
     /// The lane clock's time since this engine started (the policy's `now`).
-    private let elapsed: @Sendable () -> Duration
+    private let stopwatch: Stopwatch
     /// Bytes of request bodies sent (after compression) and readings sent, for the benchmark.
     public private(set) var bodyBytesSent = 0
     public private(set) var uncompressedBytesSent = 0
@@ -137,12 +137,7 @@ public actor SyncEngine {
             ),
             seed: seed
         )
-        self.elapsed = Self.stopwatch(clock)
-    }
-
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
+        self.stopwatch = Stopwatch(clock)
     }
 
     /// Runs the readings lane until the task is cancelled.
@@ -209,11 +204,11 @@ public actor SyncEngine {
     /// outcome.
     public func readingsStep(heartbeatDue: Bool? = nil, draining: Bool = false) async -> ReadingsStepOutcome {
         await alertsFirst()
-        let due = heartbeatDue ?? policy.heartbeatDue(now: elapsed())
+        let due = heartbeatDue ?? policy.heartbeatDue(now: stopwatch.elapsed)
         let reserved: ReservedBatch
         do {
             guard let next = try nextBatch(heartbeatDue: due, draining: draining) else {
-                lastNext = policy.receive(.idle, now: elapsed())
+                lastNext = policy.receive(.idle, now: stopwatch.elapsed)
                 return .idle
             }
             reserved = next
@@ -223,13 +218,13 @@ public actor SyncEngine {
             // alone, from memory, without a batch key.
             if due { await sendHeartbeatAlone() }
             let failure = SyncError(code: .storeUnavailable, message: "\(error)")
-            lastNext = policy.receive(.notPrepared(retryable: failure.isRetryable, retryAfter: failure.retryAfter), now: elapsed())
+            lastNext = policy.receive(.notPrepared(retryable: failure.isRetryable, retryAfter: failure.retryAfter), now: stopwatch.elapsed)
             return .failed(failure)
         }
         let result = await post(reserved)
         switch result {
         case .sent:
-            lastNext = policy.receive(.sent, now: elapsed())
+            lastNext = policy.receive(.sent, now: stopwatch.elapsed)
         case .failed(let error):
             // 413: the server stored nothing of it (WIRE.md), so the key can be abandoned and
             // the readings go again in smaller batches.
@@ -242,10 +237,10 @@ public actor SyncEngine {
                     tooLarge: error.status == 413,
                     rebased: error.code == .rebased
                 ),
-                now: elapsed()
+                now: stopwatch.elapsed
             )
         case .idle:
-            lastNext = policy.receive(.idle, now: elapsed())
+            lastNext = policy.receive(.idle, now: stopwatch.elapsed)
         }
         return result
     }
@@ -263,7 +258,7 @@ public actor SyncEngine {
             )
             if let orders = SyncOrders.inReply(response.body) { onEvent(.orders(orders)) }
             if (200..<300).contains(response.status) {
-                policy.heartbeatSentAlone(now: elapsed())
+                policy.heartbeatSentAlone(now: stopwatch.elapsed)
                 onEvent(.heartbeatSentAlone)
             } else {
                 logger.info("heartbeat refused", metadata: ["sync.status": "\(response.status)"])
@@ -293,7 +288,7 @@ public actor SyncEngine {
         if let first = inFlight.first { return first }
         // Not due and not a full batch's worth: decide before reading (and decoding) up to a
         // batch of readings only to put them back; the idle lane asks every poll interval.
-        let now = elapsed()
+        let now = stopwatch.elapsed
         if !policy.sendsNow(available: store.unsyncedReadingCount, heartbeatDue: heartbeatDue, draining: draining, now: now) {
             return nil
         }

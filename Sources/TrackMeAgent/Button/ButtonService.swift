@@ -42,19 +42,14 @@ public struct ButtonService: Service {
 actor ButtonHandler {
     private var machine: ButtonMachine
     private let control: PipelineControl
-    private let elapsed: @Sendable () -> Duration
+    private let stopwatch: Stopwatch
     private let logger: Logger
 
     init(machine: ButtonMachine, control: PipelineControl, clock: any Clock<Duration>, logger: Logger) {
         self.machine = machine
         self.control = control
-        self.elapsed = Self.stopwatch(clock)
+        self.stopwatch = Stopwatch(clock)
         self.logger = logger
-    }
-
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
     }
 
     /// When the current press began, for a taxi's short press.
@@ -63,7 +58,7 @@ actor ButtonHandler {
     func receive(_ event: ButtonMachine.Event) async {
         if event == .tick && !machine.isPressed { return }
         let alert = control.pipeline.current.openAlert?.state
-        let now = elapsed()
+        let now = stopwatch.elapsed
         if event == .down, pressedAt == nil { pressedAt = now }
         let shortPress = event == .up && pressedAt.map { now - $0 < machine.longPress } == true
         if event == .up { pressedAt = nil }

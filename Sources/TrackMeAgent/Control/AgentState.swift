@@ -264,23 +264,18 @@ public struct AgentState: Sendable {
 /// synchronously). Every change is one short lock, never a wait.
 public final class AgentStateCell: Sendable {
     private let state: Mutex<AgentState>
-    private let elapsed: @Sendable () -> Duration
+    private let stopwatch: Stopwatch
 
     /// - Parameter clock: times how long each condition has held (`conditions_for_s`).
     public init(_ initial: AgentState, clock: any Clock<Duration>) {
         state = Mutex(initial)
-        elapsed = Self.stopwatch(clock)
-    }
-
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
+        stopwatch = Stopwatch(clock)
     }
 
     /// Changes the state; `now` is the stopwatch's reading, for the conditions' timing.
     @discardableResult
     public func update<Result: Sendable>(_ change: (inout AgentState, _ now: Duration) -> Result) -> Result {
-        let now = elapsed()
+        let now = stopwatch.elapsed
         return state.withLock { change(&$0, now) }
     }
 

@@ -1,13 +1,14 @@
 public import Logging
 public import ServiceLifecycle
 import Synchronization
+import TrackMeCore
 
 /// The pipeline's side of the feedback: `receive` runs the pure `FeedbackMachine` under a lock
 /// and hands a changed state to the outputs' queues. It never waits for an output: it is called
 /// on the decision path (the SOS actions, the dispatch lane's events).
 public final class FeedbackDriver: Sendable {
     private let machine: Mutex<FeedbackMachine>
-    private let elapsed: @Sendable () -> Duration
+    private let stopwatch: Stopwatch
     let ledStates: AsyncStream<FeedbackState>
     let hookStates: AsyncStream<FeedbackState>
     private let ledSink: AsyncStream<FeedbackState>.Continuation
@@ -15,19 +16,14 @@ public final class FeedbackDriver: Sendable {
 
     public init(machine: FeedbackMachine = FeedbackMachine(), clock: any Clock<Duration>) {
         self.machine = Mutex(machine)
-        elapsed = Self.stopwatch(clock)
+        stopwatch = Stopwatch(clock)
         // The LED shows the newest state; the hook hears each of the last few, in order.
         (ledStates, ledSink) = AsyncStream.makeStream(of: FeedbackState.self, bufferingPolicy: .bufferingNewest(1))
         (hookStates, hookSink) = AsyncStream.makeStream(of: FeedbackState.self, bufferingPolicy: .bufferingNewest(8))
     }
 
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
-    }
-
     public func receive(_ event: FeedbackMachine.Event) {
-        let now = elapsed()
+        let now = stopwatch.elapsed
         guard let state = machine.withLock({ $0.receive(event, now: now) }) else { return }
         ledSink.yield(state)
         hookSink.yield(state)
