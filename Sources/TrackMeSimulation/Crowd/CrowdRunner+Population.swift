@@ -24,18 +24,21 @@ extension CrowdRunner {
         return seconds
     }
 
-    /// A recording named relative to the scenario file (or absolute).
-    func loadTrace(_ path: String) throws -> HeartRateTrace {
+    /// A recording named relative to the scenario file (or absolute); `field` names it in an error.
+    func loadTrace(_ path: String, field: String) throws -> HeartRateTrace {
         let directory = options.scenarioDirectory ?? options.simulationsDirectory.appendingPathComponent("scenarios")
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : directory.appendingPathComponent(path)
-        let text = try String(contentsOf: url, encoding: .utf8)
+        let text: String
+        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
+            throw ScenarioError(message: "\(field) \(url.path): \(error.localizedDescription)")
+        }
         do { return try HeartRateTrace(csv: text) } catch { throw ScenarioError(message: "\(path): \(error)") }
     }
 
     func runPopulation(_ population: CrowdScenario.Population, scenario: CrowdScenario, context: Context, into outcome: inout Outcome) async throws {
         let count = options.runners ?? population.wearers
         let duration = options.durationSeconds ?? population.durationSeconds
-        let normal = Self.bySecond(try loadTrace(population.trace))
+        let normal = Self.bySecond(try loadTrace(population.trace, field: "crowd.population.trace"))
         guard let period = normal.keys.max().map({ $0 + 1 }), period > 0 else {
             throw ScenarioError(message: "\(population.trace) holds no heart-rate rows")
         }
@@ -56,7 +59,7 @@ extension CrowdRunner {
             guard wearers.indices.contains(episode.wearer - 1) else {
                 throw ScenarioError(message: "episode wearer \(episode.wearer) is not one of the \(count) wearers")
             }
-            let strap = Self.bySecond(try loadTrace(episode.trace))
+            let strap = Self.bySecond(try loadTrace(episode.trace, field: "crowd.population.episodes.trace"))
             wearers[episode.wearer - 1].episode = (episode.startSeconds, episode.onsetSeconds, strap, strap.keys.max() ?? 0)
         }
         // An episode whose condition begins after the run ends is not expected to raise anything.

@@ -69,13 +69,7 @@ extension CrowdRunner {
             guard tracks.indices.contains(collapse.runner - 1) else {
                 throw ScenarioError(message: "collapse.runner \(collapse.runner) is not one of the \(tracks.count) runners")
             }
-            let text: String
-            do { text = try String(contentsOf: resolve(collapse.trace), encoding: .utf8) } catch {
-                throw ScenarioError(message: "collapse.trace \(resolve(collapse.trace).path): \(error.localizedDescription)")
-            }
-            let trace: HeartRateTrace
-            do { trace = try HeartRateTrace(csv: text) } catch { throw ScenarioError(message: "\(collapse.trace): \(error)") }
-            for row in trace.rows { strap[Int((row.timeMilliseconds + 999) / 1000), default: []].append(row.reading) }
+            strap = Self.bySecond(try loadTrace(collapse.trace, field: "collapse.trace"))
             collapseOnset = Int64(collapse.onsetSeconds) * 1000
         }
 

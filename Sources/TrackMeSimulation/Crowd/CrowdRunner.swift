@@ -322,10 +322,7 @@ public struct CrowdRunner: Sendable {
             let text = try String(contentsOf: options.simulationsDirectory.appendingPathComponent(collapse.trace), encoding: .utf8)
             let trace: HeartRateTrace
             do { trace = try HeartRateTrace(csv: text) } catch { throw ScenarioError(message: "\(collapse.trace): \(error)") }
-            for row in trace.rows {
-                let second = Int((row.timeMilliseconds + 999) / 1000)
-                runners[collapse.runner - 1].strap[second, default: []].append(row.reading)
-            }
+            runners[collapse.runner - 1].strap = Self.bySecond(trace)
             runners[collapse.runner - 1].stopsAt = collapse.onsetSeconds
         }
         if options.measureHealth {
