@@ -31,6 +31,13 @@ public final class GroupCommitter: Sendable {
         var readings: [NewReading] = []
         /// The last commit failure, cleared by the next successful commit.
         var lastError: StoreError?
+
+        /// Drops the oldest readings past `limit`; returns how many.
+        mutating func trim(to limit: Int) -> Int {
+            let excess = max(0, readings.count - limit)
+            readings.removeFirst(excess)
+            return excess
+        }
     }
     private let buffer = Mutex(Buffer())
     /// Held for a whole commit: one group at a time, in order.
@@ -56,11 +63,7 @@ public final class GroupCommitter: Sendable {
     public func append(_ payload: WireReading.Payload, at timestamp: ReadingTimestamp) {
         let (dropped, full) = buffer.withLock { buffer -> (Int, Bool) in
             buffer.readings.append(NewReading(timestamp: timestamp, payload: payload))
-            var excess = 0
-            if buffer.readings.count > memoryLimit {
-                excess = buffer.readings.count - memoryLimit
-                buffer.readings.removeFirst(excess)
-            }
+            let excess = buffer.trim(to: memoryLimit)
             return (excess, buffer.readings.count >= maxGroupSize && buffer.lastError == nil)
         }
         if dropped > 0 { store.countDroppedInMemory(dropped) }
@@ -91,15 +94,12 @@ public final class GroupCommitter: Sendable {
                 return seqs
             } catch {
                 // Kept, ahead of what came meanwhile, for the next tick to try again.
-                buffer.withLock { buffer in
+                let dropped = buffer.withLock { buffer in
                     buffer.readings.insert(contentsOf: group, at: 0)
                     buffer.lastError = error
-                    if buffer.readings.count > memoryLimit {
-                        let excess = buffer.readings.count - memoryLimit
-                        buffer.readings.removeFirst(excess)
-                        store.countDroppedInMemory(excess)
-                    }
+                    return buffer.trim(to: memoryLimit)
                 }
+                if dropped > 0 { store.countDroppedInMemory(dropped) }
                 return []
             }
         }
