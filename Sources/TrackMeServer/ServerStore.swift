@@ -65,8 +65,9 @@ struct StoredReadingRow: Hashable, Sendable {
     var timeFlag: TimeFlag?
 }
 
-/// Where one stored reading of a device is: its sequence number, and when it is placed.
-struct StoredReadingReference: Hashable, Sendable {
+/// Where one stored reading of a device is: its sequence number, and when it is placed. Ordered
+/// by time, then (at the same moment) by sequence number: the later is the newer.
+struct StoredReadingReference: Hashable, Sendable, Comparable {
     var sequence: Int64
     var placedMilliseconds: Int64
 
@@ -74,6 +75,10 @@ struct StoredReadingReference: Hashable, Sendable {
     static func stored(sequence: Int64?, placedMilliseconds: Int64?) -> StoredReadingReference? {
         guard let sequence, let placedMilliseconds else { return nil }
         return StoredReadingReference(sequence: sequence, placedMilliseconds: placedMilliseconds)
+    }
+
+    static func < (a: StoredReadingReference, b: StoredReadingReference) -> Bool {
+        (a.placedMilliseconds, a.sequence) < (b.placedMilliseconds, b.sequence)
     }
 }
 

@@ -120,18 +120,13 @@ struct RaceIngest: Sendable {
         // The newest heart rate placed in the run's window (a backlog's older one never replaces
         // it); the organiser's view decides at each read whether it is fresh and may be shown.
         let window = (run.startMilliseconds - Self.beforeStartMilliseconds)...run.endMilliseconds
-        if let newest = heartRates.filter({ window.contains($0.placedMilliseconds) }).max(by: Self.older),
-            entry.newestHeartRate.map({ Self.older($0, newest) }) ?? true
+        if let newest = heartRates.filter({ window.contains($0.placedMilliseconds) }).max(),
+            entry.newestHeartRate.map({ $0 < newest }) ?? true
         {
             entry.newestHeartRate = newest
         }
         // The ingest room wakes the feeds (the spectators' among them) after this.
         if entry != before { try await runs.saveRunEntry(entry) }
-    }
-
-    /// Placed earlier, or at the same moment with a lower sequence number.
-    static func older(_ a: StoredReadingReference, _ b: StoredReadingReference) -> Bool {
-        (a.placedMilliseconds, a.sequence) < (b.placedMilliseconds, b.sequence)
     }
 
     /// The taxi's state, and the newest of the batch's fixes that is not a GPS jump
