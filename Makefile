@@ -93,20 +93,21 @@ TIMED_SERVER_SUITES = ^TrackMeServerTests\.(ConnectionLimitTests|MultiInstanceTe
 # A suite's `.timeLimit` is a hang guard (10 minutes, 15 for the agent's end-to-end suites), never
 # a speed check: the tests of a target run side by side on two cores, so a test's wall time holds
 # its neighbours' work and, on a busy machine, everything else. `timeout 900` guards the target.
+# The failing tests' first lines are said again at the end: CI keeps only the end of what it printed.
 unit-tests:
 	$(SWIFT) build $(TRAITS) --build-tests
-	@failed=""; for t in $(TEST_TARGETS) TimedServerSuites; do \
+	@failed=""; log=$$(mktemp); summary=$$(mktemp); for t in $(TEST_TARGETS) TimedServerSuites; do \
 		echo "== $$t"; \
 		case $$t in \
 			TrackMeServerTests) set -- --filter "^$$t\\." --skip '$(TIMED_SERVER_SUITES)';; \
 			TimedServerSuites) set -- --filter '$(TIMED_SERVER_SUITES)';; \
 			*) set -- --filter "^$$t\\.";; \
 		esac; \
-		timeout 900 $(SWIFT) test --skip-build $(TRAITS) "$$@"; rc=$$?; \
-		if [ $$rc -eq 124 ]; then echo "!! $$t FAILED: still running after 15 minutes (a hang), stopped"; fi; \
-		[ $$rc -eq 0 ] || failed="$$failed $$t"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "unit tests failed in:$$failed"; exit 1; fi
+		timeout 900 $(SWIFT) test --skip-build $(TRAITS) "$$@" > $$log 2>&1; rc=$$?; cat $$log; \
+		if [ $$rc -eq 124 ]; then echo "!! $$t FAILED: still running after 15 minutes (a hang), stopped" | tee -a $$summary; fi; \
+		if [ $$rc -ne 0 ]; then failed="$$failed $$t"; grep -E '✘|error:|failed \(' $$log | grep -v '^✘ Suite' | head -20 | cut -c1-300 >> $$summary; fi; \
+	done; rm -f $$log; \
+	if [ -n "$$failed" ]; then echo "== what failed (the first lines of each)"; cat $$summary; rm -f $$summary; echo "unit tests failed in:$$failed"; exit 1; fi; rm -f $$summary
 
 # Every scenario in fast mode, and the field-mode one through gpsfake; each exits non-zero if an
 # expectation failed.
