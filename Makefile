@@ -105,7 +105,7 @@ unit-tests:
 		esac; \
 		timeout 900 $(SWIFT) test --skip-build $(TRAITS) "$$@" > $$log 2>&1; rc=$$?; cat $$log; \
 		if [ $$rc -eq 124 ]; then echo "!! $$t FAILED: still running after 15 minutes (a hang), stopped" | tee -a $$summary; fi; \
-		if [ $$rc -ne 0 ]; then failed="$$failed $$t"; grep -E '✘|error:|failed \(' $$log | grep -v '^✘ Suite' | head -20 | cut -c1-300 >> $$summary; fi; \
+		if [ $$rc -ne 0 ]; then failed="$$failed $$t"; grep -E '✘|error:|failed \(' $$log | grep -v '^✘ Suite' | head -20 | cut -c1-300 | sed "s/^/$$t: /" >> $$summary; fi; \
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "== what failed (the first lines of each)"; cat $$summary; rm -f $$summary; echo "unit tests failed in:$$failed"; exit 1; fi; rm -f $$summary
 
