@@ -1,6 +1,7 @@
 import CoreMetrics
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Synchronization
 
 /// People's heavy reads — exports, GPX tracks, statistics, group figures — each read a person's
@@ -50,9 +51,26 @@ struct HeavyRequestMiddleware: RouterMiddleware {
         let body = response.body
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
             defer { ticket.release() }
-            try await body.write(writer)
+            try await body.write(ReleasingWriter(writer: writer, ticket: ticket))
         }
         return response
+    }
+
+    /// The response's writer, giving the place back just before the response's end is sent: a
+    /// client that has read one download to its end and asks for the next must find its place
+    /// free, not still held by the first one's last steps.
+    private struct ReleasingWriter: ResponseBodyWriter {
+        var writer: any ResponseBodyWriter
+        let ticket: HeavyRequestGate.Ticket
+
+        mutating func write(_ buffer: ByteBuffer) async throws {
+            try await writer.write(buffer)
+        }
+
+        consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+            ticket.release()
+            try await writer.finish(trailingHeaders)
+        }
     }
 }
 
