@@ -162,7 +162,6 @@ actor PostgresFixture {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 
-    /// A port nobody listens on now (bound to 0, read, released).
     /// A loopback port for a program the test starts, free when asked.
     ///
     /// Taken from below the kernel's ephemeral range: a port the kernel hands out (port 0)

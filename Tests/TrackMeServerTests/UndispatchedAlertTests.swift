@@ -215,8 +215,8 @@ struct UndispatchedAlertTests {
             let (_, device, session, _) = try await Self.unenrolled(s)
             #expect(try await s.postAlert(Self.alert("pi-0001", id: "alert-quiet", kind: .heartRateHigh), token: device).status == 200)
             #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM undispatched_alerts WHERE substr(body, 1, 3) = 's1.'") == 1)
-            // Each with a character the sealed body's base64 never holds, so a ciphertext cannot
-            // spell one by chance (a bare `bpm` it did, now and then).
+            // Each with a character base64 never holds, so a sealed body cannot spell one by
+            // chance: a bare `bpm` is three base64 letters.
             for secret in ["44.07", "\"bpm\"", "alert-quiet"] {
                 #expect(try await DatabaseScan.count(s.server.store, "SELECT count(*) FROM undispatched_alerts WHERE body LIKE '%\(secret)%'") == 0)
             }
