@@ -110,15 +110,17 @@ public final class GPSDProcess: Sendable {
         return GPSDProcess(port: port, device: device, process: box, directory: directory, output: output)
     }
 
-    /// A port that was free a moment ago (bound to port 0, then released).
+    /// A port no listener held a moment ago, outside the ephemeral range (`LoopbackPort`).
     public static func freeLoopbackPort() throws(GPSDTestSupportError) -> Int {
-        let (socket, port) = try boundLoopbackSocket(listening: false)
-        socket.close()
-        return port
+        do throws(SystemError) {
+            return try LoopbackPort.unused()
+        } catch {
+            throw GPSDTestSupportError(code: .socketFailed, context: error.description)
+        }
     }
 
     /// A TCP socket bound to 127.0.0.1 on a free port (and listening, with `listening`), and
-    /// the port: what `freeLoopbackPort` and `LogFeedServer` both start from.
+    /// the port: what `LogFeedServer` starts from.
     static func boundLoopbackSocket(listening: Bool) throws(GPSDTestSupportError) -> (OwnedFileDescriptor, port: Int) {
         do throws(SystemError) {
             let owner = OwnedFileDescriptor(

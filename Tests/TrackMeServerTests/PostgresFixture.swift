@@ -74,11 +74,31 @@ actor PostgresFixture {
         }
     }
 
-    static func startArguments(directory: String, port: Int) -> [String] {
-        [
-            "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
-            "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000", "start",
-        ]
+    /// Starts the initialised cluster in `directory` on a port of its own (with `settings`, more
+    /// `-c name=value` options) and returns the port. A port chosen here may still be taken by
+    /// another listener before PostgreSQL binds it; PostgreSQL then says so in its log, and
+    /// another port is tried.
+    static func startCluster(directory: String, settings: String = "-c max_connections=1000") async throws -> Int {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try LoopbackPort.unused()
+            do {
+                try await run(
+                    "\(Self.binDirectory)/pg_ctl",
+                    [
+                        "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
+                        "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off \(settings)", "start",
+                    ],
+                    asPostgres: true
+                )
+                return port
+            } catch {
+                let log = (try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? ""
+                guard attempt < 5, log.contains("Address already in use") else { throw error }
+                try? FileManager.default.removeItem(atPath: "\(directory)/log")
+            }
+        }
     }
 
     private static func launch() async throws -> (port: Int, directory: String) {
@@ -91,21 +111,7 @@ actor PostgresFixture {
             try await run("/bin/chown", ["postgres:postgres", directory], asPostgres: false)
         }
         try await run("\(Self.binDirectory)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres: true)
-        // A port chosen here may still be taken by another listener of this process before
-        // PostgreSQL binds it; PostgreSQL then says so in its log, and another port is tried.
-        var attempt = 0
-        while true {
-            attempt += 1
-            let port = try Self.freePort()
-            do {
-                try await run("\(Self.binDirectory)/pg_ctl", startArguments(directory: directory, port: port), asPostgres: true)
-                return (port, directory)
-            } catch {
-                let log = (try? String(contentsOfFile: "\(directory)/log", encoding: .utf8)) ?? ""
-                guard attempt < 5, log.contains("Address already in use") else { throw error }
-                try? FileManager.default.removeItem(atPath: "\(directory)/log")
-            }
-        }
+        return (try await startCluster(directory: directory), directory)
     }
 
     /// Runs a program to its end on a kept thread (`BlockingThreads`, never the cooperative pool),
@@ -160,40 +166,6 @@ actor PostgresFixture {
         }
         // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
-    }
-
-    /// A loopback port for a program the test starts, free when asked.
-    ///
-    /// Taken from below the kernel's ephemeral range: a port the kernel hands out (port 0)
-    /// is also what it gives the next outgoing connection, and with hundreds of tests
-    /// connecting side by side one of them took a port between this check and the program's
-    /// bind ("could not create any TCP/IP sockets"). Below the range only another listener
-    /// that chose the same port can take it.
-    static func freePort() throws -> Int {
-        let ephemeralStart =
-            (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
-            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
-        let candidates = max(1024, ephemeralStart - 12_000)..<max(1025, ephemeralStart)
-        for _ in 0..<200 {
-            let port = Int.random(in: candidates)
-            if try bindable(port) { return port }
-        }
-        throw Failure(description: "no free loopback port below \(ephemeralStart)")
-    }
-
-    /// Whether a listener could bind `port` on 127.0.0.1 now.
-    private static func bindable(_ port: Int) throws -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        return withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 }
-        }
     }
 }
 

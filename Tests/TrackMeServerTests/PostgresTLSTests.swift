@@ -44,15 +44,9 @@ actor PostgresTLSFixture {
         }
         try await PostgresFixture.run("/bin/chmod", ["0600", key], asPostgres: false)
         try await PostgresFixture.run("\(bin)/initdb", ["-D", "\(directory)/data", "-A", "trust", "-U", "postgres", "--no-sync"], asPostgres: true)
-        let port = try PostgresFixture.freePort()
-        try await PostgresFixture.run(
-            "\(bin)/pg_ctl",
-            [
-                "-D", "\(directory)/data", "-l", "\(directory)/log", "-w", "-t", "120", "-o",
-                "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on -c ssl_cert_file=\(certificate) -c ssl_key_file=\(key)",
-                "start",
-            ],
-            asPostgres: true
+        let port = try await PostgresFixture.startCluster(
+            directory: directory,
+            settings: "-c ssl=on -c ssl_cert_file=\(certificate) -c ssl_key_file=\(key)"
         )
         PostgresTLSCleanup.dataDirectory = "\(directory)/data"
         atexit { PostgresTLSCleanup.stop() }

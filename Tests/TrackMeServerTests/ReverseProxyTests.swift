@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 
@@ -35,7 +36,7 @@ struct ReverseProxyTests {
             let pem = directory.appendingPathComponent("proxy-chain-and-key.pem").path
             try (String(contentsOfFile: certificate, encoding: .utf8) + String(contentsOfFile: key, encoding: .utf8))
                 .write(toFile: pem, atomically: true, encoding: .utf8)
-            port = try PostgresFixture.freePort()
+            port = try LoopbackPort.unused()
             var environment = [
                 "PATH": "/usr/sbin:/usr/bin:/bin", "TRACKME_BIND": "127.0.0.1:\(port)", "TRACKME_TLS_PEM": pem,
                 // Within the test process's descriptor limit.
