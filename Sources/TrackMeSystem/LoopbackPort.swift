@@ -1,9 +1,9 @@
 import SystemPackage
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #endif
 
 /// A TCP port on 127.0.0.1 for a child process (gpsd, PostgreSQL, HAProxy) that must be told
