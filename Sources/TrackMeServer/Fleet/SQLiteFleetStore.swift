@@ -36,7 +36,9 @@ final class SQLiteFleetStore: FleetStore {
 
     func openRides() async throws -> [Ride] {
         try await pool.read { db in
-            try String.fetchAll(db, sql: "SELECT body FROM fleet_rides WHERE open = 1 ORDER BY created_ms, id").map { try StoreJSON.decode($0) }
+            try String.fetchAll(db.cachedStatement(sql: "SELECT body FROM fleet_rides WHERE open = 1 ORDER BY created_ms, id")).map {
+                try StoreJSON.decode($0)
+            }
         }
     }
 

@@ -14,7 +14,7 @@ extension SQLiteServerStore {
 
     func zones() async throws -> [FleetZone] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id").compactMap { row in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id")).compactMap { row in
                 guard let polygon: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "polygon")) else { return nil }
                 return FleetZone(
                     id: try row.decode(forColumn: "id"),
@@ -28,20 +28,21 @@ extension SQLiteServerStore {
 
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM fleet_taxis WHERE device_id = ?", arguments: [deviceID]).map(Self.taxi(from:))
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM fleet_taxis WHERE device_id = ?"), arguments: [deviceID]).map(Self.taxi(from:))
         }
     }
 
     func saveFleetTaxi(_ taxi: FleetTaxi) async throws {
         try await pool.write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO fleet_taxis (device_id, name, state, zone_id, queued_ms, last_report_ms, lat, lon, fix_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (device_id) DO UPDATE SET name = excluded.name, state = excluded.state, zone_id = excluded.zone_id,
                         queued_ms = excluded.queued_ms, last_report_ms = excluded.last_report_ms, lat = excluded.lat, lon = excluded.lon,
                         fix_ms = excluded.fix_ms
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     taxi.deviceID, taxi.name, taxi.state, taxi.zoneID, taxi.queuedMilliseconds, taxi.lastReportMilliseconds, taxi.latitude,
                     taxi.longitude, taxi.fixMilliseconds,
@@ -51,7 +52,7 @@ extension SQLiteServerStore {
     }
 
     func fleetTaxis() async throws -> [FleetTaxi] {
-        try await pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM fleet_taxis ORDER BY device_id").map(Self.taxi(from:)) }
+        try await pool.read { db in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM fleet_taxis ORDER BY device_id")).map(Self.taxi(from:)) }
     }
 
     private static func taxi(from row: Row) throws -> FleetTaxi {
