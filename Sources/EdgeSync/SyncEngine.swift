@@ -52,7 +52,7 @@ public enum ReadingsStepOutcome: Hashable, Sendable {
 /// let engine = SyncEngine(
 ///     store: store, transport: CurlTransport(baseURL: serverURL),
 ///     configuration: SyncConfiguration(deviceID: id, token: token), clock: ContinuousClock(),
-///     heartbeat: { DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
+///     heartbeat: { _ in DeviceHeartbeat(strap: strap.state, gpsd: gps.state, storeDepth: 0, storeBytes: 0) },
 ///     onAlertsAcknowledged: { ids in sos.dispatcherAcknowledged(ids) },
 ///     alertsFirst: { await dispatchLane.alertsFirst() })
 /// // readings:  committer.append(.heartRate(hr), at: timestamp)
@@ -63,7 +63,7 @@ public actor SyncEngine {
     private let transport: any HTTPTransport
     private let configuration: SyncConfiguration
     private let clock: any Clock<Duration>
-    private let heartbeat: @Sendable () -> DeviceHeartbeat
+    private let heartbeat: @Sendable (StoreStatistics) -> DeviceHeartbeat
     private let onAlertsAcknowledged: @Sendable ([String]) -> Void
     private let onAlertsResolved: @Sendable ([String]) -> Void
     private let onEvent: @Sendable (SyncEvent) -> Void
@@ -87,8 +87,9 @@ public actor SyncEngine {
     public var heartbeatInterval: Duration { policy.heartbeatInterval }
 
     /// - Parameters:
-    ///   - heartbeat: the strap, gpsd and battery state now; the engine fills in the store's
-    ///     depth and size.
+    ///   - heartbeat: the strap, gpsd and battery state now, given the store's figures the engine
+    ///     read for this heartbeat (read once: they cost a query); the engine fills in the
+    ///     store's depth and size from the same figures.
     ///   - onAlertsAcknowledged: the `acknowledged_alerts` of every acknowledgement, for the SOS
     ///     engine (a dispatcher has acknowledged these alerts).
     ///   - onAlertsResolved: the `resolved_alerts` of every acknowledgement (a dispatcher closed
@@ -102,7 +103,7 @@ public actor SyncEngine {
         transport: any HTTPTransport,
         configuration: SyncConfiguration,
         clock: any Clock<Duration>,
-        heartbeat: @escaping @Sendable () -> DeviceHeartbeat = {
+        heartbeat: @escaping @Sendable (StoreStatistics) -> DeviceHeartbeat = { _ in
             DeviceHeartbeat(strap: "searching", gpsd: "no_device", storeDepth: 0, storeBytes: 0)
         },
         onAlertsAcknowledged: @escaping @Sendable ([String]) -> Void = { _ in },
@@ -339,8 +340,8 @@ public actor SyncEngine {
     }
 
     private func currentHeartbeat() -> DeviceHeartbeat {
-        var beat = heartbeat()
         let stats = store.statistics()
+        var beat = heartbeat(stats)
         beat.storeDepth = stats.unsyncedReadings
         beat.storeBytes = stats.usedBytes
         beat.storeState = stats.storeState

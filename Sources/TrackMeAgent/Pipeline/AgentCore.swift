@@ -158,7 +158,7 @@ public struct AgentCore: Sendable {
             transport: inputs.transport,
             configuration: inputs.sync,
             clock: inputs.clock,
-            heartbeat: { state.heartbeat(store: store.statistics()) },
+            heartbeat: { state.heartbeat(store: $0) },
             onAlertsAcknowledged: inputs.onAlertsAcknowledged,
             onAlertsResolved: inputs.onAlertsResolved,
             onEvent: inputs.onSyncEvent,
