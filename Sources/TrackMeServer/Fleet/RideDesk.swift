@@ -33,11 +33,13 @@ actor RideDesk {
         return try await store.ride(id: ride.id) ?? ride
     }
 
-    /// Moves every open ride on at the current wall time.
-    func advance() async throws {
+    /// Moves every open ride on at the current wall time; returns the rides still open after
+    /// it, as this pass left them (what a batch's reply is told from, without reading them again).
+    @discardableResult
+    func advance() async throws -> [Ride] {
         let now = wallClock()
         var open = try await store.openRides()
-        guard !open.isEmpty else { return }
+        guard !open.isEmpty else { return [] }
         var taxis = try await store.fleetTaxis()
         var queues: [String: [FleetTaxi]] = [:]
         for index in open.indices {
@@ -56,6 +58,7 @@ actor RideDesk {
                 open[index] = try await store.ride(id: before.id) ?? before
             }
         }
+        return open.filter(\.state.isOpen)
     }
 
     /// A driver's answer; throws `RideDispatch.Refusal` (changing nothing) or the store's error.
@@ -80,9 +83,8 @@ actor RideDesk {
     /// What the taxi `deviceID` hears of its ride in a batch reply: the live offer, or the ride
     /// it accepted; nil when none.
     func notice(for deviceID: String) async throws -> RideNotice? {
-        try await advance()
+        let open = try await advance()
         let now = wallClock()
-        let open = try await store.openRides()
         guard let ride = open.first(where: { policy.notice($0, deviceID: deviceID, zoneName: "", now: now) != nil }) else { return nil }
         let zoneName = try await store.zones().first { $0.id == ride.zoneID }?.name ?? ride.zoneID
         return policy.notice(ride, deviceID: deviceID, zoneName: zoneName, now: now)
