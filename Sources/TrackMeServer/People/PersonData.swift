@@ -362,13 +362,16 @@ struct PersonData: Sendable {
         return try await readingCost(queries, atMost: atMost)
     }
 
-    /// A page of readings as a download or statistic reads it: on SQLite, read on the heavy
-    /// requests' own threads (the database's work then runs at their priority: GRDB runs a
-    /// blocking read on the calling thread), opened, and handed back; elsewhere, the store's read.
+    /// A page of readings as a download or statistic reads it: on SQLite, read and opened on
+    /// the heavy requests' own threads (the database's work then runs at their priority: GRDB
+    /// runs a blocking read on the calling thread; opening a page of sealed rows is a page of
+    /// decryptions), and handed back; elsewhere, the store's read.
     func heavyReadings(_ query: ReadingQuery) async throws -> [StoredReadingRow] {
         guard let blocking = store as? any BlockingReadingStore else { return try await store.readings(query) }
         let rows = try await heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.sealedReadingRows(query) }
-        return try await blocking.personKeys.open(rows, owner: query.deviceID)
+        guard rows.contains(where: { PersonKeys.isSealed($0.body) }) else { return rows }
+        let opener = try await blocking.personKeys.readingOpener(owner: query.deviceID)
+        return try await heavyWork.run(busy: Self.heavyWorkBusy) { try opener.open(rows) }
     }
 
     /// What a download or statistic will read, counted as `heavyReadings` reads.
@@ -377,13 +380,10 @@ struct PersonData: Sendable {
         return try await heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.readingCountOnThisThread(query) }
     }
 
-    /// A page of stored readings decoded on the heavy requests' own threads (`PeopleRoom.heavyWork`),
-    /// not the cooperative pool that takes alerts in.
-    func decoded<T: Sendable>(
-        _ page: [StoredReadingRow],
-        _ decode: @escaping @Sendable (StoredReadingRow) -> T?
-    ) async throws -> [T] {
-        try await heavyWork.run(busy: Self.heavyWorkBusy) { page.compactMap(decode) }
+    /// `work` (a page decoded, counted, turned into text) on the heavy requests' own threads
+    /// (`PeopleRoom.heavyWork`), not the cooperative pool that takes alerts in.
+    func onHeavyThreads<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await heavyWork.run(busy: Self.heavyWorkBusy, work)
     }
 
     static var heavyWorkBusy: APIError {

@@ -79,34 +79,80 @@ struct PersonExport: Sendable {
 
     private var limits: HeartRateLimits { data.limits(person) }
 
-    /// Heart rate page by page; each sample goes to `row` and into the day figures returned.
-    private func heartRate(_ row: (HeartRateSample) async throws -> Void) async throws -> [DailyStatistics] {
+    /// Heart rate page by page: each page decoded, counted into the day figures and turned into
+    /// text (each sample `render`ed, joined by `separator`) on the heavy requests' threads
+    /// (`PersonData.onHeavyThreads`: millions of rows would otherwise be formatted on the pool
+    /// that takes alerts in), its text then handed to `emit`; returns the day figures.
+    private func heartRate(
+        separator: String = "",
+        _ emit: Emit,
+        _ render: @escaping @Sendable (HeartRateSample) throws -> String
+    ) async throws -> [DailyStatistics] {
         var days = DailyStatistics.Accumulator(limits: limits)
-        var logged = false
+        var first = true
         try await data.forEachPage(person, kind: .heartRate, from: from, to: to, grants: grants) { deviceID, page in
-            for sample in try await data.decoded(page, { PersonData.heartRate($0, deviceID: deviceID) }) {
-                if !logged {
-                    try await readLog.mark()
-                    logged = true
+            let before = days
+            let (text, after) = try await data.onHeavyThreads { () throws -> (String?, DailyStatistics.Accumulator) in
+                var days = before
+                var text = ""
+                var any = false
+                for row in page {
+                    guard let sample = PersonData.heartRate(row, deviceID: deviceID) else { continue }
+                    days.add(sample)
+                    if any { text += separator }
+                    text += try render(sample)
+                    any = true
                 }
-                days.add(sample)
-                try await row(sample)
+                return (any ? text : nil, days)
             }
+            days = after
+            if let text { try await emitPage(text, separator: separator, first: &first, emit) }
         }
         return days.days
     }
 
-    private func positions(_ row: (PositionSample) async throws -> Void) async throws {
-        var logged = false
+    /// Positions page by page, each page decoded and rendered as heart rate is (`heartRate`);
+    /// `device` is told before the first page of each device that has any.
+    private func positions(
+        separator: String = "",
+        _ emit: Emit,
+        device: (String) async throws -> Void = { _ in },
+        _ render: @escaping @Sendable (PositionSample) throws -> String
+    ) async throws {
+        var first = true
+        var current: String?
         try await data.forEachPage(person, kind: .position, from: from, to: to, grants: grants) { deviceID, page in
-            for sample in try await data.decoded(page, { PersonData.position($0, deviceID: deviceID) }) {
-                if !logged {
-                    try await readLog.mark()
-                    logged = true
+            let text = try await data.onHeavyThreads { () throws -> String? in
+                var text = ""
+                var any = false
+                for row in page {
+                    guard let sample = PersonData.position(row, deviceID: deviceID) else { continue }
+                    if any { text += separator }
+                    text += try render(sample)
+                    any = true
                 }
-                try await row(sample)
+                return any ? text : nil
             }
+            guard let text else { return }
+            if current != deviceID {
+                try await readLog.mark()
+                try await device(deviceID)
+                current = deviceID
+            }
+            try await emitPage(text, separator: separator, first: &first, emit)
         }
+    }
+
+    /// A page's text, after the separator when it is not the first; the first of the person's
+    /// data to leave is logged first.
+    private func emitPage(_ text: String, separator: String, first: inout Bool, _ emit: Emit) async throws {
+        if first {
+            try await readLog.mark()
+        } else if !separator.isEmpty {
+            try await emit(separator)
+        }
+        first = false
+        try await emit(text)
     }
 
     /// The object's members in the order of the former whole-document export: `person_id`,
@@ -118,45 +164,34 @@ struct PersonExport: Sendable {
                 + "\"from_ms\":\(from.map(String.init) ?? "null"),\"to_ms\":\(to.map(String.init) ?? "null"),"
                 + "\"devices\":\(try StoreJSON.encode(person.deviceIDs)),\"heart_rate\":["
         )
-        var first = true
-        let statistics = try await heartRate { sample in
-            try await emit((first ? "" : ",") + (try StoreJSON.encode(sample)))
-            first = false
-        }
+        let statistics = try await heartRate(separator: ",", emit) { try StoreJSON.encode($0) }
         try await emit("],\"positions\":[")
-        first = true
-        try await positions { sample in
-            try await emit((first ? "" : ",") + (try StoreJSON.encode(sample)))
-            first = false
-        }
+        try await positions(separator: ",", emit) { try StoreJSON.encode($0) }
         try await emit(
             "],\"statistics\":\(try StoreJSON.encode(statistics)),\"alerts\":\(try StoreJSON.encode(alerts)),\"truncated\":false}"
         )
     }
 
+    private static func csvRow(_ values: [String]) -> String { values.map(Downloads.csvField).joined(separator: ",") + "\r\n" }
+
     /// One table for everything: a `record` column says which kind each row is.
     private func csv(_ emit: Emit) async throws {
-        func row(_ values: [String]) -> String { values.map(Downloads.csvField).joined(separator: ",") + "\r\n" }
         try await emit(Self.csvHeader + "\r\n")
-        let statistics = try await heartRate { s in
-            try await emit(
-                row([
-                    "heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "",
-                    "", "", "",
-                ])
-            )
+        let statistics = try await heartRate(emit) { s in
+            Self.csvRow([
+                "heart_rate", "\(s.atMilliseconds)", Downloads.iso(s.atMilliseconds), s.deviceID, "\(s.bpm)", "", "", "", "", "", "", "", "", "", "",
+                "", "",
+            ])
         }
-        try await positions { p in
-            try await emit(
-                row([
-                    "position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "",
-                    "", "", "", "", "", "", "",
-                ])
-            )
+        try await positions(emit) { p in
+            Self.csvRow([
+                "position", "\(p.atMilliseconds)", Downloads.iso(p.atMilliseconds), p.deviceID, "", "\(p.latitude)", "\(p.longitude)", "", "", "", "",
+                "", "", "", "", "", "",
+            ])
         }
         for d in statistics {
             try await emit(
-                row([
+                Self.csvRow([
                     "day", "\(d.dayMilliseconds)", Downloads.iso(d.dayMilliseconds), "", "", "", "", "", "", "", "", d.minimum.map(String.init) ?? "",
                     d.mean.map { "\($0)" } ?? "", d.maximum.map(String.init) ?? "", d.restingEstimate.map(String.init) ?? "",
                     "\(d.secondsOutOfRange)", "",
@@ -165,7 +200,7 @@ struct PersonExport: Sendable {
         }
         for a in alerts {
             try await emit(
-                row([
+                Self.csvRow([
                     "alert", "\(a.createdMilliseconds)", Downloads.iso(a.createdMilliseconds), a.deviceID, "", a.latitude.map { "\($0)" } ?? "",
                     a.longitude.map { "\($0)" } ?? "", a.alertID, a.kind?.rawValue ?? "", a.state, a.outcome?.rawValue ?? "", "", "", "", "", "",
                     // Whether a dispatcher was sent it (false: kept because AutomatedSOS was off).
@@ -179,13 +214,15 @@ struct PersonExport: Sendable {
     private func gpx(_ emit: Emit) async throws {
         try await emit(GPXWriter.header(name: person.account.displayName))
         var track: String?
-        try await positions { p in
-            if track != p.deviceID {
+        try await positions(
+            emit,
+            device: { deviceID in
                 if track != nil { try await emit(GPXWriter.trackEnd) }
-                try await emit(GPXWriter.trackStart(name: p.deviceID))
-                track = p.deviceID
+                try await emit(GPXWriter.trackStart(name: deviceID))
+                track = deviceID
             }
-            try await emit(GPXWriter.point(p.atMilliseconds, p.latitude, p.longitude))
+        ) { p in
+            GPXWriter.point(p.atMilliseconds, p.latitude, p.longitude)
         }
         if track != nil { try await emit(GPXWriter.trackEnd) }
         try await emit(GPXWriter.footer)

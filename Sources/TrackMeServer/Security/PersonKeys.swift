@@ -246,7 +246,7 @@ final class PersonKeys: Sendable {
 
     static func isSealed(_ text: String) -> Bool { text.hasPrefix(sealedPrefix) }
 
-    private static func readingIdentity(_ owner: String, _ sequence: Int64) -> RowIdentity {
+    fileprivate static func readingIdentity(_ owner: String, _ sequence: Int64) -> RowIdentity {
         RowIdentity(bytes: Array("trackme/server/readings\0\(owner)\0\(sequence)".utf8), description: "reading \(sequence) of \(owner)")
     }
 
@@ -268,14 +268,20 @@ final class PersonKeys: Sendable {
 
     private func open(_ text: String, _ owner: String, _ identity: RowIdentity) async throws -> String {
         guard Self.isSealed(text) else { return text }
-        guard let cipher = try await dataKey(owner, create: false) else {
+        return try Self.open(text, try await dataKey(owner, create: false), identity)
+    }
+
+    /// `text` opened with `cipher` (nil: no master key was given), on the caller's thread.
+    fileprivate static func open(_ text: String, _ cipher: RowCipher?, _ identity: RowIdentity) throws -> String {
+        guard isSealed(text) else { return text }
+        guard let cipher else {
             throw PersonKeyError(
                 code: .masterKey,
                 message:
                     "\(identity.description) is sealed and no master key was given (--master-key-file or the credential \(PersonKeyConfiguration.masterKeyCredential))"
             )
         }
-        guard let data = Data(base64Encoded: String(text.dropFirst(Self.sealedPrefix.count))) else {
+        guard let data = Data(base64Encoded: String(text.dropFirst(sealedPrefix.count))) else {
             throw PersonKeyError(code: .damagedValue, message: "\(identity.description) is not sealed text (base64)")
         }
         do {
@@ -303,11 +309,29 @@ final class PersonKeys: Sendable {
 
     /// The bodies opened; a body in clear is taken as it is.
     func open(_ rows: [StoredReadingRow], owner: String) async throws -> [StoredReadingRow] {
-        var opened = rows
-        for index in opened.indices where Self.isSealed(opened[index].body) {
-            opened[index].body = try await open(opened[index].body, owner, Self.readingIdentity(owner, opened[index].sequence))
+        guard rows.contains(where: { Self.isSealed($0.body) }) else { return rows }
+        return try await readingOpener(owner: owner).open(rows)
+    }
+
+    /// What opens the owner's sealed readings on a thread of the caller's choosing: the key is
+    /// looked up here (it may take the key store), the work of opening each row is then the
+    /// caller's (a download opens millions, on the heavy requests' threads, not the pool that
+    /// takes alerts in).
+    func readingOpener(owner: String) async throws -> ReadingOpener {
+        ReadingOpener(owner: owner, cipher: try await dataKey(owner, create: false))
+    }
+
+    struct ReadingOpener: Sendable {
+        let owner: String
+        let cipher: RowCipher?
+
+        func open(_ rows: [StoredReadingRow]) throws -> [StoredReadingRow] {
+            var opened = rows
+            for index in opened.indices where PersonKeys.isSealed(opened[index].body) {
+                opened[index].body = try PersonKeys.open(opened[index].body, cipher, PersonKeys.readingIdentity(owner, opened[index].sequence))
+            }
+            return opened
         }
-        return opened
     }
 
     func openBody(_ body: String, owner: String, sequence: Int64) async throws -> String {
