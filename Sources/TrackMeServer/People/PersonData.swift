@@ -311,7 +311,7 @@ struct PersonData: Sendable {
             // One pass from the first missing day to the last; days between them that stand are
             // read again but only the missing ones are taken.
             try await forEachPage(deviceID: deviceID, kind: .heartRate, from: span.lowerBound, to: span.upperBound) { page in
-                for sample in try await decoded(page, { Self.heartRate($0, deviceID: deviceID) }) { device.add(sample) }
+                device = try await counted(page, deviceID: deviceID, into: device)
             }
             var summaries: [Int64: String] = [:]
             for day in days {
@@ -324,7 +324,7 @@ struct PersonData: Sendable {
         }
         for (deviceID, span) in plan.read {
             try await forEachPage(deviceID: deviceID, kind: .heartRate, from: span.lowerBound, to: span.upperBound) { page in
-                for sample in try await decoded(page, { Self.heartRate($0, deviceID: deviceID) }) { figures.days.add(sample) }
+                figures.days = try await counted(page, deviceID: deviceID, into: figures.days)
             }
         }
         return figures
@@ -378,6 +378,17 @@ struct PersonData: Sendable {
     func heavyReadingCount(_ query: ReadingQuery) async throws -> Int {
         guard let blocking = store as? any BlockingReadingStore else { return try await store.readingCount(query) }
         return try await heavyWork.run(busy: Self.heavyWorkBusy) { try blocking.readingCountOnThisThread(query) }
+    }
+
+    /// A page of heart rate decoded and counted into `days`, on the heavy requests' threads.
+    func counted(_ page: [StoredReadingRow], deviceID: String, into days: DailyStatistics.Accumulator) async throws -> DailyStatistics.Accumulator {
+        try await onHeavyThreads {
+            var days = days
+            for row in page {
+                if let sample = Self.heartRate(row, deviceID: deviceID) { days.add(sample) }
+            }
+            return days
+        }
     }
 
     /// `work` (a page decoded, counted, turned into text) on the heavy requests' own threads
