@@ -220,10 +220,9 @@ struct PersonExport: Sendable {
                 if track != nil { try await emit(GPXWriter.trackEnd) }
                 try await emit(GPXWriter.trackStart(name: deviceID))
                 track = deviceID
-            }
-        ) { p in
-            GPXWriter.point(p.atMilliseconds, p.latitude, p.longitude)
-        }
+            },
+            { GPXWriter.point($0.atMilliseconds, $0.latitude, $0.longitude) }
+        )
         if track != nil { try await emit(GPXWriter.trackEnd) }
         try await emit(GPXWriter.footer)
     }
