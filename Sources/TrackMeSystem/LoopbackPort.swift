@@ -1,3 +1,4 @@
+import Foundation
 import SystemPackage
 
 #if canImport(Glibc)
@@ -38,14 +39,8 @@ public enum LoopbackPort {
     }
 
     private static func firstEphemeralPort() -> Int? {
-        let fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 64)
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        let text = String(decoding: bytes[..<count], as: UTF8.self)
-        return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) }
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) }
     }
 
     /// Whether a listener could bind `port` on 127.0.0.1 now (without SO_REUSEADDR, as a strict

@@ -94,16 +94,8 @@ struct PersonExport: Sendable {
             let before = days
             let (text, after) = try await data.onHeavyThreads { () throws -> (String?, DailyStatistics.Accumulator) in
                 var days = before
-                var text = ""
-                var any = false
-                for row in page {
-                    guard let sample = PersonData.heartRate(row, deviceID: deviceID) else { continue }
-                    days.add(sample)
-                    if any { text += separator }
-                    text += try render(sample)
-                    any = true
-                }
-                return (any ? text : nil, days)
+                let text = try Self.text(of: page, { PersonData.heartRate($0, deviceID: deviceID) }, separator: separator, render) { days.add($0) }
+                return (text, days)
             }
             days = after
             if let text { try await emitPage(text, separator: separator, first: &first, emit) }
@@ -122,16 +114,8 @@ struct PersonExport: Sendable {
         var first = true
         var current: String?
         try await data.forEachPage(person, kind: .position, from: from, to: to, grants: grants) { deviceID, page in
-            let text = try await data.onHeavyThreads { () throws -> String? in
-                var text = ""
-                var any = false
-                for row in page {
-                    guard let sample = PersonData.position(row, deviceID: deviceID) else { continue }
-                    if any { text += separator }
-                    text += try render(sample)
-                    any = true
-                }
-                return any ? text : nil
+            let text = try await data.onHeavyThreads {
+                try Self.text(of: page, { PersonData.position($0, deviceID: deviceID) }, separator: separator, render)
             }
             guard let text else { return }
             if current != deviceID {
@@ -141,6 +125,25 @@ struct PersonExport: Sendable {
             }
             try await emitPage(text, separator: separator, first: &first, emit)
         }
+    }
+
+    /// A page's samples (the rows `decode` makes one of), each `render`ed and seen by `each`,
+    /// joined by `separator`; nil when no row is one. Run on the heavy requests' threads.
+    private static func text<Sample>(
+        of page: [StoredReadingRow],
+        _ decode: (StoredReadingRow) -> Sample?,
+        separator: String,
+        _ render: (Sample) throws -> String,
+        each: (Sample) -> Void = { _ in }
+    ) rethrows -> String? {
+        var text: String?
+        for row in page {
+            guard let sample = decode(row) else { continue }
+            each(sample)
+            if text == nil { text = "" } else { text? += separator }
+            text? += try render(sample)
+        }
+        return text
     }
 
     /// A page's text, after the separator when it is not the first; the first of the person's
