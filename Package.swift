@@ -24,8 +24,9 @@ targets += [
 // MARK: - System: the system-call layer every shell shares, and nothing else.
 
 // The one errno error and descriptor owner (SystemError.swift, on swift-system), the threads for
-// blocking calls, a reader thread's stop flag, and the process runner (children start through
-// swift-subprocess, never Foundation's `Process`: see ProcessRunner.swift for why).
+// blocking calls, a reader thread's stop flag, and the two ways a child starts: run to its end
+// (ProcessRunner, on swift-subprocess) or run until stopped (SpawnedProcess, on posix_spawn);
+// never Foundation's `Process`: see SpawnedProcess.swift for why.
 targets += [
     .target(
         name: "TrackMeSystem",
@@ -181,7 +182,7 @@ targets += [
     .testTarget(
         name: "EdgeSyncTests",
         dependencies: [
-            "TrackMeCore", "EdgeStore", "EdgeSync", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
+            "TrackMeCore", "TrackMeSystem", "EdgeStore", "EdgeSync", "EdgeBenchmarks", "store-crash-child", "GzipCodec",
             // the real server behind a fault-injecting proxy (no second server).
             "ServerTestSupport", "TrackMeServer",
             .product(name: "Logging", package: "swift-log"),
@@ -386,7 +387,7 @@ targets += [
             // `bench store --encryption` makes its StoreKey
             "EdgeStore",
             // server benchmark
-            "TrackMeServer", "TrackMeCore",
+            "TrackMeServer", "TrackMeCore", "TrackMeSystem",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -15,11 +15,11 @@ public final class GPSDProcess: Sendable {
     /// The port gpsd listens on (127.0.0.1 and ::1).
     public let port: Int
     public let device: String
-    private let process: ProcessBox
+    private let process: SpawnedProcess
     private let directory: URL
     private let output: OutputLog
 
-    private init(port: Int, device: String, process: ProcessBox, directory: URL, output: OutputLog) {
+    private init(port: Int, device: String, process: SpawnedProcess, directory: URL, output: OutputLog) {
         self.port = port
         self.device = device
         self.process = process
@@ -59,14 +59,13 @@ public final class GPSDProcess: Sendable {
     /// Kills gpsd with SIGKILL (as a crash would) and waits for it to exit; the directory stays,
     /// so a new gpsd can be started on the same port.
     public func kill() {
-        process.signal(SIGKILL)
+        process.killAndWait()
     }
 
-    /// Stops gpsd, waits for it, and removes its directory. Idempotent. SIGKILL, because a child
-    /// spawned from a Swift concurrency thread inherits a signal mask that blocks SIGTERM, and
-    /// gpsd 3.22 never unblocks it.
+    /// Stops gpsd, waits for it, and removes its directory. Idempotent. SIGKILL: nothing gpsd
+    /// does on SIGTERM matters to a test, and the next test's gpsd may want the port at once.
     public func stop() {
-        process.signal(SIGKILL)
+        process.killAndWait()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -76,31 +75,27 @@ public final class GPSDProcess: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // gpsd drops privileges to user `gpsd` after start-up: let it use its own directory.
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "-N", "-D", "3", "-S", String(port), "-F", directory.appendingPathComponent("control.sock").path, device,
-        ]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = directory.path
-        process.environment = environment
         let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
         let output = OutputLog()
+        let box: SpawnedProcess
         do {
-            try process.run()
+            box = try SpawnedProcess.launch(
+                executable,
+                arguments: ["-N", "-D", "3", "-S", String(port), "-F", directory.appendingPathComponent("control.sock").path, device],
+                environment: environment,
+                standardError: .pipe(pipe)
+            )
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw GPSDTestSupportError(code: .startFailed, context: "gpsd could not be run: \(error)")
         }
-        let box = ProcessBox(process)
         // gpsd logs "startup at" once it listens and has its control socket: wait for that line
         // rather than polling the port.
         let ready = await output.drain(pipe.fileHandleForReading, readyMarker: "gpsd:INFO: startup at")
         guard ready else {
-            box.signal(SIGKILL)
+            box.killAndWait()
             try? FileManager.default.removeItem(at: directory)
             throw GPSDTestSupportError(
                 code: .startFailed,
@@ -143,39 +138,6 @@ public final class GPSDProcess: Sendable {
             return (owner, Int(UInt16(bigEndian: address.sin_port)))
         } catch {
             throw GPSDTestSupportError(code: .socketFailed, context: error.description)
-        }
-    }
-}
-
-/// A child process, signalled and reaped once.
-final class ProcessBox: @unchecked Sendable {
-    // `@unchecked Sendable` is sound: `process` is only touched under `lock`.
-    private let process: Process
-    private let lock = Mutex(false)
-
-    init(_ process: Process) { self.process = process }
-
-    /// Sends `signal` and waits for the exit, unless the process has already been reaped.
-    func signal(_ signal: Int32) {
-        send(signal, toGroup: false)
-    }
-
-    /// Sends `signal` to the process group led by the process (started under `setsid`).
-    func signalGroup(_ signal: Int32) {
-        send(signal, toGroup: true)
-    }
-
-    private func send(_ signal: Int32, toGroup: Bool) {
-        lock.withLock { reaped in
-            guard !reaped else { return }
-            reaped = true
-            let pid = process.processIdentifier
-            if toGroup {
-                Glibc.kill(-pid, signal)
-            } else if process.isRunning {
-                Glibc.kill(pid, signal)
-            }
-            process.waitUntilExit()
         }
     }
 }

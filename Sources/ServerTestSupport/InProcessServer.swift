@@ -3,6 +3,7 @@ public import Foundation
 import GRDB
 public import Logging
 import ServiceLifecycle
+import Synchronization
 public import TrackMeCore
 public import TrackMeServer
 
@@ -18,6 +19,8 @@ public final class InProcessServer: Sendable {
     public let configuration: ServerConfiguration
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
+    /// Everything the server and its service group logged lately, every level.
+    public let recentLog: RecentLog
 
     public var baseURL: URL {
         // The literal is well formed; the fallback is never taken.
@@ -41,8 +44,8 @@ public final class InProcessServer: Sendable {
     ) async throws -> InProcessServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "test.server")
-        logger.logLevel = logLevel
+        let recentLog = RecentLog()
+        let logger = recentLog.logger(label: "test.server", printedLevel: logLevel)
         var configuration = ServerConfiguration(
             host: "127.0.0.1",
             port: 0,
@@ -56,7 +59,15 @@ public final class InProcessServer: Sendable {
             let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
             let task = Task { try await group.run() }
             let port = try await server.boundPort()
-            return InProcessServer(server: server, port: port, directory: directory, configuration: configuration, group: group, task: task)
+            return InProcessServer(
+                server: server,
+                port: port,
+                directory: directory,
+                configuration: configuration,
+                group: group,
+                task: task,
+                recentLog: recentLog
+            )
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw error
@@ -69,7 +80,8 @@ public final class InProcessServer: Sendable {
         directory: URL,
         configuration: ServerConfiguration,
         group: ServiceGroup,
-        task: Task<Void, any Error>
+        task: Task<Void, any Error>,
+        recentLog: RecentLog
     ) {
         self.server = server
         self.port = port
@@ -77,16 +89,57 @@ public final class InProcessServer: Sendable {
         self.configuration = configuration
         self.group = group
         self.task = task
+        self.recentLog = recentLog
     }
 
     /// Shuts the server down gracefully, as SIGTERM would, removes its directory, and returns
     /// how the server ended.
+    ///
+    /// A shutdown that has not ended after `limit` (a hang guard, not a speed check: a healthy
+    /// one takes well under a second) is a failure that says what was still open and what the
+    /// server logged last, at every level; the server is then cancelled, and left behind if even
+    /// that does not end it, so that one stuck server fails its own test instead of stalling
+    /// every test after it.
     @discardableResult
-    public func stop() async -> Result<Void, any Error> {
+    public func stop(limit: Duration = .seconds(120)) async -> Result<Void, any Error> {
         await group.triggerGracefulShutdown()
-        let result = await task.result
+        if let result = await Self.result(of: task, within: limit) {
+            try? FileManager.default.removeItem(at: directory)
+            return result
+        }
+        let report =
+            "the server on port \(port) did not end within \(limit) of a graceful shutdown (open event streams: \(server.feedFollowers)); "
+            + "what it logged last:\n\(recentLog.text)"
+        task.cancel()
+        let cancelled = await Self.result(of: task, within: .seconds(30))
         try? FileManager.default.removeItem(at: directory)
-        return result
+        return .failure(
+            SupportFailure(report + "\n" + (cancelled.map { "once cancelled it ended: \($0)" } ?? "it did not end once cancelled either"))
+        )
+    }
+
+    /// The task's result, or nil if it has not ended within `limit` (the task goes on).
+    private static func result(of task: Task<Void, any Error>, within limit: Duration) async -> Result<Void, any Error>? {
+        let once = Mutex<CheckedContinuation<Result<Void, any Error>?, Never>?>(nil)
+        let settle: @Sendable (Result<Void, any Error>?) -> Void = { value in
+            once.withLock { continuation in
+                continuation?.resume(returning: value)
+                continuation = nil
+            }
+        }
+        let timer = Mutex<Task<Void, Never>?>(nil)
+        let value = await withCheckedContinuation { continuation in
+            once.withLock { $0 = continuation }
+            Task { settle(await task.result) }
+            timer.withLock {
+                $0 = Task {
+                    try? await Task.sleep(for: limit)
+                    settle(nil)
+                }
+            }
+        }
+        timer.withLock { $0?.cancel() }
+        return value
     }
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.

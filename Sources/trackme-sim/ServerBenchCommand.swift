@@ -9,6 +9,7 @@ import ServiceLifecycle
 import TrackMeCore
 import TrackMeServer
 import TrackMeSimulation
+import TrackMeSystem
 
 /// `trackme-sim bench server [--devices 1000] [--batches 10] [--readings 20] [--db ...] [--json]`:
 /// a `TrackMeServer` in this process on loopback, and many simulated devices, each on its own
@@ -302,17 +303,14 @@ enum BenchCertificate {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("bench.pem").path
         let key = directory.appendingPathComponent("bench.key").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", certificate,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let ending = try? SpawnedProcess.launch(
+            "/usr/bin/openssl",
+            arguments: [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", certificate,
+            ]
+        ).waitUntilExit()
+        guard ending == .exited(0) else {
             throw ServerBenchmark.Failure(description: "openssl could not make the benchmark certificate (apt-get install openssl)")
         }
         return (certificate, key)

@@ -5,6 +5,7 @@ import Foundation
 import ServerTestSupport
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 /// The crash child built next to the test bundle (`store-crash-child`, declared in Package.swift).
 func crashChildURL() throws -> URL {
@@ -32,13 +33,8 @@ struct ChildRun {
 /// with SIGKILL and collects everything it printed before dying. Blocking: call off the
 /// cooperative pool.
 func runAndKill(child: URL, arguments: [String], target: Int) throws -> ChildRun {
-    let process = Process()
-    process.executableURL = child
-    process.arguments = arguments
     let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    let process = try SpawnedProcess.launch(child.path, arguments: arguments, standardOutput: .pipe(pipe))
     var run = ChildRun()
     var pending = Data()
     func parse(_ data: Data) {
@@ -56,10 +52,9 @@ func runAndKill(child: URL, arguments: [String], target: Int) throws -> ChildRun
         if data.isEmpty { break }
         parse(data)
     }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    let ending = process.killAndWait()
     parse(handle.readDataToEndOfFile())
-    run.killedBySignal = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+    run.killedBySignal = ending == .signalled(SIGKILL)
     return run
 }
 

@@ -121,9 +121,9 @@ struct AgentCrashTests {
         let drain = try agent.launch(draining: true)
         _ = try await agent.waitForStatus(drain)
         try await agent.waitUntilDrained(drain)
-        drain.process.terminate()
-        let exit = await drain.wait()
-        #expect(exit == (reason: .exit, status: 0), "\(agent.logTail())")
+        drain.process.signal(SIGTERM)
+        let exit = await drain.process.exit()
+        #expect(exit == .exited(0), "\(agent.logTail())")
 
         let store = try ReadingStore(
             configuration: EdgeStore.StoreConfiguration(path: agent.storePath, diskBudgetBytes: agent.budget),
@@ -179,22 +179,13 @@ enum StoreCheck {
 }
 
 /// One started `trackme-agent run`.
-struct AgentRun: @unchecked Sendable {
-    let process: Process
+struct AgentRun: Sendable {
+    let process: SpawnedProcess
 
     /// SIGKILL; true if that is what ended it.
     func kill() async -> Bool {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        let exit = await wait()
-        return exit.reason == .uncaughtSignal && exit.status == SIGKILL
-    }
-
-    func wait() async -> (reason: Process.TerminationReason, status: Int32) {
-        let process = self.process
-        return await BlockingThreads.shared.run { () -> (reason: Process.TerminationReason, status: Int32) in
-            process.waitUntilExit()
-            return (process.terminationReason, process.terminationStatus)
-        }
+        process.signal(SIGKILL)
+        return await process.exit() == .signalled(SIGKILL)
     }
 }
 
@@ -237,18 +228,14 @@ struct AgentProcess {
     }
 
     func launch(draining: Bool) throws -> AgentRun {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["run", "--config", directory + (draining ? "/drain.yaml" : "/agent.yaml")]
         var environment = ProcessInfo.processInfo.environment
         for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM", "LISTEN_FDS"] { environment.removeValue(forKey: key) }
-        process.environment = environment
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        try log.seekToEnd()
-        process.standardError = log
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        try log.close()
+        let process = try SpawnedProcess.launch(
+            binary,
+            arguments: ["run", "--config", directory + (draining ? "/drain.yaml" : "/agent.yaml")],
+            environment: environment,
+            standardError: .file(logPath)
+        )
         return AgentRun(process: process)
     }
 
@@ -290,13 +277,13 @@ struct AgentProcess {
 
 /// `trackme-server` on loopback (plain HTTP, SQLite, no rate limits: the test polls it), with
 /// the admin token in its environment.
-final class ServerProcess: @unchecked Sendable {
+final class ServerProcess: Sendable {
     static let adminToken = "crash-admin-token"
-    let process: Process
+    let process: SpawnedProcess
     let port: Int
     let base: URL
 
-    private init(process: Process, port: Int) throws {
+    private init(process: SpawnedProcess, port: Int) throws {
         self.process = process
         self.port = port
         base = try #require(URL(string: "http://127.0.0.1:\(port)"))
@@ -305,16 +292,15 @@ final class ServerProcess: @unchecked Sendable {
     static func start(directory: String) async throws -> ServerProcess {
         let logPath = directory + "/server.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try builtProduct("trackme-server"))
-        process.arguments = [
-            "serve", "--plain-http", "--host", "127.0.0.1", "--port", "0", "--db", "sqlite:\(directory)/server.sqlite",
-            "--rate-per-address", "0", "--rate-per-token", "0",
-        ]
-        process.environment = ["TRACKME_ADMIN_TOKEN": adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        try process.run()
+        let process = try SpawnedProcess.launch(
+            try builtProduct("trackme-server"),
+            arguments: [
+                "serve", "--plain-http", "--host", "127.0.0.1", "--port", "0", "--db", "sqlite:\(directory)/server.sqlite",
+                "--rate-per-address", "0", "--rate-per-token", "0",
+            ],
+            environment: ["TRACKME_ADMIN_TOKEN": adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
+            standardError: .file(logPath)
+        )
         // The log says where it listens: `server.address=http://127.0.0.1:PORT`.
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
@@ -327,12 +313,12 @@ final class ServerProcess: @unchecked Sendable {
             guard process.isRunning else { throw AgentCrashFailure("trackme-server exited: \(log)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        process.terminate()
+        process.killAndWait()
         throw AgentCrashFailure("trackme-server did not listen within 60 s")
     }
 
     func stop() {
-        process.terminate()
+        process.signal(SIGTERM)
         process.waitUntilExit()
     }
 

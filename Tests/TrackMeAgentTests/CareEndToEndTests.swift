@@ -33,7 +33,7 @@ struct CareEndToEndTests {
         let rig = try await EndToEndTests.Rig()
         let port = try await rig.server.boundPort()
         let (process, log) = try rig.startAgent(log: "agent.log")
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer { process.killAndWait() }
         let synced = try await rig.poll(process) { $0.sync.lastSuccessAgeMilliseconds != nil }
         #expect(synced?.care?.version == nil, "before: \(String(describing: synced?.care))")
         #expect(synced?.limits?.minimumBPM == 40)
@@ -62,12 +62,9 @@ struct CareEndToEndTests {
         // The person's data is erased on the server: the agent is told, stops and wipes.
         let (erased, erasedBody) = try await Self.call("POST", "/v1/devices/\(EndToEndTests.deviceID)/erase", port: port)
         #expect(erased == 200, "\(erasedBody)")
-        let exit = await BlockingThreads.shared.run { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        let exit = await process.exit()
         let stderr = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(exit == 0, "\(stderr)")
+        #expect(exit == .exited(0), "\(stderr)")
         #expect(stderr.contains("device wiped on the server's order"))
         #expect(!FileManager.default.fileExists(atPath: rig.storePath))
         #expect(!FileManager.default.fileExists(atPath: rig.storePath + "-wal"))

@@ -3,6 +3,7 @@ import Testing
 import TrackMeAgent
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -49,12 +50,12 @@ struct ClockJumpTests {
         let rig = try await EndToEndTests.Rig(trace: trace)
         let started = Int64(Date().timeIntervalSince1970 * 1000)
         let (agent, log) = try rig.startAgent(log: "agent-jump.log", arguments: ["--wall-clock-offset-file", clockFile])
-        defer { if agent.isRunning { agent.terminate() } }
+        defer { agent.killAndWait() }
 
         // Some readings out with the true clock, then a year ahead.
         _ = try #require(
             try await rig.poll(agent) { $0.sync.lastSuccessAgeMilliseconds != nil },
-            "the agent never synced (running \(agent.isRunning), exit \(agent.isRunning ? 0 : agent.terminationStatus)): \((try? String(contentsOfFile: log, encoding: .utf8))?.suffix(3000) ?? "")"
+            "the agent never synced (running \(agent.isRunning), ended: \(agent.termination.map(String.init(describing:)) ?? "no")): \((try? String(contentsOfFile: log, encoding: .utf8))?.suffix(3000) ?? "")"
         )
         try "\(year)\n".write(toFile: clockFile, atomically: true, encoding: .utf8)
         let jumpedAhead = ContinuousClock.now
@@ -80,7 +81,7 @@ struct ClockJumpTests {
             "no batch went out after the jump back"
         )
         let stopped = await rig.terminate(agent, log: log)
-        #expect(stopped.status == 0, "\(stopped.stderr.suffix(2000))")
+        #expect(stopped.termination == .exited(0), "\(stopped.stderr.suffix(2000))")
         let finished = Int64(Date().timeIntervalSince1970 * 1000)
 
         // The alert: raised on the monotonic clock within 0.5 s of the reading that completed it.

@@ -62,18 +62,17 @@ struct EndToEndTests {
         }
 
         /// The agent's stderr goes to a file (a pipe nobody drains could block its logging).
-        func startAgent(log name: String, arguments extraArguments: [String] = []) throws -> (Process, String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try ExecutableTests.agentBinary())
-            process.arguments = ["run", "--config", config] + extraArguments
+        func startAgent(log name: String, arguments extraArguments: [String] = []) throws -> (SpawnedProcess, String) {
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
-            process.environment = environment
             let log = directory.file(name)
             _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            let process = try SpawnedProcess.launch(
+                try ExecutableTests.agentBinary(),
+                arguments: ["run", "--config", config] + extraArguments,
+                environment: environment,
+                standardError: .file(log)
+            )
             return (process, log)
         }
 
@@ -85,7 +84,7 @@ struct EndToEndTests {
 
         /// Polls `status --json` until `done` holds, the agent exits, or the overall limit passes
         /// (then the last status, for the caller's message).
-        func poll(_ process: Process, until done: (AgentStatus) -> Bool) async throws -> AgentStatus? {
+        func poll(_ process: SpawnedProcess, until done: (AgentStatus) -> Bool) async throws -> AgentStatus? {
             var last: AgentStatus?
             var met = false
             do {
@@ -124,14 +123,11 @@ struct EndToEndTests {
             return nil
         }
 
-        func terminate(_ process: Process, log: String) async -> (status: Int32, reason: Process.TerminationReason, stderr: String) {
-            process.terminate()
-            let exit = await BlockingThreads.shared.run { () -> Int32 in
-                process.waitUntilExit()
-                return process.terminationStatus
-            }
+        func terminate(_ process: SpawnedProcess, log: String) async -> (termination: SpawnedProcess.Termination, stderr: String) {
+            process.signal(SIGTERM)
+            let termination = await process.exit()
             let stderr = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            return (exit, process.terminationReason, stderr)
+            return (termination, stderr)
         }
 
         deinit {
@@ -150,7 +146,7 @@ struct EndToEndTests {
     func endToEnd() async throws {
         let rig = try await Rig()
         let (agent, log) = try rig.startAgent(log: "agent-1.log")
-        defer { if agent.isRunning { agent.terminate() } }
+        defer { agent.killAndWait() }
 
         let working = try #require(try await rig.poll(agent, until: Self.everyPartWorking), "the agent never answered status")
         #expect(Self.everyPartWorking(working), "last status: \(working)")
@@ -174,8 +170,7 @@ struct EndToEndTests {
         let decoded = try #require(try rig.metric(AgentMetricNames.heartRateReadings))
         #expect(decoded > 0)
         let stopped = await rig.terminate(agent, log: log)
-        #expect(stopped.status == 0, "\(stopped.stderr)")
-        #expect(stopped.reason == .exit)
+        #expect(stopped.termination == .exited(0), "\(stopped.stderr)")
         #expect(stopped.stderr.contains("store closed"), "\(stopped.stderr)")
         #expect(!stopped.stderr.contains("readings not committed"))
 
@@ -199,7 +194,7 @@ struct EndToEndTests {
 
         // Restart: the raised alert is still open, with the same id.
         let (again, againLog) = try rig.startAgent(log: "agent-2.log")
-        defer { if again.isRunning { again.terminate() } }
+        defer { again.killAndWait() }
         let restarted = try #require(try await rig.poll(again) { $0.alert != nil && $0.strap.link == .connected })
         #expect(restarted.alert?.id == alert.id)
         #expect(restarted.alert?.state.isOpen == true)
@@ -221,7 +216,7 @@ struct EndToEndTests {
         #expect(noAlert.status == 1)
         #expect(noAlert.output.contains("no_open_alert"), "\(noAlert.output)")
         let second = await rig.terminate(again, log: againLog)
-        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.termination == .exited(0), "\(second.stderr)")
     }
 }
 

@@ -104,21 +104,16 @@ struct ExecutableTests {
         )
         try Self.write("not-a-real-token\n", to: directory.file("token"))
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["run", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = systemd.name
         environment["WATCHDOG_USEC"] = "60000000"
         environment.removeValue(forKey: "JOURNAL_STREAM")
-        process.environment = environment
         let log = Pipe()
-        process.standardError = log
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        let process = try SpawnedProcess.launch(binary, arguments: ["run", "--config", config], environment: environment, standardError: .pipe(log))
+        defer { process.killAndWait() }
 
         let ready = try await systemd.receive()
-        #expect(ready == "READY=1\nSTATUS=monitoring pi-0042\nMAINPID=\(process.processIdentifier)")
+        #expect(ready == "READY=1\nSTATUS=monitoring pi-0042\nMAINPID=\(process.pid)")
 
         let socket = directory.file("run/agent.sock")
         let status = try await runProgram(binary, ["status", "--json", "--socket", socket])
@@ -141,13 +136,9 @@ struct ExecutableTests {
         #expect(safe.status == 0, "\(safe.output)")
         #expect(safe.output.contains("(manual) is cancelled: accidental"), "\(safe.output)")
 
-        process.interrupt()  // SIGINT; SIGTERM is the same path in the ServiceGroup
+        process.signal(SIGINT)  // SIGTERM is the same path in the ServiceGroup
         #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
-        let exit = await BlockingThreads.shared.run { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        #expect(exit == 0)
+        #expect(await process.exit() == .exited(0))
         #expect(!FileManager.default.fileExists(atPath: socket))
         let stderr = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(stderr.contains("info trackme.agent: stopped"), "\(stderr)")
@@ -169,21 +160,15 @@ struct ExecutableTests {
         )
         try Self.write("not-a-real-token\n", to: directory.file("token"))
         let systemd = try FakeNotifySocket(path: directory.file("notify"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.agentBinary())
-        process.arguments = ["run", "--config", config]
-        process.environment = ["NOTIFY_SOCKET": systemd.name, "PATH": "/usr/bin:/bin"]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        let process = try SpawnedProcess.launch(
+            try Self.agentBinary(),
+            arguments: ["run", "--config", config],
+            environment: ["NOTIFY_SOCKET": systemd.name, "PATH": "/usr/bin:/bin"]
+        )
+        defer { process.killAndWait() }
         #expect(try await systemd.receive().hasPrefix("READY=1"))
-        process.terminate()
+        process.signal(SIGTERM)
         #expect(try await systemd.receive() == "STOPPING=1\nSTATUS=stopping")
-        let exit = await BlockingThreads.shared.run { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        #expect(exit == 0)
-        #expect(process.terminationReason == .exit)
+        #expect(await process.exit() == .exited(0))
     }
 }

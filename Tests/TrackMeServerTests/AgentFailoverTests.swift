@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 
@@ -86,7 +87,7 @@ struct AgentFailoverTests {
                     // Killed from inside the drain, between two batches. Only the signal here:
                     // waiting for the exit would block a thread of the concurrency pool inside the
                     // engine (the whole server suite stalled on it); the test waits after the drain.
-                    if acknowledged.add(1, ordering: .relaxed).newValue == killAfter { kill(a.process.processIdentifier, SIGKILL) }
+                    if acknowledged.add(1, ordering: .relaxed).newValue == killAfter { a.process.signal(SIGKILL) }
                 case .sendFailed, .rejected:
                     failures.add(1, ordering: .relaxed)
                 default:
@@ -99,8 +100,8 @@ struct AgentFailoverTests {
         #expect(failover.currentIndex == 0)
         try await engine.drain(maxFailures: 20)
 
-        a.kill9()
-        #expect(a.process.terminationReason == .uncaughtSignal && a.process.terminationStatus == SIGKILL)
+        await a.kill9()
+        #expect(a.process.termination == .signalled(SIGKILL))
         #expect(failover.currentIndex == 1, "the agent should be on B after A died")
         // The death of A cost no failed batch: the same POST went on to B at once.
         #expect(failures.load(ordering: .relaxed) == 0)

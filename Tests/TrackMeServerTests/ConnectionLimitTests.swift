@@ -116,21 +116,20 @@ struct ConnectionLimitTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // Timeouts far longer than the test: only the per-address cap can save the server here.
-        process.arguments = [
-            "-c",
-            "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
-            binary.path,
-        ]
-        process.environment = ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
-        process.standardOutput = FileHandle.nullDevice
         let log = Pipe()
-        process.standardError = log
-        try process.run()
+        // Timeouts far longer than the test: only the per-address cap can save the server here.
+        let process = try SpawnedProcess.launch(
+            "/bin/sh",
+            arguments: [
+                "-c",
+                "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
+                binary.path,
+            ],
+            environment: ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
+            standardError: .pipe(log)
+        )
         defer {
-            process.terminate()
+            process.signal(SIGTERM)
             process.waitUntilExit()
         }
         let port = try await Self.listeningPort(log.fileHandleForReading)
@@ -173,20 +172,20 @@ struct ConnectionLimitTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c",
-            "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
-            binary.path,
-        ]
-        process.environment = ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
-        process.standardOutput = FileHandle.nullDevice
         let log = Pipe()
-        process.standardError = log
-        try process.run()
+        // Timeouts far longer than the test: only the per-address cap can save the server here.
+        let process = try SpawnedProcess.launch(
+            "/bin/sh",
+            arguments: [
+                "-c",
+                "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
+                binary.path,
+            ],
+            environment: ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
+            standardError: .pipe(log)
+        )
         defer {
-            process.terminate()
+            process.signal(SIGTERM)
             process.waitUntilExit()
         }
         let (port, text) = try await Self.startupLog(log.fileHandleForReading)

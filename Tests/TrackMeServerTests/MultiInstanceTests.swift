@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TrackMeCore
+import TrackMeSystem
 
 @testable import TrackMeServer
 
@@ -53,23 +54,23 @@ struct MultiInstanceTests {
 
     /// A real `trackme-server serve` process on PostgreSQL, plain HTTP on loopback behind the
     /// proxy, with the per-address and per-token limits off (the proxy limits per client).
-    final class ServerProcess: @unchecked Sendable {
-        let process = Process()
+    final class ServerProcess: Sendable {
+        let process: SpawnedProcess
         let port: Int
         let log: URL
 
         init(database: String, directory: URL, name: String) async throws {
             log = directory.appendingPathComponent("\(name).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.executableURL = try serverBinaryURL()
-            process.arguments = [
-                "serve", "--plain-http", "--port", "0", "--db", database, "--rate-per-address", "0", "--rate-per-token", "0",
-                "--alerts-per-minute", "0", "--max-connections-per-address", "4096",
-            ]
-            process.environment = ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
+            process = try SpawnedProcess.launch(
+                try serverBinaryURL().path,
+                arguments: [
+                    "serve", "--plain-http", "--port", "0", "--db", database, "--rate-per-address", "0", "--rate-per-token", "0",
+                    "--alerts-per-minute", "0", "--max-connections-per-address", "4096",
+                ],
+                environment: ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
+                standardError: .file(log.path)
+            )
             var found: Int?
             let (child, logFile) = (process, log)
             try await eventually("\(name) listening", within: .seconds(30), every: .milliseconds(50)) {
@@ -83,14 +84,13 @@ struct MultiInstanceTests {
             port = found ?? 0
         }
 
-        func kill9() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        func kill9() async {
+            process.signal(SIGKILL)
+            await process.exit()
         }
 
         func stop() {
-            guard process.isRunning else { return }
-            kill(process.processIdentifier, SIGINT)
+            process.signal(SIGINT)
             process.waitUntilExit()
         }
     }
@@ -162,7 +162,7 @@ struct MultiInstanceTests {
                 try await eventually("a third of the batches sent", within: .seconds(300), every: .milliseconds(5)) {
                     tally.sent.load(ordering: .relaxed) >= killAt
                 }
-                servers[1].kill9()
+                await servers[1].kill9()
             }
             for index in 0..<devices {
                 let token = tokenList[index]

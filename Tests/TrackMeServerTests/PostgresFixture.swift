@@ -114,58 +114,29 @@ actor PostgresFixture {
         return (try await startCluster(directory: directory), directory)
     }
 
-    /// Runs a program to its end on a kept thread (`BlockingThreads`, never the cooperative pool),
-    /// with stdin from /dev/null, output to a file, and every other descriptor closed:
-    /// `pg_ctl start` leaves the server running with whatever it inherited, and Foundation's
-    /// `Process` would then wait for its end forever.
+    /// Runs a program to its end with stdin from /dev/null and its output to a file, through
+    /// `SpawnedProcess`, which gives the child no descriptor but those: `pg_ctl start` leaves
+    /// the server running with whatever it inherited, and a pipe another test's thread had open
+    /// would then never see its end.
     static func run(_ executable: String, _ arguments: [String], asPostgres: Bool) async throws {
         let argv = asPostgres && getuid() == 0 ? ["/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-pg-out-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let status = await BlockingThreads.shared.run { spawnAndWait(argv, outputPath: outputPath) }
-        guard status == 0 else {
+        let ending = try await SpawnedProcess.launch(
+            argv[0],
+            arguments: Array(argv.dropFirst()),
+            standardOutput: .file(outputPath),
+            standardError: .file(outputPath)
+        ).exit()
+        guard ending == .exited(0) else {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            throw Failure(description: "\(argv.joined(separator: " ")) failed (\(status)): \(text)")
+            throw Failure(description: "\(argv.joined(separator: " ")) failed (\(ending)): \(text)")
         }
     }
 
     static func runBlocking(_ executable: String, _ arguments: [String]) {
         let argv = getuid() == 0 ? ["/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
-        _ = spawnAndWait(argv, outputPath: "/dev/null")
-    }
-
-    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let addCloseFrom: AddCloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
-        unsafeBitCast($0, to: AddCloseFrom.self)
-    }
-
-    /// posix_spawn + waitpid; the exit status, or -1 if it could not start.
-    private static func spawnAndWait(_ argv: [String], outputPath: String) -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // No inherited descriptors: the child closes every one above stderr as it starts. Marking
-        // them close-on-exec here first was racy: a pipe another test's thread opened between the
-        // marking and the spawn went to the PostgreSQL daemon, which then held its write end for
-        // good, and that test's read of its `openssl` output never saw the end (the hang seen
-        // in `make test`: a `TestCertificateAuthority.run` blocked while `openssl` was a zombie).
-        // (glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module
-        // does not export.)
-        guard let addCloseFrom = Self.addCloseFrom, addCloseFrom(&actions, 3) == 0 else { return -1 }
-        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { for pointer in cArguments { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
-        guard spawned == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return -1 }
-        }
-        // WIFEXITED / WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        _ = try? SpawnedProcess.launch(argv[0], arguments: Array(argv.dropFirst())).waitUntilExit()
     }
 }
 

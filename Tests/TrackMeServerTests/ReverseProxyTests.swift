@@ -15,11 +15,11 @@ import TrackMeSystem
 @Suite("Behind HAProxy", .serialized, .timeLimit(.minutes(10)))
 struct ReverseProxyTests {
     /// `haproxy -db -f hardware/haproxy/trackme.cfg` with the test's environment.
-    final class HAProxy: @unchecked Sendable {
+    final class HAProxy: Sendable {
         let port: Int
         let directory: URL
         let ca: TestCertificateAuthority
-        private let process: Process
+        private let process: SpawnedProcess
 
         static var configuration: String {
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -47,15 +47,15 @@ struct ReverseProxyTests {
                 environment["TRACKME_SERVER\(index + 1)"] = "127.0.0.1:\(servers[min(index, servers.count - 1)])"
             }
             environment.merge(extra) { _, new in new }
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
-            process.arguments = ["-db", "-f", Self.configuration]
-            process.environment = environment
             let log = directory.appendingPathComponent("haproxy.log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: log)
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
+            process = try SpawnedProcess.launch(
+                "/usr/sbin/haproxy",
+                arguments: ["-db", "-f", Self.configuration],
+                environment: environment,
+                standardOutput: .file(log.path),
+                standardError: .file(log.path)
+            )
+            let process = self.process
             try await eventually("haproxy serves /health", within: .seconds(20), every: .milliseconds(100)) {
                 if try await health() == 200 { return true }
                 guard process.isRunning else {
@@ -78,7 +78,7 @@ struct ReverseProxyTests {
         }
 
         func stop() {
-            process.terminate()
+            process.signal(SIGTERM)
             process.waitUntilExit()
             try? FileManager.default.removeItem(at: directory)
         }
@@ -86,26 +86,29 @@ struct ReverseProxyTests {
 
     /// A dispatcher's feed read by `curl -N` over TLS through the proxy, line by line as it
     /// arrives.
-    final class StreamReader: @unchecked Sendable {
+    final class StreamReader: Sendable {
         final class Lines: Sendable {
             let value = Mutex<[String]>([])
         }
 
-        private let process = Process()
+        private let process: SpawnedProcess
         private let lines = Lines()
 
         init(url: String, caFile: String, token: String) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            process.arguments = ["-sS", "-N", "--cacert", caFile, "-H", "Authorization: Bearer \(token)", "-H", "Accept: text/event-stream", url]
             let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            let lines = self.lines
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let text = String(decoding: handle.availableData, as: UTF8.self)
-                lines.value.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
+            process = try SpawnedProcess.launch(
+                "/usr/bin/curl",
+                arguments: ["-sS", "-N", "--cacert", caFile, "-H", "Authorization: Bearer \(token)", "-H", "Accept: text/event-stream", url],
+                standardOutput: .pipe(pipe)
+            )
+            // Read on a thread of its own until curl ends (its end of the pipe closes with it).
+            let (lines, reader) = (self.lines, pipe.fileHandleForReading)
+            BlockingThreads.shared.start {
+                while case let data = reader.availableData, !data.isEmpty {
+                    let text = String(decoding: data, as: UTF8.self)
+                    lines.value.withLock { $0.append(contentsOf: text.split(separator: "\n").map(String.init)) }
+                }
             }
-            try process.run()
         }
 
         var received: [String] { lines.value.withLock { $0 } }
@@ -120,11 +123,8 @@ struct ReverseProxyTests {
             }
         }
 
-        /// SIGKILL: a child of the test process inherits SIGTERM ignored (the service
-        /// lifecycle's signal handling), and curl has no handler of its own to undo that.
         func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.killAndWait()
         }
     }
 

@@ -107,19 +107,15 @@ struct ServerTLSTests {
         defer { fixture.remove() }
         let (server, group, task, port) = try await Self.start(fixture)
         // One kept-alive TLS connection (openssl s_client), used before and after the reload.
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        client.arguments = ["s_client", "-quiet", "-connect", "127.0.0.1:\(port)", "-CAfile", fixture.first.certificatePath, "-verify_return_error"]
         let input = Pipe()
         let output = Pipe()
-        client.standardInput = input
-        client.standardOutput = output
-        client.standardError = FileHandle.nullDevice
-        try client.run()
-        defer {
-            client.terminate()
-            client.waitUntilExit()
-        }
+        let client = try SpawnedProcess.launch(
+            "/usr/bin/openssl",
+            arguments: ["s_client", "-quiet", "-connect", "127.0.0.1:\(port)", "-CAfile", fixture.first.certificatePath, "-verify_return_error"],
+            standardInput: .pipe(input),
+            standardOutput: .pipe(output)
+        )
+        defer { client.killAndWait() }
         let request = Data("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         let reader = output.fileHandleForReading
         func nextResponse() async throws -> String {
@@ -158,25 +154,24 @@ struct ServerTLSTests {
     func sighup() async throws {
         let fixture = try await Fixture()
         defer { fixture.remove() }
-        let process = Process()
-        process.executableURL = try serverBinaryURL()
-        process.arguments = [
-            "serve", "--host", "127.0.0.1", "--port", "0", "--db", "sqlite:\(fixture.directory.path)/server.sqlite",
-            "--tls-cert", fixture.certificate, "--tls-key", fixture.key,
-        ]
-        process.environment = ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
-        process.standardOutput = FileHandle.nullDevice
         let log = Pipe()
-        process.standardError = log
-        try process.run()
+        let process = try SpawnedProcess.launch(
+            try serverBinaryURL().path,
+            arguments: [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--db", "sqlite:\(fixture.directory.path)/server.sqlite",
+                "--tls-cert", fixture.certificate, "--tls-key", fixture.key,
+            ],
+            environment: ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
+            standardError: .pipe(log)
+        )
         defer {
-            process.terminate()
+            process.signal(SIGTERM)
             process.waitUntilExit()
         }
         let port = try await Self.waitForLog(log.fileHandleForReading, containing: "https://127.0.0.1:").port
         #expect(try await TestCertificateAuthority.curl("https://localhost:\(port)/health", caFile: fixture.first.certificatePath).status == 200)
         try await fixture.replaceWithSecond()
-        kill(process.processIdentifier, SIGHUP)
+        process.signal(SIGHUP)
         _ = try await Self.waitForLog(log.fileHandleForReading, containing: "TLS certificate reloaded")
         #expect(try await TestCertificateAuthority.curl("https://localhost:\(port)/health", caFile: fixture.second.certificatePath).status == 200)
         #expect(process.isRunning)
