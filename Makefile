@@ -96,7 +96,8 @@ TIMED_SERVER_SUITES = ^TrackMeServerTests\.(ConnectionLimitTests|MultiInstanceTe
 
 # A suite's `.timeLimit` is a hang guard (10 minutes, 15 for the agent's end-to-end suites), never
 # a speed check: the tests of a target run side by side on two cores, so a test's wall time holds
-# its neighbours' work and, on a busy machine, everything else. `timeout 900` guards the target.
+# its neighbours' work and, on a busy machine, everything else. `timeout 900` guards the target,
+# and a target stopped by it names the tests it was still running (Tests/pending-tests.py).
 # The failing tests' first lines are said again at the end: CI keeps only the end of what it printed.
 unit-tests:
 	$(SWIFT) build $(TRAITS) --build-tests
@@ -108,8 +109,9 @@ unit-tests:
 			*) set -- --filter "^$$t\\.";; \
 		esac; \
 		timeout 900 $(SWIFT) test --skip-build $(TRAITS) "$$@" > $$log 2>&1; rc=$$?; cat $$log; \
-		if [ $$rc -eq 124 ]; then echo "!! $$t FAILED: still running after 15 minutes (a hang), stopped" | tee -a $$summary; fi; \
-		if [ $$rc -ne 0 ]; then failed="$$failed $$t"; grep -E '✘|error:|failed \(' $$log | grep -v '^✘ Suite' | head -20 | cut -c1-300 | sed "s/^/$$t: /" >> $$summary; fi; \
+		if [ $$rc -eq 124 ]; then echo "!! $$t FAILED: still running after 15 minutes (a hang), stopped" | tee -a $$summary; \
+			python3 Tests/pending-tests.py $$log | head -40 | tee -a $$summary; fi; \
+		if [ $$rc -ne 0 ]; then failed="$$failed $$t"; grep -E '^✘|: error: |Fatal error|crashed|exited with unexpected signal' $$log | grep -v '^✘ Suite' | head -20 | cut -c1-300 | sed "s/^/$$t: /" >> $$summary; fi; \
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "== what failed (the first lines of each)"; cat $$summary; rm -f $$summary; echo "unit tests failed in:$$failed"; exit 1; fi; rm -f $$summary
 

@@ -112,22 +112,11 @@ struct ConnectionLimitTests {
 
     @Test("ulimit -n 128: 150 idle sockets from one address leave /health and alert intake working for everyone else")
     func descriptorExhaustion() async throws {
-        let binary = try serverBinaryURL()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = Pipe()
-        // Timeouts far longer than the test: only the per-address cap can save the server here.
-        let process = try SpawnedProcess.launch(
-            "/bin/sh",
-            arguments: [
-                "-c",
-                "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
-                binary.path,
-            ],
-            environment: ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
-            standardError: .pipe(log)
-        )
+        let process = try Self.serverWithFileLimit128(directory: directory, adminToken: TestServer.adminToken, log: log)
         defer {
             process.signal(SIGTERM)
             process.waitUntilExit()
@@ -168,22 +157,11 @@ struct ConnectionLimitTests {
 
     @Test("ulimit -n 128: the caps are lowered at start with a warning; idle sockets from five addresses leave a sixth one's /health working")
     func fileLimitAtStart() async throws {
-        let binary = try serverBinaryURL()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = Pipe()
-        // Timeouts far longer than the test: only the per-address cap can save the server here.
-        let process = try SpawnedProcess.launch(
-            "/bin/sh",
-            arguments: [
-                "-c",
-                "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
-                binary.path,
-            ],
-            environment: ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
-            standardError: .pipe(log)
-        )
+        let process = try Self.serverWithFileLimit128(directory: directory, adminToken: nil, log: log)
         defer {
             process.signal(SIGTERM)
             process.waitUntilExit()
@@ -204,6 +182,23 @@ struct ConnectionLimitTests {
             return health.readResponse(timeout: .seconds(60))?.status
         }
         #expect(health == 200, "GET /health from a sixth address starved behind idle sockets from five")
+    }
+
+    /// `trackme-server serve` on SQLite in `directory` under `ulimit -n 128`, its log to `log`.
+    /// Timeouts far longer than the tests: only the per-address cap can save the server there.
+    static func serverWithFileLimit128(directory: URL, adminToken: String?, log: Pipe) throws -> SpawnedProcess {
+        var environment = ["LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"]
+        environment["TRACKME_ADMIN_TOKEN"] = adminToken
+        return try SpawnedProcess.launch(
+            "/bin/sh",
+            arguments: [
+                "-c",
+                "ulimit -n 128 && exec \"$0\" serve --plain-http --port 0 --db sqlite:\(directory.path)/server.sqlite --idle-timeout-seconds 600 --body-timeout-seconds 600",
+                try serverBinaryURL().path,
+            ],
+            environment: environment,
+            standardError: .pipe(log)
+        )
     }
 
     /// Reads the child's log until it says where it listens (`server.address=http://HOST:PORT`).

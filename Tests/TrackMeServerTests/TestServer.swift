@@ -46,7 +46,7 @@ final class TestServer: Sendable {
     let client: HTTPTestClient
     let directory: URL
     /// The one in-process starter (ServerTestSupport), shared with the agent's sync tests.
-    private let running: InProcessServer
+    let running: InProcessServer
 
     /// `limits` default to the production ones with no rate limits (each test that is about
     /// limits sets its own); `storage` shares another server's database (two instances).
