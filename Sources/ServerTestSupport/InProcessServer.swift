@@ -3,7 +3,6 @@ public import Foundation
 import GRDB
 public import Logging
 import ServiceLifecycle
-import Synchronization
 public import TrackMeCore
 public import TrackMeServer
 
@@ -103,7 +102,7 @@ public final class InProcessServer: Sendable {
     @discardableResult
     public func stop(limit: Duration = .seconds(120)) async -> Result<Void, any Error> {
         await group.triggerGracefulShutdown()
-        if let result = await Self.result(of: task, within: limit) {
+        if let result = await task.result(within: limit) {
             try? FileManager.default.removeItem(at: directory)
             return result
         }
@@ -111,35 +110,11 @@ public final class InProcessServer: Sendable {
             "the server on port \(port) did not end within \(limit) of a graceful shutdown (open event streams: \(server.feedFollowers)); "
             + "what it logged last:\n\(recentLog.text)"
         task.cancel()
-        let cancelled = await Self.result(of: task, within: .seconds(30))
+        let cancelled = await task.result(within: .seconds(30))
         try? FileManager.default.removeItem(at: directory)
         return .failure(
             SupportFailure(report + "\n" + (cancelled.map { "once cancelled it ended: \($0)" } ?? "it did not end once cancelled either"))
         )
-    }
-
-    /// The task's result, or nil if it has not ended within `limit` (the task goes on).
-    private static func result(of task: Task<Void, any Error>, within limit: Duration) async -> Result<Void, any Error>? {
-        let once = Mutex<CheckedContinuation<Result<Void, any Error>?, Never>?>(nil)
-        let settle: @Sendable (Result<Void, any Error>?) -> Void = { value in
-            once.withLock { continuation in
-                continuation?.resume(returning: value)
-                continuation = nil
-            }
-        }
-        let timer = Mutex<Task<Void, Never>?>(nil)
-        let value = await withCheckedContinuation { continuation in
-            once.withLock { $0 = continuation }
-            Task { settle(await task.result) }
-            timer.withLock {
-                $0 = Task {
-                    try? await Task.sleep(for: limit)
-                    settle(nil)
-                }
-            }
-        }
-        timer.withLock { $0?.cancel() }
-        return value
     }
 
     /// Runs `body` against a fresh server and stops it afterwards, whatever happens.

@@ -366,7 +366,13 @@ final class PostgresServerStore: ServerStore {
 
     func close() async throws {
         runner.cancel()
-        await runner.value
+        // The client's pool ends once its connections have closed. One that has not ended by
+        // then is left behind, said at warning: it was seen never to end (every connection
+        // closed, the store's work done, `run()` still waiting), and a server stopping, or a
+        // test, must not wait for it for ever.
+        if await runner.result(within: .seconds(10)) == nil {
+            logger.warning("the PostgreSQL client did not shut down within 10 s; left behind", metadata: ["server.store": "\(displayName)"])
+        }
         try await personKeys.close()
     }
 }
