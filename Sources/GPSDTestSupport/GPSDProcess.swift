@@ -79,9 +79,9 @@ public final class GPSDProcess: Sendable {
         environment["TMPDIR"] = directory.path
         let pipe = Pipe()
         let output = OutputLog()
-        let box: SpawnedProcess
+        let process: SpawnedProcess
         do {
-            box = try SpawnedProcess.launch(
+            process = try SpawnedProcess.launch(
                 executable,
                 arguments: ["-N", "-D", "3", "-S", String(port), "-F", directory.appendingPathComponent("control.sock").path, device],
                 environment: environment,
@@ -95,14 +95,14 @@ public final class GPSDProcess: Sendable {
         // rather than polling the port.
         let ready = await output.drain(pipe.fileHandleForReading, readyMarker: "gpsd:INFO: startup at")
         guard ready else {
-            box.killAndWait()
+            process.killAndWait()
             try? FileManager.default.removeItem(at: directory)
             throw GPSDTestSupportError(
                 code: .startFailed,
                 context: "gpsd exited before it was ready on port \(port): \(output.text)"
             )
         }
-        return GPSDProcess(port: port, device: device, process: box, directory: directory, output: output)
+        return GPSDProcess(port: port, device: device, process: process, directory: directory, output: output)
     }
 
     /// A port no listener held a moment ago, outside the ephemeral range (`LoopbackPort`).
