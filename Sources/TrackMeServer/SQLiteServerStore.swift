@@ -1,10 +1,7 @@
 import Foundation
 import GRDB
 import TrackMeCore
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import TrackMeSystem
 
 /// The default store: one SQLite file in WAL mode (GRDB `DatabasePool`: one writer, concurrent
 /// readers).
@@ -257,17 +254,15 @@ final class SQLiteServerStore: ServerStore {
         }
         let directory = (path as NSString).deletingLastPathComponent
         let files = FileManager.default
-        var info = statvfs()
-        let mounted = statvfs(path, &info) == 0
+        let space = FileSystemSpace.of(path)
         if !files.isWritableFile(atPath: path) || !files.isWritableFile(atPath: directory.isEmpty ? "." : directory)
-            || (mounted && info.f_flag & UInt(ST_RDONLY) != 0)
+            || space?.readOnly == true
         {
             readiness.writable = false
             readiness.problems.append("the database file \(path) or its directory is read-only")
         }
-        if mounted {
-            // What an unprivileged writer may still use (f_bavail), not the root reserve.
-            let free = Int64(clamping: UInt64(info.f_bavail) &* UInt64(info.f_frsize))
+        if let space {
+            let free = space.availableBytes
             readiness.freeBytes = free
             if free < minimumFreeBytes {
                 readiness.writable = false

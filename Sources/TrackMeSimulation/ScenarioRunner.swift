@@ -113,17 +113,16 @@ public struct ScenarioRunner: Sendable {
             if options.serve != nil { throw ScenarioError(message: "fast mode has no socket for a console: --serve needs the sockets mode") }
         }
         let started = ContinuousClock.now
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-sim-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
+        // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
+        let durable = options.field || options.fsync
+        let work = try WorkDirectory.make("trackme-sim", inMemory: options.io == .inProcess && !durable)
         defer { try? FileManager.default.removeItem(at: work) }
 
         let trace = try Self.trace(of: scenario.heartRate, in: options.simulationsDirectory)
         guard let first = trace.rows.first else {
             throw ScenarioError(message: "\(scenario.name): the heart-rate selection holds no rows")
         }
-        // Fast mode kills the agent but never the power, so by default neither side fsyncs: a
-        // day of trace would otherwise wait on some 100,000 fsyncs (see `CommitDurability`).
-        let durable = options.field || options.fsync
         // The agent's clock: trace time, moved by this loop. The server's wall clock reads the
         // same trace time, so that it files each reading by the time it was taken and judges
         // "future" and "before enrolment" as it would live.

@@ -6,6 +6,7 @@ import Logging
 import Testing
 import TrackMeCore
 import TrackMeServer
+import TrackMeSystem
 
 @testable import TrackMeSimulation
 
@@ -26,6 +27,23 @@ import TrackMeServer
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(report), as: UTF8.self)
+    }
+
+    /// Without fsync the stores live in memory where the machine has a tmpfs with room; a run
+    /// that fsyncs keeps its files on the temporary directory's disk.
+    @Test func filesLiveInMemoryOnlyWhenNothingIsFsynced() throws {
+        let memory = try WorkDirectory.make("trackme-test", inMemory: true)
+        defer { try? FileManager.default.removeItem(at: memory) }
+        let disk = try WorkDirectory.make("trackme-test", inMemory: false)
+        defer { try? FileManager.default.removeItem(at: disk) }
+        #expect(disk.deletingLastPathComponent().standardizedFileURL == FileManager.default.temporaryDirectory.standardizedFileURL)
+        let space = FileSystemSpace.of(WorkDirectory.memoryBacked)
+        if let space, !space.readOnly, space.availableBytes >= WorkDirectory.memoryRoomBytes {
+            #expect(memory.deletingLastPathComponent().path == WorkDirectory.memoryBacked)
+        } else {
+            #expect(memory.deletingLastPathComponent().standardizedFileURL == FileManager.default.temporaryDirectory.standardizedFileURL)
+        }
+        #expect(FileManager.default.fileExists(atPath: memory.path) && FileManager.default.fileExists(atPath: disk.path))
     }
 
     func run(_ scenario: Scenario, io: ScenarioRunner.IO) async throws -> SimulationReport {

@@ -158,8 +158,8 @@ public struct CrowdRunner: Sendable {
     }
 
     public func run(_ scenario: CrowdScenario) async throws -> Outcome {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("trackme-crowd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        // A crowd never fsyncs (`.processCrash` on both sides): in fast mode its files are in memory.
+        let work = try WorkDirectory.make("trackme-crowd", inMemory: options.inProcess)
         defer { try? FileManager.default.removeItem(at: work) }
         // Watched, trace second 0 is the present, so the pages' ages and times are real;
         // otherwise a fixed date, so the same seed gives the same outcome.
