@@ -112,4 +112,62 @@ struct HangUpTests {
             #expect(abandoned.totalValue == 1, "a request that was answered is not counted")
         }
     }
+
+    @Test(
+        "a group query whose client closes while its first scan waits for the heavy thread ends without it: the scan is dropped unrun, nothing is recorded as answered, and it is counted"
+    )
+    func hangUpStopsAGroupQuery() async throws {
+        // SQLite only: there the group query's scans run on the heavy threads, which the test
+        // can hold; on PostgreSQL they are the store's own reads.
+        var limits = ServerLimits.withoutRateLimits
+        limits.heavyRequests = 1
+        let metrics = TestMetrics()
+        let configure: (inout ServerConfiguration) -> Void = { $0.metricsFactory = metrics }
+        try await TestServer.with(.sqlite, limits: limits, configure: configure) { s in
+            s.at(40 * GroupFigures.dayMilliseconds)
+            let org = try await s.organisation("acme", name: "Acme")
+            try await s.population("p", count: 1001, days: 1...10)
+
+            let pool = s.server.hall.people.heavyWork
+            let release = DispatchSemaphore(value: 0)
+            let holder = Task { try await pool.run(busy: PersonData.heavyWorkBusy) { release.wait() } }
+            try await eventually("the heavy thread is held", within: .seconds(60)) { pool.inFlight == 1 }
+            let before = (completed: pool.completed, dropped: pool.dropped)
+
+            let to = (s.wall.now / GroupFigures.dayMilliseconds) * GroupFigures.dayMilliseconds
+            let query = try JSONSerialization.data(withJSONObject: [
+                "age_from": 70, "age_to": 79, "south": 45.0, "west": 9.0, "north": 45.1, "east": 9.1,
+                "from_ms": to - 10 * GroupFigures.dayMilliseconds, "to_ms": to,
+            ])
+            let socket = try RawSocket(port: s.port)
+            socket.send(
+                "POST /v1/group-figures HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(org.cookie)\r\nX-CSRF-Token: \(org.csrf)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(query.count)\r\n\r\n" + String(decoding: query, as: UTF8.self)
+            )
+            try await eventually("the query's first scan waits for the heavy thread", within: .seconds(60)) { pool.inFlight == 2 }
+            socket.finishSending()
+            let closed = await BlockingThreads.shared.run { socket.waitForClose(timeout: .seconds(30)) }
+            let received = String(decoding: socket.received, as: UTF8.self)
+            #expect(closed, "the server heard the hang-up with the heavy thread still held")
+            #expect(received.hasPrefix("HTTP/1.1 499"), "\(received)")
+            let abandoned = try metrics.expectCounter("trackme_server_requests_abandoned_total", [("route", "/v1/group-figures")])
+            #expect(abandoned.totalValue == 1)
+
+            release.signal()
+            try await holder.value
+            try await pool.run(busy: PersonData.heavyWorkBusy) {}
+            #expect(pool.dropped - before.dropped == 1, "the query's queued scan was dropped")
+            #expect(pool.completed - before.completed == 2, "no scan of the query ran: only the holder and the fence")
+            #expect(try await s.server.store.answeredGroups().isEmpty, "an abandoned query is not an answer")
+
+            // The same query with its client staying: answered, its scans on the heavy thread.
+            let ranBefore = pool.completed
+            let answered = try await s.groupQuery(org)
+            #expect(answered.status == 200, "\(answered.text)")
+            #expect(answered.object["people"] as? Int == 1001)
+            #expect(answered.headers["connection"]?.lowercased() == "close")
+            #expect(pool.completed - ranBefore >= 1)
+            #expect(abandoned.totalValue == 1, "a query that was answered is not counted")
+        }
+    }
 }

@@ -66,6 +66,7 @@ struct ServerMetricsTests {
             for route in ["statistics", "export", "track.gpx", "heart-rate", "positions"] {
                 #expect(scrape.value(#"trackme_server_requests_abandoned_total{route="/v1/people/{id}/\#(route)"}"#) == 0, "\(route)")
             }
+            #expect(scrape.value(#"trackme_server_requests_abandoned_total{route="/v1/group-figures"}"#) == 0)
             #expect(scrape.value(#"trackme_server_responses_total{status="200"}"#) == 1)
         }
     }

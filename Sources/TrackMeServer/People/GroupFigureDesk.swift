@@ -6,6 +6,12 @@ import TrackMeCore
 struct GroupFigureDesk: Sendable {
     let store: any PeopleRoomStore
     let wallClock: @Sendable () -> Int64
+    /// Where a request's scans of the summaries run when the store can read on the calling
+    /// thread (SQLite): the heavy requests' own threads, at their priority, so that a group
+    /// query's seconds of scanning take no thread intake needs, and a scan still waiting for a
+    /// thread is dropped when its client hangs up (`WorkPool.run`). A scan already running
+    /// finishes. Nil (the roll-up, benchmarks) or PostgreSQL: the store's own reads.
+    var heavyWork: WorkPool? = nil
     var rules = GroupFigures()
 
     /// Snaps, counts, checks the size and the difference to every earlier overlapping answer,
@@ -19,10 +25,13 @@ struct GroupFigureDesk: Sendable {
         let cell = try rules.snap(query)
         let overlapping = try await store.answeredGroups().filter { $0.cell.overlaps(cell) }
         if let budget {
-            let rows = try await store.groupRows(in: cell, atMost: budget.ceiling)
+            let rows = try await scan(
+                onThread: { try $0.groupRowsOnThisThread(in: cell, atMost: budget.ceiling) },
+                elsewhere: { try await store.groupRows(in: cell, atMost: budget.ceiling) }
+            )
             try budget.charge(Self.cost(rows: rows, differencing: overlapping.count(where: { $0.cell != cell }), ceiling: budget.ceiling))
         }
-        let totals = try await store.groupTotals(cell)
+        let totals = try await scan(onThread: { try $0.groupTotalsOnThisThread(cell) }, elsewhere: { try await store.groupTotals(cell) })
         try rules.checkSize(people: totals.people)
         for earlier in overlapping {
             guard earlier.cell != cell else {
@@ -34,14 +43,30 @@ struct GroupFigureDesk: Sendable {
                 try rules.checkDifference(onlyInNew: grown, onlyInEarlier: shrunk)
                 continue
             }
-            let onlyNew = try await store.groupPeople(in: cell, notIn: earlier.cell)
-            let onlyEarlier = try await store.groupPeople(in: earlier.cell, notIn: cell)
+            let onlyNew = try await scan(
+                onThread: { try $0.groupPeopleOnThisThread(in: cell, notIn: earlier.cell) },
+                elsewhere: { try await store.groupPeople(in: cell, notIn: earlier.cell) }
+            )
+            let onlyEarlier = try await scan(
+                onThread: { try $0.groupPeopleOnThisThread(in: earlier.cell, notIn: cell) },
+                elsewhere: { try await store.groupPeople(in: earlier.cell, notIn: cell) }
+            )
             try rules.checkDifference(onlyInNew: onlyNew, onlyInEarlier: onlyEarlier)
         }
         try await store.recordAnsweredGroup(
             AnsweredGroup(organisationID: organisationID, cell: cell, people: totals.people, atMilliseconds: wallClock())
         )
         return rules.answer(totals, group: cell)
+    }
+
+    /// A scan of the summaries: on the heavy threads where the store reads on its caller's
+    /// thread, else the store's read.
+    private func scan<T: Sendable>(
+        onThread: @escaping @Sendable (any BlockingReadingStore) throws -> T,
+        elsewhere: () async throws -> T
+    ) async throws -> T {
+        guard let heavyWork, let blocking = store as? any BlockingReadingStore else { return try await elsewhere() }
+        return try await heavyWork.run(busy: PersonData.heavyWorkBusy) { try onThread(blocking) }
     }
 
     /// Who pays for an answer: the most a count needs to find (`ReadingBudget.countCeiling`) and

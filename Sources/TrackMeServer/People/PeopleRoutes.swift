@@ -17,22 +17,23 @@ struct PeopleRoutes: Sendable {
     var now: Int64 { room.now }
 
     func register(on doors: RouteAccess.Doors) {
-        // The reads that cost pages of readings stop when their client hangs up.
+        // The reads that cost pages of readings, or scans of the daily summaries, stop when
+        // their client hangs up.
         let hangUps = HangUpWatch(metrics: room.services.metrics)
         doors.on(.post, "/v1/people/:id/devices") { request, context in try await link(request, id: try context.pathID("id")) }
         doors.on(.get, "/v1/people/:id") { _, context in try await profile(try context.signedIn(), id: try context.pathID("id")) }
         doors.on(.get, "/v1/people/:id/heart-rate") { request, context in
-            try await hangUps.respond(to: request, context: context, route: .heartRate) {
+            try await hangUps.respond(to: request, context: context, route: .heartRate) { request in
                 try await heartRate(request, try context.signedIn(), id: try context.pathID("id"))
             }
         }
         doors.on(.get, "/v1/people/:id/positions") { request, context in
-            try await hangUps.respond(to: request, context: context, route: .positions) {
+            try await hangUps.respond(to: request, context: context, route: .positions) { request in
                 try await positions(request, try context.signedIn(), id: try context.pathID("id"))
             }
         }
         doors.on(.get, "/v1/people/:id/statistics") { request, context in
-            try await hangUps.respond(to: request, context: context, route: .statistics) {
+            try await hangUps.respond(to: request, context: context, route: .statistics) { request in
                 try await statistics(request, try context.signedIn(), id: try context.pathID("id"))
             }
         }
@@ -75,7 +76,11 @@ struct PeopleRoutes: Sendable {
             try await answer(try context.signedIn(), id: try context.pathID("id"), approve: false)
         }
         doors.on(.post, "/v1/access-requests/:id/revoke") { _, context in try await revoke(try context.signedIn(), id: try context.pathID("id")) }
-        doors.on(.post, "/v1/group-figures") { request, context in try await groupFigures(request, try context.signedIn()) }
+        doors.on(.post, "/v1/group-figures") { request, context in
+            try await hangUps.respond(to: request, context: context, route: .groupFigures) { request in
+                try await groupFigures(request, try context.signedIn())
+            }
+        }
     }
 
     /// An admin links a wearer account to an enrolled device.
@@ -505,7 +510,8 @@ struct PeopleRoutes: Sendable {
     func groupFigures(_ request: Request, _ principal: Principal) async throws -> Response {
         let query = try await room.services.body(GroupFigures.Query.self, of: request)
         do {
-            let answer = try await GroupFigureDesk(store: store, wallClock: room.services.configuration.wallClock).answer(
+            let desk = GroupFigureDesk(store: store, wallClock: room.services.configuration.wallClock, heavyWork: room.heavyWork)
+            let answer = try await desk.answer(
                 query,
                 organisationID: principal.actor,
                 budget: groupBudget(principal)

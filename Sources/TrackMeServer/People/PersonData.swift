@@ -555,14 +555,17 @@ struct PersonAlert: Codable, Hashable, Sendable {
     }
 }
 
-/// A store whose readings can be read on the calling thread (SQLite: GRDB runs a blocking read
-/// there), so that a download's database work runs on the heavy requests' niced threads
-/// (`PeopleRoom.heavyWork`) and not at the priority of the threads that take alerts in. The
-/// bodies come sealed; the caller opens them.
+/// A store whose heavy reads can run on the calling thread (SQLite: GRDB runs a blocking read
+/// there), so that a download's or a group query's database work runs on the heavy requests'
+/// niced threads (`PeopleRoom.heavyWork`) and not at the priority of the threads that take
+/// alerts in. Reading bodies come sealed; the caller opens them.
 protocol BlockingReadingStore: Sendable {
     var personKeys: PersonKeys { get }
     func sealedReadingRows(_ query: ReadingQuery) throws -> [StoredReadingRow]
     func readingCountOnThisThread(_ query: ReadingQuery) throws -> Int
+    func groupTotalsOnThisThread(_ cell: GroupFigures.Cell) throws -> GroupFigures.Totals
+    func groupRowsOnThisThread(in cell: GroupFigures.Cell, atMost: Int64) throws -> Int64
+    func groupPeopleOnThisThread(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) throws -> Int
 }
 
 extension SQLiteServerStore: BlockingReadingStore {}

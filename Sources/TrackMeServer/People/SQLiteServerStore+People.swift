@@ -222,9 +222,33 @@ extension SQLiteServerStore {
     }
 
     func groupTotals(_ cell: GroupFigures.Cell) async throws -> GroupFigures.Totals {
+        try await pool.read(Self.groupTotals(cell))
+    }
+
+    func groupRows(in cell: GroupFigures.Cell, atMost: Int64) async throws -> Int64 {
+        try await pool.read(Self.groupRows(in: cell, atMost: atMost))
+    }
+
+    func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
+        try await pool.read(Self.groupPeople(in: cell, notIn: other))
+    }
+
+    func groupTotalsOnThisThread(_ cell: GroupFigures.Cell) throws -> GroupFigures.Totals {
+        try pool.read(Self.groupTotals(cell))
+    }
+
+    func groupRowsOnThisThread(in cell: GroupFigures.Cell, atMost: Int64) throws -> Int64 {
+        try pool.read(Self.groupRows(in: cell, atMost: atMost))
+    }
+
+    func groupPeopleOnThisThread(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) throws -> Int {
+        try pool.read(Self.groupPeople(in: cell, notIn: other))
+    }
+
+    static func groupTotals(_ cell: GroupFigures.Cell) -> @Sendable (Database) throws -> GroupFigures.Totals {
         let sums = (["hr_count", "hr_sum"] + PeopleSchema.binColumns + PeopleSchema.alertColumns).map { "COALESCE(SUM(\($0)), 0)" }
         let sql = "SELECT COUNT(DISTINCT person_key), \(sums.joined(separator: ", ")) FROM person_days WHERE \(Self.condition(cell))"
-        return try await pool.read { db in
+        return { db in
             guard let row = try Row.fetchOne(db, sql: sql) else {
                 return GroupFigures.Totals(people: 0, readings: 0, heartRateSum: 0, bins: [], alerts: [])
             }
@@ -240,20 +264,16 @@ extension SQLiteServerStore {
         }
     }
 
-    func groupRows(in cell: GroupFigures.Cell, atMost: Int64) async throws -> Int64 {
+    static func groupRows(in cell: GroupFigures.Cell, atMost: Int64) -> @Sendable (Database) throws -> Int64 {
         // The inner LIMIT stops the count at the ceiling: counting never reads more than the
         // budget could admit.
         let sql = "SELECT COUNT(*) FROM (SELECT 1 FROM person_days WHERE \(Self.condition(cell)) LIMIT ?)"
-        return try await pool.read { db in try Int64.fetchOne(db, sql: sql, arguments: [max(1, atMost)]) ?? 0 }
+        return { db in try Int64.fetchOne(db, sql: sql, arguments: [max(1, atMost)]) ?? 0 }
     }
 
-    func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) async throws -> Int {
-        try await pool.read { db in
-            try Int.fetchOne(
-                db,
-                sql: "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))"
-            ) ?? 0
-        }
+    static func groupPeople(in cell: GroupFigures.Cell, notIn other: GroupFigures.Cell) -> @Sendable (Database) throws -> Int {
+        let sql = "SELECT COUNT(DISTINCT person_key) FROM person_days WHERE \(Self.condition(cell)) AND NOT (\(Self.condition(other)))"
+        return { db in try Int.fetchOne(db, sql: sql) ?? 0 }
     }
 
     func answeredGroups() async throws -> [AnsweredGroup] {

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import Synchronization
@@ -25,6 +26,7 @@ struct HangUpWatch: Sendable {
         case track = "/v1/people/{id}/track.gpx"
         case heartRate = "/v1/people/{id}/heart-rate"
         case positions = "/v1/people/{id}/positions"
+        case groupFigures = "/v1/group-figures"
     }
 
     /// What a request whose client went is answered, for the response counter only (no one
@@ -33,18 +35,24 @@ struct HangUpWatch: Sendable {
 
     let metrics: ServerMetrics
 
-    /// Runs a handler that reads and then answers in one go (statistics, the views). When the
-    /// client hangs up first, the handler is cancelled and the answer is 499.
+    /// Runs a handler that reads and then answers in one go (statistics, the views, group
+    /// figures). When the client hangs up first, the handler is cancelled and the answer is 499.
+    /// The handler is given the request to read its body from: while watched, the body comes
+    /// through the watch, which holds the connection's stream.
     func respond(
         to request: Request,
         context: ServerRequestContext,
         route: Route,
-        _ handler: () async throws -> Response
+        _ handler: (Request) async throws -> Response
     ) async throws -> Response {
-        guard context.bodyIsConnectionStream else { return try await handler() }
+        guard context.bodyIsConnectionStream else { return try await handler(request) }
         var response: Response
         do {
-            response = try await watch(request, logger: context.logger, route: route, handler)
+            response = try await watch(request, logger: context.logger, route: route) { body in
+                var watched = request
+                watched.body = body
+                return try await handler(watched)
+            }
         } catch is ClientWent {
             response = Response(status: Self.clientClosedRequest)
         } catch let error as APIError {
@@ -67,7 +75,7 @@ struct HangUpWatch: Sendable {
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
             let failed = FailedWrite()
             do {
-                try await watch(request, logger: logger, route: route) {
+                try await watch(request, logger: logger, route: route) { _ in
                     try await body.write(NoticingWriter(writer: writer, failed: failed))
                 }
             } catch let error where !(error is ClientWent) && failed.happened {
@@ -79,15 +87,15 @@ struct HangUpWatch: Sendable {
     }
 
     /// Runs `work` while listening to the request's stream; throws `ClientWent` when the
-    /// stream ended first.
+    /// stream ended first. `work` is given the request's body as the watch passes it on.
     private func watch<T: Sendable>(
         _ request: Request,
         logger: Logger,
         route: Route,
-        _ work: () async throws -> T
+        _ work: (HummingbirdCore.RequestBody) async throws -> T
     ) async throws -> T {
         do {
-            return try await request.body.consumeWithCancellationOnInboundClose { _ in try await work() }
+            return try await request.body.consumeWithCancellationOnInboundClose { body in try await work(body) }
         } catch is CancellationError where !Task.isCancelled {
             // Only the end of the stream cancels the work while this task is not cancelled
             // itself (a server shutting down cancels it, and that is not the client going).
