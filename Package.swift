@@ -245,7 +245,7 @@ targets += [
     .target(
         name: "ServerTestSupport",
         dependencies: [
-            "TrackMeServer", "TrackMeCore", "EdgeSync", "TrackMeAgent",
+            "TrackMeServer", "TrackMeCore", "TrackMeSystem", "EdgeSync", "TrackMeAgent",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -66,6 +66,14 @@ struct ServerHall: Sendable {
         return router
     }
 
+    /// Once the server stopped: its work pools' waiting threads end (a process that starts
+    /// many servers, as the tests do, would otherwise keep every one's).
+    func endIdleThreads() {
+        ingest.batchWork.endIdleThreads()
+        people.heavyWork.endIdleThreads()
+        access.passwords.pool.endIdleThreads()
+    }
+
     // MARK: - Plumbing
 
     func metricsResponse() async throws -> Response {

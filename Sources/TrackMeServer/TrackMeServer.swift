@@ -264,11 +264,13 @@ public final class TrackMeServer: Service, Sendable {
         } catch {
             announcement.fail(error)
             hall.notifier.finishAll()
+            hall.endIdleThreads()
             try? await store.close()
             throw error
         }
         announcement.fail(CancellationError())
         hall.notifier.finishAll()
+        hall.endIdleThreads()
         try await store.close()
     }
 

@@ -41,10 +41,23 @@ public final class BlockingThreads: @unchecked Sendable {
     private var finishing = 0
     private var started = 0
     private var alive = 0
+    /// Idle threads kept now: `keptIdle` until `endIdleThreads`.
+    private var keep: Int
 
     public init(keptIdle: Int, maxThreads: Int = .max) {
         self.keptIdle = max(0, keptIdle)
         self.maxThreads = max(1, maxThreads)
+        keep = self.keptIdle
+    }
+
+    /// Ends the threads waiting for work, and keeps none from now on: for a pool whose owner
+    /// is done with it (a server that stopped), whose kept threads would otherwise wait for
+    /// the process's end. Calls still run; each thread ends when it finds no more work.
+    public func endIdleThreads() {
+        condition.lock()
+        keep = 0
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Runs a blocking `body` on one of these threads and awaits its result.
@@ -102,6 +115,18 @@ public final class BlockingThreads: @unchecked Sendable {
         return started
     }
 
+    /// Waits until no thread of these is alive, or for at most `limit`; whether none is (for tests).
+    package func waitUntilNoThreadIsAlive(within limit: Duration) -> Bool {
+        let (seconds, attoseconds) = limit.components
+        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        while alive > 0 {
+            if !condition.wait(until: deadline) { return alive == 0 }
+        }
+        return true
+    }
+
     private func spawn() {
         final class Box {
             let threads: BlockingThreads
@@ -151,12 +176,15 @@ public final class BlockingThreads: @unchecked Sendable {
                 }
                 continue
             }
-            if idle >= keptIdle { break }
+            if idle >= keep { break }
             idle += 1
             condition.wait()
             idle -= 1
         }
         alive -= 1
+        // Wakes the idle threads too, which find no work and wait again: only an owner who
+        // waits for the threads to end (`waitUntilNoThreadIsAlive`) needs this.
+        if alive == 0 { condition.broadcast() }
         condition.unlock()
     }
 }

@@ -2,6 +2,7 @@ import EdgeBenchmarks
 import EdgeStore
 import Foundation
 import FoundationNetworking
+import ServerTestSupport
 import Testing
 import TrackMeCore
 import TrackMeServer
@@ -301,20 +302,13 @@ final class ServerProcess: Sendable {
             environment: ["TRACKME_ADMIN_TOKEN": adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
             standardError: .file(logPath)
         )
-        // The log says where it listens: `server.address=http://127.0.0.1:PORT`.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            for line in log.split(separator: "\n") where line.contains("trackme-server listening") {
-                if let range = line.range(of: "http://127.0.0.1:"), let port = Int(line[range.upperBound...].prefix(while: \.isNumber)) {
-                    return try ServerProcess(process: process, port: port)
-                }
-            }
-            guard process.isRunning else { throw AgentCrashFailure("trackme-server exited: \(log)") }
-            try await Task.sleep(for: .milliseconds(20))
+        do {
+            let port = try await ServerChildLog.listeningPort(logFile: logPath, of: process, within: .seconds(60))
+            return try ServerProcess(process: process, port: port)
+        } catch {
+            process.killAndWait()
+            throw error
         }
-        process.killAndWait()
-        throw AgentCrashFailure("trackme-server did not listen within 60 s")
     }
 
     func stop() {

@@ -1,5 +1,6 @@
 import Foundation
 import MetricsTestKit
+import ServerTestSupport
 import Testing
 import TrackMeCore
 import TrackMeSystem
@@ -121,7 +122,7 @@ struct ConnectionLimitTests {
             process.signal(SIGTERM)
             process.waitUntilExit()
         }
-        let port = try await Self.listeningPort(log.fileHandleForReading)
+        let port = try await ServerChildLog.listeningPort(reading: log.fileHandleForReading).port
         let client = HTTPTestClient(port: port)
         defer { client.close() }
         let enrol = try await client.send(
@@ -166,7 +167,7 @@ struct ConnectionLimitTests {
             process.signal(SIGTERM)
             process.waitUntilExit()
         }
-        let (port, text) = try await Self.startupLog(log.fileHandleForReading)
+        let (port, text) = try await ServerChildLog.listeningPort(reading: log.fileHandleForReading)
         #expect(text.contains("connection caps lowered to fit the open-file limit"), "\(text)")
         #expect(text.contains("max connections 1024 -> 80"), "\(text)")
         #expect(text.contains("max connections per address 32 -> 10"), "\(text)")
@@ -199,30 +200,6 @@ struct ConnectionLimitTests {
             environment: environment,
             standardError: .pipe(log)
         )
-    }
-
-    /// Reads the child's log until it says where it listens (`server.address=http://HOST:PORT`).
-    static func listeningPort(_ log: FileHandle) async throws -> Int {
-        try await startupLog(log).port
-    }
-
-    /// The port, and the log up to the line that names it.
-    static func startupLog(_ log: FileHandle) async throws -> (port: Int, text: String) {
-        try await BlockingThreads.shared.run { () -> (port: Int, text: String) in
-            var text = ""
-            while true {
-                let data = log.availableData
-                if data.isEmpty { throw RawSocket.Failure(description: "trackme-server exited before listening: \(text)") }
-                text += String(decoding: data, as: UTF8.self)
-                for line in text.split(separator: "\n") where line.contains("trackme-server listening") {
-                    if let range = line.range(of: "http://127.0.0.1:"),
-                        let port = Int(line[range.upperBound...].prefix(while: { $0.isNumber }))
-                    {
-                        return (port, text)
-                    }
-                }
-            }
-        }
     }
 }
 

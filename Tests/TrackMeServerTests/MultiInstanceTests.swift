@@ -1,5 +1,6 @@
 import EdgeSync
 import Foundation
+import ServerTestSupport
 import Synchronization
 import Testing
 import TrackMeCore
@@ -71,17 +72,12 @@ struct MultiInstanceTests {
                 environment: ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
                 standardError: .file(log.path)
             )
-            var found: Int?
-            let (child, logFile) = (process, log)
-            try await eventually("\(name) listening", within: .seconds(30), every: .milliseconds(50)) {
-                let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-                for line in text.split(separator: "\n") where line.contains("trackme-server listening") {
-                    if let range = line.range(of: "http://127.0.0.1:") { found = Int(line[range.upperBound...].prefix(while: \.isNumber)) }
-                }
-                guard found != nil || child.isRunning else { throw RawSocket.Failure(description: "\(name) exited: \(text)") }
-                return found != nil
+            do {
+                port = try await ServerChildLog.listeningPort(logFile: log.path, of: process, within: .seconds(30))
+            } catch {
+                process.killAndWait()
+                throw error
             }
-            port = found ?? 0
         }
 
         func kill9() async {

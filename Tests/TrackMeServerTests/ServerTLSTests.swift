@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServerTestSupport
 import ServiceLifecycle
 import Testing
 import TrackMeSystem
@@ -168,11 +169,11 @@ struct ServerTLSTests {
             process.signal(SIGTERM)
             process.waitUntilExit()
         }
-        let port = try await Self.waitForLog(log.fileHandleForReading, containing: "https://127.0.0.1:").port
+        let port = try await ServerChildLog.listeningPort(reading: log.fileHandleForReading).port
         #expect(try await TestCertificateAuthority.curl("https://localhost:\(port)/health", caFile: fixture.first.certificatePath).status == 200)
         try await fixture.replaceWithSecond()
         process.signal(SIGHUP)
-        _ = try await Self.waitForLog(log.fileHandleForReading, containing: "TLS certificate reloaded")
+        _ = try await ServerChildLog.firstLine(reading: log.fileHandleForReading) { $0.contains("TLS certificate reloaded") ? true : nil }
         #expect(try await TestCertificateAuthority.curl("https://localhost:\(port)/health", caFile: fixture.second.certificatePath).status == 200)
         #expect(process.isRunning)
     }
@@ -188,25 +189,4 @@ struct ServerTLSTests {
         #expect(exposed.output.contains("loopback"))
     }
 
-    /// Reads a child's log until a line contains `text`; the port after `:` if the line has one.
-    static func waitForLog(_ handle: FileHandle, containing text: String) async throws -> (line: String, port: Int) {
-        try await BlockingThreads.shared.run {
-            var buffer = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { throw RawSocket.Failure(description: "log ended before \(text): \(buffer)") }
-                buffer += String(decoding: data, as: UTF8.self)
-                var lines = buffer.split(separator: "\n", omittingEmptySubsequences: false)
-                let rest = lines.removeLast()
-                for line in lines where line.contains(text) {
-                    var port = 0
-                    if let range = line.range(of: text) {
-                        port = Int(line[range.upperBound...].prefix(while: { $0.isNumber })) ?? 0
-                    }
-                    return (String(line), port)
-                }
-                buffer = String(rest)
-            }
-        }
-    }
 }

@@ -44,4 +44,23 @@ struct TestServerStopTests {
         #expect(report.contains("debug"), "\(report)")
         #expect(report.contains("once cancelled it ended"), "\(report)")
     }
+
+    @Test("a stopped server's work pools keep no thread: batches, sign-ins and downloads each started one")
+    func stoppedServerKeepsNoThread() async throws {
+        let s = try await TestServer.start(.sqlite)
+        let (_, token) = try await s.wearer("ada", device: "pi-0001", age: 70)
+        let batch = Sample.batch("pi-0001", seq: 1, readings: [Sample.heartRate(seq: 1, bpm: 70, wall: TestServer.startWall)])
+        #expect(try await s.send(batch, token: token).status == 200)
+        let session = try await s.signIn("ada")
+        let span = "from=\(TestServer.startWall)&to=\(TestServer.startWall + 86_400_000)"
+        #expect(try await s.page("GET", "/v1/people/me/statistics?\(span)", session).status == 200)
+        let hall = s.server.hall
+        let pools = [hall.ingest.batchWork, hall.access.passwords.pool, hall.people.heavyWork]
+        #expect(pools.allSatisfy { $0.threadsStarted > 0 }, "each pool ran work")
+        await s.stop()
+        for pool in pools {
+            // A bound on a thread that never ends, not a speed.
+            #expect(await BlockingThreads.shared.run { pool.waitUntilNoThreadIsAlive(within: .seconds(30)) })
+        }
+    }
 }

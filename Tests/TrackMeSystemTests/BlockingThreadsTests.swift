@@ -54,6 +54,24 @@ import TrackMeSystem
         }
     }
 
+    @Test("once its owner is done, the kept threads end; a later call still runs, and its thread ends after it")
+    func endsIdleThreads() async {
+        let threads = BlockingThreads(keptIdle: 4)
+        let barrier = Barrier(count: 4)
+        let met = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<4 { group.addTask { await threads.run { barrier.arriveAndWait() } } }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        #expect(met)
+        #expect(threads.threadsStarted == 4)
+        threads.endIdleThreads()
+        // A bound on a thread that never ends, not a speed.
+        #expect(await BlockingThreads.shared.run { threads.waitUntilNoThreadIsAlive(within: .seconds(30)) })
+        #expect(await threads.run { 6 * 7 } == 42)
+        #expect(threads.threadsStarted == 5)
+        #expect(await BlockingThreads.shared.run { threads.waitUntilNoThreadIsAlive(within: .seconds(30)) })
+    }
+
     @Test("calls that block at the same time each get a thread: eight wait for one another")
     func blocksSideBySide() async {
         let threads = BlockingThreads(keptIdle: 0)

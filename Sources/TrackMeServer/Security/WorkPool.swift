@@ -65,6 +65,16 @@ struct WorkPool: Sendable {
         }
     }
 
+    /// Ends the pool's idle threads once its server has stopped (`BlockingThreads.endIdleThreads`).
+    func endIdleThreads() {
+        threads.endIdleThreads()
+    }
+
+    /// Whether no thread of the pool is alive, waiting for at most `limit` (for tests).
+    func waitUntilNoThreadIsAlive(within limit: Duration) -> Bool {
+        threads.waitUntilNoThreadIsAlive(within: limit)
+    }
+
     /// Work dropped unstarted because its caller was cancelled while it waited (for tests).
     var dropped: Int { admitted.dropped }
 
