@@ -7,6 +7,7 @@
 public import Foundation
 import Synchronization
 import TrackMeAgent
+import TrackMeSystem
 
 /// A small HTTP/1.1-aware TCP proxy on 127.0.0.1 in front of a real server, injecting the faults
 /// of a field network per request or per time window: an answer the server never gave (500,
@@ -104,9 +105,27 @@ public final class FaultProxy: Sendable {
         now = { start.duration(to: clock.now) }
         sleep = { try await clock.sleep(for: $0) }
         self.upstreamPort = upstreamPort
-        let listener = try Socket.listenTCPLoopback(port: 0, backlog: 64)
+        let listener = try Self.listenOutsideEphemeralRange()
         port = Int(try listener.localPort())
         startAccepting(listener)
+    }
+
+    /// A listener on a port below the kernel's ephemeral range (`LoopbackPort`), not one that
+    /// `bind(0)` picks: the proxy closes its port while it is away and binds it again when it
+    /// comes back, and meanwhile a port of the ephemeral range can become the source port of
+    /// any outgoing connection on the machine (a test's `comeBack` failed with "Address
+    /// already in use" that way). Another listener may still take a candidate between the check
+    /// and the bind: then the next one is tried.
+    private static func listenOutsideEphemeralRange() throws -> Socket {
+        var attempt = 0
+        while true {
+            do {
+                return try Socket.listenTCPLoopback(port: UInt16(try LoopbackPort.unused()), backlog: 64)
+            } catch {
+                attempt += 1
+                if attempt >= 20 { throw error }
+            }
+        }
     }
 
     deinit {

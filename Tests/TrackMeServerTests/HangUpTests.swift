@@ -69,41 +69,26 @@ struct HangUpTests {
             #expect(try await s.send(Sample.batch("pi-0001", seq: 2, readings: fixes), token: token).status == 200)
             let session = try await s.signIn("ada")
 
-            // The one heavy thread, held by work that waits for the test.
-            let pool = s.server.hall.people.heavyWork
-            let release = DispatchSemaphore(value: 0)
-            let holder = Task { try await pool.run(busy: PersonData.heavyWorkBusy) { release.wait() } }
-            try await eventually("the heavy thread is held", within: .seconds(60)) { pool.inFlight == 1 }
-            let before = (completed: pool.completed, dropped: pool.dropped)
-
-            let socket = try RawSocket(port: s.port)
-            socket.send("GET \(route.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(session.cookie)\r\n\r\n")
-            try await eventually("the request's first page waits for the heavy thread", within: .seconds(60)) { pool.inFlight == 2 }
-            socket.finishSending()
-            let closed = await BlockingThreads.shared.run { socket.waitForClose(timeout: .seconds(30)) }
-            let received = String(decoding: socket.received, as: UTF8.self)
-            #expect(closed, "the server heard the hang-up with the heavy thread still held")
-            #expect(pool.inFlight == 2, "the heavy thread was still held when the request ended")
+            let request = "GET \(route.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(session.cookie)\r\n\r\n"
+            let hangUp = try await Self.hangUpWhileQueued(s, request: request)
+            #expect(hangUp.closed, "the server heard the hang-up with the heavy thread still held")
+            #expect(hangUp.inFlightAtClose == 2, "the heavy thread was still held when the request ended")
             switch route {
             case .statistics:
                 // Answered for the response counter; the client that went does not read it.
-                #expect(received.hasPrefix("HTTP/1.1 499"), "\(received)")
+                #expect(hangUp.received.hasPrefix("HTTP/1.1 499"), "\(hangUp.received)")
             case .csv, .gpx:
                 // The head went before the first page; the body never ends.
-                #expect(received.hasPrefix("HTTP/1.1 200"), "\(received)")
-                #expect(!received.contains("\r\n0\r\n\r\n"), "the download was not finished")
+                #expect(hangUp.received.hasPrefix("HTTP/1.1 200"), "\(hangUp.received)")
+                #expect(!hangUp.received.contains("\r\n0\r\n\r\n"), "the download was not finished")
             }
             let abandoned = try metrics.expectCounter("trackme_server_requests_abandoned_total", [("route", route.label)])
             #expect(abandoned.totalValue == 1)
-
-            release.signal()
-            try await holder.value
-            // One thread takes work in order: once this has run, the request's page had its turn.
-            try await pool.run(busy: PersonData.heavyWorkBusy) {}
-            #expect(pool.dropped - before.dropped == 1, "the request's queued page was dropped")
-            #expect(pool.completed - before.completed == 2, "no page of the request was read or decoded: only the holder and the fence ran")
+            #expect(hangUp.dropped == 1, "the request's queued page was dropped")
+            #expect(hangUp.completed == 2, "no page of the request was read or decoded: only the holder and the fence ran")
 
             // The whole read, for comparison: every page of it on the heavy thread.
+            let pool = s.server.hall.people.heavyWork
             let ranBefore = pool.completed
             let whole = try await s.page("GET", route.path, session)
             #expect(whole.status == 200)
@@ -128,39 +113,26 @@ struct HangUpTests {
             let org = try await s.organisation("acme", name: "Acme")
             try await s.population("p", count: 1001, days: 1...10)
 
-            let pool = s.server.hall.people.heavyWork
-            let release = DispatchSemaphore(value: 0)
-            let holder = Task { try await pool.run(busy: PersonData.heavyWorkBusy) { release.wait() } }
-            try await eventually("the heavy thread is held", within: .seconds(60)) { pool.inFlight == 1 }
-            let before = (completed: pool.completed, dropped: pool.dropped)
-
             let to = (s.wall.now / GroupFigures.dayMilliseconds) * GroupFigures.dayMilliseconds
             let query = try JSONSerialization.data(withJSONObject: [
                 "age_from": 70, "age_to": 79, "south": 45.0, "west": 9.0, "north": 45.1, "east": 9.1,
                 "from_ms": to - 10 * GroupFigures.dayMilliseconds, "to_ms": to,
             ])
-            let socket = try RawSocket(port: s.port)
-            socket.send(
-                "POST /v1/group-figures HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(org.cookie)\r\nX-CSRF-Token: \(org.csrf)\r\n"
+            let hangUp = try await Self.hangUpWhileQueued(
+                s,
+                request: "POST /v1/group-figures HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: \(org.cookie)\r\nX-CSRF-Token: \(org.csrf)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(query.count)\r\n\r\n" + String(decoding: query, as: UTF8.self)
             )
-            try await eventually("the query's first scan waits for the heavy thread", within: .seconds(60)) { pool.inFlight == 2 }
-            socket.finishSending()
-            let closed = await BlockingThreads.shared.run { socket.waitForClose(timeout: .seconds(30)) }
-            let received = String(decoding: socket.received, as: UTF8.self)
-            #expect(closed, "the server heard the hang-up with the heavy thread still held")
-            #expect(received.hasPrefix("HTTP/1.1 499"), "\(received)")
+            #expect(hangUp.closed, "the server heard the hang-up with the heavy thread still held")
+            #expect(hangUp.received.hasPrefix("HTTP/1.1 499"), "\(hangUp.received)")
             let abandoned = try metrics.expectCounter("trackme_server_requests_abandoned_total", [("route", "/v1/group-figures")])
             #expect(abandoned.totalValue == 1)
-
-            release.signal()
-            try await holder.value
-            try await pool.run(busy: PersonData.heavyWorkBusy) {}
-            #expect(pool.dropped - before.dropped == 1, "the query's queued scan was dropped")
-            #expect(pool.completed - before.completed == 2, "no scan of the query ran: only the holder and the fence")
+            #expect(hangUp.dropped == 1, "the query's queued scan was dropped")
+            #expect(hangUp.completed == 2, "no scan of the query ran: only the holder and the fence")
             #expect(try await s.server.store.answeredGroups().isEmpty, "an abandoned query is not an answer")
 
             // The same query with its client staying: answered, its scans on the heavy thread.
+            let pool = s.server.hall.people.heavyWork
             let ranBefore = pool.completed
             let answered = try await s.groupQuery(org)
             #expect(answered.status == 200, "\(answered.text)")
@@ -169,5 +141,37 @@ struct HangUpTests {
             #expect(pool.completed - ranBefore >= 1)
             #expect(abandoned.totalValue == 1, "a query that was answered is not counted")
         }
+    }
+
+    /// Holds the one heavy thread with work that waits for the test, sends `request` on a
+    /// socket of its own, waits until the request's first work is queued behind the holder, and
+    /// hangs up. Only the hang-up can end the request while the thread is held, so what the
+    /// client then reads proves the cancellation path, not a race. Then it lets the thread go
+    /// and runs a fence behind it (one thread takes work in order: once the fence ran, the
+    /// request's work had its turn), and counts the pool's work since before the request.
+    static func hangUpWhileQueued(
+        _ s: TestServer,
+        request: String
+    ) async throws -> (received: String, closed: Bool, inFlightAtClose: Int, dropped: Int, completed: Int) {
+        let pool = s.server.hall.people.heavyWork
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task { try await pool.run(busy: PersonData.heavyWorkBusy) { release.wait() } }
+        try await eventually("the heavy thread is held", within: .seconds(60)) { pool.inFlight == 1 }
+        let before = (completed: pool.completed, dropped: pool.dropped)
+        let socket = try RawSocket(port: s.port)
+        socket.send(request)
+        try await eventually("the request's first work waits for the heavy thread", within: .seconds(60)) { pool.inFlight == 2 }
+        socket.finishSending()
+        // The socket's timeout only keeps a server that never hears the hang-up from holding
+        // the test forever.
+        let closed = await BlockingThreads.shared.run { socket.waitForClose(timeout: .seconds(30)) }
+        let inFlightAtClose = pool.inFlight
+        release.signal()
+        try await holder.value
+        try await pool.run(busy: PersonData.heavyWorkBusy) {}
+        return (
+            String(decoding: socket.received, as: UTF8.self), closed, inFlightAtClose,
+            pool.dropped - before.dropped, pool.completed - before.completed
+        )
     }
 }
