@@ -113,9 +113,9 @@ public final class FaultProxy: Sendable {
     /// A listener on a port below the kernel's ephemeral range (`LoopbackPort`), not one that
     /// `bind(0)` picks: the proxy closes its port while it is away and binds it again when it
     /// comes back, and meanwhile a port of the ephemeral range can become the source port of
-    /// any outgoing connection on the machine (a test's `comeBack` failed with "Address
-    /// already in use" that way). Another listener may still take a candidate between the check
-    /// and the bind: then the next one is tried.
+    /// any outgoing connection on the machine, and `comeBack` would fail with "Address already
+    /// in use". Another listener may still take a candidate between the check and the bind:
+    /// then the next one is tried.
     private static func listenOutsideEphemeralRange() throws -> Socket {
         var attempt = 0
         while true {

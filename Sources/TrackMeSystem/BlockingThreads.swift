@@ -31,6 +31,9 @@ public final class BlockingThreads: @unchecked Sendable {
     // `@unchecked Sendable` is sound: `jobs`, `idle`, `finishing`, `started` and `alive` are
     // only touched under `condition`.
     private let condition = NSCondition()
+    /// Told when the last thread ends, for an owner waiting for that (`waitUntilNoThreadIsAlive`);
+    /// not `condition`, whose single wake-ups are for the threads waiting for jobs.
+    private let ended = NSCondition()
     /// A job does its blocking work and returns what tells its caller it is done, which its
     /// thread runs once it counts itself free again (`finishing`).
     private typealias Job = @Sendable () -> (@Sendable () -> Void)?
@@ -119,12 +122,20 @@ public final class BlockingThreads: @unchecked Sendable {
     package func waitUntilNoThreadIsAlive(within limit: Duration) -> Bool {
         let (seconds, attoseconds) = limit.components
         let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-        condition.lock()
-        defer { condition.unlock() }
-        while alive > 0 {
-            if !condition.wait(until: deadline) { return alive == 0 }
+        // `ended` is held from each look at `alive` until the wait, and a thread tells it only
+        // after it counted itself out, so no ending is missed.
+        ended.lock()
+        defer { ended.unlock() }
+        while threadsAlive > 0 {
+            if !ended.wait(until: deadline) { return threadsAlive == 0 }
         }
         return true
+    }
+
+    private var threadsAlive: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return alive
     }
 
     private func spawn() {
@@ -182,9 +193,12 @@ public final class BlockingThreads: @unchecked Sendable {
             idle -= 1
         }
         alive -= 1
-        // Wakes the idle threads too, which find no work and wait again: only an owner who
-        // waits for the threads to end (`waitUntilNoThreadIsAlive`) needs this.
-        if alive == 0 { condition.broadcast() }
+        let none = alive == 0
         condition.unlock()
+        if none {
+            ended.lock()
+            ended.broadcast()
+            ended.unlock()
+        }
     }
 }
