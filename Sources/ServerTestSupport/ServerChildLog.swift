@@ -21,15 +21,21 @@ public enum ServerChildLog {
     }
 
     /// Reads the log file the child writes until it names its port. Throws when the child exits
-    /// first (with the log), or after `limit`, a bound on a start that hangs, not a speed.
+    /// first (with the log), or after `limit`, a bound on a start that hangs, not a speed; a
+    /// child still running then is killed, so that no caller leaves one behind.
     public static func listeningPort(logFile path: String, of child: SpawnedProcess, within limit: Duration) async throws -> Int {
         let deadline = ContinuousClock.now + limit
-        while true {
-            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if let port = listeningPort(in: text) { return port }
-            guard child.isRunning else { throw Failure(description: "trackme-server exited before listening: \(text)") }
-            guard ContinuousClock.now < deadline else { throw Failure(description: "trackme-server did not listen within \(limit): \(text)") }
-            try await Task.sleep(for: .milliseconds(20))
+        do {
+            while true {
+                let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+                if let port = listeningPort(in: text) { return port }
+                guard child.isRunning else { throw Failure(description: "trackme-server exited before listening: \(text)") }
+                guard ContinuousClock.now < deadline else { throw Failure(description: "trackme-server did not listen within \(limit): \(text)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        } catch {
+            child.killAndWait()
+            throw error
         }
     }
 
@@ -59,7 +65,7 @@ public enum ServerChildLog {
 
     /// Reads a child's log from a pipe until it names its port.
     public static func listeningPort(reading handle: FileHandle) async throws -> (port: Int, text: String) {
-        let (port, text) = try await firstLine(reading: handle) { listeningPort(in: $0) }
-        return (port, text)
+        let line = try await firstLine(reading: handle) { listeningPort(in: $0) }
+        return (line.value, line.text)
     }
 }

@@ -302,13 +302,8 @@ final class ServerProcess: Sendable {
             environment: ["TRACKME_ADMIN_TOKEN": adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
             standardError: .file(logPath)
         )
-        do {
-            let port = try await ServerChildLog.listeningPort(logFile: logPath, of: process, within: .seconds(60))
-            return try ServerProcess(process: process, port: port)
-        } catch {
-            process.killAndWait()
-            throw error
-        }
+        let port = try await ServerChildLog.listeningPort(logFile: logPath, of: process, within: .seconds(60))
+        return try ServerProcess(process: process, port: port)
     }
 
     func stop() {

@@ -72,12 +72,7 @@ struct MultiInstanceTests {
                 environment: ["TRACKME_ADMIN_TOKEN": TestServer.adminToken, "LOG_LEVEL": "info", "PATH": "/usr/bin:/bin"],
                 standardError: .file(log.path)
             )
-            do {
-                port = try await ServerChildLog.listeningPort(logFile: log.path, of: process, within: .seconds(30))
-            } catch {
-                process.killAndWait()
-                throw error
-            }
+            port = try await ServerChildLog.listeningPort(logFile: log.path, of: process, within: .seconds(30))
         }
 
         func kill9() async {
