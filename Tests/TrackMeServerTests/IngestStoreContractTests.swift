@@ -225,7 +225,28 @@ struct IngestStoreContractTests {
             #expect(try await ingest.ingest(Self.batch(seq: 2, readings: [2])).acknowledgedAlerts == [])
             let replay = try await ingest.ingest(Self.batch(seq: 1, readings: [1]))
             #expect(replay.replayed && replay.acknowledgedAlerts == ["alert-1"])
-            #expect(try await ingest.alertResolved(id: "alert-1") == false)
+        }
+    }
+
+    @Test("an alert update's answer says whether a dispatcher has acknowledged and resolved the alert", arguments: Backend.enabled)
+    func alertStateInTheAnswer(backend: Backend) async throws {
+        try await Self.withStores(backend) { hall, ingest in
+            let raised = Sample.alert("pi-0001", id: "alert-1")
+            let recorded = try await ingest.recordAlertUpdate(raised, body: try StoreJSON.encode(raised), feedData: "{}", receivedMilliseconds: Self.start)
+            #expect(recorded == .accepted(.init(duplicate: false, acknowledged: false, resolved: false)))
+            #expect(try await hall.acknowledgeAlert(id: "alert-1", by: "dispatcher-1", atMilliseconds: Self.start + 10) == .acknowledged(deviceID: "pi-0001"))
+            #expect(
+                try await hall.resolveAlert(id: "alert-1", outcome: .helpArrived, by: "dispatcher-1", atMilliseconds: Self.start + 20)
+                    == .resolved(deviceID: "pi-0001")
+            )
+            let position = Sample.alert("pi-0001", id: "alert-1", updateSeq: 1, type: .position)
+            let afterwards = try await ingest.recordAlertUpdate(
+                position,
+                body: try StoreJSON.encode(position),
+                feedData: "{}",
+                receivedMilliseconds: Self.start + 30
+            )
+            #expect(afterwards == .accepted(.init(duplicate: false, acknowledged: true, resolved: true)))
         }
     }
 

@@ -244,7 +244,6 @@ struct IngestRoom: Sendable {
             if update.alert.kind == .manual, update.updateSequence > 0, try await store.isUndispatchedAlert(id: update.alert.id) {
                 try await store.handUndispatchedAlertToDesk(id: update.alert.id, deviceID: update.alert.deviceID)
             }
-            let resolved = try await store.alertResolved(id: update.alert.id)
             return try json(
                 .ok,
                 AlertIntakeResponse(
@@ -252,7 +251,7 @@ struct IngestRoom: Sendable {
                     updateSequence: update.updateSequence,
                     duplicate: result.duplicate,
                     acknowledged: result.acknowledged,
-                    resolved: resolved
+                    resolved: result.resolved
                 )
             )
         }

@@ -37,9 +37,6 @@ protocol IngestStore: Sendable {
     /// The kept alert went to the desk (`UndispatchedAlertStore.handUndispatchedAlertToDesk`).
     func handUndispatchedAlertToDesk(id: String, deviceID: String) async throws
 
-    /// Whether a dispatcher has resolved the alert (its intake answer says so to the device).
-    func alertResolved(id: String) async throws -> Bool
-
     /// Appends an event of intake's own (`alert_flood`) to the feed.
     func appendFeedEvent(kind: String, data: String) async throws
 
@@ -122,6 +119,9 @@ struct AlertIntakeResult: Hashable, Sendable {
     var duplicate: Bool
     /// Whether a dispatcher has acknowledged the alert.
     var acknowledged: Bool
+    /// Whether a dispatcher has resolved it (it has an outcome). Read in the update's own
+    /// transaction, as `acknowledged` is: the reply needs no read of its own after the write.
+    var resolved = false
 }
 
 enum AlertIntakeOutcome: Hashable, Sendable {
@@ -141,10 +141,6 @@ protocol HallBackedIngestStore: IngestStore {
 extension HallBackedIngestStore {
     func device(id: String) async throws -> DeviceRow? {
         try await store.device(id: id)
-    }
-
-    func alertResolved(id: String) async throws -> Bool {
-        try await store.alertRow(id: id)?.outcome != nil
     }
 
     func keepUndispatchedAlert(_ update: AlertUpdate, body: String, receivedMilliseconds: Int64) async throws -> UndispatchedAlertOutcome {

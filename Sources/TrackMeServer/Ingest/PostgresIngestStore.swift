@@ -203,14 +203,15 @@ final class PostgresIngestStore: HallBackedIngestStore {
                     logger: logger
                 )
             }
-            var acknowledged = false
-            for try await value in try await connection.query(
-                "SELECT acknowledged FROM alerts WHERE alert_id = \(update.alert.id)",
+            var state = AlertIntakeResult(duplicate: duplicate, acknowledged: false)
+            for try await (acknowledged, resolved) in try await connection.query(
+                "SELECT acknowledged, outcome IS NOT NULL FROM alerts WHERE alert_id = \(update.alert.id)",
                 logger: logger
-            ).decode(Bool.self) {
-                acknowledged = value
+            ).decode((Bool, Bool).self) {
+                state.acknowledged = acknowledged
+                state.resolved = resolved
             }
-            return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
+            return .accepted(state)
         }
     }
 }

@@ -303,8 +303,18 @@ final class SQLiteIngestStore: HallBackedIngestStore {
                     ]
                 )
             }
-            let acknowledged = try Bool.fetchOne(db, sql: "SELECT acknowledged FROM alerts WHERE alert_id = ?", arguments: [update.alert.id]) ?? false
-            return .accepted(AlertIntakeResult(duplicate: duplicate, acknowledged: acknowledged))
+            let state = try Row.fetchOne(
+                db,
+                sql: "SELECT acknowledged, outcome IS NOT NULL AS resolved FROM alerts WHERE alert_id = ?",
+                arguments: [update.alert.id]
+            )
+            return .accepted(
+                AlertIntakeResult(
+                    duplicate: duplicate,
+                    acknowledged: try state?.decode(Bool.self, forColumn: "acknowledged") ?? false,
+                    resolved: try state?.decode(Bool.self, forColumn: "resolved") ?? false
+                )
+            )
         }
     }
 }
