@@ -232,9 +232,13 @@ struct IngestStoreContractTests {
     func alertStateInTheAnswer(backend: Backend) async throws {
         try await Self.withStores(backend) { hall, ingest in
             let raised = Sample.alert("pi-0001", id: "alert-1")
-            let recorded = try await ingest.recordAlertUpdate(raised, body: try StoreJSON.encode(raised), feedData: "{}", receivedMilliseconds: Self.start)
+            let body = try StoreJSON.encode(raised)
+            let recorded = try await ingest.recordAlertUpdate(raised, body: body, feedData: "{}", receivedMilliseconds: Self.start)
             #expect(recorded == .accepted(.init(duplicate: false, acknowledged: false, resolved: false)))
-            #expect(try await hall.acknowledgeAlert(id: "alert-1", by: "dispatcher-1", atMilliseconds: Self.start + 10) == .acknowledged(deviceID: "pi-0001"))
+            #expect(
+                try await hall.acknowledgeAlert(id: "alert-1", by: "dispatcher-1", atMilliseconds: Self.start + 10)
+                    == .acknowledged(deviceID: "pi-0001")
+            )
             #expect(
                 try await hall.resolveAlert(id: "alert-1", outcome: .helpArrived, by: "dispatcher-1", atMilliseconds: Self.start + 20)
                     == .resolved(deviceID: "pi-0001")

@@ -398,7 +398,11 @@ struct PersonData: Sendable {
     }
 
     static var heavyWorkBusy: APIError {
-        var error = APIError(status: .serviceUnavailable, code: .unavailable, message: "the server is busy with other downloads, statistics and group queries: try again shortly")
+        var error = APIError(
+            status: .serviceUnavailable,
+            code: .unavailable,
+            message: "the server is busy with other downloads, statistics and group queries: try again shortly"
+        )
         error.retryAfterSeconds = 5
         return error
     }
