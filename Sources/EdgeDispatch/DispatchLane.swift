@@ -293,37 +293,31 @@ public actor DispatchLane {
         case failed(String)
     }
 
+    /// The send's outcome, or a failure once `sendTimeout` has passed on the lane's clock,
+    /// without waiting for the send to end: a transport may not end when cancelled (libcurl on
+    /// a blocking thread, to a server that took the connection and never answers, ends at its own
+    /// timeout), and the fallback must not wait for it.
     private nonisolated func sendWithTimeout(_ update: AlertUpdate) async -> Outcome {
         let transport = self.transport
-        let clock = self.clock
         let timeout = sendTimeout
-        return await withTaskGroup(of: Outcome?.self) { group in
-            group.addTask {
-                do {
-                    try await transport.send(update)
-                    return .accepted
-                } catch {
-                    return .failed("\(error)")
-                }
+        let send = Task { () -> Outcome in
+            do {
+                try await transport.send(update)
+                return .accepted
+            } catch {
+                return .failed("\(error)")
             }
-            group.addTask {
-                do {
-                    try await clock.sleep(for: timeout, tolerance: nil)
-                    return .failed("no answer within \(timeout)")
-                } catch {
-                    return nil  // cancelled because the send finished first
-                }
-            }
-            var outcome: Outcome = .failed("cancelled")
-            for await result in group {
-                if let result {
-                    outcome = result
-                    break
-                }
-            }
-            group.cancelAll()
-            return outcome
         }
+        let result = await withTaskCancellationHandler {
+            await send.result(within: timeout, on: clock)
+        } onCancel: {
+            send.cancel()
+        }
+        guard let result else {
+            send.cancel()
+            return .failed("no answer within \(timeout)")
+        }
+        return result.get()
     }
 
     private func finished(_ update: AlertUpdate, _ outcome: Outcome) {

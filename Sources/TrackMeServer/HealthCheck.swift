@@ -44,20 +44,17 @@ extension ServerHall {
         return readiness
     }
 
-    /// `work`'s result, or nil when it takes longer than `timeout` (it is cancelled).
+    /// `work`'s result, or nil when it takes longer than `timeout` (it is cancelled, and not
+    /// waited for: a client of a stopped database may not end when cancelled).
     static func withinProbeTimeout<T: Sendable>(
         _ timeout: Duration,
         _ work: @escaping @Sendable () async -> T
     ) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await work() }
-            group.addTask {
-                try? await ContinuousClock().sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+        let task = Task { await work() }
+        guard let result = await task.result(within: timeout) else {
+            task.cancel()
+            return nil
         }
+        return result.get()
     }
 }

@@ -25,6 +25,28 @@ actor ScriptedTransport: AlertTransport {
     }
 }
 
+/// A transport whose sends end only when released, cancelled or not: a POST on a blocking thread
+/// to a server that took the connection and never answers.
+final class UnansweredTransport: AlertTransport, Sendable {
+    private let state = Mutex<(waiting: [CheckedContinuation<Void, Never>], ended: Bool)>(([], false))
+
+    var ended: Bool { state.withLock { $0.ended } }
+
+    func send(_ update: AlertUpdate) async throws {
+        await withCheckedContinuation { continuation in state.withLock { $0.waiting.append(continuation) } }
+        state.withLock { $0.ended = true }
+        throw ScriptedTransport.Refused()
+    }
+
+    func release() {
+        let waiting = state.withLock { state in
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}
+
 /// A lane on a virtual clock, running in its own task for the test's duration.
 struct LaneHarness {
     let clock = VirtualClock()
@@ -237,6 +259,48 @@ struct FallbackScript {
         #expect(await h.transport.attempts == [raise, raise], "retried after the failure, then never again")
         #expect(await h.lane.queuedUpdates.isEmpty)
         await h.stop()
+    }
+
+    @Test func aSendThatNeverAnswersFailsAtTheSendTimeoutAndTheFallbackRunsWithoutWaitingForIt() async throws {
+        let script = try FallbackScript()
+        defer { script.remove() }
+        let clock = VirtualClock()
+        let transport = UnansweredTransport()
+        let lane = DispatchLane(
+            transport: transport,
+            fallback: script.fallback,
+            clock: clock,
+            timestamp: {
+                ReadingTimestamp(monotonicNanoseconds: 0, bootID: "lane-test", wallClockMilliseconds: nil, wallClockTrusted: false)
+            },
+            logger: Logger(label: "test.dispatch")
+        )
+        var events = lane.events.makeAsyncIterator()
+        let running = Task { await lane.run() }
+        // What ends the sends if nothing else does: a lane that waits for them fails instead of
+        // hanging the suite.
+        let release = Task.detached {
+            try? await ContinuousClock().sleep(for: .seconds(20))
+            transport.release()
+        }
+        await lane.submit(.raise(Self.alert))
+        await advanceLane(clock, steps: 20)  // 5 s, past the 3 s send timeout
+        var failure: String?
+        var fallbackRan = false
+        while failure == nil || !fallbackRan, let event = await events.next() {
+            switch event {
+            case .sendFailed(_, let error) where failure == nil: failure = error
+            case .fallbackSucceeded(Self.alert.id, .serverUnreachable): fallbackRan = true
+            default: break
+            }
+        }
+        #expect(failure?.contains("no answer within") == true, "\(failure ?? "no failure")")
+        #expect(fallbackRan)
+        #expect(!transport.ended, "the lane learnt of the failure only once the send had ended")
+        release.cancel()
+        transport.release()
+        running.cancel()
+        await running.value
     }
 }
 
