@@ -106,13 +106,13 @@ struct IngestRoom: Sendable {
             metrics.readingsDuplicate.increment(by: result.duplicates)
         }
         // A runner's or a taxi's state and newest fix for the runs and the fleet.
-        if !result.replayed { await runs.observe(batch, rows: rows, device: device, now: now) }
+        let taxi = result.replayed ? nil : await runs.observe(batch, rows: rows, device: device, now: now)
         // A device that came back from silence has a `device_returned` event on the feed.
         notifier.notify()
         var orders = try Self.careOrders(result.news, heartbeat: batch.heartbeat)
         if batch.heartbeat?.profile == .taxi {
             let ride = try await rideNotice(deviceID: batch.deviceID)
-            let poll = await offerPoll(deviceID: batch.deviceID, ride: ride)
+            let poll = await offerPoll(deviceID: batch.deviceID, ride: ride, taxi: taxi)
             if ride != nil || poll != nil {
                 orders = orders ?? SyncOrders()
                 orders?.ride = ride
@@ -329,11 +329,13 @@ struct IngestRoom: Sendable {
 
     /// How often the taxi is to batch while a ride may be offered to it (queued in a zone, or
     /// with a ride open): its offer comes only in a reply. Nil leaves it at its 30 s reports.
-    private func offerPoll(deviceID: String, ride: RideNotice?) async -> Int64? {
+    /// `taxi` is the taxi as this batch left it, if known (then it is not read again).
+    private func offerPoll(deviceID: String, ride: RideNotice?, taxi: FleetTaxi?) async -> Int64? {
         guard rides != nil else { return nil }
         if ride != nil { return FleetQueue.offerPollMilliseconds }
         do {
-            return try await runs.store.fleetTaxi(deviceID: deviceID)?.queuedMilliseconds == nil ? nil : FleetQueue.offerPollMilliseconds
+            let queued = if let taxi { taxi.queuedMilliseconds } else { try await runs.store.fleetTaxi(deviceID: deviceID)?.queuedMilliseconds }
+            return queued == nil ? nil : FleetQueue.offerPollMilliseconds
         } catch {
             logger.warning("taxi's queue place not read for a batch reply", metadata: ["server.device": "\(deviceID)", "error": "\(error)"])
             return FleetQueue.offerPollMilliseconds

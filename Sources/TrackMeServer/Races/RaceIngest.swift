@@ -33,8 +33,11 @@ struct RaceIngest: Sendable {
         }
     }
 
-    func observe(_ batch: SyncBatch, rows: [ReadingRow], device: DeviceRow, now: Int64) async {
-        guard let heartbeat = batch.heartbeat else { return }
+    /// Returns the taxi as its report left it (nil when the batch is not a taxi's, or the
+    /// update failed): the batch's reply is told from it without reading it again.
+    @discardableResult
+    func observe(_ batch: SyncBatch, rows: [ReadingRow], device: DeviceRow, now: Int64) async -> FleetTaxi? {
+        guard let heartbeat = batch.heartbeat else { return nil }
         var fixes: [Fix] = []
         var heartRates: [StoredReadingReference] = []
         for (reading, row) in zip(batch.readings, rows) {
@@ -52,11 +55,12 @@ struct RaceIngest: Sendable {
                 try await observeRunner(run, fixes: fixes, heartRates: heartRates, device: device, now: now)
             }
             if heartbeat.profile == .taxi, let state = heartbeat.taxiState {
-                try await observeTaxi(state, fixes: fixes, device: device, now: now)
+                return try await observeTaxi(state, fixes: fixes, device: device, now: now)
             }
         } catch {
             logger.warning("run or fleet update failed", metadata: ["server.device": "\(device.deviceID)", "error": "\(error)"])
         }
+        return nil
     }
 
     func observeRunner(
@@ -131,9 +135,10 @@ struct RaceIngest: Sendable {
 
     /// The taxi's state, and the newest of the batch's fixes that is not a GPS jump
     /// (`FleetQueue.shown`): the map never shows a jump, and between rides it keeps the last
-    /// drop-off with its time (`fix_ms`), inventing no position.
-    func observeTaxi(_ state: TaxiAvailability, fixes: [Fix], device: DeviceRow, now: Int64) async throws {
-        let previous = try await store.fleetTaxi(deviceID: device.deviceID)
+    /// drop-off with its time (`fix_ms`), inventing no position. Returns the taxi as saved.
+    @discardableResult
+    func observeTaxi(_ state: TaxiAvailability, fixes: [Fix], device: DeviceRow, now: Int64) async throws -> FleetTaxi {
+        let (previous, zones) = try await store.fleetTaxiAndZones(deviceID: device.deviceID)
         var taxi = previous ?? FleetTaxi(deviceID: device.deviceID, name: device.person.name, state: state.rawValue, lastReportMilliseconds: now)
         let last = taxi.fixMilliseconds.flatMap { ms in
             taxi.latitude.flatMap { lat in taxi.longitude.map { Fix(milliseconds: ms, latitude: lat, longitude: $0) } }
@@ -147,7 +152,7 @@ struct RaceIngest: Sendable {
         }
         var zoneID: String?
         if let latitude = taxi.latitude, let longitude = taxi.longitude {
-            zoneID = try await store.zones().first { $0.contains(latitude: latitude, longitude: longitude) }?.id
+            zoneID = zones.first { $0.contains(latitude: latitude, longitude: longitude) }?.id
         }
         taxi.name = device.person.name
         taxi.state = state.rawValue
@@ -163,6 +168,7 @@ struct RaceIngest: Sendable {
         )
         taxi.zoneID = zoneID
         if taxi != previous { try await store.saveFleetTaxi(taxi) }
+        return taxi
     }
 }
 

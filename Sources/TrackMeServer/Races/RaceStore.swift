@@ -207,6 +207,15 @@ protocol RaceStore: Sendable {
     func insertZone(_ zone: FleetZone) async throws
     func zones() async throws -> [FleetZone]
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi?
+    /// The taxi and the zones together, what each taxi report needs: one read where the store
+    /// can make it one.
+    func fleetTaxiAndZones(deviceID: String) async throws -> (taxi: FleetTaxi?, zones: [FleetZone])
     func saveFleetTaxi(_ taxi: FleetTaxi) async throws
     func fleetTaxis() async throws -> [FleetTaxi]
+}
+
+extension RaceStore {
+    func fleetTaxiAndZones(deviceID: String) async throws -> (taxi: FleetTaxi?, zones: [FleetZone]) {
+        (try await fleetTaxi(deviceID: deviceID), try await zones())
+    }
 }

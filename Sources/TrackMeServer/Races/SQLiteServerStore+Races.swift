@@ -13,23 +13,31 @@ extension SQLiteServerStore {
     }
 
     func zones() async throws -> [FleetZone] {
-        try await pool.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id")).compactMap { row in
-                guard let polygon: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "polygon")) else { return nil }
-                return FleetZone(
-                    id: try row.decode(forColumn: "id"),
-                    name: try row.decode(forColumn: "name"),
-                    polygon: polygon,
-                    createdMilliseconds: try row.decode(forColumn: "created_ms")
-                )
-            }
+        try await pool.read(Self.zones(_:))
+    }
+
+    func fleetTaxiAndZones(deviceID: String) async throws -> (taxi: FleetTaxi?, zones: [FleetZone]) {
+        try await pool.read { db in (try Self.fleetTaxi(db, deviceID: deviceID), try Self.zones(db)) }
+    }
+
+    private static func zones(_ db: Database) throws -> [FleetZone] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM fleet_zones ORDER BY created_ms, id")).compactMap { row in
+            guard let polygon: [[Double]] = try? StoreJSON.decode(try row.decode(forColumn: "polygon")) else { return nil }
+            return FleetZone(
+                id: try row.decode(forColumn: "id"),
+                name: try row.decode(forColumn: "name"),
+                polygon: polygon,
+                createdMilliseconds: try row.decode(forColumn: "created_ms")
+            )
         }
     }
 
     func fleetTaxi(deviceID: String) async throws -> FleetTaxi? {
-        try await pool.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM fleet_taxis WHERE device_id = ?"), arguments: [deviceID]).map(Self.taxi(from:))
-        }
+        try await pool.read { db in try Self.fleetTaxi(db, deviceID: deviceID) }
+    }
+
+    private static func fleetTaxi(_ db: Database, deviceID: String) throws -> FleetTaxi? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM fleet_taxis WHERE device_id = ?"), arguments: [deviceID]).map(taxi(from:))
     }
 
     func saveFleetTaxi(_ taxi: FleetTaxi) async throws {
