@@ -53,8 +53,23 @@ void tm_curl_free(tm_curl *handle) {
     free(handle);
 }
 
+typedef struct {
+    tm_curl_should_stop should_stop;
+    void *context;
+} tm_stop;
+
+static int tm_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    const tm_stop *stop = clientp;
+    return stop->should_stop(stop->context) != 0 ? 1 : 0;
+}
+
 int tm_curl_post(tm_curl *handle, const char *url, const char *const *header_lines, size_t header_count, const void *body,
-                 size_t body_length, const char *ca_file, const char *pinned_public_key, long timeout_ms, tm_curl_result *result) {
+                 size_t body_length, const char *ca_file, const char *pinned_public_key, long timeout_ms,
+                 tm_curl_should_stop should_stop, void *stop_context, tm_curl_result *result) {
     memset(result, 0, sizeof(*result));
     CURL *curl = handle->easy;
     struct curl_slist *headers = NULL;
@@ -86,6 +101,12 @@ int tm_curl_post(tm_curl *handle, const char *url, const char *const *header_lin
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &head);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, tm_append);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &content);
+    tm_stop stop = {should_stop, stop_context};
+    if (should_stop != NULL) {
+        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, tm_progress);
+        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &stop);
+    }
     CURLcode code = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result->status);
     curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &result->new_connections);
@@ -103,6 +124,7 @@ int tm_curl_post(tm_curl *handle, const char *url, const char *const *header_lin
     case CURLE_PEER_FAILED_VERIFICATION: result->failure_kind = 1; break;
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH: result->failure_kind = 2; break;
     case CURLE_SSL_CACERT_BADFILE: result->failure_kind = 3; break;
+    case CURLE_ABORTED_BY_CALLBACK: result->failure_kind = 5; break;
     default: result->failure_kind = 4; break;
     }
     const char *message = error[0] != 0 ? error : (code != CURLE_OK ? curl_easy_strerror(code) : "");

@@ -73,8 +73,24 @@ public final class CurlTransport: HTTPTransport {
         let pins = trust.publicKeySHA256.isEmpty ? nil : trust.publicKeySHA256.map { "sha256//\($0)" }.joined(separator: ";")
         let milliseconds = Int(timeout.milliseconds)
         guard let handle = pool.take() else { throw SyncError(code: .transport, message: "libcurl: out of memory") }
-        let (outcome, newConnections) = await BlockingThreads.shared.run {
-            Self.perform(handle: handle, url: url, lines: lines, body: body, caFile: caFile, pins: pins, timeoutMilliseconds: milliseconds)
+        // A cancelled caller (an alert's send past its timeout, a stopping agent) ends the POST
+        // within about a second instead of at `timeout`, and gives its thread back.
+        let stop = StopFlag()
+        let (outcome, newConnections) = await withTaskCancellationHandler {
+            await BlockingThreads.shared.run {
+                Self.perform(
+                    handle: handle,
+                    url: url,
+                    lines: lines,
+                    body: body,
+                    caFile: caFile,
+                    pins: pins,
+                    timeoutMilliseconds: milliseconds,
+                    stop: stop
+                )
+            }
+        } onCancel: {
+            stop.raise()
         }
         pool.giveBack(handle)
         opened.add(newConnections, ordering: .relaxed)
@@ -88,11 +104,18 @@ public final class CurlTransport: HTTPTransport {
         body: [UInt8],
         caFile: String?,
         pins: String?,
-        timeoutMilliseconds: Int
+        timeoutMilliseconds: Int,
+        stop: StopFlag
     ) -> (Result<HTTPResponse, SyncError>, newConnections: Int) {
         var result = tm_curl_result()
         let cLines = lines.map { strdup($0) }
         defer { for line in cLines { free(line) } }
+        // `stop` outlives the call: the caller's closure holds it until this function returns.
+        let stopContext = Unmanaged.passUnretained(stop).toOpaque()
+        let shouldStop: tm_curl_should_stop = { context in
+            guard let context else { return 0 }
+            return Unmanaged<StopFlag>.fromOpaque(context).takeUnretainedValue().isRaised ? 1 : 0
+        }
         let status: Int32 = cLines.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
             body.withUnsafeBytes { bodyBytes in
                 tm_curl_post(
@@ -105,6 +128,8 @@ public final class CurlTransport: HTTPTransport {
                     caFile,
                     pins,
                     timeoutMilliseconds,
+                    shouldStop,
+                    stopContext,
                     &result
                 )
             }
@@ -125,6 +150,8 @@ public final class CurlTransport: HTTPTransport {
             return .failure(SyncError(code: .transport, message: "TLS: the server's public key does not match server.pin_sha256: \(message)"))
         case 3:
             return .failure(SyncError(code: .transport, message: "TLS: cannot read server.ca_file \(caFile ?? "?"): \(message)"))
+        case 5:
+            return .failure(SyncError(code: .transport, message: "cancelled"))
         default:
             return .failure(SyncError(code: .transport, message: "\(message) (curl \(result.curl_code))"))
         }

@@ -39,6 +39,27 @@ struct CurlTransportTests {
         }
     }
 
+    @Test("a POST whose caller is cancelled ends as cancelled, not at its timeout; the next POST goes through")
+    func cancelledWhileTheServerHoldsTheAnswer() async throws {
+        try await SyncFixture.with { (f: SyncFixture) async throws in
+            // Without the stop, the POST would end at this timeout, saying so.
+            let transport = CurlTransport(baseURL: f.proxy.baseURL, timeout: .seconds(20))
+            f.proxy.inject(.holdAnswerUntilClientCloses, .next(1))
+            let token = f.token
+            let post = Task { try await FaultProxyTests.post(1, through: transport, token: token) }
+            while f.proxy.requestCount == 0 { await Task.yield() }
+            post.cancel()
+            do {
+                let answer = try await post.value
+                Issue.record("a held answer arrived: \(answer.status)")
+            } catch let error as SyncError {
+                #expect(error.message == "cancelled", "\(error)")
+            }
+            // The next POST goes through, on a connection of its own.
+            #expect(try await FaultProxyTests.post(2, through: transport, token: token).status == 200)
+        }
+    }
+
     @Test("posts at the same time get a connection each; two are kept for the next ones")
     func concurrentPosts() async throws {
         try await SyncFixture.with { (f: SyncFixture) async throws in

@@ -19,7 +19,8 @@ typedef struct {
     /// libcurl's CURLcode: 0 when an answer arrived (whatever its status).
     int curl_code;
     /// Which kind of failure: 0 none, 1 the server's certificate or name was not trusted,
-    /// 2 the pinned public key did not match, 3 the CA file could not be read, 4 other.
+    /// 2 the pinned public key did not match, 3 the CA file could not be read, 4 other,
+    /// 5 stopped by the caller (`should_stop`).
     int failure_kind;
     long status;
     /// Connections libcurl opened for this POST (0 when it reused a kept-alive one).
@@ -49,10 +50,14 @@ void tm_curl_free(tm_curl *handle);
 /// one when the server closed it). Every option is set for this POST and reset after it
 /// (curl_easy_reset keeps the handle's live connections). `ca_file` (may be NULL)
 /// replaces the system trust store; `pinned_public_key` (may be NULL) is libcurl's
-/// CURLOPT_PINNEDPUBLICKEY ("sha256//BASE64[;sha256//BASE64]"). Returns 0 on success, -1 when
-/// out of memory; failures of the exchange are reported in `result`.
+/// CURLOPT_PINNEDPUBLICKEY ("sha256//BASE64[;sha256//BASE64]"). `should_stop` (may be NULL) is
+/// asked with `stop_context` while the POST waits (libcurl's progress callback, "about once a
+/// second" when nothing moves); a nonzero answer ends the POST, failure_kind 5. Returns
+/// 0 on success, -1 when out of memory; failures of the exchange are reported in `result`.
+typedef int (*tm_curl_should_stop)(void *stop_context);
 int tm_curl_post(tm_curl *handle, const char *url, const char *const *header_lines, size_t header_count, const void *body,
-                 size_t body_length, const char *ca_file, const char *pinned_public_key, long timeout_ms, tm_curl_result *result);
+                 size_t body_length, const char *ca_file, const char *pinned_public_key, long timeout_ms,
+                 tm_curl_should_stop should_stop, void *stop_context, tm_curl_result *result);
 
 void tm_curl_result_free(tm_curl_result *result);
 
