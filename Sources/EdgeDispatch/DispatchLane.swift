@@ -300,7 +300,7 @@ public actor DispatchLane {
     private nonisolated func sendWithTimeout(_ update: AlertUpdate) async -> Outcome {
         let transport = self.transport
         let timeout = sendTimeout
-        let send = Task { () -> Outcome in
+        let outcome = await Task.value(within: timeout, on: clock) { () -> Outcome in
             do {
                 try await transport.send(update)
                 return .accepted
@@ -308,16 +308,7 @@ public actor DispatchLane {
                 return .failed("\(error)")
             }
         }
-        let result = await withTaskCancellationHandler {
-            await send.result(within: timeout, on: clock)
-        } onCancel: {
-            send.cancel()
-        }
-        guard let result else {
-            send.cancel()
-            return .failed("no answer within \(timeout)")
-        }
-        return result.get()
+        return outcome ?? .failed("no answer within \(timeout)")
     }
 
     private func finished(_ update: AlertUpdate, _ outcome: Outcome) {

@@ -31,3 +31,27 @@ extension Task {
         return value
     }
 }
+
+extension Task where Failure == Never {
+    /// `operation`'s value, run in a task of its own, or nil when it has not ended within `limit`
+    /// on `clock`: that task is then cancelled and not waited for, so that work which does not end
+    /// when cancelled (a blocking call, a connection pool's lease) cannot hold the caller past its
+    /// limit. Cancelling the caller cancels the task too.
+    public static func value(
+        within limit: Duration,
+        on clock: any Clock<Duration> = ContinuousClock(),
+        _ operation: @escaping @Sendable () async -> Success
+    ) async -> Success? {
+        let task = Task { await operation() }
+        let result = await withTaskCancellationHandler {
+            await task.result(within: limit, on: clock)
+        } onCancel: {
+            task.cancel()
+        }
+        guard let result else {
+            task.cancel()
+            return nil
+        }
+        return result.get()
+    }
+}

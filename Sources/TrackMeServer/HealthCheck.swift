@@ -38,23 +38,9 @@ extension ServerHall {
         let minimumFreeBytes = configuration.minimumFreeBytes
         let timeout = configuration.healthProbeTimeout
         let readiness =
-            await Self.withinProbeTimeout(timeout) { await store.readiness(minimumFreeBytes: minimumFreeBytes) }
+            await Task.value(within: timeout) { await store.readiness(minimumFreeBytes: minimumFreeBytes) }
             ?? StoreReadiness(answers: false, writable: false, problems: ["the database did not answer within \(timeout)"])
         databaseHealth.readiness = readiness
         return readiness
-    }
-
-    /// `work`'s result, or nil when it takes longer than `timeout` (it is cancelled, and not
-    /// waited for: a client of a stopped database may not end when cancelled).
-    static func withinProbeTimeout<T: Sendable>(
-        _ timeout: Duration,
-        _ work: @escaping @Sendable () async -> T
-    ) async -> T? {
-        let task = Task { await work() }
-        guard let result = await task.result(within: timeout) else {
-            task.cancel()
-            return nil
-        }
-        return result.get()
     }
 }

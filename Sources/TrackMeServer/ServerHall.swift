@@ -79,7 +79,7 @@ struct ServerHall: Sendable {
     func metricsResponse() async throws -> Response {
         // Bounded like /health: a database that went away must not hold the scrape.
         let store = self.store
-        let counts = await Self.withinProbeTimeout(configuration.healthProbeTimeout) { try? await store.counts() } ?? nil
+        let counts = await Task.value(within: configuration.healthProbeTimeout) { try? await store.counts() } ?? nil
         let readiness = await probeReadiness()
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4"

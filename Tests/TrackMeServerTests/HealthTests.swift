@@ -92,7 +92,7 @@ struct HealthTests {
             try? await ContinuousClock().sleep(for: .seconds(20))
             stuck.withLock { $0.continuation?.resume() }
         }
-        let answer = await ServerHall.withinProbeTimeout(.milliseconds(50)) { () -> Bool in
+        let answer = await Task.value(within: .milliseconds(50)) { () -> Bool in
             await withCheckedContinuation { continuation in stuck.withLock { $0.continuation = continuation } }
             stuck.withLock {
                 $0.continuation = nil
@@ -107,7 +107,7 @@ struct HealthTests {
         while stuck.withLock({ $0.continuation == nil && !$0.ended }) { await Task.yield() }
         stuck.withLock { $0.continuation?.resume() }
         fallback.cancel()
-        #expect(await ServerHall.withinProbeTimeout(.seconds(60)) { 7 } == 7)
+        #expect(await Task.value(within: .seconds(60)) { 7 } == 7)
     }
 
     #if PostgreSQL
