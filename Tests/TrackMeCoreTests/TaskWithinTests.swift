@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import TrackMeCore
 
@@ -16,5 +17,32 @@ import TrackMeCore
         #expect(await waiting.result(within: .milliseconds(50)) == nil)
         continuation.yield(7)
         #expect(await waiting.value == 7)
+    }
+
+    @Test("work that ignores cancellation (a lease on a stopped database) is answered at its limit, before it ends")
+    func valueWithinDoesNotWaitForItsWork() async throws {
+        let stuck = Mutex<(continuation: CheckedContinuation<Void, Never>?, ended: Bool)>((nil, false))
+        // What ends the work if nothing else does: a helper that waits for it fails instead of
+        // hanging the suite.
+        let fallback = Task.detached {
+            try? await ContinuousClock().sleep(for: .seconds(20))
+            stuck.withLock { $0.continuation?.resume() }
+        }
+        let answer = await Task.value(within: .milliseconds(50)) { () -> Bool in
+            await withCheckedContinuation { continuation in stuck.withLock { $0.continuation = continuation } }
+            stuck.withLock {
+                $0.continuation = nil
+                $0.ended = true
+            }
+            return true
+        }
+        let endedFirst = stuck.withLock { $0.ended }
+        #expect(answer == nil)
+        #expect(!endedFirst, "the answer came only once the work had ended")
+        // The abandoned work ends now (it may not have started waiting yet).
+        while stuck.withLock({ $0.continuation == nil && !$0.ended }) { await Task.yield() }
+        stuck.withLock { $0.continuation?.resume() }
+        fallback.cancel()
+        #expect(await Task.value(within: .seconds(60)) { 7 } == 7)
     }
 }
